@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# Installs everything the wasm build needs, idempotently, from package registries only, then writes
+# `.toolchain/env` (sourced by scripts/build.sh). Every step is skipped when its result is already there.
+#
+# Order of preference for the wasm32-unknown-unknown standard library:
+#   1. the current rustc already has it (a normal rustup install with the target added);
+#   2. `rustup target add` answers within a short timeout (an online developer machine; never tried
+#      when CI is set, because CI must build from the package registries alone);
+#   3. Debian's rustc-web toolchain, with the wasm32 std built once from rust-web-src (-Zbuild-std) and
+#      installed into its sysroot. This is the route on machines that reach only the package registries,
+#      where rustup components cannot be downloaded.
+# worker-build would otherwise download wasm-bindgen, wasm-opt and esbuild from GitHub; we install them
+# from crates.io and npm and point worker-build at them with WASM_BINDGEN_BIN, WASM_OPT_BIN, ESBUILD_BIN.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+state="$root/.toolchain"
+mkdir -p "$state/bin"
+
+WORKER_BUILD_VERSION="0.8.7"
+TARGET="wasm32-unknown-unknown"
+# Debian's rustc-web and the lld that rust-lld points to; the std sources build the wasm32 std.
+DEBIAN_PACKAGES=(rustc-web cargo-web rust-web-src lld-22)
+
+say() { printf '[toolchain] %s\n' "$*" >&2; }
+
+has_wasm_std() { # $1 = rustc binary
+  local dir
+  dir="$("$1" --print target-libdir --target "$TARGET" 2>/dev/null)" || return 1
+  compgen -G "$dir/libstd-*.rlib" >/dev/null
+}
+
+as_root() {
+  if [ "$(id -u)" = 0 ]; then "$@"; elif command -v sudo >/dev/null; then sudo "$@"; else
+    say "need root for: $*"; return 1; fi
+}
+
+debian_std() {
+  local missing=()
+  for p in "${DEBIAN_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  if [ ${#missing[@]} -gt 0 ]; then
+    say "installing Debian packages: ${missing[*]}"
+    as_root apt-get update -q >/dev/null
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" >/dev/null
+  fi
+  if has_wasm_std /usr/bin/rustc; then return 0; fi
+
+  say "building the $TARGET standard library with /usr/bin/rustc (takes a few minutes, once)"
+  local work="$state/std-build" libdir
+  rm -rf "$work" && mkdir -p "$work/src"
+  cat >"$work/Cargo.toml" <<'TOML'
+[package]
+name = "wasm-std-bootstrap"
+version = "0.0.0"
+edition = "2021"
+[lib]
+path = "src/lib.rs"
+[profile.release]
+panic = "abort"
+TOML
+  echo '#![no_std]' >"$work/src/lib.rs"
+  # embed-bitcode keeps the LLVM bitcode that a release build with LTO needs ("Can't find section .llvmbc").
+  (cd "$work" && RUSTC_BOOTSTRAP=1 RUSTC=/usr/bin/rustc RUSTFLAGS="-Cembed-bitcode=yes" \
+    /usr/bin/cargo build --quiet --release -Zbuild-std=std,panic_abort,panic_unwind --target "$TARGET")
+  libdir="$(/usr/bin/rustc --print target-libdir --target "$TARGET")"
+  as_root mkdir -p "$libdir"
+  find "$work/target/$TARGET/release/deps" -name 'lib*.rlib' ! -name 'libwasm_std_bootstrap-*' \
+    -exec cp {} "$libdir/" \;
+  has_wasm_std /usr/bin/rustc || { say "the $TARGET std did not install into $libdir"; return 1; }
+  rm -rf "$work"
+}
+
+# 1. The Rust wasm toolchain. The choice is remembered in .toolchain/rust so rustup is asked only once.
+route=""
+[ -f "$state/rust" ] && route="$(cat "$state/rust")"
+case "$route" in
+  default) has_wasm_std rustc || route="" ;;
+  debian) has_wasm_std /usr/bin/rustc || route="" ;;
+esac
+if [ -z "$route" ]; then
+  if command -v rustc >/dev/null && has_wasm_std rustc; then
+    route=default
+  elif [ -z "${CI:-}" ] && command -v rustup >/dev/null \
+    && timeout 30 rustup target add "$TARGET" >/dev/null 2>&1 && has_wasm_std rustc; then
+    route=default
+  else
+    say "rustup cannot add $TARGET here; using Debian's rustc-web"
+    debian_std
+    route=debian
+  fi
+  echo "$route" >"$state/rust"
+fi
+if [ "$route" = debian ]; then
+  # worker-build runs `rustc` and `cargo` from PATH, so put Debian's first for the build.
+  for b in cargo rustc rustdoc; do ln -sf "/usr/bin/$b" "$state/bin/$b"; done
+fi
+
+# 2. worker-build and the wasm-bindgen CLI matching Cargo.lock exactly (a schema mismatch breaks the build).
+host_cargo="$(command -v cargo || echo /usr/bin/cargo)"
+cargo_bin="${CARGO_HOME:-$HOME/.cargo}/bin"
+if ! "$cargo_bin/worker-build" --version 2>/dev/null | grep -q "$WORKER_BUILD_VERSION"; then
+  say "installing worker-build $WORKER_BUILD_VERSION"
+  "$host_cargo" install --quiet worker-build --version "$WORKER_BUILD_VERSION"
+fi
+bindgen_version="$(awk '/^name = "wasm-bindgen"$/ {getline; gsub(/version = |"/, ""); print; exit}' Cargo.lock)"
+if ! "$cargo_bin/wasm-bindgen" --version 2>/dev/null | grep -q " $bindgen_version\$"; then
+  say "installing wasm-bindgen-cli $bindgen_version"
+  # Not --locked: its lockfile names a webpki-roots version that is no longer published.
+  "$host_cargo" install --quiet --force wasm-bindgen-cli --version "$bindgen_version"
+fi
+
+# 3. Node packages: wrangler, miniflare, esbuild, binaryen (wasm-opt), the MCP SDK and conformance suite.
+if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  say "installing npm packages"
+  npm ci --no-audit --no-fund --loglevel=error
+fi
+
+cat >"$state/env" <<EOF
+export PATH="$state/bin:$cargo_bin:\$PATH"
+export WASM_BINDGEN_BIN="$cargo_bin/wasm-bindgen"
+export WASM_OPT_BIN="$root/node_modules/.bin/wasm-opt"
+export ESBUILD_BIN="$root/node_modules/.bin/esbuild"
+EOF
+[ "$route" = debian ] && echo 'export RUSTC=/usr/bin/rustc' >>"$state/env"
+say "ready ($route rust toolchain)"

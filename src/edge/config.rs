@@ -1,0 +1,152 @@
+//! Deployment settings, read from wrangler `[vars]` (see README, "Configuration").
+
+use crate::tools::Catalog;
+
+/// Settings of one deployment.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    /// Browser origins allowed to call `/mcp` (`ALLOWED_ORIGINS`, comma-separated; `*` allows any;
+    /// `http://localhost:*` allows any port of that host). Requests without `Origin` (non-browser
+    /// clients) are always allowed.
+    pub allowed_origins: Vec<String>,
+    /// Host names (without port) the server answers to (`ALLOWED_HOSTS`, comma-separated). Empty
+    /// means any; set it to `localhost,127.0.0.1,[::1]` for local deployments to stop DNS rebinding.
+    pub allowed_hosts: Vec<String>,
+    /// Largest accepted POST body in bytes (`MAX_BODY_BYTES`, default 1 MiB).
+    pub max_body_bytes: usize,
+    /// Tools per `tools/list` page (`TOOLS_PAGE_SIZE`, default 50).
+    pub tools_page_size: usize,
+    /// Which tools this deployment serves (`MCP_CATALOG`).
+    pub catalog: Catalog,
+    /// How long logged events stay resumable, in seconds (`EVENT_RETENTION_SECONDS`, default 3600).
+    pub event_retention_secs: u32,
+    /// Most events kept per session (`EVENT_LOG_MAX`, default 5000).
+    pub event_log_max: u32,
+    /// A session unused this long is deleted by its alarm, in seconds (`SESSION_IDLE_SECONDS`,
+    /// default 86400).
+    pub session_idle_secs: u32,
+    /// How long a server-to-client request (elicitation, sampling) waits for the client's answer, in
+    /// milliseconds (`CLIENT_REQUEST_TIMEOUT_MS`, default 120000).
+    pub client_request_timeout_ms: u32,
+    /// Seconds between SSE keepalive comments (`SSE_KEEPALIVE_SECONDS`, default 15).
+    pub keepalive_secs: u32,
+    /// The standalone GET stream is closed after this many seconds, with a `retry:` so the client
+    /// reconnects and resumes (`SSE_MAX_STREAM_SECONDS`, default 300).
+    pub max_stream_secs: u32,
+}
+
+impl Config {
+    /// Builds the config from a variable lookup; unset or unparsable numbers take their defaults.
+    pub fn from_lookup(var: impl Fn(&str) -> Option<String>) -> Config {
+        let list = |name: &str| -> Vec<String> {
+            var(name)
+                .map(|s| s.split(',').map(|p| p.trim().to_ascii_lowercase()).filter(|p| !p.is_empty()).collect())
+                .unwrap_or_default()
+        };
+        let num = |name: &str, default: u32| -> u32 {
+            var(name).and_then(|s| s.trim().parse().ok()).filter(|n| *n > 0).unwrap_or(default)
+        };
+        Config {
+            allowed_origins: list("ALLOWED_ORIGINS"),
+            allowed_hosts: list("ALLOWED_HOSTS"),
+            max_body_bytes: num("MAX_BODY_BYTES", 1 << 20) as usize,
+            tools_page_size: num("TOOLS_PAGE_SIZE", 50) as usize,
+            catalog: Catalog::from_var(var("MCP_CATALOG").as_deref()),
+            event_retention_secs: num("EVENT_RETENTION_SECONDS", 3600),
+            event_log_max: num("EVENT_LOG_MAX", 5000),
+            session_idle_secs: num("SESSION_IDLE_SECONDS", 86_400),
+            client_request_timeout_ms: num("CLIENT_REQUEST_TIMEOUT_MS", 120_000),
+            keepalive_secs: num("SSE_KEEPALIVE_SECONDS", 15),
+            max_stream_secs: num("SSE_MAX_STREAM_SECONDS", 300),
+        }
+    }
+
+    /// Reads the config from the Worker's environment.
+    pub fn from_env(env: &worker::Env) -> Config {
+        Config::from_lookup(|name| env.var(name).ok().map(|v| v.to_string()))
+    }
+
+    /// Whether a request with this `Origin` header may proceed.
+    pub fn origin_allowed(&self, origin: Option<&str>) -> bool {
+        match origin {
+            None => true,
+            Some(o) => {
+                let o = o.trim().to_ascii_lowercase();
+                self.allowed_origins.iter().any(|a| origin_matches(a, &o))
+            }
+        }
+    }
+
+    /// Whether a request with this `Host` header may proceed.
+    pub fn host_allowed(&self, host: Option<&str>) -> bool {
+        if self.allowed_hosts.is_empty() {
+            return true;
+        }
+        let Some(host) = host else { return false };
+        let host = host.trim().to_ascii_lowercase();
+        let name = if host.starts_with('[') {
+            host.split_once(']').map(|(h, _)| format!("{h}]")).unwrap_or(host.clone())
+        } else {
+            host.split(':').next().unwrap_or_default().to_string()
+        };
+        self.allowed_hosts.iter().any(|a| *a == name)
+    }
+}
+
+fn origin_matches(pattern: &str, origin: &str) -> bool {
+    if pattern == "*" || pattern == origin {
+        return true;
+    }
+    let Some(base) = pattern.strip_suffix(":*") else { return false };
+    origin == base
+        || origin
+            .strip_prefix(base)
+            .and_then(|rest| rest.strip_prefix(':'))
+            .is_some_and(|port| !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(pairs: &[(&str, &str)]) -> Config {
+        let pairs: Vec<(String, String)> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        Config::from_lookup(|n| pairs.iter().find(|(k, _)| k == n).map(|(_, v)| v.clone()))
+    }
+
+    #[test]
+    fn defaults_apply_when_unset_or_bad() {
+        let c = cfg(&[("MAX_BODY_BYTES", "lots"), ("TOOLS_PAGE_SIZE", "0")]);
+        assert_eq!(c.max_body_bytes, 1 << 20);
+        assert_eq!(c.tools_page_size, 50);
+        assert_eq!(c.catalog, Catalog::Production);
+    }
+
+    #[test]
+    fn origins_are_matched_exactly_and_absent_origin_passes() {
+        let c = cfg(&[("ALLOWED_ORIGINS", "http://localhost:6274, https://App.example")]);
+        assert!(c.origin_allowed(None));
+        assert!(c.origin_allowed(Some("https://app.example")));
+        assert!(!c.origin_allowed(Some("http://evil.example.com")));
+        assert!(!c.origin_allowed(Some("https://app.example.evil.com")));
+        assert!(!cfg(&[]).origin_allowed(Some("http://localhost:6274")));
+        assert!(cfg(&[("ALLOWED_ORIGINS", "*")]).origin_allowed(Some("http://x")));
+        let local = cfg(&[("ALLOWED_ORIGINS", "http://localhost:*")]);
+        assert!(local.origin_allowed(Some("http://localhost:6274")));
+        assert!(local.origin_allowed(Some("http://localhost")));
+        assert!(!local.origin_allowed(Some("http://localhost.evil.com:80")));
+        assert!(!local.origin_allowed(Some("http://localhost:80@evil.com")));
+    }
+
+    #[test]
+    fn hosts_ignore_ports_and_refuse_rebinding() {
+        let c = cfg(&[("ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]")]);
+        assert!(c.host_allowed(Some("localhost:8787")));
+        assert!(c.host_allowed(Some("127.0.0.1")));
+        assert!(c.host_allowed(Some("[::1]:8787")));
+        assert!(!c.host_allowed(Some("evil.example.com")));
+        assert!(!c.host_allowed(Some("localhost.evil.com:8787")));
+        assert!(!c.host_allowed(None));
+        assert!(cfg(&[]).host_allowed(Some("anything.example")));
+    }
+}

@@ -1,0 +1,140 @@
+//! HTTP header rules of Streamable HTTP, CORS, and the one place errors become responses.
+
+use serde_json::Value;
+use worker::{Headers, Response};
+
+use crate::error::{Error, Result};
+use crate::mcp::message::{error_response, RequestId};
+
+/// `Content-Type` of JSON replies.
+pub const JSON: &str = "application/json";
+/// `Content-Type` of SSE replies.
+pub const EVENT_STREAM: &str = "text/event-stream";
+
+/// Request headers a browser client may send (CORS preflight).
+const ALLOW_HEADERS: &str = "Content-Type, Accept, Authorization, Mcp-Session-Id, MCP-Protocol-Version, Last-Event-ID";
+/// Response headers a browser client may read.
+const EXPOSE_HEADERS: &str = "Mcp-Session-Id, MCP-Protocol-Version";
+/// Methods served on `/mcp`.
+pub const ALLOW_METHODS: &str = "GET, POST, DELETE, OPTIONS";
+
+/// Whether an `Accept` header admits `wanted` (exact type, `type/*` or `*/*`; `q=0` excludes).
+pub fn accepts(accept: Option<&str>, wanted: &str) -> bool {
+    let Some(accept) = accept else { return false };
+    let (wanted_type, _) = wanted.split_once('/').unwrap_or((wanted, ""));
+    accept.split(',').any(|range| {
+        let mut parts = range.split(';');
+        let media = parts.next().unwrap_or_default().trim().to_ascii_lowercase();
+        let refused = parts.any(|p| {
+            let p = p.trim().replace(' ', "");
+            p == "q=0" || p == "q=0.0" || p == "q=0.00" || p == "q=0.000"
+        });
+        !refused && (media == wanted || media == "*/*" || media == format!("{wanted_type}/*"))
+    })
+}
+
+/// POST needs both reply types listed (the server picks JSON or SSE per request).
+pub fn check_post_accept(accept: Option<&str>) -> Result<()> {
+    if accepts(accept, JSON) && accepts(accept, EVENT_STREAM) {
+        Ok(())
+    } else {
+        Err(Error::NotAcceptable(
+            "Not Acceptable: the Accept header must list both application/json and text/event-stream".into(),
+        ))
+    }
+}
+
+/// GET opens an SSE stream, so it needs `text/event-stream`.
+pub fn check_get_accept(accept: Option<&str>) -> Result<()> {
+    if accepts(accept, EVENT_STREAM) {
+        Ok(())
+    } else {
+        Err(Error::NotAcceptable("Not Acceptable: the Accept header must list text/event-stream".into()))
+    }
+}
+
+/// POST bodies are JSON (`application/json`, optionally with parameters such as charset).
+pub fn check_content_type(content_type: Option<&str>) -> Result<()> {
+    let media = content_type.and_then(|c| c.split(';').next()).map(|m| m.trim().to_ascii_lowercase());
+    if media.as_deref() == Some(JSON) {
+        Ok(())
+    } else {
+        Err(Error::UnsupportedMediaType(format!(
+            "Unsupported Media Type: Content-Type must be application/json, got {}",
+            content_type.unwrap_or("none")
+        )))
+    }
+}
+
+/// A JSON response with a status.
+pub fn json_response(body: &Value, status: u16) -> Result<Response> {
+    let headers = Headers::new();
+    headers.set("content-type", JSON)?;
+    Ok(Response::from_bytes(body.to_string().into_bytes())?.with_status(status).with_headers(headers))
+}
+
+/// The response for an error: a JSON-RPC error object (with the request id when known) and the
+/// error's HTTP status, plus `Allow` on 405.
+pub fn error_response_for(err: &Error, id: Option<&RequestId>) -> Result<Response> {
+    let resp = json_response(&error_response(id, err), err.http_status())?;
+    if matches!(err, Error::MethodNotAllowed(_)) {
+        resp.headers().set("allow", ALLOW_METHODS)?;
+    }
+    Ok(resp)
+}
+
+/// A mutable copy of a response's headers, to pass to `Response::with_headers`.
+///
+/// Responses that come back from the Durable Object have immutable headers, so they are rebuilt
+/// around the same body (a stream passes through without copying).
+pub fn mutable_headers(resp: &Response) -> Result<Headers> {
+    let headers = Headers::new();
+    for (k, v) in resp.headers().entries() {
+        headers.append(&k, &v)?;
+    }
+    Ok(headers)
+}
+
+/// Adds CORS headers for an allowed `origin`.
+pub fn with_cors(resp: Response, origin: Option<&str>) -> Result<Response> {
+    let Some(origin) = origin else { return Ok(resp) };
+    let headers = mutable_headers(&resp)?;
+    headers.set("access-control-allow-origin", origin)?;
+    headers.set("access-control-expose-headers", EXPOSE_HEADERS)?;
+    headers.append("vary", "Origin")?;
+    Ok(resp.with_headers(headers))
+}
+
+/// The answer to a CORS preflight.
+pub fn preflight(origin: Option<&str>) -> Result<Response> {
+    let headers = Headers::new();
+    headers.set("access-control-allow-methods", ALLOW_METHODS)?;
+    headers.set("access-control-allow-headers", ALLOW_HEADERS)?;
+    headers.set("access-control-max-age", "86400")?;
+    with_cors(Response::empty()?.with_status(204).with_headers(headers), origin)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accept_needs_both_types_for_post() {
+        assert!(check_post_accept(Some("application/json, text/event-stream")).is_ok());
+        assert!(check_post_accept(Some("*/*")).is_ok());
+        assert!(check_post_accept(Some("application/json;q=0.9, text/*")).is_ok());
+        assert!(check_post_accept(Some("application/json")).is_err());
+        assert!(check_post_accept(Some("application/json, text/event-stream;q=0")).is_err());
+        assert!(check_post_accept(None).is_err());
+        assert!(check_get_accept(Some("text/event-stream")).is_ok());
+        assert!(check_get_accept(Some("application/json")).is_err());
+    }
+
+    #[test]
+    fn content_type_must_be_json() {
+        assert!(check_content_type(Some("application/json")).is_ok());
+        assert!(check_content_type(Some("Application/JSON; charset=utf-8")).is_ok());
+        assert_eq!(check_content_type(Some("text/plain")).unwrap_err().http_status(), 415);
+        assert!(check_content_type(None).is_err());
+    }
+}

@@ -1,0 +1,192 @@
+//! The stateless front of `/mcp`: header rules, origin and host checks, body cap, session routing.
+//!
+//! Everything that can be refused without a session is refused here, before a Durable Object is
+//! touched. What remains is forwarded to the session's object, addressed by `Mcp-Session-Id`.
+
+pub mod config;
+pub mod http;
+
+use futures::StreamExt;
+use worker::web_sys;
+use worker::{Env, Method, Request, Response};
+
+use crate::error::{Error, Result};
+use crate::mcp::message::Incoming;
+use crate::mcp::version;
+use crate::session::{CORRELATION_HEADER, CREATE_HEADER};
+use config::Config;
+
+/// Session ids are 256 random bits as 64 lowercase hex digits; nothing else can name a session.
+fn valid_session_id(s: &str) -> bool {
+    s.len() == 64 && s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+fn random_hex(bytes: usize) -> Result<String> {
+    let mut buf = vec![0u8; bytes];
+    getrandom::fill(&mut buf).map_err(|e| Error::Internal(format!("no randomness: {e}")))?;
+    Ok(buf.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+fn header(req: &Request, name: &str) -> Option<String> {
+    req.headers().get(name).ok().flatten()
+}
+
+/// Serves `/mcp`. Never fails: every error becomes its JSON-RPC error response.
+pub async fn serve(req: Request, env: Env) -> worker::Result<Response> {
+    let cfg = Config::from_env(&env);
+    let origin = header(&req, "origin");
+    let cors_origin = origin.as_deref().filter(|o| cfg.origin_allowed(Some(o)));
+    let resp = match route(req, &env, &cfg).await {
+        Ok(r) => r,
+        Err(e) => {
+            if !e.is_public() {
+                worker::console_error!("{}", serde_json::json!({ "error": e.to_string() }));
+            }
+            http::error_response_for(&e, None)?
+        }
+    };
+    Ok(http::with_cors(resp, cors_origin)?)
+}
+
+async fn route(mut req: Request, env: &Env, cfg: &Config) -> Result<Response> {
+    let host = header(&req, "host");
+    if !cfg.host_allowed(host.as_deref()) {
+        return Err(Error::Forbidden(format!(
+            "Forbidden: Host {} is not served here (DNS rebinding protection); use one of ALLOWED_HOSTS",
+            host.unwrap_or_default()
+        )));
+    }
+    let origin = header(&req, "origin");
+    if !cfg.origin_allowed(origin.as_deref()) {
+        return Err(Error::Forbidden(format!(
+            "Forbidden: Origin {} is not allowed; add it to ALLOWED_ORIGINS",
+            origin.unwrap_or_default()
+        )));
+    }
+    if let Some(v) = header(&req, "mcp-protocol-version") {
+        if !version::is_supported(&v) {
+            return Err(Error::BadHeader(format!(
+                "Bad Request: unsupported MCP-Protocol-Version {v:?}; supported: {}",
+                version::SUPPORTED.join(", ")
+            )));
+        }
+    }
+    match req.method() {
+        Method::Options => Ok(http::preflight(origin.as_deref())?),
+        Method::Post => post(&mut req, env, cfg).await,
+        Method::Get => {
+            http::check_get_accept(header(&req, "accept").as_deref())?;
+            let session = session_of(&req)?;
+            forward(env, &session, Method::Get, &req, None, false).await
+        }
+        Method::Delete => {
+            let session = session_of(&req)?;
+            forward(env, &session, Method::Delete, &req, None, false).await
+        }
+        other => Err(Error::MethodNotAllowed(format!(
+            "Method Not Allowed: {other:?}; /mcp serves {}",
+            http::ALLOW_METHODS
+        ))),
+    }
+}
+
+fn session_of(req: &Request) -> Result<String> {
+    let id = header(req, "mcp-session-id").ok_or(Error::SessionRequired)?;
+    if valid_session_id(&id) {
+        Ok(id)
+    } else {
+        Err(Error::SessionNotFound)
+    }
+}
+
+async fn post(req: &mut Request, env: &Env, cfg: &Config) -> Result<Response> {
+    http::check_post_accept(header(req, "accept").as_deref())?;
+    http::check_content_type(header(req, "content-type").as_deref())?;
+    let body = read_body(req, cfg.max_body_bytes).await?;
+    if header(req, "mcp-session-id").is_some() {
+        let session = session_of(req)?;
+        return forward(env, &session, Method::Post, req, Some(body), false).await;
+    }
+    // Without a session only initialize is allowed; it creates one under a fresh id.
+    match Incoming::parse(&body)? {
+        Incoming::Request { method, .. } if method == "initialize" => {
+            let session = random_hex(32)?;
+            let resp = forward(env, &session, Method::Post, req, Some(body), true).await?;
+            if resp.status_code() != 200 {
+                return Ok(resp);
+            }
+            let headers = http::mutable_headers(&resp)?;
+            headers.set("mcp-session-id", &session)?;
+            Ok(resp.with_headers(headers))
+        }
+        _ => Err(Error::SessionRequired),
+    }
+}
+
+/// Reads the body up to `limit` bytes: `Content-Length` is checked first, then the bytes are
+/// counted as they arrive, so a lying or absent length cannot push more into memory.
+async fn read_body(req: &mut Request, limit: usize) -> Result<String> {
+    if let Some(len) = header(req, "content-length").and_then(|l| l.parse::<usize>().ok()) {
+        if len > limit {
+            return Err(Error::PayloadTooLarge { limit });
+        }
+    }
+    let mut stream = req.stream().map_err(|e| Error::Internal(format!("request body: {e}")))?;
+    let mut buf = Vec::new();
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(|e| Error::Parse(format!("body could not be read: {e}")))?;
+        if buf.len() + chunk.len() > limit {
+            return Err(Error::PayloadTooLarge { limit });
+        }
+        buf.extend_from_slice(&chunk);
+    }
+    String::from_utf8(buf).map_err(|_| Error::Parse("body is not valid UTF-8".into()))
+}
+
+/// Sends the request on to the session's Durable Object, keeping the client's abort signal so the
+/// object notices when the client disconnects.
+async fn forward(
+    env: &Env,
+    session: &str,
+    method: Method,
+    req: &Request,
+    body: Option<String>,
+    create: bool,
+) -> Result<Response> {
+    let headers = web_sys::Headers::new().map_err(|_| Error::Internal("headers".into()))?;
+    let set = |k: &str, v: &str| headers.set(k, v).map_err(|_| Error::Internal(format!("header {k}")));
+    set("mcp-session-id", session)?;
+    set(CORRELATION_HEADER, &header(req, "cf-ray").map_or_else(|| random_hex(8), Ok)?)?;
+    for name in ["content-type", "accept", "last-event-id", "mcp-protocol-version"] {
+        if let Some(v) = header(req, name) {
+            set(name, &v)?;
+        }
+    }
+    if create {
+        set(CREATE_HEADER, "1")?;
+    }
+    let init = web_sys::RequestInit::new();
+    init.set_method(method.as_ref());
+    init.set_headers(&headers);
+    init.set_signal(Some(&req.inner().signal()));
+    if let Some(b) = body {
+        init.set_body(&worker::wasm_bindgen::JsValue::from_str(&b));
+    }
+    let inner = web_sys::Request::new_with_str_and_init("https://session.internal/mcp", &init)
+        .map_err(|e| Error::Internal(format!("build session request: {e:?}")))?;
+    let stub = env.durable_object("SESSION")?.id_from_name(session)?.get_stub()?;
+    Ok(stub.fetch_with_request(Request::from(inner)).await?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_our_id_shape_names_a_session() {
+        assert!(valid_session_id(&"a1".repeat(32)));
+        assert!(!valid_session_id(&"A1".repeat(32)));
+        assert!(!valid_session_id("garbage"));
+        assert!(!valid_session_id(&"a".repeat(65)));
+    }
+}

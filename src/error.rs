@@ -1,0 +1,247 @@
+//! The one error type of mcp-edge, and the one place that maps it to JSON-RPC codes and HTTP statuses.
+//!
+//! Every failure, from a bad `Accept` header to a missing D1 table, becomes an [`Error`]. Its `Display`
+//! is the message a client sees: short, naming what was wrong and what to do. Internal details (SQL
+//! errors, JS exceptions) are logged by the edge layer and never echoed verbatim to clients.
+
+use std::fmt;
+
+/// Result alias used across the crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// JSON-RPC error codes used by MCP (JSON-RPC 2.0 plus the MCP and SDK conventions).
+pub mod code {
+    /// The body is not valid JSON.
+    pub const PARSE_ERROR: i64 = -32700;
+    /// The JSON is not a valid JSON-RPC message (or a batch where batches are not allowed).
+    pub const INVALID_REQUEST: i64 = -32600;
+    /// No such method.
+    pub const METHOD_NOT_FOUND: i64 = -32601;
+    /// Parameters do not match what the method takes.
+    pub const INVALID_PARAMS: i64 = -32602;
+    /// A fault on our side.
+    pub const INTERNAL_ERROR: i64 = -32603;
+    /// Transport-level refusal (SDK convention): bad headers, missing session id.
+    pub const SERVER_ERROR: i64 = -32000;
+    /// The session id is unknown or was terminated (SDK convention).
+    pub const SESSION_NOT_FOUND: i64 = -32001;
+    /// `resources/read` of a URI the server does not have (MCP 2025-11-25).
+    pub const RESOURCE_NOT_FOUND: i64 = -32002;
+    /// The request was cancelled by `notifications/cancelled` before it finished.
+    pub const REQUEST_CANCELLED: i64 = -32800;
+}
+
+/// Everything that can go wrong while serving MCP.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Error {
+    /// The `Accept` header does not list what the method needs (HTTP 406).
+    NotAcceptable(String),
+    /// The body is not `application/json` (HTTP 415).
+    UnsupportedMediaType(String),
+    /// The body is larger than the configured cap, in bytes (HTTP 413).
+    PayloadTooLarge {
+        /// The cap in bytes.
+        limit: usize,
+    },
+    /// The `Origin` or `Host` header is not allowed (HTTP 403).
+    Forbidden(String),
+    /// The HTTP method is not served on this path (HTTP 405).
+    MethodNotAllowed(String),
+    /// No route for this path (HTTP 404).
+    NotFound(String),
+    /// A request other than `initialize` came without `Mcp-Session-Id` (HTTP 400).
+    SessionRequired,
+    /// The session id is unknown or terminated (HTTP 404).
+    SessionNotFound,
+    /// A bad transport header, such as an unsupported `MCP-Protocol-Version` (HTTP 400).
+    BadHeader(String),
+    /// Invalid JSON (HTTP 400, JSON-RPC -32700).
+    Parse(String),
+    /// Not a valid JSON-RPC message for this point of the protocol (HTTP 400, JSON-RPC -32600).
+    InvalidRequest(String),
+    /// Unknown method (JSON-RPC -32601).
+    MethodNotFound(String),
+    /// Bad parameters, unknown tool or invalid cursor (JSON-RPC -32602).
+    InvalidParams(String),
+    /// Unknown resource URI (JSON-RPC -32002).
+    ResourceNotFound(String),
+    /// The request was cancelled by the client (JSON-RPC -32800).
+    Cancelled,
+    /// A tool's input failed its JSON Schema: reported as a tool result with `isError: true`.
+    InvalidArguments(String),
+    /// A record the caller named does not exist: reported as a tool result with `isError: true`.
+    NoSuchRecord(String),
+    /// A tool could not do what was asked; the text tells the model why (a tool result with
+    /// `isError: true`).
+    ToolFailed(String),
+    /// The operation did not finish in time.
+    Timeout(String),
+    /// The client did not answer a server-to-client request, or declined it.
+    Client(String),
+    /// A storage binding (D1, KV, Durable Object SQLite) failed. The text is for logs, not clients.
+    Storage(String),
+    /// Anything else on our side. The text is for logs, not clients.
+    Internal(String),
+}
+
+impl Error {
+    /// The JSON-RPC error code for this error.
+    pub fn rpc_code(&self) -> i64 {
+        match self {
+            Error::Parse(_) => code::PARSE_ERROR,
+            Error::InvalidRequest(_) => code::INVALID_REQUEST,
+            Error::MethodNotFound(_) => code::METHOD_NOT_FOUND,
+            Error::InvalidParams(_) | Error::InvalidArguments(_) => code::INVALID_PARAMS,
+            Error::ResourceNotFound(_) => code::RESOURCE_NOT_FOUND,
+            Error::SessionNotFound => code::SESSION_NOT_FOUND,
+            Error::Cancelled => code::REQUEST_CANCELLED,
+            Error::NotAcceptable(_)
+            | Error::UnsupportedMediaType(_)
+            | Error::PayloadTooLarge { .. }
+            | Error::Forbidden(_)
+            | Error::MethodNotAllowed(_)
+            | Error::NotFound(_)
+            | Error::SessionRequired
+            | Error::BadHeader(_) => code::SERVER_ERROR,
+            Error::NoSuchRecord(_)
+            | Error::ToolFailed(_)
+            | Error::Timeout(_)
+            | Error::Client(_)
+            | Error::Storage(_)
+            | Error::Internal(_) => code::INTERNAL_ERROR,
+        }
+    }
+
+    /// The HTTP status of a reply that carries only this error.
+    ///
+    /// Errors about one well-formed JSON-RPC request inside a live session (unknown method, bad
+    /// params) are ordinary JSON-RPC answers and travel with 200; transport refusals get 4xx.
+    pub fn http_status(&self) -> u16 {
+        match self {
+            Error::NotAcceptable(_) => 406,
+            Error::UnsupportedMediaType(_) => 415,
+            Error::PayloadTooLarge { .. } => 413,
+            Error::Forbidden(_) => 403,
+            Error::MethodNotAllowed(_) => 405,
+            Error::NotFound(_) | Error::SessionNotFound => 404,
+            Error::SessionRequired | Error::BadHeader(_) | Error::Parse(_) | Error::InvalidRequest(_) => 400,
+            Error::MethodNotFound(_)
+            | Error::InvalidParams(_)
+            | Error::ResourceNotFound(_)
+            | Error::Cancelled
+            | Error::InvalidArguments(_)
+            | Error::NoSuchRecord(_)
+            | Error::ToolFailed(_)
+            | Error::Timeout(_)
+            | Error::Client(_) => 200,
+            Error::Storage(_) | Error::Internal(_) => 500,
+        }
+    }
+
+    /// Whether the message may be shown to the client as is. Storage and internal faults are
+    /// replaced by a generic text so that SQL, stack traces or binding names never leak.
+    pub fn is_public(&self) -> bool {
+        !matches!(self, Error::Storage(_) | Error::Internal(_))
+    }
+
+    /// The text a client sees.
+    pub fn public_message(&self) -> String {
+        if self.is_public() {
+            self.to_string()
+        } else {
+            "internal error: the server could not complete the request; it was logged, try again later"
+                .to_string()
+        }
+    }
+
+    /// The JSON-RPC `error` object for this error.
+    pub fn to_rpc_error(&self) -> serde_json::Value {
+        serde_json::json!({ "code": self.rpc_code(), "message": self.public_message() })
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::NotAcceptable(m)
+            | Error::UnsupportedMediaType(m)
+            | Error::Forbidden(m)
+            | Error::MethodNotAllowed(m)
+            | Error::NotFound(m)
+            | Error::BadHeader(m)
+            | Error::InvalidRequest(m)
+            | Error::InvalidParams(m)
+            | Error::ResourceNotFound(m)
+            | Error::InvalidArguments(m)
+            | Error::NoSuchRecord(m)
+            | Error::ToolFailed(m)
+            | Error::Timeout(m)
+            | Error::Client(m)
+            | Error::Storage(m)
+            | Error::Internal(m) => f.write_str(m),
+            Error::PayloadTooLarge { limit } => {
+                write!(f, "request body is larger than {limit} bytes; send a smaller message")
+            }
+            Error::SessionRequired => f.write_str(
+                "Mcp-Session-Id header is required: send initialize first and echo the session id it returns",
+            ),
+            Error::SessionNotFound => f.write_str(
+                "Session not found: it was terminated or never existed; send initialize without Mcp-Session-Id to start a new one",
+            ),
+            Error::Parse(m) => write!(f, "Parse error: body is not valid JSON ({m})"),
+            Error::MethodNotFound(m) => write!(f, "Method not found: {m}"),
+            Error::Cancelled => f.write_str("Request cancelled by the client"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl From<serde_json::Error> for Error {
+    fn from(e: serde_json::Error) -> Self {
+        Error::Internal(format!("JSON: {e}"))
+    }
+}
+
+impl From<worker::Error> for Error {
+    fn from(e: worker::Error) -> Self {
+        match &e {
+            // D1's Display is a Debug dump; its cause is the readable message.
+            worker::Error::D1(d1) => Error::Storage(format!("D1: {}", d1.cause())),
+            worker::Error::KvError(k) => Error::Storage(format!("KV: {k}")),
+            other => Error::Internal(other.to_string()),
+        }
+    }
+}
+
+impl From<Error> for worker::Error {
+    fn from(e: Error) -> Self {
+        worker::Error::RustError(e.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn transport_errors_are_4xx_and_request_errors_are_200() {
+        assert_eq!(Error::NotAcceptable("x".into()).http_status(), 406);
+        assert_eq!(Error::UnsupportedMediaType("x".into()).http_status(), 415);
+        assert_eq!(Error::PayloadTooLarge { limit: 1 }.http_status(), 413);
+        assert_eq!(Error::SessionNotFound.http_status(), 404);
+        assert_eq!(Error::SessionNotFound.rpc_code(), -32001);
+        assert_eq!(Error::Parse("x".into()).http_status(), 400);
+        assert_eq!(Error::Parse("x".into()).rpc_code(), -32700);
+        assert_eq!(Error::MethodNotFound("x".into()).http_status(), 200);
+        assert_eq!(Error::InvalidParams("x".into()).rpc_code(), -32602);
+    }
+
+    #[test]
+    fn internal_details_never_reach_clients() {
+        let e = Error::Storage("D1: no such table: secrets".into());
+        assert!(!e.public_message().contains("secrets"));
+        assert_eq!(e.to_rpc_error()["code"], -32603);
+    }
+}

@@ -1,0 +1,36 @@
+//! mcp-edge: a Model Context Protocol server for Cloudflare Workers.
+//!
+//! The crate has a pure core that `cargo test` runs natively (`mcp`, `registry`, `tools`) and a thin
+//! edge layer that only does work inside workerd (`edge`, `session`, `store`). See the README's
+//! architecture section for the module map.
+
+pub mod clock;
+pub mod edge;
+pub mod error;
+pub mod mcp;
+pub mod registry;
+pub mod session;
+pub mod store;
+pub mod tools;
+
+pub use error::{Error, Result};
+
+use worker::{event, Context, Env, Request, Response};
+
+/// The Worker entrypoint: `/mcp` is the MCP endpoint; `/` and `/health` describe the server.
+#[event(fetch)]
+async fn fetch(req: Request, env: Env, _ctx: Context) -> worker::Result<Response> {
+    match req.path().as_str() {
+        "/mcp" | "/mcp/" => edge::serve(req, env).await,
+        "/" | "/health" => Response::from_json(&serde_json::json!({
+            "name": mcp::SERVER_NAME,
+            "version": mcp::SERVER_VERSION,
+            "endpoint": "/mcp",
+            "protocolVersions": mcp::version::SUPPORTED,
+        })),
+        _ => Ok(edge::http::error_response_for(
+            &Error::NotFound("Not Found: the MCP endpoint is /mcp".into()),
+            None,
+        )?),
+    }
+}

@@ -1,0 +1,106 @@
+//! The MCP protocol: messages, versions, lifecycle and the SSE framing of Streamable HTTP.
+
+pub mod logging;
+pub mod message;
+pub mod sse;
+pub mod version;
+
+use serde_json::{json, Map, Value};
+
+use crate::error::{Error, Result};
+use crate::tools::Catalog;
+
+/// `serverInfo.name`.
+pub const SERVER_NAME: &str = "mcp-edge";
+
+/// `serverInfo.version`: the crate version.
+pub const SERVER_VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// Shown to the model after `initialize`.
+const INSTRUCTIONS: &str = "mcp-edge serves travel-agency tools. Start a conversation with \
+initialize_travel_assistant, follow the instruction sets it names (get_instruction_set), and keep the \
+mode indicator at the top of replies.";
+
+/// What the server implements, and nothing more: resources, prompts and completions exist only as
+/// conformance fixtures, so only the conformance catalog declares them.
+pub fn capabilities(catalog: Catalog) -> Value {
+    let mut caps = json!({ "tools": { "listChanged": false }, "logging": {} });
+    if catalog.has_fixtures() {
+        caps["resources"] = json!({ "subscribe": true, "listChanged": false });
+        caps["prompts"] = json!({ "listChanged": false });
+        caps["completions"] = json!({});
+    }
+    caps
+}
+
+/// The parts of `initialize` params the server keeps.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Initialize {
+    /// The version the client asked for.
+    pub requested_version: String,
+    /// The client's declared capabilities.
+    pub client_capabilities: Value,
+    /// `clientInfo` as sent.
+    pub client_info: Value,
+}
+
+impl Initialize {
+    /// Reads `initialize` params; missing or mistyped fields are `-32602` naming the field.
+    pub fn from_params(params: &Map<String, Value>) -> Result<Self> {
+        let requested_version = params
+            .get("protocolVersion")
+            .and_then(Value::as_str)
+            .ok_or_else(|| Error::InvalidParams("Invalid params: protocolVersion (string) is required".into()))?
+            .to_string();
+        let client_capabilities = match params.get("capabilities") {
+            Some(c @ Value::Object(_)) => c.clone(),
+            None => json!({}),
+            Some(_) => return Err(Error::InvalidParams("Invalid params: capabilities must be an object".into())),
+        };
+        let client_info = match params.get("clientInfo") {
+            Some(c @ Value::Object(_)) => c.clone(),
+            None => json!({}),
+            Some(_) => return Err(Error::InvalidParams("Invalid params: clientInfo must be an object".into())),
+        };
+        Ok(Initialize { requested_version, client_capabilities, client_info })
+    }
+
+    /// The negotiated version: the requested one if supported, else our latest.
+    pub fn negotiated(&self) -> &'static str {
+        version::negotiate(&self.requested_version)
+    }
+
+    /// The `InitializeResult`.
+    pub fn result(&self, catalog: Catalog) -> Value {
+        json!({
+            "protocolVersion": self.negotiated(),
+            "capabilities": capabilities(catalog),
+            "serverInfo": { "name": SERVER_NAME, "title": "mcp-edge", "version": SERVER_VERSION },
+            "instructions": INSTRUCTIONS,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn initialize_negotiates_and_declares_only_what_exists() {
+        let p = json!({"protocolVersion": "1900-01-01", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}});
+        let init = Initialize::from_params(p.as_object().unwrap()).unwrap();
+        let r = init.result(Catalog::Production);
+        assert_eq!(r["protocolVersion"], version::LATEST);
+        assert!(r["capabilities"].get("resources").is_none());
+        assert!(r["capabilities"].get("prompts").is_none());
+        assert_eq!(r["serverInfo"]["name"], SERVER_NAME);
+        assert!(Catalog::Conformance.has_fixtures());
+        assert!(capabilities(Catalog::Conformance).get("prompts").is_some());
+    }
+
+    #[test]
+    fn initialize_requires_a_version() {
+        let e = Initialize::from_params(json!({"capabilities": {}}).as_object().unwrap()).unwrap_err();
+        assert_eq!(e.rpc_code(), -32602);
+    }
+}

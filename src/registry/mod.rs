@@ -1,0 +1,309 @@
+//! The tool registry: every tool's metadata, JSON Schemas and handler, listed and looked up in one place.
+//!
+//! A tool is declared once, as a [`ToolDef`] in its toolset's folder under `src/tools/`. Its schemas
+//! live in `schema/<toolset>/<tool>.{input,output}.json` and are compiled here once per wasm instance;
+//! the same compiled schemas validate calls and are what `tools/list` shows. The registry id
+//! (`toolset::tool-name`) is derived from the toolset and the MCP name, never written down twice.
+
+mod context;
+mod executor;
+mod validate;
+
+use std::collections::HashMap;
+
+use serde_json::{json, Map, Value};
+
+pub use context::{Handler, ToolContext, ToolOutput};
+pub use executor::{execute, CallOutcome};
+use validate::Validator;
+
+use crate::error::{Error, Result};
+
+/// Behaviour hints shown to clients (`ToolAnnotations`). Set them truthfully: clients use them to
+/// decide what needs a human's confirmation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Annotations {
+    /// The tool does not change anything.
+    pub read_only: bool,
+    /// The tool may destroy or overwrite data (only meaningful when not read-only).
+    pub destructive: bool,
+    /// Calling it twice with the same arguments has no further effect.
+    pub idempotent: bool,
+    /// The tool reaches systems outside this server (external APIs).
+    pub open_world: bool,
+}
+
+impl Annotations {
+    /// A tool that only reads this server's own data.
+    pub const READ_ONLY: Annotations =
+        Annotations { read_only: true, destructive: false, idempotent: true, open_world: false };
+}
+
+/// A tool as a toolset declares it.
+#[derive(Debug)]
+pub struct ToolDef {
+    /// The toolset's folder name under `src/tools/`.
+    pub toolset: &'static str,
+    /// MCP name (`[A-Za-z0-9_.-]`, at most 64 characters), unique across the server.
+    pub name: &'static str,
+    /// Human-readable title.
+    pub title: &'static str,
+    /// What the tool does and when to use it; clients show this to the model.
+    pub description: &'static str,
+    /// Behaviour hints.
+    pub annotations: Annotations,
+    /// The input JSON Schema text (from `schema/`).
+    pub input_schema: &'static str,
+    /// The output JSON Schema text, for tools that return `structuredContent`.
+    pub output_schema: Option<&'static str>,
+    /// How long one call may run before it is abandoned with a timeout error.
+    pub timeout_ms: u32,
+    /// The code that runs the tool.
+    pub handler: Handler,
+}
+
+impl ToolDef {
+    /// The registry id, `toolset::tool-name`.
+    pub fn id(&self) -> String {
+        format!("{}::{}", self.toolset, self.name.replace('_', "-"))
+    }
+}
+
+/// A registered tool with its compiled schemas and its `tools/list` entry.
+pub struct Tool {
+    /// The declaration.
+    pub def: &'static ToolDef,
+    listing: Value,
+    input: Validator,
+    output: Option<Validator>,
+}
+
+impl std::fmt::Debug for Tool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tool").field("id", &self.def.id()).finish_non_exhaustive()
+    }
+}
+
+impl Tool {
+    /// Checks call arguments against the input schema; the error names each failing field and rule.
+    pub fn check_input(&self, args: &Value) -> Result<()> {
+        self.input.check(args).map_err(|problems| {
+            Error::InvalidArguments(format!(
+                "Invalid arguments for tool {}: {}. Fix the arguments to match the tool's inputSchema and call again.",
+                self.def.name,
+                problems.join("; ")
+            ))
+        })
+    }
+
+    /// Checks a handler's structured result against the output schema. A failure is our bug.
+    pub fn check_output(&self, out: &Value) -> Result<()> {
+        match &self.output {
+            None => Ok(()),
+            Some(v) => v.check(out).map_err(|problems| {
+                Error::Internal(format!("tool {} broke its outputSchema: {}", self.def.id(), problems.join("; ")))
+            }),
+        }
+    }
+
+    /// Whether the tool declares an output schema.
+    pub fn has_output_schema(&self) -> bool {
+        self.output.is_some()
+    }
+}
+
+/// All tools of one deployment, in a stable order (by name).
+#[derive(Debug)]
+pub struct Registry {
+    tools: Vec<Tool>,
+    by_name: HashMap<&'static str, usize>,
+}
+
+/// Names the conformance suite accepts (stricter than the specification's 128).
+fn valid_tool_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'))
+}
+
+impl Registry {
+    /// Compiles every tool's schemas. Fails on a duplicate or malformed name or a broken schema, so a
+    /// bad declaration is caught by `cargo test`, never by a client.
+    pub fn new(defs: impl IntoIterator<Item = &'static ToolDef>) -> Result<Self> {
+        let mut tools: Vec<Tool> = Vec::new();
+        for def in defs {
+            if !valid_tool_name(def.name) {
+                return Err(Error::Internal(format!("tool name {:?} is not 1-64 of [A-Za-z0-9_.-]", def.name)));
+            }
+            let input_json = parse_schema(def, "input", def.input_schema)?;
+            if input_json.get("type").and_then(Value::as_str) != Some("object") {
+                return Err(Error::Internal(format!("{}: inputSchema must have type object", def.id())));
+            }
+            let output_json = def.output_schema.map(|s| parse_schema(def, "output", s)).transpose()?;
+            let mut listing = Map::new();
+            listing.insert("name".into(), json!(def.name));
+            listing.insert("title".into(), json!(def.title));
+            listing.insert("description".into(), json!(def.description));
+            listing.insert("inputSchema".into(), input_json.clone());
+            if let Some(o) = &output_json {
+                listing.insert("outputSchema".into(), o.clone());
+            }
+            let a = def.annotations;
+            listing.insert(
+                "annotations".into(),
+                json!({
+                    "title": def.title,
+                    "readOnlyHint": a.read_only,
+                    "destructiveHint": a.destructive,
+                    "idempotentHint": a.idempotent,
+                    "openWorldHint": a.open_world,
+                }),
+            );
+            tools.push(Tool {
+                def,
+                listing: Value::Object(listing),
+                input: Validator::new(&def.id(), input_json)?,
+                output: output_json.map(|o| Validator::new(&def.id(), o)).transpose()?,
+            });
+        }
+        tools.sort_by(|a, b| a.def.name.cmp(b.def.name));
+        let mut by_name = HashMap::new();
+        for (i, t) in tools.iter().enumerate() {
+            if by_name.insert(t.def.name, i).is_some() {
+                return Err(Error::Internal(format!("tool name {:?} is registered twice", t.def.name)));
+            }
+        }
+        Ok(Registry { tools, by_name })
+    }
+
+    /// Finds a tool by its MCP name.
+    pub fn get(&self, name: &str) -> Option<&Tool> {
+        self.by_name.get(name).map(|&i| &self.tools[i])
+    }
+
+    /// Finds a tool by its registry id (`toolset::tool-name`).
+    pub fn by_id(&self, id: &str) -> Option<&Tool> {
+        self.tools.iter().find(|t| t.def.id() == id)
+    }
+
+    /// Number of tools.
+    pub fn len(&self) -> usize {
+        self.tools.len()
+    }
+
+    /// Whether there are no tools.
+    pub fn is_empty(&self) -> bool {
+        self.tools.is_empty()
+    }
+
+    /// One page of `tools/list`: the listings and the cursor of the next page, if any.
+    ///
+    /// A cursor names the last tool of the previous page, so pages stay stable when the server's
+    /// tool set grows between calls. A cursor we did not issue is `-32602`.
+    pub fn page(&self, cursor: Option<&str>, page_size: usize) -> Result<(Vec<Value>, Option<String>)> {
+        let start = match cursor {
+            None => 0,
+            Some(c) => {
+                let name = decode_cursor(c).ok_or_else(|| {
+                    Error::InvalidParams(format!(
+                        "Invalid params: cursor {c:?} was not issued by this server; call tools/list without a cursor to start again"
+                    ))
+                })?;
+                self.tools.partition_point(|t| t.def.name <= name.as_str())
+            }
+        };
+        let page_size = page_size.max(1);
+        let end = (start + page_size).min(self.tools.len());
+        let items = self.tools[start..end].iter().map(|t| t.listing.clone()).collect();
+        let next = (end < self.tools.len()).then(|| encode_cursor(self.tools[end - 1].def.name));
+        Ok((items, next))
+    }
+}
+
+fn parse_schema(def: &ToolDef, which: &str, text: &str) -> Result<Value> {
+    serde_json::from_str(text)
+        .map_err(|e| Error::Internal(format!("{}: {which} schema is not JSON: {e}", def.id())))
+}
+
+const CURSOR_PREFIX: &str = "tools:v1:";
+
+fn encode_cursor(last_name: &str) -> String {
+    format!("{CURSOR_PREFIX}{last_name}").bytes().map(|b| format!("{b:02x}")).collect()
+}
+
+fn decode_cursor(cursor: &str) -> Option<String> {
+    if cursor.len() % 2 != 0 || !cursor.is_ascii() {
+        return None;
+    }
+    let bytes: Option<Vec<u8>> =
+        (0..cursor.len()).step_by(2).map(|i| u8::from_str_radix(&cursor[i..i + 2], 16).ok()).collect();
+    let text = String::from_utf8(bytes?).ok()?;
+    let name = text.strip_prefix(CURSOR_PREFIX)?;
+    valid_tool_name(name).then(|| name.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tools;
+
+    fn registry() -> Registry {
+        Registry::new(tools::catalog(tools::Catalog::Conformance)).expect("all declared tools compile")
+    }
+
+    #[test]
+    fn every_tool_has_a_valid_listing_and_a_derived_id() {
+        let r = registry();
+        assert!(r.len() >= 5);
+        for name in ["switch_mode", "get_instruction_set", "test_simple_text"] {
+            let t = r.get(name).expect(name);
+            assert_eq!(r.by_id(&t.def.id()).map(|t| t.def.name), Some(name));
+            assert_eq!(t.listing["inputSchema"]["type"], "object");
+        }
+        assert_eq!(r.get("switch_mode").unwrap().def.id(), "instructions::switch-mode");
+    }
+
+    #[test]
+    fn pages_cover_every_tool_once_in_order() {
+        let r = registry();
+        let mut seen = Vec::new();
+        let mut cursor = None;
+        loop {
+            let (items, next) = r.page(cursor.as_deref(), 2).unwrap();
+            assert!(items.len() <= 2);
+            seen.extend(items.iter().map(|t| t["name"].as_str().unwrap().to_string()));
+            match next {
+                Some(c) => cursor = Some(c),
+                None => break,
+            }
+        }
+        let mut sorted = seen.clone();
+        sorted.sort();
+        sorted.dedup();
+        assert_eq!(seen, sorted);
+        assert_eq!(seen.len(), r.len());
+    }
+
+    #[test]
+    fn foreign_cursors_are_invalid_params() {
+        let r = registry();
+        for c in ["", "zz", "abc", &encode_cursor("no such/tool!")] {
+            if c.is_empty() {
+                continue;
+            }
+            assert_eq!(r.page(Some(c), 2).unwrap_err().rpc_code(), -32602, "{c}");
+        }
+    }
+
+    #[test]
+    fn bad_arguments_name_the_field_and_the_rule() {
+        let r = registry();
+        let t = r.get("switch_mode").unwrap();
+        let e = t.check_input(&json!({"mode": "desktop-mode"})).unwrap_err();
+        let msg = e.to_string();
+        assert!(msg.contains("/mode"), "{msg}");
+        assert!(msg.contains("interactive-mode"), "{msg}");
+        let e = t.check_input(&json!({"mode": "mobile-mode", "extra": 1})).unwrap_err().to_string();
+        assert!(e.contains("extra"), "{e}");
+        assert!(t.check_input(&json!({"mode": "mobile-mode"})).is_ok());
+    }
+}

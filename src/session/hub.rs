@@ -1,0 +1,136 @@
+//! The live side of a session: open SSE streams, in-flight calls and the client's pending answers.
+//!
+//! All of this is memory of one Durable Object instance. It is only about connections that exist
+//! right now: whatever must survive an instance reset (the event log) is in SQLite.
+
+use std::cell::RefCell;
+use std::collections::{HashMap, HashSet};
+
+use futures::channel::{mpsc::UnboundedSender, oneshot};
+use futures::future::AbortHandle;
+use serde_json::Value;
+use worker::web_sys::AbortSignal;
+
+/// The client's answer to a server-to-client request: `result`, or the `error` object.
+pub type ClientAnswer = Result<Value, Value>;
+
+struct Subscriber {
+    tx: UnboundedSender<Vec<u8>>,
+    /// The HTTP request's abort signal: workerd does not cancel a response stream when the client
+    /// goes away, but it does abort the request signal (`enable_request_signal`).
+    signal: Option<AbortSignal>,
+}
+
+impl Subscriber {
+    fn gone(&self) -> bool {
+        self.tx.is_closed() || self.signal.as_ref().is_some_and(AbortSignal::aborted)
+    }
+}
+
+/// Live connections and waiters of one session.
+#[derive(Default)]
+pub struct Hub {
+    subscribers: RefCell<HashMap<String, Vec<Subscriber>>>,
+    running: RefCell<HashSet<String>>,
+    inflight: RefCell<HashMap<String, Vec<(u64, AbortHandle)>>>,
+    next_token: std::cell::Cell<u64>,
+    pending: RefCell<HashMap<String, oneshot::Sender<ClientAnswer>>>,
+}
+
+impl Hub {
+    /// Adds a live reader of `stream`. With `exclusive`, earlier readers are closed first, so each
+    /// message still goes to exactly one connection (used for the standalone GET stream).
+    pub fn subscribe(&self, stream: &str, tx: UnboundedSender<Vec<u8>>, signal: Option<AbortSignal>, exclusive: bool) {
+        let mut subs = self.subscribers.borrow_mut();
+        let list = subs.entry(stream.to_string()).or_default();
+        if exclusive {
+            list.clear();
+        }
+        list.retain(|s| !s.gone());
+        list.push(Subscriber { tx, signal });
+    }
+
+    /// Sends a frame to the live readers of `stream`, dropping readers that have gone.
+    pub fn deliver(&self, stream: &str, frame: &[u8]) {
+        if let Some(list) = self.subscribers.borrow_mut().get_mut(stream) {
+            list.retain(|s| !s.gone() && s.tx.unbounded_send(frame.to_vec()).is_ok());
+        }
+    }
+
+    /// Marks a POST stream as still producing events (its call is running).
+    pub fn start(&self, stream: &str) {
+        self.running.borrow_mut().insert(stream.to_string());
+    }
+
+    /// Whether a POST stream's call is still running, so a resumed reader should stay attached.
+    pub fn is_running(&self, stream: &str) -> bool {
+        self.running.borrow().contains(stream)
+    }
+
+    /// Closes the connections reading `stream` but keeps the stream running: later events go to the
+    /// log only, until a client resumes it.
+    pub fn detach(&self, stream: &str) {
+        self.subscribers.borrow_mut().remove(stream);
+    }
+
+    /// Ends a stream: its readers' connections close after the frames already sent.
+    pub fn close(&self, stream: &str) {
+        self.running.borrow_mut().remove(stream);
+        self.subscribers.borrow_mut().remove(stream);
+    }
+
+    /// Registers an in-flight request so `notifications/cancelled` can stop it. Returns a token for
+    /// [`Hub::untrack`]; two concurrent requests may share a JSON-RPC id, so the id alone is not enough.
+    pub fn track(&self, request_key: &str, handle: AbortHandle) -> u64 {
+        let token = self.next_token.get() + 1;
+        self.next_token.set(token);
+        self.inflight.borrow_mut().entry(request_key.to_string()).or_default().push((token, handle));
+        token
+    }
+
+    /// Forgets a finished request.
+    pub fn untrack(&self, request_key: &str, token: u64) {
+        let mut map = self.inflight.borrow_mut();
+        if let Some(list) = map.get_mut(request_key) {
+            list.retain(|(t, _)| *t != token);
+            if list.is_empty() {
+                map.remove(request_key);
+            }
+        }
+    }
+
+    /// Cancels every in-flight request with this id. Unknown ids are ignored (they may have finished).
+    pub fn cancel(&self, request_key: &str) {
+        if let Some(list) = self.inflight.borrow_mut().remove(request_key) {
+            list.iter().for_each(|(_, h)| h.abort());
+        }
+    }
+
+    /// Waits for the client's answer to the server request `id`.
+    pub fn expect_answer(&self, id: &str) -> oneshot::Receiver<ClientAnswer> {
+        let (tx, rx) = oneshot::channel();
+        self.pending.borrow_mut().insert(id.to_string(), tx);
+        rx
+    }
+
+    /// Stops waiting for `id` (after a timeout or cancellation).
+    pub fn forget_answer(&self, id: &str) {
+        self.pending.borrow_mut().remove(id);
+    }
+
+    /// Delivers a client answer; false when nobody waits for that id any more.
+    pub fn answer(&self, id: &str, answer: ClientAnswer) -> bool {
+        match self.pending.borrow_mut().remove(id) {
+            Some(tx) => tx.send(answer).is_ok(),
+            None => false,
+        }
+    }
+
+    /// Drops every connection, waiter and in-flight call (the session is being deleted).
+    pub fn shut_down(&self) {
+        self.inflight.borrow_mut().drain().for_each(|(_, l)| l.iter().for_each(|(_, h)| h.abort()));
+        self.pending.borrow_mut().clear();
+        self.subscribers.borrow_mut().clear();
+        self.running.borrow_mut().clear();
+    }
+}

@@ -1,0 +1,56 @@
+//! Requests and notifications answered at once (everything but `initialize` and `tools/call`).
+
+use serde_json::{json, Value};
+
+use super::Core;
+use crate::error::{Error, Result};
+use crate::mcp::logging::LogLevel;
+use crate::mcp::message::params_object;
+use crate::tools::conformance::fixtures;
+
+/// Handles a client notification.
+pub fn notification(core: &Core, method: &str, params: Option<&Value>) -> Result<()> {
+    match method {
+        "notifications/initialized" => core.db.set("initialized", "1"),
+        "notifications/cancelled" => {
+            if let Some(id) = params.and_then(|p| p.get("requestId")) {
+                core.hub.cancel(&id.to_string());
+            }
+            Ok(())
+        }
+        // Other notifications (roots/list_changed, progress of client work) need no action.
+        _ => Ok(()),
+    }
+}
+
+/// Answers a request that completes without streaming.
+pub fn request(core: &Core, method: &str, params: Option<&Value>) -> Result<Value> {
+    let p = params_object(params);
+    match method {
+        "ping" => Ok(json!({})),
+        "tools/list" => {
+            let cursor = match p.get("cursor") {
+                None | Some(Value::Null) => None,
+                Some(Value::String(c)) => Some(c.as_str()),
+                Some(_) => return Err(Error::InvalidParams("Invalid params: cursor must be a string".into())),
+            };
+            let (tools, next) = core.registry.page(cursor, core.cfg.tools_page_size)?;
+            let mut result = json!({ "tools": tools });
+            if let Some(n) = next {
+                result["nextCursor"] = json!(n);
+            }
+            Ok(result)
+        }
+        "logging/setLevel" => {
+            let level = p
+                .get("level")
+                .and_then(Value::as_str)
+                .ok_or_else(|| Error::InvalidParams("Invalid params: level (string) is required".into()))?;
+            let level = LogLevel::parse(level)?;
+            core.db.set("log_level", level.as_str())?;
+            Ok(json!({}))
+        }
+        m if core.cfg.catalog.has_fixtures() => fixtures::request(m, &p),
+        m => Err(Error::MethodNotFound(format!("{m} is not served by this server"))),
+    }
+}

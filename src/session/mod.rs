@@ -1,0 +1,367 @@
+//! The `Session` Durable Object: one per MCP session, addressed by its `Mcp-Session-Id`.
+//!
+//! It owns the session's protocol state and event log (SQLite), runs tool calls, and serves the
+//! session's SSE streams. The Worker (`src/edge/`) has already checked headers, origin and body size,
+//! and forwards only requests that belong to a session (or create one).
+
+mod call;
+mod hub;
+mod methods;
+mod stream;
+
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+
+use futures::channel::mpsc::unbounded;
+use futures::future::{AbortHandle, Abortable};
+use serde_json::{json, Value};
+use worker::{durable_object, DurableObject, Env, Method, Request, Response, State};
+
+use crate::clock;
+use crate::edge::config::Config;
+use crate::edge::http::{error_response_for, json_response};
+use crate::error::{Error, Result};
+use crate::mcp::logging::LogLevel;
+use crate::mcp::message::{error_response, params_object, response, Incoming, RequestId};
+use crate::mcp::sse::{self, EventId, STANDALONE};
+use crate::mcp::{version, Initialize};
+use crate::registry::{execute, Registry};
+use crate::store::session_db::SessionDb;
+use call::{Call, First};
+use hub::Hub;
+use stream::{sse_response, StreamPlan};
+
+/// Internal header from the Worker: this POST creates the session named in `Mcp-Session-Id`.
+pub const CREATE_HEADER: &str = "x-mcp-edge-create";
+/// Internal header from the Worker: correlation id for log lines.
+pub const CORRELATION_HEADER: &str = "x-correlation-id";
+
+/// Reconnection delay announced on streams (SSE `retry:`), in milliseconds.
+const RETRY_MS: u32 = 1000;
+
+/// Alarm period for event-log pruning and idle checks, in milliseconds.
+const ALARM_EVERY_MS: i64 = 10 * 60 * 1000;
+
+/// State shared by the object's requests.
+pub struct Core {
+    env: Env,
+    db: SessionDb,
+    cfg: Config,
+    registry: Rc<Registry>,
+    hub: Hub,
+}
+
+impl Core {
+    /// Writes an event to the log, then to the live readers of its stream.
+    fn publish(&self, stream: &str, event: &str, data: &str) -> Result<()> {
+        let seq = self.db.append(stream, event, data, clock::now_ms() as i64)?;
+        let id = EventId { stream: stream.to_string(), seq };
+        self.hub.deliver(stream, &sse::frame(&id, event, data));
+        Ok(())
+    }
+
+    fn log_level(&self) -> LogLevel {
+        self.db
+            .get("log_level")
+            .ok()
+            .flatten()
+            .and_then(|l| LogLevel::parse(&l).ok())
+            .unwrap_or(LogLevel::Debug)
+    }
+
+    fn client_capabilities(&self) -> Value {
+        self.db
+            .get("client_capabilities")
+            .ok()
+            .flatten()
+            .and_then(|s| serde_json::from_str(&s).ok())
+            .unwrap_or_else(|| json!({}))
+    }
+
+    fn version(&self) -> String {
+        self.db.get("version").ok().flatten().unwrap_or_else(|| version::ASSUMED_WITHOUT_HEADER.to_string())
+    }
+}
+
+thread_local! {
+    static REGISTRIES: RefCell<Vec<(crate::tools::Catalog, Rc<Registry>)>> = const { RefCell::new(Vec::new()) };
+}
+
+/// The registry of a catalog, compiled once per wasm instance.
+fn registry(catalog: crate::tools::Catalog) -> Result<Rc<Registry>> {
+    if let Some(r) = REGISTRIES.with(|r| r.borrow().iter().find(|(c, _)| *c == catalog).map(|(_, r)| r.clone())) {
+        return Ok(r);
+    }
+    let r = Rc::new(Registry::new(crate::tools::catalog(catalog))?);
+    REGISTRIES.with(|all| all.borrow_mut().push((catalog, r.clone())));
+    Ok(r)
+}
+
+/// The Durable Object class (`class_name = "Session"` in wrangler.toml).
+#[durable_object]
+pub struct Session {
+    state: State,
+    env: Env,
+    core: RefCell<Option<Rc<Core>>>,
+    schema_ready: Cell<bool>,
+}
+
+impl DurableObject for Session {
+    fn new(state: State, env: Env) -> Self {
+        Session { state, env, core: RefCell::new(None), schema_ready: Cell::new(false) }
+    }
+
+    async fn fetch(&self, req: Request) -> worker::Result<Response> {
+        let correlation = req.headers().get(CORRELATION_HEADER).ok().flatten().unwrap_or_default();
+        match self.route(req).await {
+            Ok(resp) => Ok(resp),
+            Err(e) => {
+                if !e.is_public() {
+                    worker::console_error!("{}", json!({ "cid": correlation, "error": e.to_string() }));
+                }
+                Ok(error_response_for(&e, None)?)
+            }
+        }
+    }
+
+    async fn alarm(&self) -> worker::Result<Response> {
+        if let Err(e) = self.housekeeping().await {
+            worker::console_error!("session alarm: {e}");
+        }
+        Response::empty()
+    }
+}
+
+impl Session {
+    fn core(&self) -> Result<Rc<Core>> {
+        if let Some(core) = self.core.borrow().as_ref() {
+            if self.schema_ready.get() {
+                return Ok(core.clone());
+            }
+        }
+        let cfg = Config::from_env(&self.env);
+        let core = Rc::new(Core {
+            env: self.env.clone(),
+            db: SessionDb::open(self.state.storage().sql())?,
+            registry: registry(cfg.catalog)?,
+            cfg,
+            hub: Hub::default(),
+        });
+        *self.core.borrow_mut() = Some(core.clone());
+        self.schema_ready.set(true);
+        Ok(core)
+    }
+
+    async fn route(&self, mut req: Request) -> Result<Response> {
+        let core = self.core()?;
+        match req.method() {
+            Method::Post => {
+                let body = req.text().await.map_err(|e| Error::Internal(format!("read forwarded body: {e}")))?;
+                let create = req.headers().get(CREATE_HEADER).ok().flatten().is_some();
+                let signal = Some(req.inner().signal());
+                let correlation = req.headers().get(CORRELATION_HEADER).ok().flatten().unwrap_or_default();
+                if create {
+                    self.create(&core, &body).await
+                } else {
+                    self.post(&core, &body, signal, &correlation).await
+                }
+            }
+            Method::Get => {
+                let last = req.headers().get("last-event-id").ok().flatten();
+                self.get(&core, last.as_deref(), Some(req.inner().signal()))
+            }
+            Method::Delete => self.delete(&core).await,
+            other => Err(Error::MethodNotAllowed(format!("Method Not Allowed: {other:?} is not served on /mcp"))),
+        }
+    }
+
+    fn require_session(core: &Core) -> Result<()> {
+        match core.db.get("created_at")? {
+            Some(_) => {
+                core.db.set("last_seen", &(clock::now_ms() as i64).to_string())?;
+                Ok(())
+            }
+            None => Err(Error::SessionNotFound),
+        }
+    }
+
+    /// `initialize` without a session id: the Worker minted the id; store the session's state.
+    async fn create(&self, core: &Rc<Core>, body: &str) -> Result<Response> {
+        let Incoming::Request { id, method, params } = Incoming::parse(body)? else {
+            return Err(Error::InvalidRequest("Invalid Request: expected initialize".into()));
+        };
+        if method != "initialize" {
+            return Err(Error::InvalidRequest("Invalid Request: expected initialize".into()));
+        }
+        if core.db.get("created_at")?.is_some() {
+            return Err(Error::InvalidRequest("Invalid Request: session already initialized".into()));
+        }
+        let init = match Initialize::from_params(&params_object(params.as_ref())) {
+            Ok(i) => i,
+            Err(e) => return error_response_for(&e, Some(&id)),
+        };
+        let now = (clock::now_ms() as i64).to_string();
+        core.db.set("version", init.negotiated())?;
+        core.db.set("client_capabilities", &init.client_capabilities.to_string())?;
+        core.db.set("client_info", &init.client_info.to_string())?;
+        core.db.set("last_seen", &now)?;
+        core.db.set("created_at", &now)?;
+        self.state.storage().set_alarm(ALARM_EVERY_MS).await.map_err(Error::from)?;
+        json_response(&response(&id, init.result(core.cfg.catalog)), 200)
+    }
+
+    async fn post(&self, core: &Rc<Core>, body: &str, signal: Option<worker::web_sys::AbortSignal>, correlation: &str) -> Result<Response> {
+        Self::require_session(core)?;
+        let msg = Incoming::parse(body)?;
+        match msg {
+            Incoming::Notification { method, params } => {
+                methods::notification(core, &method, params.as_ref())?;
+                Ok(Response::empty()?.with_status(202))
+            }
+            Incoming::Response { id, outcome } => {
+                if let Value::String(key) = id.as_value() {
+                    core.hub.answer(key, outcome);
+                }
+                Ok(Response::empty()?.with_status(202))
+            }
+            Incoming::Request { id, method, .. } if method == "initialize" => {
+                let e = Error::InvalidRequest(
+                    "Invalid Request: this session is already initialized; send initialize without Mcp-Session-Id to start a new session".into(),
+                );
+                Ok(error_response_for(&e, Some(&id))?.with_status(400))
+            }
+            Incoming::Request { id, method, params } if method == "tools/call" => {
+                match self.tools_call(core, id.clone(), params, signal, correlation).await {
+                    Ok(resp) => Ok(resp),
+                    Err(e) => error_response_for(&e, Some(&id)),
+                }
+            }
+            Incoming::Request { id, method, params } => match methods::request(core, &method, params.as_ref()) {
+                Ok(result) => json_response(&response(&id, result), 200),
+                Err(e) => error_response_for(&e, Some(&id)),
+            },
+        }
+    }
+
+    /// `tools/call`: validated and run in the background, answered as JSON or as an SSE stream.
+    async fn tools_call(
+        &self,
+        core: &Rc<Core>,
+        id: RequestId,
+        params: Option<Value>,
+        signal: Option<worker::web_sys::AbortSignal>,
+        correlation: &str,
+    ) -> Result<Response> {
+        let params = params_object(params.as_ref());
+        let name = params
+            .get("name")
+            .and_then(Value::as_str)
+            .ok_or_else(|| Error::InvalidParams("Invalid params: tools/call needs \"name\" (string)".into()))?
+            .to_string();
+        if core.registry.get(&name).is_none() {
+            return Err(Error::InvalidParams(format!(
+                "Invalid params: unknown tool {name:?}; call tools/list for the available tools"
+            )));
+        }
+        let args = params.get("arguments").cloned().unwrap_or_else(|| json!({}));
+        let token = params.get("_meta").and_then(|m| m.get("progressToken")).cloned();
+        let (call, first) = Call::new(core.clone(), id.clone(), &name, token, signal);
+        let (abort, registration) = AbortHandle::new_pair();
+        let key = id.key();
+        let ticket = core.hub.track(&key, abort);
+        let core2 = core.clone();
+        let correlation = correlation.to_string();
+        wasm_bindgen_futures::spawn_local(async move {
+            let Some(tool) = core2.registry.get(&name) else { return };
+            let sink = |event: &str, data: Value| {
+                if let Err(e) = core2.publish(STANDALONE, event, &data.to_string()) {
+                    worker::console_error!("event not logged: {e}");
+                }
+            };
+            let run = Abortable::new(execute(tool, &call, args, &sink), registration).await;
+            core2.hub.untrack(&key, ticket);
+            let (reply, outcome, ms) = match run {
+                Ok(done) => (response(call.id(), done.result), done.outcome, done.duration_ms),
+                Err(_) => (error_response(Some(call.id()), &Error::Cancelled), "cancelled", 0.0),
+            };
+            worker::console_log!(
+                "{}",
+                json!({ "cid": correlation, "tool": tool.def.id(), "ms": ms, "outcome": outcome })
+            );
+            call.finish(reply);
+        });
+        match first.await {
+            Ok(First::Json(v)) => json_response(&v, 200),
+            Ok(First::Stream { stream, rx }) => {
+                let prefix = if version::primes_streams(&core.version()) {
+                    sse::priming(&EventId { stream, seq: 0 }, RETRY_MS)
+                } else {
+                    Vec::new()
+                };
+                sse_response(StreamPlan { prefix, keepalive_secs: core.cfg.keepalive_secs, max_secs: None }, rx)
+            }
+            Err(_) => Err(Error::Internal("tool call ended without a reply".into())),
+        }
+    }
+
+    /// `GET /mcp`: the standalone stream, or the resumption of any stream with `Last-Event-ID`.
+    fn get(&self, core: &Rc<Core>, last_event_id: Option<&str>, signal: Option<worker::web_sys::AbortSignal>) -> Result<Response> {
+        Self::require_session(core)?;
+        let from = match last_event_id {
+            Some(s) => EventId::parse(s)?,
+            None => EventId { stream: STANDALONE.to_string(), seq: core.db.last_seq()? },
+        };
+        let mut prefix = Vec::new();
+        if version::primes_streams(&core.version()) {
+            prefix.extend(sse::priming(&from, RETRY_MS));
+        }
+        for ev in core.db.replay(&from.stream, from.seq)? {
+            prefix.extend(sse::frame(&EventId { stream: from.stream.clone(), seq: ev.seq }, &ev.event, &ev.data));
+        }
+        let (tx, rx) = unbounded();
+        let standalone = from.stream == STANDALONE;
+        if standalone || core.hub.is_running(&from.stream) {
+            // Replay and subscription happen without an await between them, so no event is missed.
+            core.hub.subscribe(&from.stream, tx, signal, standalone);
+        } else {
+            drop(tx);
+        }
+        let max_secs = standalone.then_some(core.cfg.max_stream_secs);
+        sse_response(StreamPlan { prefix, keepalive_secs: core.cfg.keepalive_secs, max_secs }, rx)
+    }
+
+    /// `DELETE /mcp`: ends the session; its storage and alarm are deleted.
+    async fn delete(&self, core: &Rc<Core>) -> Result<Response> {
+        if core.db.get("created_at")?.is_none() {
+            return Err(Error::SessionNotFound);
+        }
+        core.hub.shut_down();
+        self.end().await?;
+        Ok(Response::empty()?.with_status(204))
+    }
+
+    async fn end(&self) -> Result<()> {
+        let storage = self.state.storage();
+        storage.delete_alarm().await.map_err(Error::from)?;
+        storage.delete_all().await.map_err(Error::from)?;
+        self.schema_ready.set(false);
+        *self.core.borrow_mut() = None;
+        Ok(())
+    }
+
+    /// Alarm work: prune the event log; delete the session once it has been idle too long.
+    async fn housekeeping(&self) -> Result<()> {
+        let core = self.core()?;
+        let Some(last_seen) = core.db.get("last_seen")? else {
+            return Ok(());
+        };
+        let now = clock::now_ms() as i64;
+        let idle_ms = now - last_seen.parse::<i64>().unwrap_or(0);
+        if idle_ms > i64::from(core.cfg.session_idle_secs) * 1000 {
+            core.hub.shut_down();
+            return self.end().await;
+        }
+        core.db.prune(now - i64::from(core.cfg.event_retention_secs) * 1000, i64::from(core.cfg.event_log_max))?;
+        self.state.storage().set_alarm(ALARM_EVERY_MS).await.map_err(Error::from)
+    }
+}

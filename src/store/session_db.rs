@@ -1,0 +1,151 @@
+//! The session Durable Object's SQLite: protocol state (`meta`) and the event log (`events`).
+//!
+//! State lives here rather than in struct fields because any panic or uncaught JS exception resets
+//! the wasm instance and wipes Durable Object memory; storage survives. Cursors are always drained
+//! with `to_array` (`SqlCursor::one` throws across wasm on zero rows and hangs the request).
+
+use serde::Deserialize;
+use worker::{SqlStorage, SqlStorageValue};
+
+use crate::error::{Error, Result};
+
+const SCHEMA: &[&str] = &[
+    "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS events (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        stream TEXT NOT NULL,
+        event TEXT NOT NULL,
+        data TEXT NOT NULL,
+        at INTEGER NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS events_by_stream ON events (stream, seq)",
+];
+
+/// One logged SSE event.
+#[derive(Debug, Clone, Deserialize)]
+pub struct LoggedEvent {
+    /// Session-wide position.
+    pub seq: i64,
+    /// `message` for JSON-RPC messages; `tool_call`, `tool_result`, `error` for executor events.
+    pub event: String,
+    /// The event's data.
+    pub data: String,
+}
+
+#[derive(Deserialize)]
+struct ValueRow {
+    value: String,
+}
+
+#[derive(Deserialize)]
+struct SeqRow {
+    seq: i64,
+}
+
+/// Typed access to one session's SQLite database.
+#[derive(Clone)]
+pub struct SessionDb {
+    sql: SqlStorage,
+}
+
+fn storage_err(what: &str) -> impl Fn(worker::Error) -> Error + '_ {
+    move |e| Error::Storage(format!("session storage, {what}: {e}"))
+}
+
+impl SessionDb {
+    /// Wraps the object's SQL storage and creates the tables if needed (idempotent, synchronous).
+    pub fn open(sql: SqlStorage) -> Result<Self> {
+        for stmt in SCHEMA {
+            sql.exec(stmt, None).map_err(storage_err("create schema"))?;
+        }
+        Ok(SessionDb { sql })
+    }
+
+    /// Reads a meta value.
+    pub fn get(&self, key: &str) -> Result<Option<String>> {
+        let rows: Vec<ValueRow> = self
+            .sql
+            .exec("SELECT value FROM meta WHERE key = ?", vec![key.into()])
+            .and_then(|c| c.to_array())
+            .map_err(storage_err("read meta"))?;
+        Ok(rows.into_iter().next().map(|r| r.value))
+    }
+
+    /// Writes a meta value.
+    pub fn set(&self, key: &str, value: &str) -> Result<()> {
+        self.sql
+            .exec(
+                "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                vec![key.into(), value.into()],
+            )
+            .and_then(|c| c.to_array::<serde_json::Value>())
+            .map(drop)
+            .map_err(storage_err("write meta"))
+    }
+
+    /// Increments an integer meta counter and returns its new value.
+    pub fn next_counter(&self, key: &str) -> Result<i64> {
+        let rows: Vec<ValueRow> = self
+            .sql
+            .exec(
+                "INSERT INTO meta (key, value) VALUES (?, '1')
+                 ON CONFLICT (key) DO UPDATE SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT)
+                 RETURNING value",
+                vec![key.into()],
+            )
+            .and_then(|c| c.to_array())
+            .map_err(storage_err("bump counter"))?;
+        rows.into_iter()
+            .next()
+            .and_then(|r| r.value.parse().ok())
+            .ok_or_else(|| Error::Storage(format!("session storage: counter {key} returned no value")))
+    }
+
+    /// Appends an event and returns its sequence number.
+    pub fn append(&self, stream: &str, event: &str, data: &str, at_ms: i64) -> Result<i64> {
+        let rows: Vec<SeqRow> = self
+            .sql
+            .exec(
+                "INSERT INTO events (stream, event, data, at) VALUES (?, ?, ?, ?) RETURNING seq",
+                vec![stream.into(), event.into(), data.into(), SqlStorageValue::Integer(at_ms)],
+            )
+            .and_then(|c| c.to_array())
+            .map_err(storage_err("append event"))?;
+        rows.into_iter()
+            .next()
+            .map(|r| r.seq)
+            .ok_or_else(|| Error::Storage("session storage: append returned no sequence".into()))
+    }
+
+    /// Events of one stream after `after_seq`, oldest first.
+    pub fn replay(&self, stream: &str, after_seq: i64) -> Result<Vec<LoggedEvent>> {
+        self.sql
+            .exec(
+                "SELECT seq, event, data FROM events WHERE stream = ? AND seq > ? ORDER BY seq",
+                vec![stream.into(), SqlStorageValue::Integer(after_seq)],
+            )
+            .and_then(|c| c.to_array())
+            .map_err(storage_err("replay events"))
+    }
+
+    /// The newest sequence number in the log (0 when empty).
+    pub fn last_seq(&self) -> Result<i64> {
+        let rows: Vec<SeqRow> = self
+            .sql
+            .exec("SELECT COALESCE(MAX(seq), 0) AS seq FROM events", None)
+            .and_then(|c| c.to_array())
+            .map_err(storage_err("read last sequence"))?;
+        Ok(rows.into_iter().next().map(|r| r.seq).unwrap_or(0))
+    }
+
+    /// Deletes events older than `before_ms`, and all but the newest `keep` events.
+    pub fn prune(&self, before_ms: i64, keep: i64) -> Result<()> {
+        self.sql
+            .exec(
+                "DELETE FROM events WHERE at < ? OR seq <= (SELECT COALESCE(MAX(seq), 0) FROM events) - ?",
+                vec![SqlStorageValue::Integer(before_ms), SqlStorageValue::Integer(keep)],
+            )
+            .and_then(|c| c.to_array::<serde_json::Value>())
+            .map(drop)
+            .map_err(storage_err("prune events"))
+    }
+}

@@ -1,0 +1,40 @@
+//! Every toolset, one folder each. A deployment serves the tools of one [`Catalog`].
+
+pub mod conformance;
+pub mod instructions;
+
+use crate::registry::ToolDef;
+
+/// Which tools a deployment serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Catalog {
+    /// The product's toolsets.
+    Production,
+    /// The product's toolsets plus the fixtures the official MCP conformance suite calls. Only the
+    /// `conformance` wrangler environment serves this.
+    Conformance,
+}
+
+impl Catalog {
+    /// Reads the `MCP_CATALOG` variable: `conformance`, or anything else for production.
+    pub fn from_var(v: Option<&str>) -> Catalog {
+        match v {
+            Some("conformance") => Catalog::Conformance,
+            _ => Catalog::Production,
+        }
+    }
+
+    /// Whether resources, prompts and completions are served (only their conformance fixtures exist).
+    pub fn has_fixtures(self) -> bool {
+        self == Catalog::Conformance
+    }
+}
+
+/// The tool declarations of a catalog.
+pub fn catalog(c: Catalog) -> Vec<&'static ToolDef> {
+    let mut defs: Vec<&'static ToolDef> = instructions::TOOLS.iter().collect();
+    if c == Catalog::Conformance {
+        defs.extend(conformance::TOOLS.iter());
+    }
+    defs
+}
