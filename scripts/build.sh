@@ -1,12 +1,21 @@
 #!/usr/bin/env bash
 # Builds the Worker (build/index.js + build/index_bg.wasm) with worker-build, offline.
-# Usage: scripts/build.sh [--dev]   (release by default)
+# Usage: scripts/build.sh [--dev]   (release by default). Skips the build when nothing it reads
+# changed since the last one of the same profile (wrangler runs this as its [build] command too).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 bash scripts/toolchain.sh
 # shellcheck source=/dev/null
 source .toolchain/env
-profile="--release"
-[ "${1:-}" = "--dev" ] && profile="--dev"
-worker-build "$profile"
+profile="release"
+[ "${1:-}" = "--dev" ] && profile="dev"
+stamp="build/.built-$profile"
+if [ -f "$stamp" ] && [ -f build/index.js ] &&
+  [ -z "$(find src schema Cargo.toml Cargo.lock .cargo -newer "$stamp" -print -quit)" ]; then
+  echo "[build] up to date ($profile)" >&2
+  exit 0
+fi
+rm -f build/.built-*
+worker-build "--$profile"
+touch "$stamp"

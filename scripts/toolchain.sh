@@ -123,6 +123,12 @@ export PATH="$state/bin:$cargo_bin:\$PATH"
 export WASM_BINDGEN_BIN="$cargo_bin/wasm-bindgen"
 export WASM_OPT_BIN="$root/node_modules/.bin/wasm-opt"
 export ESBUILD_BIN="$root/node_modules/.bin/esbuild"
+# Local workerd must not reach out: no Request.cf download, no wrangler telemetry.
+export CLOUDFLARE_CF_FETCH_ENABLED=false
+export WRANGLER_SEND_METRICS=false
 EOF
-[ "$route" = debian ] && echo 'export RUSTC=/usr/bin/rustc' >>"$state/env"
+if [ "$route" = debian ]; then
+  # Its own target dir, so native `cargo test` (rustup's rustc) and this build don't invalidate each other.
+  printf 'export RUSTC=/usr/bin/rustc\nexport CARGO_TARGET_DIR="%s/target/wasm"\n' "$root" >>"$state/env"
+fi
 say "ready ($route rust toolchain)"
