@@ -1,23 +1,27 @@
 #!/usr/bin/env bash
 # `npm run dev`: builds the Worker, applies the D1 migrations (schema and sample data) to the local
 # database, and serves /mcp on http://localhost:8787 with local D1, KV and Durable Objects.
-# Options: --env dev|conformance (default dev), --port N (default 8787, or $PORT).
+# Options: --env dev|conformance (default dev), --port N (default 8787, or $PORT),
+#          --persist-to DIR (local state directory, default .wrangler/state).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 env_name=dev
 port="${PORT:-8787}"
+persist=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --env) env_name="$2"; shift 2 ;;
     --port) port="$2"; shift 2 ;;
-    *) echo "dev.sh: unknown option $1 (use --env NAME, --port N)" >&2; exit 2 ;;
+    --persist-to) persist=(--persist-to "$2"); shift 2 ;;
+    *) echo "dev.sh: unknown option $1 (use --env NAME, --port N, --persist-to DIR)" >&2; exit 2 ;;
   esac
 done
 bash scripts/toolchain.sh
 # shellcheck source=/dev/null
 source .toolchain/env
-wrangler=(node node_modules/wrangler/bin/wrangler.js)
-"${wrangler[@]}" d1 migrations apply DB --local --env "$env_name"
+wrangler=("$root/node_modules/.bin/node" node_modules/wrangler/bin/wrangler.js)
+"${wrangler[@]}" d1 migrations apply DB --local --env "$env_name" "${persist[@]}"
 # wrangler builds the Worker with its [build] command (scripts/build.sh) before serving.
-exec "${wrangler[@]}" dev --env "$env_name" --ip 127.0.0.1 --port "$port" --show-interactive-dev-session=false
+exec "${wrangler[@]}" dev --env "$env_name" --ip 127.0.0.1 --port "$port" "${persist[@]}" \
+  --show-interactive-dev-session=false

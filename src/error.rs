@@ -125,7 +125,10 @@ impl Error {
             Error::Forbidden(_) => 403,
             Error::MethodNotAllowed(_) => 405,
             Error::NotFound(_) | Error::SessionNotFound => 404,
-            Error::SessionRequired | Error::BadHeader(_) | Error::Parse(_) | Error::InvalidRequest(_) => 400,
+            Error::SessionRequired
+            | Error::BadHeader(_)
+            | Error::Parse(_)
+            | Error::InvalidRequest(_) => 400,
             Error::MethodNotFound(_)
             | Error::InvalidParams(_)
             | Error::ResourceNotFound(_)

@@ -40,11 +40,19 @@ impl Config {
     pub fn from_lookup(var: impl Fn(&str) -> Option<String>) -> Config {
         let list = |name: &str| -> Vec<String> {
             var(name)
-                .map(|s| s.split(',').map(|p| p.trim().to_ascii_lowercase()).filter(|p| !p.is_empty()).collect())
+                .map(|s| {
+                    s.split(',')
+                        .map(|p| p.trim().to_ascii_lowercase())
+                        .filter(|p| !p.is_empty())
+                        .collect()
+                })
                 .unwrap_or_default()
         };
         let num = |name: &str, default: u32| -> u32 {
-            var(name).and_then(|s| s.trim().parse().ok()).filter(|n| *n > 0).unwrap_or(default)
+            var(name)
+                .and_then(|s| s.trim().parse().ok())
+                .filter(|n| *n > 0)
+                .unwrap_or(default)
         };
         Config {
             allowed_origins: list("ALLOWED_ORIGINS"),
@@ -85,11 +93,13 @@ impl Config {
         let Some(host) = host else { return false };
         let host = host.trim().to_ascii_lowercase();
         let name = if host.starts_with('[') {
-            host.split_once(']').map(|(h, _)| format!("{h}]")).unwrap_or(host.clone())
+            host.split_once(']')
+                .map(|(h, _)| format!("{h}]"))
+                .unwrap_or(host.clone())
         } else {
             host.split(':').next().unwrap_or_default().to_string()
         };
-        self.allowed_hosts.iter().any(|a| *a == name)
+        self.allowed_hosts.contains(&name)
     }
 }
 
@@ -97,7 +107,9 @@ fn origin_matches(pattern: &str, origin: &str) -> bool {
     if pattern == "*" || pattern == origin {
         return true;
     }
-    let Some(base) = pattern.strip_suffix(":*") else { return false };
+    let Some(base) = pattern.strip_suffix(":*") else {
+        return false;
+    };
     origin == base
         || origin
             .strip_prefix(base)
@@ -110,7 +122,10 @@ mod tests {
     use super::*;
 
     fn cfg(pairs: &[(&str, &str)]) -> Config {
-        let pairs: Vec<(String, String)> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let pairs: Vec<(String, String)> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
         Config::from_lookup(|n| pairs.iter().find(|(k, _)| k == n).map(|(_, v)| v.clone()))
     }
 
@@ -124,7 +139,10 @@ mod tests {
 
     #[test]
     fn origins_are_matched_exactly_and_absent_origin_passes() {
-        let c = cfg(&[("ALLOWED_ORIGINS", "http://localhost:6274, https://App.example")]);
+        let c = cfg(&[(
+            "ALLOWED_ORIGINS",
+            "http://localhost:6274, https://App.example",
+        )]);
         assert!(c.origin_allowed(None));
         assert!(c.origin_allowed(Some("https://app.example")));
         assert!(!c.origin_allowed(Some("http://evil.example.com")));

@@ -12,7 +12,8 @@ pub const JSON: &str = "application/json";
 pub const EVENT_STREAM: &str = "text/event-stream";
 
 /// Request headers a browser client may send (CORS preflight).
-const ALLOW_HEADERS: &str = "Content-Type, Accept, Authorization, Mcp-Session-Id, MCP-Protocol-Version, Last-Event-ID";
+const ALLOW_HEADERS: &str =
+    "Content-Type, Accept, Authorization, Mcp-Session-Id, MCP-Protocol-Version, Last-Event-ID";
 /// Response headers a browser client may read.
 const EXPOSE_HEADERS: &str = "Mcp-Session-Id, MCP-Protocol-Version";
 /// Methods served on `/mcp`.
@@ -49,13 +50,17 @@ pub fn check_get_accept(accept: Option<&str>) -> Result<()> {
     if accepts(accept, EVENT_STREAM) {
         Ok(())
     } else {
-        Err(Error::NotAcceptable("Not Acceptable: the Accept header must list text/event-stream".into()))
+        Err(Error::NotAcceptable(
+            "Not Acceptable: the Accept header must list text/event-stream".into(),
+        ))
     }
 }
 
 /// POST bodies are JSON (`application/json`, optionally with parameters such as charset).
 pub fn check_content_type(content_type: Option<&str>) -> Result<()> {
-    let media = content_type.and_then(|c| c.split(';').next()).map(|m| m.trim().to_ascii_lowercase());
+    let media = content_type
+        .and_then(|c| c.split(';').next())
+        .map(|m| m.trim().to_ascii_lowercase());
     if media.as_deref() == Some(JSON) {
         Ok(())
     } else {
@@ -70,7 +75,9 @@ pub fn check_content_type(content_type: Option<&str>) -> Result<()> {
 pub fn json_response(body: &Value, status: u16) -> Result<Response> {
     let headers = Headers::new();
     headers.set("content-type", JSON)?;
-    Ok(Response::from_bytes(body.to_string().into_bytes())?.with_status(status).with_headers(headers))
+    Ok(Response::from_bytes(body.to_string().into_bytes())?
+        .with_status(status)
+        .with_headers(headers))
 }
 
 /// The response for an error: a JSON-RPC error object (with the request id when known) and the
@@ -97,7 +104,9 @@ pub fn mutable_headers(resp: &Response) -> Result<Headers> {
 
 /// Adds CORS headers for an allowed `origin`.
 pub fn with_cors(resp: Response, origin: Option<&str>) -> Result<Response> {
-    let Some(origin) = origin else { return Ok(resp) };
+    let Some(origin) = origin else {
+        return Ok(resp);
+    };
     let headers = mutable_headers(&resp)?;
     headers.set("access-control-allow-origin", origin)?;
     headers.set("access-control-expose-headers", EXPOSE_HEADERS)?;
@@ -111,7 +120,10 @@ pub fn preflight(origin: Option<&str>) -> Result<Response> {
     headers.set("access-control-allow-methods", ALLOW_METHODS)?;
     headers.set("access-control-allow-headers", ALLOW_HEADERS)?;
     headers.set("access-control-max-age", "86400")?;
-    with_cors(Response::empty()?.with_status(204).with_headers(headers), origin)
+    with_cors(
+        Response::empty()?.with_status(204).with_headers(headers),
+        origin,
+    )
 }
 
 #[cfg(test)]
@@ -134,7 +146,12 @@ mod tests {
     fn content_type_must_be_json() {
         assert!(check_content_type(Some("application/json")).is_ok());
         assert!(check_content_type(Some("Application/JSON; charset=utf-8")).is_ok());
-        assert_eq!(check_content_type(Some("text/plain")).unwrap_err().http_status(), 415);
+        assert_eq!(
+            check_content_type(Some("text/plain"))
+                .unwrap_err()
+                .http_status(),
+            415
+        );
         assert!(check_content_type(None).is_err());
     }
 }

@@ -18,7 +18,9 @@ use config::Config;
 
 /// Session ids are 256 random bits as 64 lowercase hex digits; nothing else can name a session.
 fn valid_session_id(s: &str) -> bool {
-    s.len() == 64 && s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    s.len() == 64
+        && s.bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
 fn random_hex(bytes: usize) -> Result<String> {
@@ -131,7 +133,9 @@ async fn read_body(req: &mut Request, limit: usize) -> Result<String> {
             return Err(Error::PayloadTooLarge { limit });
         }
     }
-    let mut stream = req.stream().map_err(|e| Error::Internal(format!("request body: {e}")))?;
+    let mut stream = req
+        .stream()
+        .map_err(|e| Error::Internal(format!("request body: {e}")))?;
     let mut buf = Vec::new();
     while let Some(chunk) = stream.next().await {
         let chunk = chunk.map_err(|e| Error::Parse(format!("body could not be read: {e}")))?;
@@ -154,10 +158,22 @@ async fn forward(
     create: bool,
 ) -> Result<Response> {
     let headers = web_sys::Headers::new().map_err(|_| Error::Internal("headers".into()))?;
-    let set = |k: &str, v: &str| headers.set(k, v).map_err(|_| Error::Internal(format!("header {k}")));
+    let set = |k: &str, v: &str| {
+        headers
+            .set(k, v)
+            .map_err(|_| Error::Internal(format!("header {k}")))
+    };
     set("mcp-session-id", session)?;
-    set(CORRELATION_HEADER, &header(req, "cf-ray").map_or_else(|| random_hex(8), Ok)?)?;
-    for name in ["content-type", "accept", "last-event-id", "mcp-protocol-version"] {
+    set(
+        CORRELATION_HEADER,
+        &header(req, "cf-ray").map_or_else(|| random_hex(8), Ok)?,
+    )?;
+    for name in [
+        "content-type",
+        "accept",
+        "last-event-id",
+        "mcp-protocol-version",
+    ] {
         if let Some(v) = header(req, name) {
             set(name, &v)?;
         }
@@ -174,7 +190,10 @@ async fn forward(
     }
     let inner = web_sys::Request::new_with_str_and_init("https://session.internal/mcp", &init)
         .map_err(|e| Error::Internal(format!("build session request: {e:?}")))?;
-    let stub = env.durable_object("SESSION")?.id_from_name(session)?.get_stub()?;
+    let stub = env
+        .durable_object("SESSION")?
+        .id_from_name(session)?
+        .get_stub()?;
     Ok(stub.fetch_with_request(Request::from(inner)).await?)
 }
 

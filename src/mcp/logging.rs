@@ -46,7 +46,11 @@ impl LogLevel {
 
     /// The level's name on the wire.
     pub fn as_str(self) -> &'static str {
-        NAMES.iter().find(|(_, l)| *l == self).map(|(n, _)| *n).unwrap_or("info")
+        NAMES
+            .iter()
+            .find(|(_, l)| *l == self)
+            .map(|(n, _)| *n)
+            .unwrap_or("info")
     }
 }
 

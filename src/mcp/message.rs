@@ -96,7 +96,9 @@ impl Incoming {
         }
         if let Some(method) = obj.remove("method") {
             let Value::String(method) = method else {
-                return Err(Error::InvalidRequest("Invalid Request: \"method\" must be a string".into()));
+                return Err(Error::InvalidRequest(
+                    "Invalid Request: \"method\" must be a string".into(),
+                ));
             };
             let params = match obj.remove("params") {
                 None => None,
@@ -109,7 +111,11 @@ impl Incoming {
             };
             return Ok(match obj.get("id") {
                 None => Incoming::Notification { method, params },
-                Some(id) => Incoming::Request { id: RequestId::from_value(id)?, method, params },
+                Some(id) => Incoming::Request {
+                    id: RequestId::from_value(id)?,
+                    method,
+                    params,
+                },
             });
         }
         let Some(id) = obj.get("id") else {
@@ -123,7 +129,8 @@ impl Incoming {
             (None, Some(e)) => Err(e),
             _ => {
                 return Err(Error::InvalidRequest(
-                    "Invalid Request: a response needs exactly one of \"result\" and \"error\"".into(),
+                    "Invalid Request: a response needs exactly one of \"result\" and \"error\""
+                        .into(),
                 ))
             }
         };
@@ -133,7 +140,9 @@ impl Incoming {
     /// The method of a request or notification.
     pub fn method(&self) -> Option<&str> {
         match self {
-            Incoming::Request { method, .. } | Incoming::Notification { method, .. } => Some(method),
+            Incoming::Request { method, .. } | Incoming::Notification { method, .. } => {
+                Some(method)
+            }
             Incoming::Response { .. } => None,
         }
     }
@@ -165,7 +174,10 @@ pub fn server_request(id: &str, method: &str, params: Value) -> Value {
 
 /// Reads `params` as an object, treating absent params as empty.
 pub fn params_object(params: Option<&Value>) -> Map<String, Value> {
-    params.and_then(Value::as_object).cloned().unwrap_or_default()
+    params
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -176,9 +188,11 @@ mod tests {
     fn classifies_requests_notifications_and_responses() {
         let r = Incoming::parse(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#).unwrap();
         assert!(matches!(r, Incoming::Request { ref method, .. } if method == "ping"));
-        let n = Incoming::parse(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).unwrap();
+        let n =
+            Incoming::parse(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).unwrap();
         assert!(matches!(n, Incoming::Notification { .. }));
-        let s = Incoming::parse(r#"{"jsonrpc":"2.0","id":"s-1","result":{"action":"accept"}}"#).unwrap();
+        let s = Incoming::parse(r#"{"jsonrpc":"2.0","id":"s-1","result":{"action":"accept"}}"#)
+            .unwrap();
         assert!(matches!(s, Incoming::Response { outcome: Ok(_), .. }));
     }
 
@@ -187,17 +201,28 @@ mod tests {
         assert_eq!(Incoming::parse("{nope").unwrap_err().rpc_code(), -32700);
         assert_eq!(Incoming::parse("[]").unwrap_err().rpc_code(), -32600);
         assert_eq!(Incoming::parse("42").unwrap_err().rpc_code(), -32600);
-        assert_eq!(Incoming::parse(r#"{"id":1,"method":"ping"}"#).unwrap_err().rpc_code(), -32600);
         assert_eq!(
-            Incoming::parse(r#"{"jsonrpc":"2.0","id":null,"method":"ping"}"#).unwrap_err().rpc_code(),
+            Incoming::parse(r#"{"id":1,"method":"ping"}"#)
+                .unwrap_err()
+                .rpc_code(),
             -32600
         );
         assert_eq!(
-            Incoming::parse(r#"{"jsonrpc":"2.0","id":1.5,"method":"ping"}"#).unwrap_err().rpc_code(),
+            Incoming::parse(r#"{"jsonrpc":"2.0","id":null,"method":"ping"}"#)
+                .unwrap_err()
+                .rpc_code(),
             -32600
         );
         assert_eq!(
-            Incoming::parse(r#"{"jsonrpc":"2.0","id":1,"method":"x","params":[1]}"#).unwrap_err().rpc_code(),
+            Incoming::parse(r#"{"jsonrpc":"2.0","id":1.5,"method":"ping"}"#)
+                .unwrap_err()
+                .rpc_code(),
+            -32600
+        );
+        assert_eq!(
+            Incoming::parse(r#"{"jsonrpc":"2.0","id":1,"method":"x","params":[1]}"#)
+                .unwrap_err()
+                .rpc_code(),
             -32600
         );
     }
@@ -210,8 +235,14 @@ mod tests {
 
     #[test]
     fn big_integer_ids_round_trip_exactly() {
-        let r = Incoming::parse(r#"{"jsonrpc":"2.0","id":9007199254740993,"method":"ping"}"#).unwrap();
-        let Incoming::Request { id, .. } = r else { panic!("not a request") };
-        assert_eq!(response(&id, json!({})).to_string(), r#"{"id":9007199254740993,"jsonrpc":"2.0","result":{}}"#);
+        let r =
+            Incoming::parse(r#"{"jsonrpc":"2.0","id":9007199254740993,"method":"ping"}"#).unwrap();
+        let Incoming::Request { id, .. } = r else {
+            panic!("not a request")
+        };
+        assert_eq!(
+            response(&id, json!({})).to_string(),
+            r#"{"id":9007199254740993,"jsonrpc":"2.0","result":{}}"#
+        );
     }
 }

@@ -50,19 +50,33 @@ impl Initialize {
         let requested_version = params
             .get("protocolVersion")
             .and_then(Value::as_str)
-            .ok_or_else(|| Error::InvalidParams("Invalid params: protocolVersion (string) is required".into()))?
+            .ok_or_else(|| {
+                Error::InvalidParams("Invalid params: protocolVersion (string) is required".into())
+            })?
             .to_string();
         let client_capabilities = match params.get("capabilities") {
             Some(c @ Value::Object(_)) => c.clone(),
             None => json!({}),
-            Some(_) => return Err(Error::InvalidParams("Invalid params: capabilities must be an object".into())),
+            Some(_) => {
+                return Err(Error::InvalidParams(
+                    "Invalid params: capabilities must be an object".into(),
+                ))
+            }
         };
         let client_info = match params.get("clientInfo") {
             Some(c @ Value::Object(_)) => c.clone(),
             None => json!({}),
-            Some(_) => return Err(Error::InvalidParams("Invalid params: clientInfo must be an object".into())),
+            Some(_) => {
+                return Err(Error::InvalidParams(
+                    "Invalid params: clientInfo must be an object".into(),
+                ))
+            }
         };
-        Ok(Initialize { requested_version, client_capabilities, client_info })
+        Ok(Initialize {
+            requested_version,
+            client_capabilities,
+            client_info,
+        })
     }
 
     /// The negotiated version: the requested one if supported, else our latest.
@@ -100,7 +114,8 @@ mod tests {
 
     #[test]
     fn initialize_requires_a_version() {
-        let e = Initialize::from_params(json!({"capabilities": {}}).as_object().unwrap()).unwrap_err();
+        let e =
+            Initialize::from_params(json!({"capabilities": {}}).as_object().unwrap()).unwrap_err();
         assert_eq!(e.rpc_code(), -32602);
     }
 }

@@ -35,7 +35,10 @@ impl EventId {
         if !valid_stream || seq < 0 {
             return Err(bad());
         }
-        Ok(EventId { stream: stream.to_string(), seq })
+        Ok(EventId {
+            stream: stream.to_string(),
+            seq,
+        })
     }
 }
 
@@ -72,7 +75,10 @@ mod tests {
 
     #[test]
     fn event_ids_round_trip_and_reject_garbage() {
-        let id = EventId { stream: "r12".into(), seq: 40 };
+        let id = EventId {
+            stream: "r12".into(),
+            seq: 40,
+        };
         assert_eq!(EventId::parse(&id.to_string()).unwrap(), id);
         assert_eq!(EventId::parse("g-0").unwrap().stream, "g");
         for bad in ["", "g", "x-1", "r-1", "rx-2", "g--1", "g-1a", "r1-"] {
@@ -82,8 +88,19 @@ mod tests {
 
     #[test]
     fn data_with_newlines_cannot_forge_events() {
-        let f = String::from_utf8(frame(&EventId { stream: "g".into(), seq: 1 }, "message", "a\n\ndata: {}")).unwrap();
-        assert_eq!(f, "id: g-1\nevent: message\ndata: a\ndata: \ndata: data: {}\n\n");
+        let f = String::from_utf8(frame(
+            &EventId {
+                stream: "g".into(),
+                seq: 1,
+            },
+            "message",
+            "a\n\ndata: {}",
+        ))
+        .unwrap();
+        assert_eq!(
+            f,
+            "id: g-1\nevent: message\ndata: a\ndata: \ndata: data: {}\n\n"
+        );
         assert_eq!(f.matches("\n\n").count(), 1);
     }
 }

@@ -17,7 +17,11 @@ pub fn is_supported(v: &str) -> bool {
 
 /// The version to answer `initialize` with: the client's if we support it, else our latest.
 pub fn negotiate(requested: &str) -> &'static str {
-    SUPPORTED.iter().copied().find(|v| *v == requested).unwrap_or(LATEST)
+    SUPPORTED
+        .iter()
+        .copied()
+        .find(|v| *v == requested)
+        .unwrap_or(LATEST)
 }
 
 /// Whether this version primes SSE streams with an empty event and sends `retry:` (SEP-1699).

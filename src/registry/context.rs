@@ -12,7 +12,11 @@ use crate::mcp::logging::LogLevel;
 /// Services available to a tool handler during one call.
 pub trait ToolContext {
     /// Runs a D1 query and returns its rows as JSON objects. Parameters bind `?1`, `?2`, ….
-    fn query<'a>(&'a self, sql: &'a str, params: Vec<Value>) -> LocalBoxFuture<'a, Result<Vec<Value>>>;
+    fn query<'a>(
+        &'a self,
+        sql: &'a str,
+        params: Vec<Value>,
+    ) -> LocalBoxFuture<'a, Result<Vec<Value>>>;
 
     /// Reads a value of this session's state (Durable Object storage).
     fn session_get(&self, key: &str) -> Result<Option<String>>;
@@ -29,7 +33,11 @@ pub trait ToolContext {
 
     /// Sends a request to the client (`sampling/createMessage`, `elicitation/create`) on this call's
     /// stream and waits for its answer, up to the server's timeout.
-    fn ask_client<'a>(&'a self, method: &'a str, params: Value) -> LocalBoxFuture<'a, Result<Value>>;
+    fn ask_client<'a>(
+        &'a self,
+        method: &'a str,
+        params: Value,
+    ) -> LocalBoxFuture<'a, Result<Value>>;
 
     /// Ends the caller's HTTP connection now, leaving the call's SSE stream open in the event log:
     /// the client resumes it with `GET` and `Last-Event-ID` and receives the rest, result included

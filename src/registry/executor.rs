@@ -25,7 +25,12 @@ pub type EventSink<'a> = &'a dyn Fn(&str, Value);
 /// Executes `tool` with `args`. Never fails: every failure becomes an `isError: true` result whose text
 /// says what went wrong and what to do, because MCP reports tool failures to the model, not as
 /// protocol errors (2025-11-25, SEP-1303).
-pub async fn execute(tool: &Tool, ctx: &dyn ToolContext, args: Value, events: EventSink<'_>) -> CallOutcome {
+pub async fn execute(
+    tool: &Tool,
+    ctx: &dyn ToolContext,
+    args: Value,
+    events: EventSink<'_>,
+) -> CallOutcome {
     let started = clock::now_ms();
     let name = tool.def.name;
     events("tool_call", json!({ "tool": name, "arguments": args }));
@@ -48,8 +53,15 @@ pub async fn execute(tool: &Tool, ctx: &dyn ToolContext, args: Value, events: Ev
 
     match outcome {
         Ok(result) => {
-            events("tool_result", json!({ "tool": name, "duration_ms": duration_ms, "cached": false, "result": result }));
-            CallOutcome { result, outcome: "ok", duration_ms }
+            events(
+                "tool_result",
+                json!({ "tool": name, "duration_ms": duration_ms, "cached": false, "result": result }),
+            );
+            CallOutcome {
+                result,
+                outcome: "ok",
+                duration_ms,
+            }
         }
         Err(e) => {
             let label = match e {
@@ -58,9 +70,16 @@ pub async fn execute(tool: &Tool, ctx: &dyn ToolContext, args: Value, events: Ev
                 _ => "tool_error",
             };
             let text = e.public_message();
-            events("error", json!({ "tool": name, "duration_ms": duration_ms, "error": text }));
+            events(
+                "error",
+                json!({ "tool": name, "duration_ms": duration_ms, "error": text }),
+            );
             let result = json!({ "content": [{ "type": "text", "text": text }], "isError": true });
-            CallOutcome { result, outcome: label, duration_ms }
+            CallOutcome {
+                result,
+                outcome: label,
+                duration_ms,
+            }
         }
     }
 }
@@ -72,9 +91,12 @@ fn shape(tool: &Tool, out: ToolOutput) -> Result<Value> {
             let text = serde_json::to_string_pretty(&v)?;
             Ok(json!({ "content": [{ "type": "text", "text": text }], "structuredContent": v }))
         }
-        ToolOutput::Content(blocks) if !tool.has_output_schema() => Ok(json!({ "content": blocks })),
-        ToolOutput::Content(_) => {
-            Err(Error::Internal(format!("tool {} has an outputSchema but returned plain content", tool.def.id())))
+        ToolOutput::Content(blocks) if !tool.has_output_schema() => {
+            Ok(json!({ "content": blocks }))
         }
+        ToolOutput::Content(_) => Err(Error::Internal(format!(
+            "tool {} has an outputSchema but returned plain content",
+            tool.def.id()
+        ))),
     }
 }

@@ -35,8 +35,12 @@ pub struct Annotations {
 
 impl Annotations {
     /// A tool that only reads this server's own data.
-    pub const READ_ONLY: Annotations =
-        Annotations { read_only: true, destructive: false, idempotent: true, open_world: false };
+    pub const READ_ONLY: Annotations = Annotations {
+        read_only: true,
+        destructive: false,
+        idempotent: true,
+        open_world: false,
+    };
 }
 
 /// A tool as a toolset declares it.
@@ -80,7 +84,9 @@ pub struct Tool {
 
 impl std::fmt::Debug for Tool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Tool").field("id", &self.def.id()).finish_non_exhaustive()
+        f.debug_struct("Tool")
+            .field("id", &self.def.id())
+            .finish_non_exhaustive()
     }
 }
 
@@ -101,7 +107,11 @@ impl Tool {
         match &self.output {
             None => Ok(()),
             Some(v) => v.check(out).map_err(|problems| {
-                Error::Internal(format!("tool {} broke its outputSchema: {}", self.def.id(), problems.join("; ")))
+                Error::Internal(format!(
+                    "tool {} broke its outputSchema: {}",
+                    self.def.id(),
+                    problems.join("; ")
+                ))
             }),
         }
     }
@@ -122,7 +132,9 @@ pub struct Registry {
 /// Names the conformance suite accepts (stricter than the specification's 128).
 fn valid_tool_name(name: &str) -> bool {
     (1..=64).contains(&name.len())
-        && name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'))
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'))
 }
 
 impl Registry {
@@ -132,13 +144,22 @@ impl Registry {
         let mut tools: Vec<Tool> = Vec::new();
         for def in defs {
             if !valid_tool_name(def.name) {
-                return Err(Error::Internal(format!("tool name {:?} is not 1-64 of [A-Za-z0-9_.-]", def.name)));
+                return Err(Error::Internal(format!(
+                    "tool name {:?} is not 1-64 of [A-Za-z0-9_.-]",
+                    def.name
+                )));
             }
             let input_json = parse_schema(def, "input", def.input_schema)?;
             if input_json.get("type").and_then(Value::as_str) != Some("object") {
-                return Err(Error::Internal(format!("{}: inputSchema must have type object", def.id())));
+                return Err(Error::Internal(format!(
+                    "{}: inputSchema must have type object",
+                    def.id()
+                )));
             }
-            let output_json = def.output_schema.map(|s| parse_schema(def, "output", s)).transpose()?;
+            let output_json = def
+                .output_schema
+                .map(|s| parse_schema(def, "output", s))
+                .transpose()?;
             let mut listing = Map::new();
             listing.insert("name".into(), json!(def.name));
             listing.insert("title".into(), json!(def.title));
@@ -162,14 +183,19 @@ impl Registry {
                 def,
                 listing: Value::Object(listing),
                 input: Validator::new(&def.id(), input_json)?,
-                output: output_json.map(|o| Validator::new(&def.id(), o)).transpose()?,
+                output: output_json
+                    .map(|o| Validator::new(&def.id(), o))
+                    .transpose()?,
             });
         }
         tools.sort_by(|a, b| a.def.name.cmp(b.def.name));
         let mut by_name = HashMap::new();
         for (i, t) in tools.iter().enumerate() {
             if by_name.insert(t.def.name, i).is_some() {
-                return Err(Error::Internal(format!("tool name {:?} is registered twice", t.def.name)));
+                return Err(Error::Internal(format!(
+                    "tool name {:?} is registered twice",
+                    t.def.name
+                )));
             }
         }
         Ok(Registry { tools, by_name })
@@ -199,7 +225,11 @@ impl Registry {
     ///
     /// A cursor names the last tool of the previous page, so pages stay stable when the server's
     /// tool set grows between calls. A cursor we did not issue is `-32602`.
-    pub fn page(&self, cursor: Option<&str>, page_size: usize) -> Result<(Vec<Value>, Option<String>)> {
+    pub fn page(
+        &self,
+        cursor: Option<&str>,
+        page_size: usize,
+    ) -> Result<(Vec<Value>, Option<String>)> {
         let start = match cursor {
             None => 0,
             Some(c) => {
@@ -213,7 +243,10 @@ impl Registry {
         };
         let page_size = page_size.max(1);
         let end = (start + page_size).min(self.tools.len());
-        let items = self.tools[start..end].iter().map(|t| t.listing.clone()).collect();
+        let items = self.tools[start..end]
+            .iter()
+            .map(|t| t.listing.clone())
+            .collect();
         let next = (end < self.tools.len()).then(|| encode_cursor(self.tools[end - 1].def.name));
         Ok((items, next))
     }
@@ -227,15 +260,20 @@ fn parse_schema(def: &ToolDef, which: &str, text: &str) -> Result<Value> {
 const CURSOR_PREFIX: &str = "tools:v1:";
 
 fn encode_cursor(last_name: &str) -> String {
-    format!("{CURSOR_PREFIX}{last_name}").bytes().map(|b| format!("{b:02x}")).collect()
+    format!("{CURSOR_PREFIX}{last_name}")
+        .bytes()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 fn decode_cursor(cursor: &str) -> Option<String> {
     if cursor.len() % 2 != 0 || !cursor.is_ascii() {
         return None;
     }
-    let bytes: Option<Vec<u8>> =
-        (0..cursor.len()).step_by(2).map(|i| u8::from_str_radix(&cursor[i..i + 2], 16).ok()).collect();
+    let bytes: Option<Vec<u8>> = (0..cursor.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&cursor[i..i + 2], 16).ok())
+        .collect();
     let text = String::from_utf8(bytes?).ok()?;
     let name = text.strip_prefix(CURSOR_PREFIX)?;
     valid_tool_name(name).then(|| name.to_string())
@@ -247,7 +285,8 @@ mod tests {
     use crate::tools;
 
     fn registry() -> Registry {
-        Registry::new(tools::catalog(tools::Catalog::Conformance)).expect("all declared tools compile")
+        Registry::new(tools::catalog(tools::Catalog::Conformance))
+            .expect("all declared tools compile")
     }
 
     #[test]
@@ -259,7 +298,10 @@ mod tests {
             assert_eq!(r.by_id(&t.def.id()).map(|t| t.def.name), Some(name));
             assert_eq!(t.listing["inputSchema"]["type"], "object");
         }
-        assert_eq!(r.get("switch_mode").unwrap().def.id(), "instructions::switch-mode");
+        assert_eq!(
+            r.get("switch_mode").unwrap().def.id(),
+            "instructions::switch-mode"
+        );
     }
 
     #[test]
@@ -270,7 +312,11 @@ mod tests {
         loop {
             let (items, next) = r.page(cursor.as_deref(), 2).unwrap();
             assert!(items.len() <= 2);
-            seen.extend(items.iter().map(|t| t["name"].as_str().unwrap().to_string()));
+            seen.extend(
+                items
+                    .iter()
+                    .map(|t| t["name"].as_str().unwrap().to_string()),
+            );
             match next {
                 Some(c) => cursor = Some(c),
                 None => break,
@@ -302,7 +348,10 @@ mod tests {
         let msg = e.to_string();
         assert!(msg.contains("/mode"), "{msg}");
         assert!(msg.contains("interactive-mode"), "{msg}");
-        let e = t.check_input(&json!({"mode": "mobile-mode", "extra": 1})).unwrap_err().to_string();
+        let e = t
+            .check_input(&json!({"mode": "mobile-mode", "extra": 1}))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("extra"), "{e}");
         assert!(t.check_input(&json!({"mode": "mobile-mode"})).is_ok());
     }

@@ -22,11 +22,12 @@ impl Validator {
         let mut compiler = Compiler::new();
         compiler.set_default_draft(boon::Draft::V2020_12);
         let url = format!("urn:mcp-edge:{}", name.replace("::", ":"));
-        compiler
-            .add_resource(&url, schema)
-            .and_then(|()| compiler.compile(&url, &mut schemas))
-            .map(|index| Validator { schemas, index })
-            .map_err(|e| Error::Internal(format!("schema of {name} does not compile: {e}")))
+        let broken = |e: boon::CompileError| {
+            Error::Internal(format!("schema of {name} does not compile: {e}"))
+        };
+        compiler.add_resource(&url, schema).map_err(broken)?;
+        let index = compiler.compile(&url, &mut schemas).map_err(broken)?;
+        Ok(Validator { schemas, index })
     }
 
     /// Validates `value`; on failure returns one line per failing leaf rule, `at <pointer>: <rule>`.
@@ -70,7 +71,9 @@ mod tests {
         )
         .unwrap();
         assert!(v.check(&json!({"a": "abc", "b": 1})).is_ok());
-        let p = v.check(&json!({"a": "abcd", "b": "x", "c": true})).unwrap_err();
+        let p = v
+            .check(&json!({"a": "abcd", "b": "x", "c": true}))
+            .unwrap_err();
         let all = p.join("\n");
         assert!(all.contains("at /a"), "{all}");
         assert!(all.contains("at /b"), "{all}");

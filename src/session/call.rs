@@ -89,11 +89,18 @@ impl Call {
         }
         let stream = format!("r{}", self.core.db.next_counter("streams")?);
         let (tx, rx) = unbounded();
-        self.core.hub.subscribe(&stream, tx, self.signal.clone(), false);
+        self.core
+            .hub
+            .subscribe(&stream, tx, self.signal.clone(), false);
         self.core.hub.start(&stream);
-        if let Outbox::Waiting(first) = std::mem::replace(&mut *outbox, Outbox::Streaming(stream.clone())) {
+        if let Outbox::Waiting(first) =
+            std::mem::replace(&mut *outbox, Outbox::Streaming(stream.clone()))
+        {
             // The HTTP side may have gone; the stream stays resumable from the log.
-            let _ = first.send(First::Stream { stream: stream.clone(), rx });
+            let _ = first.send(First::Stream {
+                stream: stream.clone(),
+                rx,
+            });
         }
         Ok(stream)
     }
@@ -128,9 +135,17 @@ impl Call {
 }
 
 impl ToolContext for Call {
-    fn query<'a>(&'a self, sql: &'a str, params: Vec<Value>) -> LocalBoxFuture<'a, Result<Vec<Value>>> {
+    fn query<'a>(
+        &'a self,
+        sql: &'a str,
+        params: Vec<Value>,
+    ) -> LocalBoxFuture<'a, Result<Vec<Value>>> {
         Box::pin(async move {
-            let db = self.core.env.d1("DB").map_err(|e| Error::Storage(format!("D1 binding DB: {e}")))?;
+            let db = self
+                .core
+                .env
+                .d1("DB")
+                .map_err(|e| Error::Storage(format!("D1 binding DB: {e}")))?;
             d1::query(&db, sql, &params).await
         })
     }
@@ -144,8 +159,15 @@ impl ToolContext for Call {
     }
 
     fn progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) {
-        let Some(token) = &self.progress_token else { return };
-        if self.last_progress.get().is_some_and(|last| progress <= last) || !progress.is_finite() {
+        let Some(token) = &self.progress_token else {
+            return;
+        };
+        if self
+            .last_progress
+            .get()
+            .is_some_and(|last| progress <= last)
+            || !progress.is_finite()
+        {
             return;
         }
         self.last_progress.set(Some(progress));
@@ -171,7 +193,11 @@ impl ToolContext for Call {
         }
     }
 
-    fn ask_client<'a>(&'a self, method: &'a str, params: Value) -> LocalBoxFuture<'a, Result<Value>> {
+    fn ask_client<'a>(
+        &'a self,
+        method: &'a str,
+        params: Value,
+    ) -> LocalBoxFuture<'a, Result<Value>> {
         Box::pin(async move {
             let capability = match method {
                 "sampling/createMessage" => "sampling",
@@ -186,16 +212,24 @@ impl ToolContext for Call {
             }
             let server_id = format!("srv-{}", self.core.db.next_counter("server_requests")?);
             let answer = self.core.hub.expect_answer(&server_id);
-            let _forget = Forget { core: &self.core, id: &server_id };
+            let _forget = Forget {
+                core: &self.core,
+                id: &server_id,
+            };
             self.send(&server_request(&server_id, method, params))?;
             let limit = self.core.cfg.client_request_timeout_ms;
             match select(answer, Delay::from(Duration::from_millis(u64::from(limit)))).await {
                 Either::Left((Ok(Ok(result)), _)) => Ok(result),
                 Either::Left((Ok(Err(error)), _)) => Err(Error::Client(format!(
                     "the client answered {method} with an error: {}",
-                    error.get("message").and_then(Value::as_str).unwrap_or("no message")
+                    error
+                        .get("message")
+                        .and_then(Value::as_str)
+                        .unwrap_or("no message")
                 ))),
-                Either::Left((Err(_), _)) => Err(Error::Client(format!("the session ended before the client answered {method}"))),
+                Either::Left((Err(_), _)) => Err(Error::Client(format!(
+                    "the session ended before the client answered {method}"
+                ))),
                 Either::Right(_) => Err(Error::Timeout(format!(
                     "the client did not answer {method} within {limit} ms"
                 ))),

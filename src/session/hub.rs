@@ -40,7 +40,13 @@ pub struct Hub {
 impl Hub {
     /// Adds a live reader of `stream`. With `exclusive`, earlier readers are closed first, so each
     /// message still goes to exactly one connection (used for the standalone GET stream).
-    pub fn subscribe(&self, stream: &str, tx: UnboundedSender<Vec<u8>>, signal: Option<AbortSignal>, exclusive: bool) {
+    pub fn subscribe(
+        &self,
+        stream: &str,
+        tx: UnboundedSender<Vec<u8>>,
+        signal: Option<AbortSignal>,
+        exclusive: bool,
+    ) {
         let mut subs = self.subscribers.borrow_mut();
         let list = subs.entry(stream.to_string()).or_default();
         if exclusive {
@@ -84,7 +90,11 @@ impl Hub {
     pub fn track(&self, request_key: &str, handle: AbortHandle) -> u64 {
         let token = self.next_token.get() + 1;
         self.next_token.set(token);
-        self.inflight.borrow_mut().entry(request_key.to_string()).or_default().push((token, handle));
+        self.inflight
+            .borrow_mut()
+            .entry(request_key.to_string())
+            .or_default()
+            .push((token, handle));
         token
     }
 
@@ -128,7 +138,10 @@ impl Hub {
 
     /// Drops every connection, waiter and in-flight call (the session is being deleted).
     pub fn shut_down(&self) {
-        self.inflight.borrow_mut().drain().for_each(|(_, l)| l.iter().for_each(|(_, h)| h.abort()));
+        self.inflight
+            .borrow_mut()
+            .drain()
+            .for_each(|(_, l)| l.iter().for_each(|(_, h)| h.abort()));
         self.pending.borrow_mut().clear();
         self.subscribers.borrow_mut().clear();
         self.running.borrow_mut().clear();

@@ -32,7 +32,11 @@ pub fn request(core: &Core, method: &str, params: Option<&Value>) -> Result<Valu
             let cursor = match p.get("cursor") {
                 None | Some(Value::Null) => None,
                 Some(Value::String(c)) => Some(c.as_str()),
-                Some(_) => return Err(Error::InvalidParams("Invalid params: cursor must be a string".into())),
+                Some(_) => {
+                    return Err(Error::InvalidParams(
+                        "Invalid params: cursor must be a string".into(),
+                    ))
+                }
             };
             let (tools, next) = core.registry.page(cursor, core.cfg.tools_page_size)?;
             let mut result = json!({ "tools": tools });
@@ -42,15 +46,16 @@ pub fn request(core: &Core, method: &str, params: Option<&Value>) -> Result<Valu
             Ok(result)
         }
         "logging/setLevel" => {
-            let level = p
-                .get("level")
-                .and_then(Value::as_str)
-                .ok_or_else(|| Error::InvalidParams("Invalid params: level (string) is required".into()))?;
+            let level = p.get("level").and_then(Value::as_str).ok_or_else(|| {
+                Error::InvalidParams("Invalid params: level (string) is required".into())
+            })?;
             let level = LogLevel::parse(level)?;
             core.db.set("log_level", level.as_str())?;
             Ok(json!({}))
         }
         m if core.cfg.catalog.has_fixtures() => fixtures::request(m, &p),
-        m => Err(Error::MethodNotFound(format!("{m} is not served by this server"))),
+        m => Err(Error::MethodNotFound(format!(
+            "{m} is not served by this server"
+        ))),
     }
 }

@@ -54,8 +54,13 @@ pub struct Core {
 impl Core {
     /// Writes an event to the log, then to the live readers of its stream.
     fn publish(&self, stream: &str, event: &str, data: &str) -> Result<()> {
-        let seq = self.db.append(stream, event, data, clock::now_ms() as i64)?;
-        let id = EventId { stream: stream.to_string(), seq };
+        let seq = self
+            .db
+            .append(stream, event, data, clock::now_ms() as i64)?;
+        let id = EventId {
+            stream: stream.to_string(),
+            seq,
+        };
         self.hub.deliver(stream, &sse::frame(&id, event, data));
         Ok(())
     }
@@ -79,7 +84,11 @@ impl Core {
     }
 
     fn version(&self) -> String {
-        self.db.get("version").ok().flatten().unwrap_or_else(|| version::ASSUMED_WITHOUT_HEADER.to_string())
+        self.db
+            .get("version")
+            .ok()
+            .flatten()
+            .unwrap_or_else(|| version::ASSUMED_WITHOUT_HEADER.to_string())
     }
 }
 
@@ -89,7 +98,12 @@ thread_local! {
 
 /// The registry of a catalog, compiled once per wasm instance.
 fn registry(catalog: crate::tools::Catalog) -> Result<Rc<Registry>> {
-    if let Some(r) = REGISTRIES.with(|r| r.borrow().iter().find(|(c, _)| *c == catalog).map(|(_, r)| r.clone())) {
+    if let Some(r) = REGISTRIES.with(|r| {
+        r.borrow()
+            .iter()
+            .find(|(c, _)| *c == catalog)
+            .map(|(_, r)| r.clone())
+    }) {
         return Ok(r);
     }
     let r = Rc::new(Registry::new(crate::tools::catalog(catalog))?);
@@ -108,16 +122,29 @@ pub struct Session {
 
 impl DurableObject for Session {
     fn new(state: State, env: Env) -> Self {
-        Session { state, env, core: RefCell::new(None), schema_ready: Cell::new(false) }
+        Session {
+            state,
+            env,
+            core: RefCell::new(None),
+            schema_ready: Cell::new(false),
+        }
     }
 
     async fn fetch(&self, req: Request) -> worker::Result<Response> {
-        let correlation = req.headers().get(CORRELATION_HEADER).ok().flatten().unwrap_or_default();
+        let correlation = req
+            .headers()
+            .get(CORRELATION_HEADER)
+            .ok()
+            .flatten()
+            .unwrap_or_default();
         match self.route(req).await {
             Ok(resp) => Ok(resp),
             Err(e) => {
                 if !e.is_public() {
-                    worker::console_error!("{}", json!({ "cid": correlation, "error": e.to_string() }));
+                    worker::console_error!(
+                        "{}",
+                        json!({ "cid": correlation, "error": e.to_string() })
+                    );
                 }
                 Ok(error_response_for(&e, None)?)
             }
@@ -156,10 +183,18 @@ impl Session {
         let core = self.core()?;
         match req.method() {
             Method::Post => {
-                let body = req.text().await.map_err(|e| Error::Internal(format!("read forwarded body: {e}")))?;
+                let body = req
+                    .text()
+                    .await
+                    .map_err(|e| Error::Internal(format!("read forwarded body: {e}")))?;
                 let create = req.headers().get(CREATE_HEADER).ok().flatten().is_some();
                 let signal = Some(req.inner().signal());
-                let correlation = req.headers().get(CORRELATION_HEADER).ok().flatten().unwrap_or_default();
+                let correlation = req
+                    .headers()
+                    .get(CORRELATION_HEADER)
+                    .ok()
+                    .flatten()
+                    .unwrap_or_default();
                 if create {
                     self.create(&core, &body).await
                 } else {
@@ -171,14 +206,17 @@ impl Session {
                 self.get(&core, last.as_deref(), Some(req.inner().signal()))
             }
             Method::Delete => self.delete(&core).await,
-            other => Err(Error::MethodNotAllowed(format!("Method Not Allowed: {other:?} is not served on /mcp"))),
+            other => Err(Error::MethodNotAllowed(format!(
+                "Method Not Allowed: {other:?} is not served on /mcp"
+            ))),
         }
     }
 
     fn require_session(core: &Core) -> Result<()> {
         match core.db.get("created_at")? {
             Some(_) => {
-                core.db.set("last_seen", &(clock::now_ms() as i64).to_string())?;
+                core.db
+                    .set("last_seen", &(clock::now_ms() as i64).to_string())?;
                 Ok(())
             }
             None => Err(Error::SessionNotFound),
@@ -188,13 +226,19 @@ impl Session {
     /// `initialize` without a session id: the Worker minted the id; store the session's state.
     async fn create(&self, core: &Rc<Core>, body: &str) -> Result<Response> {
         let Incoming::Request { id, method, params } = Incoming::parse(body)? else {
-            return Err(Error::InvalidRequest("Invalid Request: expected initialize".into()));
+            return Err(Error::InvalidRequest(
+                "Invalid Request: expected initialize".into(),
+            ));
         };
         if method != "initialize" {
-            return Err(Error::InvalidRequest("Invalid Request: expected initialize".into()));
+            return Err(Error::InvalidRequest(
+                "Invalid Request: expected initialize".into(),
+            ));
         }
         if core.db.get("created_at")?.is_some() {
-            return Err(Error::InvalidRequest("Invalid Request: session already initialized".into()));
+            return Err(Error::InvalidRequest(
+                "Invalid Request: session already initialized".into(),
+            ));
         }
         let init = match Initialize::from_params(&params_object(params.as_ref())) {
             Ok(i) => i,
@@ -202,15 +246,26 @@ impl Session {
         };
         let now = (clock::now_ms() as i64).to_string();
         core.db.set("version", init.negotiated())?;
-        core.db.set("client_capabilities", &init.client_capabilities.to_string())?;
+        core.db
+            .set("client_capabilities", &init.client_capabilities.to_string())?;
         core.db.set("client_info", &init.client_info.to_string())?;
         core.db.set("last_seen", &now)?;
         core.db.set("created_at", &now)?;
-        self.state.storage().set_alarm(ALARM_EVERY_MS).await.map_err(Error::from)?;
+        self.state
+            .storage()
+            .set_alarm(ALARM_EVERY_MS)
+            .await
+            .map_err(Error::from)?;
         json_response(&response(&id, init.result(core.cfg.catalog)), 200)
     }
 
-    async fn post(&self, core: &Rc<Core>, body: &str, signal: Option<worker::web_sys::AbortSignal>, correlation: &str) -> Result<Response> {
+    async fn post(
+        &self,
+        core: &Rc<Core>,
+        body: &str,
+        signal: Option<worker::web_sys::AbortSignal>,
+        correlation: &str,
+    ) -> Result<Response> {
         Self::require_session(core)?;
         let msg = Incoming::parse(body)?;
         match msg {
@@ -231,15 +286,20 @@ impl Session {
                 Ok(error_response_for(&e, Some(&id))?.with_status(400))
             }
             Incoming::Request { id, method, params } if method == "tools/call" => {
-                match self.tools_call(core, id.clone(), params, signal, correlation).await {
+                match self
+                    .tools_call(core, id.clone(), params, signal, correlation)
+                    .await
+                {
                     Ok(resp) => Ok(resp),
                     Err(e) => error_response_for(&e, Some(&id)),
                 }
             }
-            Incoming::Request { id, method, params } => match methods::request(core, &method, params.as_ref()) {
-                Ok(result) => json_response(&response(&id, result), 200),
-                Err(e) => error_response_for(&e, Some(&id)),
-            },
+            Incoming::Request { id, method, params } => {
+                match methods::request(core, &method, params.as_ref()) {
+                    Ok(result) => json_response(&response(&id, result), 200),
+                    Err(e) => error_response_for(&e, Some(&id)),
+                }
+            }
         }
     }
 
@@ -256,15 +316,23 @@ impl Session {
         let name = params
             .get("name")
             .and_then(Value::as_str)
-            .ok_or_else(|| Error::InvalidParams("Invalid params: tools/call needs \"name\" (string)".into()))?
+            .ok_or_else(|| {
+                Error::InvalidParams("Invalid params: tools/call needs \"name\" (string)".into())
+            })?
             .to_string();
         if core.registry.get(&name).is_none() {
             return Err(Error::InvalidParams(format!(
                 "Invalid params: unknown tool {name:?}; call tools/list for the available tools"
             )));
         }
-        let args = params.get("arguments").cloned().unwrap_or_else(|| json!({}));
-        let token = params.get("_meta").and_then(|m| m.get("progressToken")).cloned();
+        let args = params
+            .get("arguments")
+            .cloned()
+            .unwrap_or_else(|| json!({}));
+        let token = params
+            .get("_meta")
+            .and_then(|m| m.get("progressToken"))
+            .cloned();
         let (call, first) = Call::new(core.clone(), id.clone(), &name, token, signal);
         let (abort, registration) = AbortHandle::new_pair();
         let key = id.key();
@@ -272,7 +340,9 @@ impl Session {
         let core2 = core.clone();
         let correlation = correlation.to_string();
         wasm_bindgen_futures::spawn_local(async move {
-            let Some(tool) = core2.registry.get(&name) else { return };
+            let Some(tool) = core2.registry.get(&name) else {
+                return;
+            };
             let sink = |event: &str, data: Value| {
                 if let Err(e) = core2.publish(STANDALONE, event, &data.to_string()) {
                     worker::console_error!("event not logged: {e}");
@@ -281,8 +351,16 @@ impl Session {
             let run = Abortable::new(execute(tool, &call, args, &sink), registration).await;
             core2.hub.untrack(&key, ticket);
             let (reply, outcome, ms) = match run {
-                Ok(done) => (response(call.id(), done.result), done.outcome, done.duration_ms),
-                Err(_) => (error_response(Some(call.id()), &Error::Cancelled), "cancelled", 0.0),
+                Ok(done) => (
+                    response(call.id(), done.result),
+                    done.outcome,
+                    done.duration_ms,
+                ),
+                Err(_) => (
+                    error_response(Some(call.id()), &Error::Cancelled),
+                    "cancelled",
+                    0.0,
+                ),
             };
             worker::console_log!(
                 "{}",
@@ -298,25 +376,47 @@ impl Session {
                 } else {
                     Vec::new()
                 };
-                sse_response(StreamPlan { prefix, keepalive_secs: core.cfg.keepalive_secs, max_secs: None }, rx)
+                sse_response(
+                    StreamPlan {
+                        prefix,
+                        keepalive_secs: core.cfg.keepalive_secs,
+                        max_secs: None,
+                    },
+                    rx,
+                )
             }
             Err(_) => Err(Error::Internal("tool call ended without a reply".into())),
         }
     }
 
     /// `GET /mcp`: the standalone stream, or the resumption of any stream with `Last-Event-ID`.
-    fn get(&self, core: &Rc<Core>, last_event_id: Option<&str>, signal: Option<worker::web_sys::AbortSignal>) -> Result<Response> {
+    fn get(
+        &self,
+        core: &Rc<Core>,
+        last_event_id: Option<&str>,
+        signal: Option<worker::web_sys::AbortSignal>,
+    ) -> Result<Response> {
         Self::require_session(core)?;
         let from = match last_event_id {
             Some(s) => EventId::parse(s)?,
-            None => EventId { stream: STANDALONE.to_string(), seq: core.db.last_seq()? },
+            None => EventId {
+                stream: STANDALONE.to_string(),
+                seq: core.db.last_seq()?,
+            },
         };
         let mut prefix = Vec::new();
         if version::primes_streams(&core.version()) {
             prefix.extend(sse::priming(&from, RETRY_MS));
         }
         for ev in core.db.replay(&from.stream, from.seq)? {
-            prefix.extend(sse::frame(&EventId { stream: from.stream.clone(), seq: ev.seq }, &ev.event, &ev.data));
+            prefix.extend(sse::frame(
+                &EventId {
+                    stream: from.stream.clone(),
+                    seq: ev.seq,
+                },
+                &ev.event,
+                &ev.data,
+            ));
         }
         let (tx, rx) = unbounded();
         let standalone = from.stream == STANDALONE;
@@ -327,7 +427,14 @@ impl Session {
             drop(tx);
         }
         let max_secs = standalone.then_some(core.cfg.max_stream_secs);
-        sse_response(StreamPlan { prefix, keepalive_secs: core.cfg.keepalive_secs, max_secs }, rx)
+        sse_response(
+            StreamPlan {
+                prefix,
+                keepalive_secs: core.cfg.keepalive_secs,
+                max_secs,
+            },
+            rx,
+        )
     }
 
     /// `DELETE /mcp`: ends the session; its storage and alarm are deleted.
@@ -361,7 +468,14 @@ impl Session {
             core.hub.shut_down();
             return self.end().await;
         }
-        core.db.prune(now - i64::from(core.cfg.event_retention_secs) * 1000, i64::from(core.cfg.event_log_max))?;
-        self.state.storage().set_alarm(ALARM_EVERY_MS).await.map_err(Error::from)
+        core.db.prune(
+            now - i64::from(core.cfg.event_retention_secs) * 1000,
+            i64::from(core.cfg.event_log_max),
+        )?;
+        self.state
+            .storage()
+            .set_alarm(ALARM_EVERY_MS)
+            .await
+            .map_err(Error::from)
     }
 }

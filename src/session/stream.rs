@@ -36,7 +36,9 @@ pub fn sse_response(plan: StreamPlan, rx: UnboundedReceiver<Vec<u8>>) -> Result<
         rx,
         prefix: (!plan.prefix.is_empty()).then_some(plan.prefix),
         keepalive: Duration::from_secs(u64::from(plan.keepalive_secs)),
-        deadline: plan.max_secs.map(|s| clock::now_ms() + f64::from(s) * 1000.0),
+        deadline: plan
+            .max_secs
+            .map(|s| clock::now_ms() + f64::from(s) * 1000.0),
     };
     let body = stream::unfold(state, |mut st| async move {
         if let Some(prefix) = st.prefix.take() {

@@ -23,6 +23,11 @@ pub async fn query(db: &D1Database, sql: &str, params: &[Value]) -> Result<Vec<V
     let args: Vec<JsValue> = params.iter().map(bind_value).collect();
     let stmt = db.prepare(sql).bind(&args).map_err(Error::from)?;
     // `all()` does not map D1 failures to worker::Error::D1, so its message is kept as is.
-    let result = stmt.all().await.map_err(|e| Error::Storage(format!("D1 query failed: {e}")))?;
-    result.results::<Value>().map_err(|e| Error::Storage(format!("D1 rows did not decode: {e}")))
+    let result = stmt
+        .all()
+        .await
+        .map_err(|e| Error::Storage(format!("D1 query failed: {e}")))?;
+    result
+        .results::<Value>()
+        .map_err(|e| Error::Storage(format!("D1 rows did not decode: {e}")))
 }

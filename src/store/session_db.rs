@@ -97,7 +97,9 @@ impl SessionDb {
         rows.into_iter()
             .next()
             .and_then(|r| r.value.parse().ok())
-            .ok_or_else(|| Error::Storage(format!("session storage: counter {key} returned no value")))
+            .ok_or_else(|| {
+                Error::Storage(format!("session storage: counter {key} returned no value"))
+            })
     }
 
     /// Appends an event and returns its sequence number.
@@ -106,7 +108,12 @@ impl SessionDb {
             .sql
             .exec(
                 "INSERT INTO events (stream, event, data, at) VALUES (?, ?, ?, ?) RETURNING seq",
-                vec![stream.into(), event.into(), data.into(), SqlStorageValue::Integer(at_ms)],
+                vec![
+                    stream.into(),
+                    event.into(),
+                    data.into(),
+                    SqlStorageValue::Integer(at_ms),
+                ],
             )
             .and_then(|c| c.to_array())
             .map_err(storage_err("append event"))?;

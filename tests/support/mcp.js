@@ -43,41 +43,76 @@ export async function rpc(url, session, method, params, { version = LATEST } = {
   return { status: res.status, reply: await res.json(), messages: [] };
 }
 
-/** Parses an SSE body into events { id, event, data, retry }; stops after `max` events if given. */
-export async function readSse(res, { max = Infinity, timeoutMs = 10_000 } = {}) {
+/** Parses one SSE block into { id, event, data, retry, hasData, comment }. */
+function parseBlock(block) {
+  const ev = { data: "", comment: false };
+  const data = [];
+  for (const line of block.split("\n")) {
+    if (line.startsWith(":")) ev.comment = true;
+    else if (line.startsWith("id: ")) ev.id = line.slice(4);
+    else if (line.startsWith("event: ")) ev.event = line.slice(7);
+    else if (line.startsWith("retry: ")) ev.retry = Number(line.slice(7));
+    else if (line.startsWith("data: ")) data.push(line.slice(6));
+    else if (line === "data:") data.push("");
+  }
+  ev.data = data.join("\n");
+  ev.hasData = data.length > 0;
+  return ev;
+}
+
+/**
+ * Reads SSE events one at a time: `await next()` gives the next event (comments skipped), or null when
+ * the stream ends or `timeoutMs` passes; `close()` cancels the body.
+ */
+export function sseEvents(res, { timeoutMs = 10_000 } = {}) {
   const reader = res.body.getReader();
   const decoder = new TextDecoder();
-  const events = [];
-  let buf = "";
   const deadline = Date.now() + timeoutMs;
+  let buf = "";
+  return {
+    async next() {
+      for (;;) {
+        const idx = buf.indexOf("\n\n");
+        if (idx >= 0) {
+          const ev = parseBlock(buf.slice(0, idx));
+          buf = buf.slice(idx + 2);
+          if (ev.comment && !ev.id && !ev.hasData) continue;
+          return ev;
+        }
+        const left = deadline - Date.now();
+        if (left <= 0) return null;
+        const chunk = await Promise.race([reader.read(), new Promise((r) => setTimeout(() => r({ timeout: true }), left))]);
+        if (chunk.timeout || chunk.done) return null;
+        buf += decoder.decode(chunk.value, { stream: true });
+      }
+    },
+    close: () => reader.cancel().catch(() => {}),
+  };
+}
+
+/** Collects SSE events until the stream ends, `max` events arrive, or `timeoutMs` passes. */
+export async function readSse(res, { max = Infinity, timeoutMs = 10_000 } = {}) {
+  const it = sseEvents(res, { timeoutMs });
+  const events = [];
   try {
     while (events.length < max) {
-      const left = deadline - Date.now();
-      if (left <= 0) break;
-      const chunk = await Promise.race([reader.read(), new Promise((r) => setTimeout(() => r({ timeout: true }), left))]);
-      if (chunk.timeout || chunk.done) break;
-      buf += decoder.decode(chunk.value, { stream: true });
-      let idx;
-      while ((idx = buf.indexOf("\n\n")) >= 0 && events.length < max) {
-        const block = buf.slice(0, idx);
-        buf = buf.slice(idx + 2);
-        const ev = { data: "", comment: false };
-        const data = [];
-        for (const line of block.split("\n")) {
-          if (line.startsWith(":")) ev.comment = true;
-          else if (line.startsWith("id: ")) ev.id = line.slice(4);
-          else if (line.startsWith("event: ")) ev.event = line.slice(7);
-          else if (line.startsWith("retry: ")) ev.retry = Number(line.slice(7));
-          else if (line.startsWith("data: ")) data.push(line.slice(6));
-          else if (line === "data:") data.push("");
-        }
-        ev.data = data.join("\n");
-        ev.hasData = data.length > 0;
-        if (!ev.comment || ev.id || ev.hasData) events.push(ev);
-      }
+      const ev = await it.next();
+      if (!ev) break;
+      events.push(ev);
     }
   } finally {
-    reader.cancel().catch(() => {});
+    it.close();
   }
   return events;
+}
+
+/** Reads events until one carries a JSON-RPC message matching `pred`; returns that message. */
+export async function waitForMessage(it, pred) {
+  for (;;) {
+    const ev = await it.next();
+    if (!ev) return null;
+    if (!ev.data) continue;
+    const msg = JSON.parse(ev.data);
+    if (pred(msg)) return msg;
+  }
 }

@@ -44,22 +44,33 @@ fn str_param<'a>(params: &'a Map<String, Value>, name: &str) -> Result<&'a str> 
 fn no_cursor(params: &Map<String, Value>) -> Result<()> {
     match params.get("cursor") {
         None | Some(Value::Null) => Ok(()),
-        Some(_) => Err(Error::InvalidParams("Invalid params: this list has one page; call it without a cursor".into())),
+        Some(_) => Err(Error::InvalidParams(
+            "Invalid params: this list has one page; call it without a cursor".into(),
+        )),
     }
 }
 
 fn read(uri: &str) -> Result<Value> {
     let contents = match uri {
-        "test://static-text" => json!({ "uri": uri, "mimeType": "text/plain", "text": "This is the content of the static text resource." }),
+        "test://static-text" => {
+            json!({ "uri": uri, "mimeType": "text/plain", "text": "This is the content of the static text resource." })
+        }
         "test://static-binary" => json!({ "uri": uri, "mimeType": "image/png", "blob": PNG }),
-        "test://watched-resource" => json!({ "uri": uri, "mimeType": "text/plain", "text": "Watched resource content" }),
+        "test://watched-resource" => {
+            json!({ "uri": uri, "mimeType": "text/plain", "text": "Watched resource content" })
+        }
         _ => {
             let id = uri
                 .strip_prefix(TEMPLATE_PREFIX)
                 .and_then(|rest| rest.strip_suffix(TEMPLATE_SUFFIX))
                 .filter(|id| !id.is_empty() && !id.contains('/'))
-                .ok_or_else(|| Error::ResourceNotFound(format!("Resource not found: {uri}; resources/list shows the available URIs")))?;
-            let body = json!({ "id": id, "templateTest": true, "data": format!("Data for ID: {id}") });
+                .ok_or_else(|| {
+                    Error::ResourceNotFound(format!(
+                        "Resource not found: {uri}; resources/list shows the available URIs"
+                    ))
+                })?;
+            let body =
+                json!({ "id": id, "templateTest": true, "data": format!("Data for ID: {id}") });
             json!({ "uri": uri, "mimeType": "application/json", "text": body.to_string() })
         }
     };
@@ -68,11 +79,20 @@ fn read(uri: &str) -> Result<Value> {
 
 fn get_prompt(params: &Map<String, Value>) -> Result<Value> {
     let name = str_param(params, "name")?;
-    let args = params.get("arguments").and_then(Value::as_object).cloned().unwrap_or_default();
+    let args = params
+        .get("arguments")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
     let arg = |n: &str| -> Result<String> {
-        args.get(n).and_then(Value::as_str).map(str::to_string).ok_or_else(|| {
-            Error::InvalidParams(format!("Invalid params: prompt {name} needs argument {n} (string)"))
-        })
+        args.get(n)
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .ok_or_else(|| {
+                Error::InvalidParams(format!(
+                    "Invalid params: prompt {name} needs argument {n} (string)"
+                ))
+            })
     };
     let user = |content: Value| json!({ "role": "user", "content": content });
     let text = |t: &str| json!({ "type": "text", "text": t });
@@ -80,7 +100,9 @@ fn get_prompt(params: &Map<String, Value>) -> Result<Value> {
         "test_simple_prompt" => vec![user(text("This is a simple prompt for testing."))],
         "test_prompt_with_arguments" => {
             let (a1, a2) = (arg("arg1")?, arg("arg2")?);
-            vec![user(text(&format!("Prompt with arguments: arg1='{a1}', arg2='{a2}'")))]
+            vec![user(text(&format!(
+                "Prompt with arguments: arg1='{a1}', arg2='{a2}'"
+            )))]
         }
         "test_prompt_with_embedded_resource" => {
             let uri = arg("resourceUri")?;
@@ -104,11 +126,18 @@ fn get_prompt(params: &Map<String, Value>) -> Result<Value> {
 }
 
 fn complete(params: &Map<String, Value>) -> Result<Value> {
-    let value = params.get("argument").and_then(|a| a.get("value")).and_then(Value::as_str).ok_or_else(|| {
-        Error::InvalidParams("Invalid params: argument.value (string) is required".into())
-    })?;
+    let value = params
+        .get("argument")
+        .and_then(|a| a.get("value"))
+        .and_then(Value::as_str)
+        .ok_or_else(|| {
+            Error::InvalidParams("Invalid params: argument.value (string) is required".into())
+        })?;
     let candidates = ["testValue1", "testValue2", "test", "example"];
-    let values: Vec<&str> = candidates.into_iter().filter(|c| c.starts_with(value)).collect();
+    let values: Vec<&str> = candidates
+        .into_iter()
+        .filter(|c| c.starts_with(value))
+        .collect();
     Ok(json!({ "completion": { "values": values, "total": values.len(), "hasMore": false } }))
 }
 
@@ -123,11 +152,15 @@ pub fn request(method: &str, params: &Map<String, Value>) -> Result<Value> {
             }] })
         }),
         "resources/read" => read(str_param(params, "uri")?),
-        "resources/subscribe" | "resources/unsubscribe" => read(str_param(params, "uri")?).map(|_| json!({})),
+        "resources/subscribe" | "resources/unsubscribe" => {
+            read(str_param(params, "uri")?).map(|_| json!({}))
+        }
         "prompts/list" => no_cursor(params).map(|()| json!({ "prompts": prompts() })),
         "prompts/get" => get_prompt(params),
         "completion/complete" => complete(params),
-        m => Err(Error::MethodNotFound(format!("{m} is not served by this server"))),
+        m => Err(Error::MethodNotFound(format!(
+            "{m} is not served by this server"
+        ))),
     }
 }
 
@@ -143,16 +176,37 @@ mod tests {
     fn template_reads_echo_the_id_as_text() {
         let r = call("resources/read", json!({"uri": "test://template/123/data"})).unwrap();
         assert!(r["contents"][0]["text"].as_str().unwrap().contains("123"));
-        assert_eq!(call("resources/read", json!({"uri": "test://nope"})).unwrap_err().rpc_code(), -32002);
+        assert_eq!(
+            call("resources/read", json!({"uri": "test://nope"}))
+                .unwrap_err()
+                .rpc_code(),
+            -32002
+        );
     }
 
     #[test]
     fn prompts_substitute_arguments_and_reject_missing_ones() {
-        let r = call("prompts/get", json!({"name": "test_prompt_with_arguments", "arguments": {"arg1": "a", "arg2": "b"}}));
+        let r = call(
+            "prompts/get",
+            json!({"name": "test_prompt_with_arguments", "arguments": {"arg1": "a", "arg2": "b"}}),
+        );
         assert!(r.unwrap().to_string().contains("arg1='a', arg2='b'"));
-        let e = call("prompts/get", json!({"name": "test_prompt_with_arguments", "arguments": {"arg1": "a"}}));
+        let e = call(
+            "prompts/get",
+            json!({"name": "test_prompt_with_arguments", "arguments": {"arg1": "a"}}),
+        );
         assert_eq!(e.unwrap_err().rpc_code(), -32602);
-        assert_eq!(call("prompts/get", json!({"name": "nope"})).unwrap_err().rpc_code(), -32602);
-        assert_eq!(call("resources/list", json!({"cursor": "x"})).unwrap_err().rpc_code(), -32602);
+        assert_eq!(
+            call("prompts/get", json!({"name": "nope"}))
+                .unwrap_err()
+                .rpc_code(),
+            -32602
+        );
+        assert_eq!(
+            call("resources/list", json!({"cursor": "x"}))
+                .unwrap_err()
+                .rpc_code(),
+            -32602
+        );
     }
 }

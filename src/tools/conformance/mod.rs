@@ -40,7 +40,11 @@ fn image_content(_: &dyn ToolContext, _: Value) -> LocalBoxFuture<'_, Result<Too
 }
 
 fn audio_content(_: &dyn ToolContext, _: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
-    Box::pin(async { content(vec![json!({ "type": "audio", "data": WAV, "mimeType": "audio/wav" })]) })
+    Box::pin(async {
+        content(vec![
+            json!({ "type": "audio", "data": WAV, "mimeType": "audio/wav" }),
+        ])
+    })
 }
 
 fn embedded_resource(_: &dyn ToolContext, _: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
@@ -87,35 +91,56 @@ fn tool_with_progress(ctx: &dyn ToolContext, _: Value) -> LocalBoxFuture<'_, Res
 }
 
 fn error_handling(_: &dyn ToolContext, _: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
-    Box::pin(async { Err(Error::ToolFailed("This tool intentionally returns an error for testing".into())) })
+    Box::pin(async {
+        Err(Error::ToolFailed(
+            "This tool intentionally returns an error for testing".into(),
+        ))
+    })
 }
 
 fn sampling(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
     Box::pin(async move {
-        let prompt = args.get("prompt").and_then(Value::as_str).unwrap_or_default();
+        let prompt = args
+            .get("prompt")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
         let answer = ctx
             .ask_client(
                 "sampling/createMessage",
                 json!({ "messages": [{ "role": "user", "content": text(prompt) }], "maxTokens": 100 }),
             )
             .await?;
-        let reply = answer.pointer("/content/text").and_then(Value::as_str).unwrap_or("");
+        let reply = answer
+            .pointer("/content/text")
+            .and_then(Value::as_str)
+            .unwrap_or("");
         content(vec![text(&format!("LLM response: {reply}"))])
     })
 }
 
 async fn elicit(ctx: &dyn ToolContext, message: &str, schema: Value) -> Result<ToolOutput> {
     let answer = ctx
-        .ask_client("elicitation/create", json!({ "message": message, "requestedSchema": schema }))
+        .ask_client(
+            "elicitation/create",
+            json!({ "message": message, "requestedSchema": schema }),
+        )
         .await?;
-    let action = answer.get("action").and_then(Value::as_str).unwrap_or("unknown");
+    let action = answer
+        .get("action")
+        .and_then(Value::as_str)
+        .unwrap_or("unknown");
     let fields = answer.get("content").cloned().unwrap_or_else(|| json!({}));
-    content(vec![text(&format!("User response: action={action}, content={fields}"))])
+    content(vec![text(&format!(
+        "User response: action={action}, content={fields}"
+    ))])
 }
 
 fn elicitation(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
     Box::pin(async move {
-        let message = args.get("message").and_then(Value::as_str).unwrap_or("Please provide your information");
+        let message = args
+            .get("message")
+            .and_then(Value::as_str)
+            .unwrap_or("Please provide your information");
         let schema = json!({
             "type": "object",
             "properties": {
@@ -141,7 +166,12 @@ fn elicitation_defaults(ctx: &dyn ToolContext, _: Value) -> LocalBoxFuture<'_, R
             },
             "required": []
         });
-        elicit(ctx, "Please review and update the form fields with defaults", schema).await
+        elicit(
+            ctx,
+            "Please review and update the form fields with defaults",
+            schema,
+        )
+        .await
     })
 }
 
@@ -187,7 +217,12 @@ fn json_schema_tool(_: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Resu
     Box::pin(async move { content(vec![text(&format!("Received: {args}"))]) })
 }
 
-const fn fixture(name: &'static str, description: &'static str, input: &'static str, handler: Handler) -> ToolDef {
+const fn fixture(
+    name: &'static str,
+    description: &'static str,
+    input: &'static str,
+    handler: Handler,
+) -> ToolDef {
     ToolDef {
         toolset: TOOLSET,
         name,

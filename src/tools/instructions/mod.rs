@@ -68,11 +68,17 @@ impl Mode {
 
 /// Reads the session's mode; a session that never chose one is in [`Mode::DEFAULT`].
 fn current_mode(ctx: &dyn ToolContext) -> Result<Mode> {
-    Ok(ctx.session_get(MODE_KEY)?.as_deref().and_then(Mode::parse).unwrap_or(Mode::DEFAULT))
+    Ok(ctx
+        .session_get(MODE_KEY)?
+        .as_deref()
+        .and_then(Mode::parse)
+        .unwrap_or(Mode::DEFAULT))
 }
 
 fn mode_arg(args: &Value) -> Option<Mode> {
-    args.get("mode").and_then(Value::as_str).and_then(Mode::parse)
+    args.get("mode")
+        .and_then(Value::as_str)
+        .and_then(Mode::parse)
 }
 
 async fn load_set(ctx: &dyn ToolContext, name: &str) -> Result<Value> {
@@ -99,7 +105,10 @@ fn brief(set: &Value) -> Value {
     json!({ "name": set["name"], "title": set["title"], "content": set["content"] })
 }
 
-fn initialize_travel_assistant(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+fn initialize_travel_assistant(
+    ctx: &dyn ToolContext,
+    args: Value,
+) -> LocalBoxFuture<'_, Result<ToolOutput>> {
     Box::pin(async move {
         let mode = match mode_arg(&args) {
             Some(m) => {
@@ -110,8 +119,12 @@ fn initialize_travel_assistant(ctx: &dyn ToolContext, args: Value) -> LocalBoxFu
         };
         let core = load_set(ctx, "core-travel-assistant").await?;
         let mode_set = load_set(ctx, mode.as_str()).await?;
-        let available =
-            ctx.query("SELECT name, title, category FROM instruction_sets ORDER BY category, name", vec![]).await?;
+        let available = ctx
+            .query(
+                "SELECT name, title, category FROM instruction_sets ORDER BY category, name",
+                vec![],
+            )
+            .await?;
         let greeting = match args.get("agent_name").and_then(Value::as_str) {
             Some(agent) => format!("{} — Travel assistant ready for {agent}.", mode.indicator()),
             None => format!("{} — Travel assistant ready.", mode.indicator()),
@@ -127,14 +140,20 @@ fn initialize_travel_assistant(ctx: &dyn ToolContext, args: Value) -> LocalBoxFu
     })
 }
 
-fn get_instruction_set(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+fn get_instruction_set(
+    ctx: &dyn ToolContext,
+    args: Value,
+) -> LocalBoxFuture<'_, Result<ToolOutput>> {
     Box::pin(async move {
         let name = args.get("name").and_then(Value::as_str).unwrap_or_default();
         Ok(ToolOutput::Structured(load_set(ctx, name).await?))
     })
 }
 
-fn list_instruction_sets(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+fn list_instruction_sets(
+    ctx: &dyn ToolContext,
+    args: Value,
+) -> LocalBoxFuture<'_, Result<ToolOutput>> {
     Box::pin(async move {
         let rows = match args.get("category").and_then(Value::as_str) {
             Some(c) => {
@@ -152,11 +171,16 @@ fn list_instruction_sets(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'
                 .await?
             }
         };
-        Ok(ToolOutput::Structured(json!({ "count": rows.len(), "instruction_sets": rows })))
+        Ok(ToolOutput::Structured(
+            json!({ "count": rows.len(), "instruction_sets": rows }),
+        ))
     })
 }
 
-fn get_mode_indicator(ctx: &dyn ToolContext, _args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+fn get_mode_indicator(
+    ctx: &dyn ToolContext,
+    _args: Value,
+) -> LocalBoxFuture<'_, Result<ToolOutput>> {
     Box::pin(async move { Ok(ToolOutput::Structured(current_mode(ctx)?.summary())) })
 }
 
@@ -175,8 +199,12 @@ fn switch_mode(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<
 }
 
 /// Session-writing tools change only this session's mode: not destructive, and idempotent.
-const SESSION_WRITE: Annotations =
-    Annotations { read_only: false, destructive: false, idempotent: true, open_world: false };
+const SESSION_WRITE: Annotations = Annotations {
+    read_only: false,
+    destructive: false,
+    idempotent: true,
+    open_world: false,
+};
 
 /// The toolset's tools.
 pub static TOOLS: [ToolDef; 5] = [

@@ -1,0 +1,80 @@
+// The official MCP conformance suite (@modelcontextprotocol/conformance), every 2025-11-25 server
+// scenario including the pending ones, against `wrangler dev --env conformance` (npm run dev:conformance).
+// No expected-failures file: every check must be SUCCESS or INFO (no FAILURE, no WARNING).
+import { after, before, test } from "node:test";
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { root } from "./support/worker.js";
+
+const node = join(root, "node_modules", ".bin", "node");
+let dev;
+let port;
+let state;
+let devLog = "";
+
+function freePort() {
+  return new Promise((resolve) => {
+    const s = createServer().listen(0, "127.0.0.1", () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+async function waitForHealth(url, ms) {
+  const deadline = Date.now() + ms;
+  while (Date.now() < deadline) {
+    if (dev.exitCode !== null) throw new Error(`wrangler dev exited:\n${devLog}`);
+    try {
+      if ((await fetch(url)).ok) return;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 500));
+  }
+  throw new Error(`wrangler dev did not start in ${ms} ms:\n${devLog}`);
+}
+
+before(async () => {
+  port = await freePort();
+  state = mkdtempSync(join(tmpdir(), "mcp-edge-conformance-"));
+  dev = spawn("bash", ["scripts/dev.sh", "--env", "conformance", "--port", String(port), "--persist-to", state], {
+    cwd: root,
+    detached: true,
+    env: { ...process.env, CI: "true" },
+  });
+  dev.stdout.on("data", (d) => (devLog += d));
+  dev.stderr.on("data", (d) => (devLog += d));
+  await waitForHealth(`http://localhost:${port}/health`, 300_000);
+});
+
+after(() => {
+  if (dev && dev.exitCode === null) process.kill(-dev.pid, "SIGTERM");
+  if (state) rmSync(state, { recursive: true, force: true });
+});
+
+test("every 2025-11-25 server scenario of the official conformance suite passes", async () => {
+  const out = mkdtempSync(join(tmpdir(), "mcp-edge-conformance-results-"));
+  const cli = join(root, "node_modules", "@modelcontextprotocol", "conformance", "dist", "index.js");
+  const args = [cli, "server", "--url", `http://localhost:${port}/mcp`, "--suite", "all", "--spec-version", "2025-11-25", "-o", out];
+  const run = spawn(node, args, { cwd: root });
+  let log = "";
+  run.stdout.on("data", (d) => (log += d));
+  run.stderr.on("data", (d) => (log += d));
+  const code = await new Promise((resolve) => run.on("close", resolve));
+  try {
+    const dirs = readdirSync(out);
+    const checks = dirs.flatMap((d) => JSON.parse(readFileSync(join(out, d, "checks.json"), "utf8")).map((c) => ({ scenario: d, ...c })));
+    const bad = checks.filter((c) => c.status === "FAILURE" || c.status === "WARNING");
+    assert.deepEqual(bad.map((c) => `${c.scenario} ${c.id}: ${c.status} ${c.errorMessage ?? ""}`), [], log);
+    assert.equal(code, 0, log);
+    assert.equal(dirs.length, 32, "all 32 server scenarios ran");
+    assert.ok(checks.filter((c) => c.status === "SUCCESS").length >= 46, log);
+  } finally {
+    rmSync(out, { recursive: true, force: true });
+  }
+});

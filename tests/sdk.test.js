@@ -1,0 +1,114 @@
+// The official MCP TypeScript SDK client (Streamable HTTP transport) against the built Worker:
+// initialize → tools/list (all pages) → tools/call → progress → disconnect and resume → DELETE.
+import { after, before, test } from "node:test";
+import assert from "node:assert/strict";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { CallToolResultSchema } from "@modelcontextprotocol/sdk/types.js";
+import { startWorker } from "./support/worker.js";
+
+let w;
+before(async () => {
+  w = await startWorker({ MCP_CATALOG: "conformance", TOOLS_PAGE_SIZE: "4" });
+});
+after(() => w?.stop());
+
+async function connect(sessionId) {
+  const client = new Client({ name: "mcp-edge-sdk-test", version: "1.0.0" }, { capabilities: { sampling: {}, elicitation: {} } });
+  const transport = new StreamableHTTPClientTransport(new URL(w.mcpUrl), sessionId ? { sessionId } : {});
+  await client.connect(transport);
+  return { client, transport };
+}
+
+test("the SDK client runs a whole session", async () => {
+  const { client, transport } = await connect();
+  assert.match(transport.sessionId, /^[0-9a-f]{64}$/);
+  assert.equal(client.getServerVersion().name, "mcp-edge");
+  assert.ok(client.getServerCapabilities().tools);
+
+  // tools/list, every page.
+  const names = [];
+  let cursor;
+  let pages = 0;
+  do {
+    const page = await client.listTools(cursor ? { cursor } : {});
+    names.push(...page.tools.map((t) => t.name));
+    cursor = page.nextCursor;
+    pages++;
+  } while (cursor);
+  assert.ok(pages > 3, `paginated into ${pages} pages`);
+  assert.equal(new Set(names).size, names.length);
+  for (const n of ["switch_mode", "get_instruction_set", "test_tool_with_progress"]) assert.ok(names.includes(n), n);
+
+  // tools/call with structured output (validated by the SDK against the listed outputSchema).
+  const mode = await client.callTool({ name: "switch_mode", arguments: { mode: "mobile-mode" } });
+  assert.equal(mode.structuredContent.mode, "mobile-mode");
+  const invalid = await client.callTool({ name: "switch_mode", arguments: { mode: "nope" } });
+  assert.equal(invalid.isError, true);
+
+  // Progress notifications reach the caller before the result.
+  const progress = [];
+  const done = await client.callTool({ name: "test_tool_with_progress", arguments: {} }, CallToolResultSchema, {
+    onprogress: (p) => progress.push(p.progress),
+  });
+  assert.deepEqual(progress, [0, 50, 100]);
+  assert.equal(done.content[0].type, "text");
+
+  // The server ends the connection after priming; the SDK resumes with GET + Last-Event-ID.
+  const resumed = await client.callTool({ name: "test_reconnection", arguments: {} });
+  assert.match(resumed.content[0].text, /Reconnection test completed/);
+
+  // The client disconnects mid-call; a new connection resumes the stream from its last event id.
+  let token;
+  const firstProgress = new Promise((resolve) => {
+    client
+      .callTool({ name: "test_tool_with_progress", arguments: {} }, CallToolResultSchema, {
+        onprogress: resolve,
+        onresumptiontoken: (t) => (token = t),
+      })
+      .catch(() => {});
+  });
+  await firstProgress;
+  const seen = token;
+  await transport.close();
+  await new Promise((r) => setTimeout(r, 300));
+  // A transport that joins the existing session (no second initialize) and asks for the rest of the stream.
+  const t2 = new StreamableHTTPClientTransport(new URL(w.mcpUrl), { sessionId: transport.sessionId });
+  await t2.start();
+  const replayed = [];
+  const result = await new Promise((resolve, reject) => {
+    t2.onmessage = (m) => {
+      replayed.push(m);
+      if (m.id === "resume-1") resolve(m.result);
+    };
+    t2.onerror = reject;
+    t2.send({ jsonrpc: "2.0", id: "resume-1", method: "tools/call", params: { name: "test_tool_with_progress" } }, { resumptionToken: seen });
+  });
+  assert.match(seen, /^r\d+-\d+$/);
+  assert.deepEqual(replayed.filter((m) => m.method === "notifications/progress").map((m) => m.params.progress), [50, 100], "exactly the missed events");
+  assert.equal(result.content[0].type, "text");
+
+  // DELETE ends the session.
+  await t2.terminateSession();
+  const after = await fetch(w.mcpUrl, {
+    method: "POST",
+    headers: { "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-session-id": transport.sessionId },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "ping" }),
+  });
+  assert.equal(after.status, 404);
+  await t2.close();
+});
+
+test("the SDK client answers elicitation on the call's stream", async () => {
+  const { client, transport } = await connect();
+  const { ElicitRequestSchema } = await import("@modelcontextprotocol/sdk/types.js");
+  client.setRequestHandler(ElicitRequestSchema, async (req) => {
+    assert.equal(req.params.message, "Your details?");
+    return { action: "accept", content: { username: "kim", email: "kim@example.com" } };
+  });
+  const r = await client.callTool({ name: "test_elicitation", arguments: { message: "Your details?" } });
+  assert.match(r.content[0].text, /action=accept/);
+  assert.match(r.content[0].text, /kim@example.com/);
+  await transport.terminateSession();
+  await client.close();
+});
