@@ -42,10 +42,12 @@ export async function migrate(db) {
 }
 
 /**
- * Starts the Worker. `vars` override the wrangler [vars]; returns { url, mcpUrl, mf, stop }.
+ * Starts the Worker. `vars` override the wrangler [vars]; with `quiet`, the Worker's stdout (one log
+ * line per tool call) is dropped. Returns { url, mcpUrl, mf, stop }.
  */
-export async function startWorker(vars = {}) {
+export async function startWorker(vars = {}, { quiet = false } = {}) {
   const mf = new Miniflare({
+    ...(quiet ? { handleRuntimeStdio: (stdout, stderr) => { stdout.resume(); stderr.pipe(process.stderr); } } : {}),
     rootPath: root,
     scriptPath: join(root, "build", "index.js"),
     modules: true,

@@ -1,0 +1,59 @@
+// `npm run bench`: wasm size (raw and gzipped) and tools/call latency and throughput against the
+// release build in local workerd (Miniflare with real D1 and SQLite-backed Durable Objects).
+// Prints figures; asserts nothing. Bounded: a fixed number of requests, all to 127.0.0.1.
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { gzipSync } from "node:zlib";
+import { root, startWorker } from "../tests/support/worker.js";
+import { initialize, post } from "../tests/support/mcp.js";
+
+const SEQUENTIAL = Number(process.env.BENCH_REQUESTS ?? 500);
+const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 16);
+const SESSIONS = Number(process.env.BENCH_SESSIONS ?? 8);
+
+const wasm = readFileSync(join(root, "build", "index_bg.wasm"));
+const js = readFileSync(join(root, "build", "index.js"));
+const kib = (n) => `${(n / 1024).toFixed(1)} KiB`;
+console.log("wasm size");
+console.log(`  index_bg.wasm  raw ${kib(wasm.length)}  gzip ${kib(gzipSync(wasm, { level: 9 }).length)}`);
+console.log(`  index.js       raw ${kib(js.length)}  gzip ${kib(gzipSync(js, { level: 9 }).length)}`);
+
+const pct = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+
+async function callOnce(url, session, id, name, args) {
+  const t0 = performance.now();
+  const res = await post(url, { jsonrpc: "2.0", id, method: "tools/call", params: { name, arguments: args } }, { session, version: "2025-11-25" });
+  const body = await res.json();
+  if (!body.result || body.result.isError) throw new Error(`bench call failed: ${JSON.stringify(body)}`);
+  return performance.now() - t0;
+}
+
+async function measure(label, url, sessions, name, args) {
+  for (let i = 0; i < 20; i++) await callOnce(url, sessions[0], i, name, args);
+  const lat = [];
+  for (let i = 0; i < SEQUENTIAL; i++) lat.push(await callOnce(url, sessions[0], i, name, args));
+  lat.sort((a, b) => a - b);
+  let next = 0;
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async (_, worker) => {
+      while (next < SEQUENTIAL) {
+        const i = next++;
+        await callOnce(url, sessions[(worker + i) % sessions.length], i, name, args);
+      }
+    }),
+  );
+  const rps = SEQUENTIAL / ((performance.now() - t0) / 1000);
+  console.log(`  ${label.padEnd(34)} p50 ${pct(lat, 50).toFixed(2)} ms  p99 ${pct(lat, 99).toFixed(2)} ms  ${rps.toFixed(0)} rps (${CONCURRENCY} concurrent, ${sessions.length} sessions)`);
+}
+
+const w = await startWorker({}, { quiet: true });
+try {
+  const sessions = [];
+  for (let i = 0; i < SESSIONS; i++) sessions.push((await initialize(w.mcpUrl)).session);
+  console.log(`tools/call, ${SEQUENTIAL} sequential calls for latency, then ${SEQUENTIAL} with ${CONCURRENCY} in flight`);
+  await measure("get_mode_indicator (session SQLite)", w.mcpUrl, sessions, "get_mode_indicator", {});
+  await measure("get_instruction_set (D1)", w.mcpUrl, sessions, "get_instruction_set", { name: "vendor-search" });
+} finally {
+  await w.stop();
+}
