@@ -15,4 +15,4 @@ cargo test --quiet
 bash scripts/build.sh
 # shellcheck source=/dev/null
 source .toolchain/env
-exec "$root/node_modules/.bin/node" --test --test-concurrency=1 --test-timeout=600000 tests/
+exec "$root/node_modules/.bin/node" --test --test-concurrency=1 --test-timeout=600000 tests/*.test.js

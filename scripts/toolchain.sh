@@ -87,7 +87,7 @@ if [ -z "$route" ]; then
     && timeout 30 rustup target add "$TARGET" >/dev/null 2>&1 && has_wasm_std rustc; then
     route=default
   else
-    say "rustup cannot add $TARGET here; using Debian's rustc-web"
+    say "no $TARGET std from rustup here (not tried when CI is set); using Debian's rustc-web"
     debian_std
     route=debian
   fi

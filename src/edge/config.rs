@@ -25,6 +25,9 @@ pub struct Config {
     /// A session unused this long is deleted by its alarm, in seconds (`SESSION_IDLE_SECONDS`,
     /// default 86400).
     pub session_idle_secs: u32,
+    /// Seconds between a session's housekeeping alarms, which prune the event log and delete the
+    /// session once idle (`HOUSEKEEPING_SECONDS`, default 600).
+    pub housekeeping_secs: u32,
     /// How long a server-to-client request (elicitation, sampling) waits for the client's answer, in
     /// milliseconds (`CLIENT_REQUEST_TIMEOUT_MS`, default 120000).
     pub client_request_timeout_ms: u32,
@@ -63,6 +66,7 @@ impl Config {
             event_retention_secs: num("EVENT_RETENTION_SECONDS", 3600),
             event_log_max: num("EVENT_LOG_MAX", 5000),
             session_idle_secs: num("SESSION_IDLE_SECONDS", 86_400),
+            housekeeping_secs: num("HOUSEKEEPING_SECONDS", 600),
             client_request_timeout_ms: num("CLIENT_REQUEST_TIMEOUT_MS", 120_000),
             keepalive_secs: num("SSE_KEEPALIVE_SECONDS", 15),
             max_stream_secs: num("SSE_MAX_STREAM_SECONDS", 300),

@@ -89,9 +89,7 @@ impl Call {
         }
         let stream = format!("r{}", self.core.db.next_counter("streams")?);
         let (tx, rx) = unbounded();
-        self.core
-            .hub
-            .subscribe(&stream, tx, self.signal.clone(), false);
+        self.core.hub.subscribe(&stream, tx, self.signal.clone());
         self.core.hub.start(&stream);
         if let Outbox::Waiting(first) =
             std::mem::replace(&mut *outbox, Outbox::Streaming(stream.clone()))
@@ -171,9 +169,9 @@ impl ToolContext for Call {
             return;
         }
         self.last_progress.set(Some(progress));
-        let mut params = json!({ "progressToken": token, "progress": progress });
+        let mut params = json!({ "progressToken": token, "progress": number(progress) });
         if let Some(t) = total {
-            params["total"] = json!(t);
+            params["total"] = number(t);
         }
         if let Some(m) = message {
             params["message"] = json!(m);
@@ -250,6 +248,16 @@ impl ToolContext for Call {
 
     fn sleep(&self, ms: u32) -> LocalBoxFuture<'_, ()> {
         Box::pin(Delay::from(Duration::from_millis(u64::from(ms))))
+    }
+}
+
+/// A JSON number that prints whole values as integers (`50`, not `50.0`).
+fn number(x: f64) -> Value {
+    const EXACT: f64 = 9_007_199_254_740_992.0;
+    if x.fract() == 0.0 && x.abs() < EXACT {
+        json!(x as i64)
+    } else {
+        json!(x)
     }
 }
 

@@ -30,7 +30,7 @@ impl Subscriber {
 /// Live connections and waiters of one session.
 #[derive(Default)]
 pub struct Hub {
-    subscribers: RefCell<HashMap<String, Vec<Subscriber>>>,
+    subscribers: RefCell<HashMap<String, Subscriber>>,
     running: RefCell<HashSet<String>>,
     inflight: RefCell<HashMap<String, Vec<(u64, AbortHandle)>>>,
     next_token: std::cell::Cell<u64>,
@@ -38,28 +38,27 @@ pub struct Hub {
 }
 
 impl Hub {
-    /// Adds a live reader of `stream`. With `exclusive`, earlier readers are closed first, so each
-    /// message still goes to exactly one connection (used for the standalone GET stream).
+    /// Makes `tx` the live reader of `stream`. An earlier reader is dropped (its connection closes),
+    /// so each message goes to exactly one connection; a client that resumes a stream replaces the
+    /// connection it lost.
     pub fn subscribe(
         &self,
         stream: &str,
         tx: UnboundedSender<Vec<u8>>,
         signal: Option<AbortSignal>,
-        exclusive: bool,
     ) {
-        let mut subs = self.subscribers.borrow_mut();
-        let list = subs.entry(stream.to_string()).or_default();
-        if exclusive {
-            list.clear();
-        }
-        list.retain(|s| !s.gone());
-        list.push(Subscriber { tx, signal });
+        self.subscribers
+            .borrow_mut()
+            .insert(stream.to_string(), Subscriber { tx, signal });
     }
 
-    /// Sends a frame to the live readers of `stream`, dropping readers that have gone.
+    /// Sends a frame to the live reader of `stream`, if any, dropping it when it has gone.
     pub fn deliver(&self, stream: &str, frame: &[u8]) {
-        if let Some(list) = self.subscribers.borrow_mut().get_mut(stream) {
-            list.retain(|s| !s.gone() && s.tx.unbounded_send(frame.to_vec()).is_ok());
+        let mut subs = self.subscribers.borrow_mut();
+        if let Some(s) = subs.get(stream) {
+            if s.gone() || s.tx.unbounded_send(frame.to_vec()).is_err() {
+                subs.remove(stream);
+            }
         }
     }
 

@@ -39,9 +39,6 @@ pub const CORRELATION_HEADER: &str = "x-correlation-id";
 /// Reconnection delay announced on streams (SSE `retry:`), in milliseconds.
 const RETRY_MS: u32 = 1000;
 
-/// Alarm period for event-log pruning and idle checks, in milliseconds.
-const ALARM_EVERY_MS: i64 = 10 * 60 * 1000;
-
 /// State shared by the object's requests.
 pub struct Core {
     env: Env,
@@ -251,11 +248,7 @@ impl Session {
         core.db.set("client_info", &init.client_info.to_string())?;
         core.db.set("last_seen", &now)?;
         core.db.set("created_at", &now)?;
-        self.state
-            .storage()
-            .set_alarm(ALARM_EVERY_MS)
-            .await
-            .map_err(Error::from)?;
+        self.schedule_housekeeping(core).await?;
         json_response(&response(&id, init.result(core.cfg.catalog)), 200)
     }
 
@@ -422,7 +415,7 @@ impl Session {
         let standalone = from.stream == STANDALONE;
         if standalone || core.hub.is_running(&from.stream) {
             // Replay and subscription happen without an await between them, so no event is missed.
-            core.hub.subscribe(&from.stream, tx, signal, standalone);
+            core.hub.subscribe(&from.stream, tx, signal);
         } else {
             drop(tx);
         }
@@ -472,9 +465,14 @@ impl Session {
             now - i64::from(core.cfg.event_retention_secs) * 1000,
             i64::from(core.cfg.event_log_max),
         )?;
+        self.schedule_housekeeping(&core).await
+    }
+
+    async fn schedule_housekeeping(&self, core: &Core) -> Result<()> {
+        let offset_ms = i64::from(core.cfg.housekeeping_secs) * 1000;
         self.state
             .storage()
-            .set_alarm(ALARM_EVERY_MS)
+            .set_alarm(offset_ms)
             .await
             .map_err(Error::from)
     }
