@@ -1,7 +1,7 @@
 //! HTTP header rules of Streamable HTTP, CORS, and the one place errors become responses.
 
 use serde_json::Value;
-use worker::{Headers, Response};
+use worker::{Headers, Request, Response};
 
 use crate::error::{Error, Result};
 use crate::mcp::message::{error_response, RequestId};
@@ -18,6 +18,11 @@ const ALLOW_HEADERS: &str =
 const EXPOSE_HEADERS: &str = "Mcp-Session-Id, MCP-Protocol-Version";
 /// Methods served on `/mcp`.
 pub const ALLOW_METHODS: &str = "GET, POST, DELETE, OPTIONS";
+
+/// A request header's value, if present.
+pub fn header(req: &Request, name: &str) -> Option<String> {
+    req.headers().get(name).ok().flatten()
+}
 
 /// Whether an `Accept` header admits `wanted` (exact type, `type/*` or `*/*`; `q=0` excludes).
 pub fn accepts(accept: Option<&str>, wanted: &str) -> bool {

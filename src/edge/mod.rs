@@ -15,6 +15,7 @@ use crate::mcp::message::Incoming;
 use crate::mcp::version;
 use crate::session::{CORRELATION_HEADER, CREATE_HEADER};
 use config::Config;
+use http::header;
 
 /// Session ids are 256 random bits as 64 lowercase hex digits; nothing else can name a session.
 fn valid_session_id(s: &str) -> bool {
@@ -27,10 +28,6 @@ fn random_hex(bytes: usize) -> Result<String> {
     let mut buf = vec![0u8; bytes];
     getrandom::fill(&mut buf).map_err(|e| Error::Internal(format!("no randomness: {e}")))?;
     Ok(buf.iter().map(|b| format!("{b:02x}")).collect())
-}
-
-fn header(req: &Request, name: &str) -> Option<String> {
-    req.headers().get(name).ok().flatten()
 }
 
 /// Serves `/mcp`. Never fails: every error becomes its JSON-RPC error response.

@@ -180,6 +180,25 @@ pub fn params_object(params: Option<&Value>) -> Map<String, Value> {
         .unwrap_or_default()
 }
 
+/// A required string parameter; missing or mistyped is `-32602` naming it.
+pub fn required_str<'a>(params: &'a Map<String, Value>, name: &str) -> Result<&'a str> {
+    params
+        .get(name)
+        .and_then(Value::as_str)
+        .ok_or_else(|| Error::InvalidParams(format!("Invalid params: {name} (string) is required")))
+}
+
+/// An optional object parameter (absent means `{}`); any other type is `-32602` naming it.
+pub fn optional_object(params: &Map<String, Value>, name: &str) -> Result<Value> {
+    match params.get(name) {
+        None => Ok(json!({})),
+        Some(v @ Value::Object(_)) => Ok(v.clone()),
+        Some(_) => Err(Error::InvalidParams(format!(
+            "Invalid params: {name} must be an object"
+        ))),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

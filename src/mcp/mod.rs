@@ -7,8 +7,9 @@ pub mod version;
 
 use serde_json::{json, Map, Value};
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::tools::Catalog;
+use message::{optional_object, required_str};
 
 /// `serverInfo.name`.
 pub const SERVER_NAME: &str = "mcp-edge";
@@ -47,35 +48,10 @@ pub struct Initialize {
 impl Initialize {
     /// Reads `initialize` params; missing or mistyped fields are `-32602` naming the field.
     pub fn from_params(params: &Map<String, Value>) -> Result<Self> {
-        let requested_version = params
-            .get("protocolVersion")
-            .and_then(Value::as_str)
-            .ok_or_else(|| {
-                Error::InvalidParams("Invalid params: protocolVersion (string) is required".into())
-            })?
-            .to_string();
-        let client_capabilities = match params.get("capabilities") {
-            Some(c @ Value::Object(_)) => c.clone(),
-            None => json!({}),
-            Some(_) => {
-                return Err(Error::InvalidParams(
-                    "Invalid params: capabilities must be an object".into(),
-                ))
-            }
-        };
-        let client_info = match params.get("clientInfo") {
-            Some(c @ Value::Object(_)) => c.clone(),
-            None => json!({}),
-            Some(_) => {
-                return Err(Error::InvalidParams(
-                    "Invalid params: clientInfo must be an object".into(),
-                ))
-            }
-        };
         Ok(Initialize {
-            requested_version,
-            client_capabilities,
-            client_info,
+            requested_version: required_str(params, "protocolVersion")?.to_string(),
+            client_capabilities: optional_object(params, "capabilities")?,
+            client_info: optional_object(params, "clientInfo")?,
         })
     }
 

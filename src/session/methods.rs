@@ -5,7 +5,7 @@ use serde_json::{json, Value};
 use super::Core;
 use crate::error::{Error, Result};
 use crate::mcp::logging::LogLevel;
-use crate::mcp::message::params_object;
+use crate::mcp::message::{params_object, required_str};
 use crate::tools::conformance::fixtures;
 
 /// Handles a client notification.
@@ -46,10 +46,7 @@ pub fn request(core: &Core, method: &str, params: Option<&Value>) -> Result<Valu
             Ok(result)
         }
         "logging/setLevel" => {
-            let level = p.get("level").and_then(Value::as_str).ok_or_else(|| {
-                Error::InvalidParams("Invalid params: level (string) is required".into())
-            })?;
-            let level = LogLevel::parse(level)?;
+            let level = LogLevel::parse(required_str(&p, "level")?)?;
             core.db.set("log_level", level.as_str())?;
             Ok(json!({}))
         }

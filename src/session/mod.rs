@@ -9,7 +9,7 @@ mod hub;
 mod methods;
 mod stream;
 
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::rc::Rc;
 
 use futures::channel::mpsc::unbounded;
@@ -19,10 +19,12 @@ use worker::{durable_object, DurableObject, Env, Method, Request, Response, Stat
 
 use crate::clock;
 use crate::edge::config::Config;
-use crate::edge::http::{error_response_for, json_response};
+use crate::edge::http::{error_response_for, header, json_response};
 use crate::error::{Error, Result};
 use crate::mcp::logging::LogLevel;
-use crate::mcp::message::{error_response, params_object, response, Incoming, RequestId};
+use crate::mcp::message::{
+    error_response, params_object, required_str, response, Incoming, RequestId,
+};
 use crate::mcp::sse::{self, EventId, STANDALONE};
 use crate::mcp::{version, Initialize};
 use crate::registry::{execute, Registry};
@@ -62,29 +64,30 @@ impl Core {
         Ok(())
     }
 
+    /// A session setting; a storage failure is logged and reads as unset, so callers fall back to
+    /// the protocol default instead of failing the request.
+    fn setting(&self, key: &str) -> Option<String> {
+        self.db.get(key).unwrap_or_else(|e| {
+            worker::console_error!("session setting {key}: {e}");
+            None
+        })
+    }
+
+    /// Log messages below this level are not sent (`logging/setLevel`; everything until set).
     fn log_level(&self) -> LogLevel {
-        self.db
-            .get("log_level")
-            .ok()
-            .flatten()
+        self.setting("log_level")
             .and_then(|l| LogLevel::parse(&l).ok())
             .unwrap_or(LogLevel::Debug)
     }
 
     fn client_capabilities(&self) -> Value {
-        self.db
-            .get("client_capabilities")
-            .ok()
-            .flatten()
+        self.setting("client_capabilities")
             .and_then(|s| serde_json::from_str(&s).ok())
             .unwrap_or_else(|| json!({}))
     }
 
     fn version(&self) -> String {
-        self.db
-            .get("version")
-            .ok()
-            .flatten()
+        self.setting("version")
             .unwrap_or_else(|| version::ASSUMED_WITHOUT_HEADER.to_string())
     }
 }
@@ -113,8 +116,9 @@ fn registry(catalog: crate::tools::Catalog) -> Result<Rc<Registry>> {
 pub struct Session {
     state: State,
     env: Env,
+    /// Built on first use (tables created); dropped when the session ends, so a later request
+    /// starts from empty storage and finds no session.
     core: RefCell<Option<Rc<Core>>>,
-    schema_ready: Cell<bool>,
 }
 
 impl DurableObject for Session {
@@ -123,18 +127,12 @@ impl DurableObject for Session {
             state,
             env,
             core: RefCell::new(None),
-            schema_ready: Cell::new(false),
         }
     }
 
     async fn fetch(&self, req: Request) -> worker::Result<Response> {
-        let correlation = req
-            .headers()
-            .get(CORRELATION_HEADER)
-            .ok()
-            .flatten()
-            .unwrap_or_default();
-        match self.route(req).await {
+        let correlation = header(&req, CORRELATION_HEADER).unwrap_or_default();
+        match self.route(req, &correlation).await {
             Ok(resp) => Ok(resp),
             Err(e) => {
                 if !e.is_public() {
@@ -159,9 +157,7 @@ impl DurableObject for Session {
 impl Session {
     fn core(&self) -> Result<Rc<Core>> {
         if let Some(core) = self.core.borrow().as_ref() {
-            if self.schema_ready.get() {
-                return Ok(core.clone());
-            }
+            return Ok(core.clone());
         }
         let cfg = Config::from_env(&self.env);
         let core = Rc::new(Core {
@@ -172,11 +168,10 @@ impl Session {
             hub: Hub::default(),
         });
         *self.core.borrow_mut() = Some(core.clone());
-        self.schema_ready.set(true);
         Ok(core)
     }
 
-    async fn route(&self, mut req: Request) -> Result<Response> {
+    async fn route(&self, mut req: Request, correlation: &str) -> Result<Response> {
         let core = self.core()?;
         match req.method() {
             Method::Post => {
@@ -184,22 +179,15 @@ impl Session {
                     .text()
                     .await
                     .map_err(|e| Error::Internal(format!("read forwarded body: {e}")))?;
-                let create = req.headers().get(CREATE_HEADER).ok().flatten().is_some();
                 let signal = Some(req.inner().signal());
-                let correlation = req
-                    .headers()
-                    .get(CORRELATION_HEADER)
-                    .ok()
-                    .flatten()
-                    .unwrap_or_default();
-                if create {
+                if header(&req, CREATE_HEADER).is_some() {
                     self.create(&core, &body).await
                 } else {
-                    self.post(&core, &body, signal, &correlation).await
+                    self.post(&core, &body, signal, correlation).await
                 }
             }
             Method::Get => {
-                let last = req.headers().get("last-event-id").ok().flatten();
+                let last = header(&req, "last-event-id");
                 self.get(&core, last.as_deref(), Some(req.inner().signal()))
             }
             Method::Delete => self.delete(&core).await,
@@ -242,12 +230,14 @@ impl Session {
             Err(e) => return error_response_for(&e, Some(&id)),
         };
         let now = (clock::now_ms() as i64).to_string();
-        core.db.set("version", init.negotiated())?;
-        core.db
-            .set("client_capabilities", &init.client_capabilities.to_string())?;
-        core.db.set("client_info", &init.client_info.to_string())?;
-        core.db.set("last_seen", &now)?;
-        core.db.set("created_at", &now)?;
+        // One statement, so a failure leaves no half-created session.
+        core.db.set_all(&[
+            ("version", init.negotiated()),
+            ("client_capabilities", &init.client_capabilities.to_string()),
+            ("client_info", &init.client_info.to_string()),
+            ("last_seen", &now),
+            ("created_at", &now),
+        ])?;
         self.schedule_housekeeping(core).await?;
         json_response(&response(&id, init.result(core.cfg.catalog)), 200)
     }
@@ -276,7 +266,7 @@ impl Session {
                 let e = Error::InvalidRequest(
                     "Invalid Request: this session is already initialized; send initialize without Mcp-Session-Id to start a new session".into(),
                 );
-                Ok(error_response_for(&e, Some(&id))?.with_status(400))
+                error_response_for(&e, Some(&id))
             }
             Incoming::Request { id, method, params } if method == "tools/call" => {
                 match self
@@ -306,13 +296,7 @@ impl Session {
         correlation: &str,
     ) -> Result<Response> {
         let params = params_object(params.as_ref());
-        let name = params
-            .get("name")
-            .and_then(Value::as_str)
-            .ok_or_else(|| {
-                Error::InvalidParams("Invalid params: tools/call needs \"name\" (string)".into())
-            })?
-            .to_string();
+        let name = required_str(&params, "name")?.to_string();
         if core.registry.get(&name).is_none() {
             return Err(Error::InvalidParams(format!(
                 "Invalid params: unknown tool {name:?}; call tools/list for the available tools"
@@ -444,7 +428,6 @@ impl Session {
         let storage = self.state.storage();
         storage.delete_alarm().await.map_err(Error::from)?;
         storage.delete_all().await.map_err(Error::from)?;
-        self.schema_ready.set(false);
         *self.core.borrow_mut() = None;
         Ok(())
     }

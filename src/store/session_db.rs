@@ -72,10 +72,22 @@ impl SessionDb {
 
     /// Writes a meta value.
     pub fn set(&self, key: &str, value: &str) -> Result<()> {
+        self.set_all(&[(key, value)])
+    }
+
+    /// Writes several meta values in one statement: all of them or none.
+    pub fn set_all(&self, pairs: &[(&str, &str)]) -> Result<()> {
+        let rows = vec!["(?, ?)"; pairs.len()].join(", ");
+        let bindings = pairs
+            .iter()
+            .flat_map(|(k, v)| [(*k).into(), (*v).into()])
+            .collect::<Vec<SqlStorageValue>>();
         self.sql
             .exec(
-                "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                vec![key.into(), value.into()],
+                &format!(
+                    "INSERT INTO meta (key, value) VALUES {rows} ON CONFLICT (key) DO UPDATE SET value = excluded.value"
+                ),
+                bindings,
             )
             .and_then(|c| c.to_array::<serde_json::Value>())
             .map(drop)

@@ -4,6 +4,7 @@ use serde_json::{json, Map, Value};
 
 use super::PNG;
 use crate::error::{Error, Result};
+use crate::mcp::message::required_str;
 
 const TEMPLATE_PREFIX: &str = "test://template/";
 const TEMPLATE_SUFFIX: &str = "/data";
@@ -31,13 +32,6 @@ fn prompts() -> Value {
           "arguments": [{ "name": "resourceUri", "description": "URI of the resource to embed", "required": true }] },
         { "name": "test_prompt_with_image", "description": "A prompt with an image" }
     ])
-}
-
-fn str_param<'a>(params: &'a Map<String, Value>, name: &str) -> Result<&'a str> {
-    params
-        .get(name)
-        .and_then(Value::as_str)
-        .ok_or_else(|| Error::InvalidParams(format!("Invalid params: {name} (string) is required")))
 }
 
 /// These lists fit in one page, so no cursor is ever issued and any cursor is invalid.
@@ -78,7 +72,7 @@ fn read(uri: &str) -> Result<Value> {
 }
 
 fn get_prompt(params: &Map<String, Value>) -> Result<Value> {
-    let name = str_param(params, "name")?;
+    let name = required_str(params, "name")?;
     let args = params
         .get("arguments")
         .and_then(Value::as_object)
@@ -151,9 +145,9 @@ pub fn request(method: &str, params: &Map<String, Value>) -> Result<Value> {
                 "description": "A templated resource", "mimeType": "application/json"
             }] })
         }),
-        "resources/read" => read(str_param(params, "uri")?),
+        "resources/read" => read(required_str(params, "uri")?),
         "resources/subscribe" | "resources/unsubscribe" => {
-            read(str_param(params, "uri")?).map(|_| json!({}))
+            read(required_str(params, "uri")?).map(|_| json!({}))
         }
         "prompts/list" => no_cursor(params).map(|()| json!({ "prompts": prompts() })),
         "prompts/get" => get_prompt(params),
