@@ -227,6 +227,7 @@ describe("SSE streams", () => {
     assert.equal(new Set(values).size, values.length, "strictly increasing");
     assert.deepEqual(r.messages.at(-1), r.reply, "the result is the last message");
     assert.equal(rest.at(-1).event, "message");
+    assert.equal(r.events.ended, true, "the server closed the stream after the result");
   });
 
   test("a call without a progress token gets a plain JSON answer", async () => {
@@ -286,6 +287,7 @@ describe("SSE streams", () => {
     const res = await post(w.mcpUrl, { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "test_reconnection", arguments: {} } }, { session });
     const events = await readSse(res, { timeoutMs: 5000 });
     assert.equal(events.length, 1, "only the priming event before the connection ends");
+    assert.equal(events.ended, true, "the server ended the connection");
     assert.match(events[0].id, /^r\d+-0$/);
     const resumed = await fetch(w.mcpUrl, { headers: { accept: "text/event-stream", "mcp-session-id": session, "last-event-id": events[0].id } });
     const rest = (await readSse(resumed, { timeoutMs: 5000 })).filter((e) => e.data);

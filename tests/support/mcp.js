@@ -70,6 +70,8 @@ export function sseEvents(res, { timeoutMs = 10_000 } = {}) {
   const deadline = Date.now() + timeoutMs;
   let buf = "";
   return {
+    /** True once the server closed the stream (as opposed to a timeout). */
+    ended: false,
     async next() {
       for (;;) {
         const idx = buf.indexOf("\n\n");
@@ -82,6 +84,7 @@ export function sseEvents(res, { timeoutMs = 10_000 } = {}) {
         const left = deadline - Date.now();
         if (left <= 0) return null;
         const chunk = await Promise.race([reader.read(), new Promise((r) => setTimeout(() => r({ timeout: true }), left))]);
+        if (chunk.done) this.ended = true;
         if (chunk.timeout || chunk.done) return null;
         buf += decoder.decode(chunk.value, { stream: true });
       }
@@ -90,7 +93,10 @@ export function sseEvents(res, { timeoutMs = 10_000 } = {}) {
   };
 }
 
-/** Collects SSE events until the stream ends, `max` events arrive, or `timeoutMs` passes. */
+/**
+ * Collects SSE events until the stream ends, `max` events arrive, or `timeoutMs` passes. The array's
+ * `ended` property tells whether the server closed the stream.
+ */
 export async function readSse(res, { max = Infinity, timeoutMs = 10_000 } = {}) {
   const it = sseEvents(res, { timeoutMs });
   const events = [];
@@ -103,6 +109,7 @@ export async function readSse(res, { max = Infinity, timeoutMs = 10_000 } = {}) 
   } finally {
     it.close();
   }
+  events.ended = it.ended;
   return events;
 }
 
