@@ -1,11 +1,12 @@
 //! mcp-edge: a Model Context Protocol server for Cloudflare Workers.
 //!
-//! The crate has a pure core that `cargo test` runs natively (`mcp`, `registry`, `tools`) and a thin
+//! The crate has a pure core that `cargo test` runs natively (`mcp`, `registry`, `engine`, `tools`) and a thin
 //! edge layer that only does work inside workerd (`edge`, `session`, `store`). See the README's
 //! architecture section for the module map.
 
 pub mod clock;
 pub mod edge;
+pub mod engine;
 pub mod error;
 pub mod mcp;
 pub mod registry;

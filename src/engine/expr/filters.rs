@@ -1,0 +1,455 @@
+//! Filters: what may follow `|` in an expression.
+//!
+//! | filter | effect |
+//! | --- | --- |
+//! | `currency`, `currency('EUR')` | `$14,750.00`; the code comes from the argument, else a top-level `currency` variable, else USD |
+//! | `'MMMM DD, YYYY'` | a date format (moment tokens, below) applied to an ISO date, date-time, time or epoch |
+//! | `'3:00 PM'` | a fallback text, shown when the value is missing, `null` or empty |
+//! | `join(', ')` | joins a list (default separator `, `) |
+//! | `upper`, `lower`, `title` | letter case |
+//! | `default(x)` | `x` when the value is missing, `null` or empty |
+//! | `truncate(n)` | at most `n` characters, ending with `…` when cut |
+//! | `number(d)` | `d` decimals (default 0) with thousands separators |
+//! | `json` | the value as JSON text |
+//! | `raw` | no HTML escaping in `html` output (use only for trusted values) |
+//!
+//! **Date format or fallback?** A quoted literal is a date format when it is made only of date tokens
+//! (`YYYY YY MMMM MMM MM M Do DD D dddd ddd HH H hh h mm m ss s A a`), spaces and the punctuation
+//! `, . - / : ( )`, and has at least one token; anything else (digits, other words) is a fallback
+//! text. So `'h:mm A'` formats, `'3:00 PM'` is a fallback. A missing value under a date format
+//! renders empty (and is listed as missing).
+//!
+//! Dates: `YYYY-MM-DD`, `YYYY-MM-DDTHH:MM[:SS[.fff]][Z|±HH:MM]` (formatted at the clock time as
+//! written, not converted), `HH:MM[:SS]` for times, or a number of seconds since the Unix epoch (UTC;
+//! numbers of 100000000000 and more are taken as milliseconds). Invalid dates are errors.
+
+use chrono::{Datelike, NaiveDate, NaiveDateTime, NaiveTime, Timelike};
+use serde_json::Value;
+
+use super::parser::{Arg, Expr, Filter};
+use super::{to_text, ExprError, Pos};
+
+const NAMED: [(&str, usize, usize); 10] = [
+    ("currency", 0, 1),
+    ("join", 0, 1),
+    ("upper", 0, 0),
+    ("lower", 0, 0),
+    ("title", 0, 0),
+    ("default", 1, 1),
+    ("truncate", 1, 1),
+    ("number", 0, 1),
+    ("json", 0, 0),
+    ("raw", 0, 0),
+];
+
+/// Checks every filter name and argument count in a tree (at compile time).
+pub(super) fn check(e: &Expr) -> Result<(), ExprError> {
+    match e {
+        Expr::Lit(_) | Expr::Var(..) => Ok(()),
+        Expr::Member(t, _, _) | Expr::Unary(_, t, _) => check(t),
+        Expr::Index(a, b, _) | Expr::Binary(_, a, b, _) | Expr::Logic(_, a, b) => {
+            check(a).and_then(|()| check(b))
+        }
+        Expr::Cond(c, a, b) => check(c).and_then(|()| check(a)).and_then(|()| check(b)),
+        Expr::Call(t, _, args, _) => {
+            check(t)?;
+            args.iter().try_for_each(|a| match a {
+                Arg::Value(v) | Arg::Lambda(_, v) => check(v),
+            })
+        }
+        Expr::Filter(t, f, pos) => {
+            check(t)?;
+            if let Filter::Named(name, args) = f {
+                let Some((_, min, max)) = NAMED.iter().find(|(n, _, _)| n == name) else {
+                    let names: Vec<&str> = NAMED.iter().map(|(n, _, _)| *n).collect();
+                    return Err(ExprError::at(
+                        *pos,
+                        format!("unknown filter {name:?}; available: {}, or a quoted date format or fallback text", names.join(", ")),
+                    ));
+                };
+                if args.len() < *min || args.len() > *max {
+                    return Err(ExprError::at(
+                        *pos,
+                        format!(
+                            "filter {name} takes {min} to {max} argument(s), got {}",
+                            args.len()
+                        ),
+                    ));
+                }
+                args.iter().try_for_each(check)?;
+            }
+            Ok(())
+        }
+    }
+}
+
+fn is_empty(v: &Value) -> bool {
+    matches!(v, Value::Null) || matches!(v, Value::String(s) if s.is_empty())
+}
+
+/// Applies one filter.
+pub(super) fn apply(
+    f: &Filter,
+    v: Value,
+    args: &[Value],
+    root: &Value,
+    pos: Pos,
+) -> Result<Value, ExprError> {
+    let err = |m: String| ExprError::at(pos, m);
+    match f {
+        Filter::Literal(text) if is_date_format(text) => {
+            if is_empty(&v) {
+                Ok(Value::Null)
+            } else {
+                format_date(&v, text).map(Value::String).map_err(err)
+            }
+        }
+        Filter::Literal(text) => Ok(if is_empty(&v) {
+            Value::String(text.clone())
+        } else {
+            v
+        }),
+        Filter::Named(name, _) => match name.as_str() {
+            "currency" => {
+                if v.is_null() {
+                    return Ok(Value::Null);
+                }
+                let code = args.first().map(to_text).or_else(|| {
+                    root.get("currency")
+                        .and_then(Value::as_str)
+                        .map(str::to_string)
+                });
+                currency(&v, code.as_deref().unwrap_or("USD"))
+                    .map(Value::String)
+                    .map_err(err)
+            }
+            "join" => {
+                let sep = args.first().map(to_text).unwrap_or_else(|| ", ".into());
+                Ok(match v {
+                    Value::Array(items) => {
+                        Value::String(items.iter().map(to_text).collect::<Vec<_>>().join(&sep))
+                    }
+                    other => other,
+                })
+            }
+            "upper" => Ok(text_map(v, &|s| s.to_uppercase())),
+            "lower" => Ok(text_map(v, &|s| s.to_lowercase())),
+            "title" => Ok(text_map(v, &title_case)),
+            "default" => Ok(if is_empty(&v) {
+                args.first().cloned().unwrap_or(Value::Null)
+            } else {
+                v
+            }),
+            "truncate" => {
+                let n = args
+                    .first()
+                    .and_then(Value::as_f64)
+                    .filter(|n| *n >= 0.0)
+                    .ok_or_else(|| err("truncate needs a length of 0 or more".into()))?
+                    as usize;
+                Ok(text_map(v, &|s| {
+                    if s.chars().count() > n {
+                        s.chars().take(n).collect::<String>() + "…"
+                    } else {
+                        s.to_string()
+                    }
+                }))
+            }
+            "number" => {
+                if v.is_null() {
+                    return Ok(Value::Null);
+                }
+                let d = args.first().and_then(Value::as_f64).unwrap_or(0.0);
+                if !(0.0..=10.0).contains(&d) || d.fract() != 0.0 {
+                    return Err(err(
+                        "number(d) needs a whole number of decimals from 0 to 10".into(),
+                    ));
+                }
+                let n = finite(&v, "number").map_err(err)?;
+                Ok(Value::String(group(n, d as usize)))
+            }
+            "json" => Ok(Value::String(v.to_string())),
+            _ => Ok(v),
+        },
+    }
+}
+
+fn text_map(v: Value, f: &dyn Fn(&str) -> String) -> Value {
+    match v {
+        Value::Null => Value::Null,
+        Value::String(s) => Value::String(f(&s)),
+        Value::Array(items) => Value::Array(items.into_iter().map(|i| text_map(i, f)).collect()),
+        other => Value::String(f(&to_text(&other))),
+    }
+}
+
+fn title_case(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut start = true;
+    for c in s.chars() {
+        if start {
+            out.extend(c.to_uppercase());
+        } else {
+            out.extend(c.to_lowercase());
+        }
+        start = c.is_whitespace() || c == '-';
+    }
+    out
+}
+
+fn finite(v: &Value, filter: &str) -> Result<f64, String> {
+    let n = match v {
+        Value::Number(n) => n.as_f64(),
+        Value::String(s) => s.trim().parse::<f64>().ok(),
+        _ => None,
+    };
+    match n {
+        Some(n) if n.is_finite() => Ok(if n == 0.0 { 0.0 } else { n }),
+        _ => Err(format!("{filter}: {} is not a finite number", to_text(v))),
+    }
+}
+
+/// `1234567.891` with 2 decimals → `1,234,567.89` (rounded half away from zero on the exact binary
+/// value, as `{:.2}` does; negative zero prints as zero).
+fn group(n: f64, decimals: usize) -> String {
+    let fixed = format!("{:.*}", decimals, n.abs());
+    let (int, frac) = fixed
+        .split_once('.')
+        .map_or((fixed.as_str(), None), |(i, f)| (i, Some(f)));
+    let mut grouped = String::new();
+    for (i, c) in int.chars().enumerate() {
+        if i > 0 && (int.len() - i) % 3 == 0 {
+            grouped.push(',');
+        }
+        grouped.push(c);
+    }
+    let negative = n < 0.0 && fixed.bytes().any(|b| b.is_ascii_digit() && b != b'0');
+    format!(
+        "{}{}{}",
+        if negative { "-" } else { "" },
+        grouped,
+        frac.map(|f| format!(".{f}")).unwrap_or_default()
+    )
+}
+
+fn currency(v: &Value, code: &str) -> Result<String, String> {
+    let n = finite(v, "currency")?;
+    let code = code.trim().to_ascii_uppercase();
+    let (symbol, decimals) = match code.as_str() {
+        "USD" => ("$", 2),
+        "EUR" => ("€", 2),
+        "GBP" => ("£", 2),
+        "JPY" => ("¥", 0),
+        c if c.len() == 3 && c.bytes().all(|b| b.is_ascii_uppercase()) => ("", 2),
+        other => {
+            return Err(format!(
+                "currency: {other:?} is not a three-letter currency code"
+            ))
+        }
+    };
+    let amount = group(n, decimals);
+    let (sign, digits) = amount
+        .strip_prefix('-')
+        .map_or(("", amount.as_str()), |d| ("-", d));
+    Ok(if symbol.is_empty() {
+        format!("{sign}{code} {digits}")
+    } else {
+        format!("{sign}{symbol}{digits}")
+    })
+}
+
+const TOKENS: [&str; 21] = [
+    "YYYY", "YY", "MMMM", "MMM", "MM", "M", "Do", "DD", "D", "dddd", "ddd", "HH", "H", "hh", "h",
+    "mm", "m", "ss", "s", "A", "a",
+];
+
+fn split_format(fmt: &str) -> Option<Vec<Result<&'static str, char>>> {
+    let mut out = Vec::new();
+    let mut rest = fmt;
+    while let Some(c) = rest.chars().next() {
+        if let Some(tok) = TOKENS.iter().find(|t| rest.starts_with(**t)) {
+            out.push(Ok(*tok));
+            rest = &rest[tok.len()..];
+        } else if c == ' ' || ",.-/:()".contains(c) {
+            out.push(Err(c));
+            rest = &rest[c.len_utf8()..];
+        } else {
+            return None;
+        }
+    }
+    Some(out)
+}
+
+/// Whether a quoted filter literal is a date format (see the module docs).
+pub fn is_date_format(text: &str) -> bool {
+    split_format(text).is_some_and(|parts| parts.iter().any(Result::is_ok))
+}
+
+enum When {
+    Date(NaiveDate),
+    Time(NaiveTime),
+    DateTime(NaiveDateTime),
+}
+
+fn parse_when(v: &Value) -> Result<When, String> {
+    match v {
+        Value::Number(n) => {
+            let n = n
+                .as_f64()
+                .filter(|f| f.is_finite())
+                .ok_or("date: not a finite number")?;
+            let ms = if n.abs() >= 1e11 { n } else { n * 1000.0 };
+            chrono::DateTime::from_timestamp_millis(ms as i64)
+                .map(|d| When::DateTime(d.naive_utc()))
+                .ok_or_else(|| format!("date: {n} is outside the supported range"))
+        }
+        Value::String(s) => {
+            let s = s.trim();
+            let bad = || {
+                format!(
+                    "date: {s:?} is not a valid date (use YYYY-MM-DD, an ISO date-time or HH:MM)"
+                )
+            };
+            if let Ok(d) = NaiveDate::parse_from_str(s, "%Y-%m-%d") {
+                return Ok(When::Date(d));
+            }
+            if let Some(t) = ["%H:%M:%S", "%H:%M"]
+                .iter()
+                .find_map(|f| NaiveTime::parse_from_str(s, f).ok())
+            {
+                return Ok(When::Time(t));
+            }
+            // Keep the clock time as written: drop a trailing Z or ±HH:MM offset.
+            let local = s
+                .strip_suffix('Z')
+                .or_else(|| s.strip_suffix('z'))
+                .unwrap_or(s);
+            let local = match local
+                .char_indices()
+                .rev()
+                .find(|(_, c)| *c == '+' || *c == '-')
+            {
+                Some((i, _))
+                    if i > 10 && local[i..].len() == 6 && local.as_bytes()[i + 3] == b':' =>
+                {
+                    &local[..i]
+                }
+                _ => local,
+            };
+            [
+                "%Y-%m-%dT%H:%M:%S%.f",
+                "%Y-%m-%dT%H:%M",
+                "%Y-%m-%d %H:%M:%S",
+                "%Y-%m-%d %H:%M",
+            ]
+            .iter()
+            .find_map(|f| NaiveDateTime::parse_from_str(local, f).ok())
+            .map(When::DateTime)
+            .ok_or_else(bad)
+        }
+        other => Err(format!(
+            "date: a {} cannot be formatted as a date",
+            to_text(other)
+        )),
+    }
+}
+
+const MONTHS: [&str; 12] = [
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+];
+const DAYS: [&str; 7] = [
+    "Monday",
+    "Tuesday",
+    "Wednesday",
+    "Thursday",
+    "Friday",
+    "Saturday",
+    "Sunday",
+];
+
+fn ordinal(n: u32) -> String {
+    let suffix = match (n % 10, n % 100) {
+        (_, 11..=13) => "th",
+        (1, _) => "st",
+        (2, _) => "nd",
+        (3, _) => "rd",
+        _ => "th",
+    };
+    format!("{n}{suffix}")
+}
+
+fn format_date(v: &Value, fmt: &str) -> Result<String, String> {
+    let when = parse_when(v)?;
+    let (date, time) = match when {
+        When::Date(d) => (Some(d), None),
+        When::Time(t) => (None, Some(t)),
+        When::DateTime(dt) => (Some(dt.date()), Some(dt.time())),
+    };
+    let mut out = String::new();
+    for part in split_format(fmt).unwrap_or_default() {
+        let tok = match part {
+            Err(c) => {
+                out.push(c);
+                continue;
+            }
+            Ok(t) => t,
+        };
+        let needs_date = matches!(
+            tok,
+            "YYYY" | "YY" | "MMMM" | "MMM" | "MM" | "M" | "Do" | "DD" | "D" | "dddd" | "ddd"
+        );
+        if needs_date {
+            let d = date.ok_or_else(|| {
+                format!(
+                    "date: {} is a time of day; the format {fmt:?} needs a date",
+                    to_text(v)
+                )
+            })?;
+            let month = MONTHS[d.month0() as usize];
+            let day = DAYS[d.weekday().num_days_from_monday() as usize];
+            out += &match tok {
+                "YYYY" => format!("{:04}", d.year()),
+                "YY" => format!("{:02}", d.year().rem_euclid(100)),
+                "MMMM" => month.to_string(),
+                "MMM" => month[..3].to_string(),
+                "MM" => format!("{:02}", d.month()),
+                "M" => d.month().to_string(),
+                "Do" => ordinal(d.day()),
+                "DD" => format!("{:02}", d.day()),
+                "D" => d.day().to_string(),
+                "dddd" => day.to_string(),
+                _ => day[..3].to_string(),
+            };
+        } else {
+            let t = time.unwrap_or(NaiveTime::MIN);
+            let h12 = match t.hour() % 12 {
+                0 => 12,
+                h => h,
+            };
+            out += &match tok {
+                "HH" => format!("{:02}", t.hour()),
+                "H" => t.hour().to_string(),
+                "hh" => format!("{h12:02}"),
+                "h" => h12.to_string(),
+                "mm" => format!("{:02}", t.minute()),
+                "m" => t.minute().to_string(),
+                "ss" => format!("{:02}", t.second()),
+                "s" => t.second().to_string(),
+                "A" => (if t.hour() < 12 { "AM" } else { "PM" }).to_string(),
+                _ => (if t.hour() < 12 { "am" } else { "pm" }).to_string(),
+            };
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,179 @@
+//! Tokens of the expression language, each with the position it starts at.
+
+use super::{ExprError, Pos};
+
+/// One token.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Tok {
+    /// A name: variable, property, method, filter or lambda parameter.
+    Ident(String),
+    /// A number literal.
+    Num(f64),
+    /// A string literal, escapes resolved.
+    Str(String),
+    /// Punctuation and operators, as written (`==`, `=>`, `(`, …).
+    Op(&'static str),
+    /// End of input.
+    End,
+}
+
+const OPS: [&str; 27] = [
+    "===", "!==", "==", "!=", "<=", ">=", "&&", "||", "=>", "?.", "<", ">", "!", "+", "-", "*",
+    "/", "%", "?", ":", ".", ",", "(", ")", "[", "]", "|",
+];
+const BRACES: [&str; 2] = ["{", "}"];
+
+/// Splits `src` into tokens. Positions are 1-based line and column (in characters).
+pub fn lex(src: &str) -> Result<Vec<(Tok, Pos)>, ExprError> {
+    let chars: Vec<char> = src.chars().collect();
+    let mut out = Vec::new();
+    let (mut i, mut line, mut col) = (0usize, 1u32, 1u32);
+    let advance = |i: &mut usize, line: &mut u32, col: &mut u32, n: usize| {
+        for _ in 0..n {
+            if chars.get(*i) == Some(&'\n') {
+                *line += 1;
+                *col = 1;
+            } else {
+                *col += 1;
+            }
+            *i += 1;
+        }
+    };
+    while i < chars.len() {
+        let c = chars[i];
+        let pos = Pos { line, col };
+        if c.is_whitespace() {
+            advance(&mut i, &mut line, &mut col, 1);
+            continue;
+        }
+        if c.is_ascii_digit() || (c == '.' && chars.get(i + 1).is_some_and(char::is_ascii_digit)) {
+            let start = i;
+            let mut j = i;
+            while j < chars.len() && (chars[j].is_ascii_digit() || chars[j] == '.') {
+                j += 1;
+            }
+            if j < chars.len() && (chars[j] == 'e' || chars[j] == 'E') {
+                let mut k = j + 1;
+                if k < chars.len() && (chars[k] == '+' || chars[k] == '-') {
+                    k += 1;
+                }
+                if k < chars.len() && chars[k].is_ascii_digit() {
+                    j = k;
+                    while j < chars.len() && chars[j].is_ascii_digit() {
+                        j += 1;
+                    }
+                }
+            }
+            let text: String = chars[start..j].iter().collect();
+            let n: f64 = text
+                .parse()
+                .map_err(|_| ExprError::at(pos, format!("{text:?} is not a number")))?;
+            out.push((Tok::Num(n), pos));
+            advance(&mut i, &mut line, &mut col, j - start);
+            continue;
+        }
+        if c.is_alphabetic() || c == '_' || c == '$' {
+            let start = i;
+            let mut j = i;
+            while j < chars.len()
+                && (chars[j].is_alphanumeric() || chars[j] == '_' || chars[j] == '$')
+            {
+                j += 1;
+            }
+            out.push((Tok::Ident(chars[start..j].iter().collect()), pos));
+            advance(&mut i, &mut line, &mut col, j - start);
+            continue;
+        }
+        if c == '\'' || c == '"' {
+            let (text, len) = string(&chars[i..], pos)?;
+            out.push((Tok::Str(text), pos));
+            advance(&mut i, &mut line, &mut col, len);
+            continue;
+        }
+        let rest: String = chars[i..chars.len().min(i + 3)].iter().collect();
+        match OPS
+            .iter()
+            .chain(BRACES.iter())
+            .find(|op| rest.starts_with(**op))
+        {
+            Some(op) => {
+                out.push((Tok::Op(op), pos));
+                advance(&mut i, &mut line, &mut col, op.len());
+            }
+            None => return Err(ExprError::at(pos, format!("unexpected character {c:?}"))),
+        }
+    }
+    out.push((Tok::End, Pos { line, col }));
+    Ok(out)
+}
+
+/// Reads a quoted string starting at `s[0]`; returns its value and its length in characters.
+fn string(s: &[char], pos: Pos) -> Result<(String, usize), ExprError> {
+    let quote = s[0];
+    let mut out = String::new();
+    let mut j = 1;
+    while j < s.len() {
+        match s[j] {
+            c if c == quote => return Ok((out, j + 1)),
+            '\\' => {
+                let e = *s
+                    .get(j + 1)
+                    .ok_or_else(|| ExprError::at(pos, "unterminated string".into()))?;
+                out.push(match e {
+                    'n' => '\n',
+                    't' => '\t',
+                    'r' => '\r',
+                    '0' => '\0',
+                    other => other,
+                });
+                j += 2;
+            }
+            c => {
+                out.push(c);
+                j += 1;
+            }
+        }
+    }
+    Err(ExprError::at(
+        pos,
+        "unterminated string: add the closing quote".into(),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn toks(src: &str) -> Vec<Tok> {
+        lex(src).unwrap().into_iter().map(|(t, _)| t).collect()
+    }
+
+    #[test]
+    fn lexes_operators_strings_and_numbers() {
+        assert_eq!(
+            toks("a.b >= 1.5e2 && 'x\\'y\\n' != \"z\""),
+            vec![
+                Tok::Ident("a".into()),
+                Tok::Op("."),
+                Tok::Ident("b".into()),
+                Tok::Op(">="),
+                Tok::Num(150.0),
+                Tok::Op("&&"),
+                Tok::Str("x'y\n".into()),
+                Tok::Op("!="),
+                Tok::Str("z".into()),
+                Tok::End
+            ]
+        );
+        assert_eq!(toks("x => x|y")[1], Tok::Op("=>"));
+    }
+
+    #[test]
+    fn positions_count_lines_and_columns() {
+        let t = lex("a +\n  b").unwrap();
+        assert_eq!(t[2].1, Pos { line: 2, col: 3 });
+        let e = lex("a # b").unwrap_err();
+        assert_eq!((e.pos.line, e.pos.col), (1, 3));
+        assert!(lex("'open").is_err());
+    }
+}

@@ -1,0 +1,332 @@
+//! A precedence-climbing parser from tokens to the expression tree.
+//!
+//! Precedence, loosest first: `|` filters, `?:`, `||`, `&&`, `== !=`, `< <= > >=`, `+ -`, `* / %`,
+//! unary `! -`, then member access, indexing and method calls.
+
+use serde_json::Value;
+
+use super::lexer::Tok;
+use super::{ExprError, Pos};
+
+/// Deepest tree the parser builds: every nesting (parentheses, ternaries, unary operators) and every
+/// link of an operator or property chain counts one level. Deeper input is an error with a position,
+/// never a stack overflow in the parser, the evaluator or the tree's destructor.
+pub const MAX_DEPTH: usize = 200;
+
+/// An expression tree node.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Expr {
+    /// A literal value.
+    Lit(Value),
+    /// A top-level variable (or lambda parameter).
+    Var(String, Pos),
+    /// `target.name` or `target?.name`.
+    Member(Box<Expr>, String, Pos),
+    /// `target[index]`.
+    Index(Box<Expr>, Box<Expr>, Pos),
+    /// `!e` or `-e`.
+    Unary(&'static str, Box<Expr>, Pos),
+    /// Arithmetic, comparison and equality.
+    Binary(&'static str, Box<Expr>, Box<Expr>, Pos),
+    /// `a && b`, `a || b` (short-circuit, value-returning as in JavaScript).
+    Logic(&'static str, Box<Expr>, Box<Expr>),
+    /// `c ? a : b`.
+    Cond(Box<Expr>, Box<Expr>, Box<Expr>),
+    /// `target.method(args)`.
+    Call(Box<Expr>, String, Vec<Arg>, Pos),
+    /// `value | filter` or `value | filter(args)` or `value | 'literal'`.
+    Filter(Box<Expr>, Filter, Pos),
+}
+
+/// A method argument: an expression or a one-parameter lambda (`x => expr`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Arg {
+    /// A plain value.
+    Value(Expr),
+    /// `param => body`.
+    Lambda(String, Expr),
+}
+
+/// What follows a `|`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Filter {
+    /// A named filter with literal-or-expression arguments.
+    Named(String, Vec<Expr>),
+    /// A quoted literal: a date format or a fallback text (see `filters::is_date_format`).
+    Literal(String),
+}
+
+struct Parser {
+    toks: Vec<(Tok, Pos)>,
+    at: usize,
+    depth: usize,
+}
+
+/// Parses a whole expression.
+pub fn parse(toks: Vec<(Tok, Pos)>) -> Result<Expr, ExprError> {
+    let mut p = Parser {
+        toks,
+        at: 0,
+        depth: 0,
+    };
+    let e = p.filtered()?;
+    match p.peek() {
+        Tok::End => Ok(e),
+        other => Err(ExprError::at(
+            p.pos(),
+            format!(
+                "unexpected {} after the end of the expression",
+                describe(other)
+            ),
+        )),
+    }
+}
+
+fn describe(t: &Tok) -> String {
+    match t {
+        Tok::Ident(s) => format!("name {s:?}"),
+        Tok::Num(n) => format!("number {n}"),
+        Tok::Str(s) => format!("string {s:?}"),
+        Tok::Op(o) => format!("{o:?}"),
+        Tok::End => "end of expression".into(),
+    }
+}
+
+impl Parser {
+    fn peek(&self) -> &Tok {
+        &self.toks[self.at].0
+    }
+
+    fn pos(&self) -> Pos {
+        self.toks[self.at].1
+    }
+
+    fn next(&mut self) -> (Tok, Pos) {
+        let t = self.toks[self.at].clone();
+        if self.at + 1 < self.toks.len() {
+            self.at += 1;
+        }
+        t
+    }
+
+    fn eat(&mut self, op: &str) -> bool {
+        if matches!(self.peek(), Tok::Op(o) if *o == op) {
+            self.next();
+            true
+        } else {
+            false
+        }
+    }
+
+    fn expect(&mut self, op: &str) -> Result<(), ExprError> {
+        if self.eat(op) {
+            Ok(())
+        } else {
+            Err(ExprError::at(
+                self.pos(),
+                format!("expected {op:?}, found {}", describe(self.peek())),
+            ))
+        }
+    }
+
+    fn enter(&mut self) -> Result<(), ExprError> {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            return Err(ExprError::at(
+                self.pos(),
+                format!("expression nested deeper than {MAX_DEPTH} levels"),
+            ));
+        }
+        Ok(())
+    }
+
+    fn filtered(&mut self) -> Result<Expr, ExprError> {
+        let mut e = self.ternary()?;
+        let mut chain = 0;
+        while matches!(self.peek(), Tok::Op("|")) {
+            let pos = self.pos();
+            self.enter()?;
+            chain += 1;
+            self.next();
+            let filter = match self.next() {
+                (Tok::Str(s), _) => Filter::Literal(s),
+                (Tok::Ident(name), _) => {
+                    let mut args = Vec::new();
+                    if self.eat("(") && !self.eat(")") {
+                        loop {
+                            args.push(self.ternary()?);
+                            if self.eat(")") {
+                                break;
+                            }
+                            self.expect(",")?;
+                        }
+                    }
+                    Filter::Named(name, args)
+                }
+                (t, p) => {
+                    return Err(ExprError::at(
+                        p,
+                        format!(
+                            "expected a filter name or a quoted text after '|', found {}",
+                            describe(&t)
+                        ),
+                    ))
+                }
+            };
+            e = Expr::Filter(Box::new(e), filter, pos);
+        }
+        self.depth -= chain;
+        Ok(e)
+    }
+
+    fn ternary(&mut self) -> Result<Expr, ExprError> {
+        self.enter()?;
+        let cond = self.binary(1)?;
+        let out = if self.eat("?") {
+            let a = self.ternary()?;
+            self.expect(":")?;
+            let b = self.ternary()?;
+            Expr::Cond(Box::new(cond), Box::new(a), Box::new(b))
+        } else {
+            cond
+        };
+        self.depth -= 1;
+        Ok(out)
+    }
+
+    /// Precedence climbing: one frame per operator of rising precedence, not one per level, so
+    /// nesting costs little stack.
+    fn binary(&mut self, min_prec: u8) -> Result<Expr, ExprError> {
+        fn prec(op: &str) -> Option<u8> {
+            Some(match op {
+                "||" => 1,
+                "&&" => 2,
+                "==" | "!=" | "===" | "!==" => 3,
+                "<" | "<=" | ">" | ">=" => 4,
+                "+" | "-" => 5,
+                "*" | "/" | "%" => 6,
+                _ => return None,
+            })
+        }
+        let mut left = self.unary()?;
+        let mut chain = 0;
+        while let Some((op, p)) = match self.peek() {
+            Tok::Op(o) => prec(o).filter(|p| *p >= min_prec).map(|p| (*o, p)),
+            _ => None,
+        } {
+            self.enter()?;
+            chain += 1;
+            let pos = self.pos();
+            self.next();
+            let right = self.binary(p + 1)?;
+            left = match op {
+                "||" | "&&" => Expr::Logic(op, Box::new(left), Box::new(right)),
+                "===" => Expr::Binary("==", Box::new(left), Box::new(right), pos),
+                "!==" => Expr::Binary("!=", Box::new(left), Box::new(right), pos),
+                _ => Expr::Binary(op, Box::new(left), Box::new(right), pos),
+            };
+        }
+        self.depth -= chain;
+        Ok(left)
+    }
+
+    fn unary(&mut self) -> Result<Expr, ExprError> {
+        let pos = self.pos();
+        for op in ["!", "-"] {
+            if self.eat(op) {
+                self.enter()?;
+                let inner = self.unary()?;
+                self.depth -= 1;
+                return Ok(Expr::Unary(op, Box::new(inner), pos));
+            }
+        }
+        self.postfix()
+    }
+
+    fn postfix(&mut self) -> Result<Expr, ExprError> {
+        let mut e = self.primary()?;
+        let mut chain = 0;
+        loop {
+            let pos = self.pos();
+            if matches!(self.peek(), Tok::Op("." | "?." | "[")) {
+                self.enter()?;
+                chain += 1;
+            }
+            if self.eat(".") || self.eat("?.") {
+                let name = match self.next() {
+                    (Tok::Ident(n), _) => n,
+                    (t, p) => {
+                        return Err(ExprError::at(
+                            p,
+                            format!("expected a property name after '.', found {}", describe(&t)),
+                        ))
+                    }
+                };
+                if self.eat("(") {
+                    let args = self.call_args()?;
+                    e = Expr::Call(Box::new(e), name, args, pos);
+                } else {
+                    e = Expr::Member(Box::new(e), name, pos);
+                }
+            } else if self.eat("[") {
+                let index = self.filtered()?;
+                self.expect("]")?;
+                e = Expr::Index(Box::new(e), Box::new(index), pos);
+            } else {
+                self.depth -= chain;
+                return Ok(e);
+            }
+        }
+    }
+
+    fn call_args(&mut self) -> Result<Vec<Arg>, ExprError> {
+        let mut args = Vec::new();
+        if self.eat(")") {
+            return Ok(args);
+        }
+        loop {
+            let lambda = match (self.peek(), self.toks.get(self.at + 1)) {
+                (Tok::Ident(param), Some((Tok::Op("=>"), _))) => Some(param.clone()),
+                _ => None,
+            };
+            if let Some(param) = lambda {
+                self.next();
+                self.next();
+                args.push(Arg::Lambda(param, self.ternary()?));
+            } else {
+                args.push(Arg::Value(self.ternary()?));
+            }
+            if self.eat(")") {
+                return Ok(args);
+            }
+            self.expect(",")?;
+        }
+    }
+
+    fn primary(&mut self) -> Result<Expr, ExprError> {
+        let (tok, pos) = self.next();
+        match tok {
+            Tok::Num(n) => Ok(Expr::Lit(super::num(n))),
+            Tok::Str(s) => Ok(Expr::Lit(Value::String(s))),
+            Tok::Ident(name) => Ok(match name.as_str() {
+                "true" => Expr::Lit(Value::Bool(true)),
+                "false" => Expr::Lit(Value::Bool(false)),
+                "null" | "undefined" => Expr::Lit(Value::Null),
+                _ => Expr::Var(name, pos),
+            }),
+            // `{path}` inside an expression is the path itself, as chain conditions write
+            // `{validation_status} == 'approved'`.
+            Tok::Op(open @ ("(" | "{")) => {
+                self.enter()?;
+                let e = self.filtered()?;
+                self.expect(if open == "(" { ")" } else { "}" })?;
+                self.depth -= 1;
+                Ok(e)
+            }
+            t => Err(ExprError::at(
+                pos,
+                format!("expected a value, found {}", describe(&t)),
+            )),
+        }
+    }
+}

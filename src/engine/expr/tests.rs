@@ -1,0 +1,344 @@
+use serde_json::{json, Value};
+
+use super::*;
+
+fn eval_with(src: &str, vars: Value) -> Result<Value, ExprError> {
+    compile(src)?
+        .eval(&vars, Limits::default())
+        .map(|e| e.value)
+}
+
+fn ok(src: &str, vars: Value) -> Value {
+    eval_with(src, vars).unwrap_or_else(|e| panic!("{src}: {e}"))
+}
+
+fn text(src: &str, vars: Value) -> String {
+    to_text(&ok(src, vars))
+}
+
+fn trip() -> Value {
+    json!({
+        "client": { "name": "Sarah Johnson", "tier": "vip" },
+        "trip": {
+            "destination": { "city": "Paris", "country": "France", "visa_required": false,
+                             "special_items": ["Adapter", "Umbrella"] },
+            "travelers": { "adults": 2, "children": 1 },
+            "departure_date": "2025-06-15",
+            "special_occasions": ["anniversary"]
+        },
+        "flight": { "departure_time": "14:30" },
+        "hotel": { "amenities": ["Spa", "Pool", "Gym"] },
+        "pricing": { "final_total": 14750, "remaining_balance": 0, "extras": -12.5 },
+        "activities": [
+            { "name": "Louvre", "description": "Guided tour", "date": "June 16" },
+            { "name": "Seine cruise", "description": "Dinner", "date": "June 17" }
+        ],
+        "support": { "vip_phone": "+1 555 0100" }
+    })
+}
+
+#[test]
+fn paths_literals_and_operators() {
+    let v = trip();
+    assert_eq!(text("client.name", v.clone()), "Sarah Johnson");
+    assert_eq!(
+        ok(
+            "trip.travelers.adults + trip.travelers.children * 2",
+            v.clone()
+        ),
+        json!(4)
+    );
+    assert_eq!(
+        ok("activities[1]['name']", v.clone()),
+        json!("Seine cruise")
+    );
+    assert_eq!(ok("(1 + 2) * 3 % 4", json!({})), json!(1));
+    assert_eq!(ok("10 / 4", json!({})), json!(2.5));
+    assert_eq!(ok("'a' + 1 + 2", json!({})), json!("a12"));
+    assert_eq!(ok("1 + 2 + 'a'", json!({})), json!("3a"));
+    assert_eq!(ok("!true || false && true", json!({})), json!(false));
+    assert_eq!(ok("'x\\'y'", json!({})), json!("x'y"));
+    assert_eq!(ok("\"tab\\there\"", json!({})), json!("tab\there"));
+    assert_eq!(ok("-trip.travelers.adults", v.clone()), json!(-2));
+    assert_eq!(
+        ok("trip.missing || 'fallback'", v.clone()),
+        json!("fallback")
+    );
+    assert_eq!(ok("client.name && client.tier", v), json!("vip"));
+}
+
+#[test]
+fn equality_is_strict_and_comparisons_order() {
+    assert_eq!(ok("1 == 1.0", json!({})), json!(true));
+    assert_eq!(ok("1 == '1'", json!({})), json!(false));
+    assert_eq!(ok("1 === 1 && 'a' !== 'b'", json!({})), json!(true));
+    assert_eq!(ok("'apple' < 'banana'", json!({})), json!(true));
+    assert_eq!(ok("missing > 0", json!({})), json!(false));
+    assert_eq!(
+        ok("{status} == 'approved'", json!({"status": "approved"})),
+        json!(true)
+    );
+    assert_eq!(
+        ok(
+            "{approval_required} == true",
+            json!({"approval_required": true})
+        ),
+        json!(true)
+    );
+    assert!(eval_with("[1] < 2", json!({})).is_err());
+}
+
+#[test]
+fn seed_template_expressions() {
+    let v = trip();
+    assert_eq!(text("trip.travelers.adults > 1 ? 's' : ''", v.clone()), "s");
+    assert_eq!(
+        text("trip.travelers.children > 0 ? ' and ' + trip.travelers.children + ' child' + (trip.travelers.children > 1 ? 'ren' : '') : ''", v.clone()),
+        " and 1 child"
+    );
+    assert_eq!(
+        text("activities.map(activity => '• **' + activity.name + '** - ' + activity.description + ' (' + activity.date + ')').join('\\n')", v.clone()),
+        "• **Louvre** - Guided tour (June 16)\n• **Seine cruise** - Dinner (June 17)"
+    );
+    assert_eq!(text("trip.destination.special_items ? '- ' + trip.destination.special_items.join('\\n- ') : ''", v.clone()), "- Adapter\n- Umbrella");
+    assert_eq!(
+        text("trip.destination.visa_required ? '- Visa' : ''", v.clone()),
+        ""
+    );
+    assert_eq!(
+        text(
+            "client.tier == 'vip' ? 'VIP ' + support.vip_phone : ''",
+            v.clone()
+        ),
+        "VIP +1 555 0100"
+    );
+    assert_eq!(
+        text(
+            "trip.special_occasions ? 'Your ' + trip.special_occasions[0] + '!' : ''",
+            v.clone()
+        ),
+        "Your anniversary!"
+    );
+    assert_eq!(
+        ok(
+            "activities.filter(a => a.name.length > 6).length",
+            v.clone()
+        ),
+        json!(1)
+    );
+    assert_eq!(ok("hotel.amenities.includes('Spa')", v), json!(true));
+}
+
+#[test]
+fn filters_format_money_dates_and_text() {
+    let v = trip();
+    assert_eq!(
+        text("pricing.final_total|currency", v.clone()),
+        "$14,750.00"
+    );
+    assert_eq!(text("pricing.extras|currency", v.clone()), "-$12.50");
+    assert_eq!(
+        text("pricing.final_total|currency('EUR')", v.clone()),
+        "€14,750.00"
+    );
+    assert_eq!(
+        text("pricing.final_total|currency('JPY')", v.clone()),
+        "¥14,750"
+    );
+    assert_eq!(
+        text("pricing.final_total|currency('CHF')", v.clone()),
+        "CHF 14,750.00"
+    );
+    assert_eq!(
+        text("x|currency", json!({"x": 14750, "currency": "GBP"})),
+        "£14,750.00"
+    );
+    assert_eq!(
+        text("trip.departure_date|'MMMM DD, YYYY'", v.clone()),
+        "June 15, 2025"
+    );
+    assert_eq!(text("trip.departure_date|'MMM DD'", v.clone()), "Jun 15");
+    assert_eq!(text("trip.departure_date|'MMMM'", v.clone()), "June");
+    assert_eq!(
+        text("trip.departure_date|'dddd, Do MMMM'", v.clone()),
+        "Sunday, 15th June"
+    );
+    assert_eq!(text("flight.departure_time|'h:mm A'", v.clone()), "2:30 PM");
+    assert_eq!(text("hotel.checkin_time|'3:00 PM'", v.clone()), "3:00 PM");
+    assert_eq!(text("flight.departure_time|'3:00 PM'", v.clone()), "14:30");
+    assert_eq!(
+        text("hotel.amenities|join(', ')", v.clone()),
+        "Spa, Pool, Gym"
+    );
+    assert_eq!(text("client.name|upper", v.clone()), "SARAH JOHNSON");
+    assert_eq!(
+        text("'hello big-world'|title", json!({})),
+        "Hello Big-World"
+    );
+    assert_eq!(text("nothing|default('n/a')", json!({})), "n/a");
+    assert_eq!(text("client.name|truncate(5)", v.clone()), "Sarah…");
+    assert_eq!(text("1234567.891|number(2)", json!({})), "1,234,567.89");
+    assert_eq!(
+        text("client|json", json!({"client": {"a": 1}})),
+        "{\"a\":1}"
+    );
+    assert!(
+        compile("x|raw")
+            .unwrap()
+            .eval(&json!({"x": "<b>"}), Limits::default())
+            .unwrap()
+            .raw
+    );
+}
+
+#[test]
+fn currency_edge_cases_are_deterministic() {
+    let c = |n: Value| eval_with("x|currency", json!({ "x": n }));
+    assert_eq!(to_text(&c(json!(0.1 + 0.2)).unwrap()), "$0.30");
+    assert_eq!(to_text(&c(json!(-0.0)).unwrap()), "$0.00");
+    assert_eq!(to_text(&c(json!(-0.001)).unwrap()), "$0.00");
+    assert_eq!(
+        to_text(&c(json!(1e21)).unwrap()),
+        "$1,000,000,000,000,000,000,000.00"
+    );
+    assert_eq!(
+        to_text(&c(json!(1.005)).unwrap()),
+        "$1.00",
+        "1.005 is stored just below 1.005"
+    );
+    assert_eq!(
+        to_text(&c(json!(999.995)).unwrap()),
+        "$1,000.00",
+        "rounding carries into a new group"
+    );
+    assert_eq!(to_text(&c(json!("1200.5")).unwrap()), "$1,200.50");
+    assert!(c(json!("lots"))
+        .unwrap_err()
+        .message
+        .contains("not a finite number"));
+    assert!(eval_with("x|currency('dollars')", json!({"x": 1})).is_err());
+    assert!(eval_with("missing|currency", json!({})).unwrap().is_null());
+}
+
+#[test]
+fn date_edge_cases() {
+    let d = |s: Value, f: &str| eval_with(&format!("x|'{f}'"), json!({ "x": s }));
+    assert_eq!(
+        to_text(&d(json!("2024-02-29"), "MMMM DD, YYYY").unwrap()),
+        "February 29, 2024"
+    );
+    assert!(d(json!("2025-02-29"), "MMMM DD, YYYY")
+        .unwrap_err()
+        .message
+        .contains("not a valid date"));
+    assert!(d(json!("next tuesday"), "MMMM").is_err());
+    assert_eq!(
+        to_text(&d(json!("2025-06-15T23:30:00-05:00"), "MMM DD h:mm A").unwrap()),
+        "Jun 15 11:30 PM"
+    );
+    assert_eq!(
+        to_text(&d(json!("2025-06-15T09:05:00Z"), "HH:mm").unwrap()),
+        "09:05"
+    );
+    assert_eq!(
+        to_text(&d(json!(1_750_000_000), "YYYY-MM-DD HH:mm").unwrap()),
+        "2025-06-15 15:06"
+    );
+    assert_eq!(
+        to_text(&d(json!(1_750_000_000_000_i64), "YYYY-MM-DD HH:mm").unwrap()),
+        "2025-06-15 15:06"
+    );
+    assert!(d(json!("14:30"), "MMMM")
+        .unwrap_err()
+        .message
+        .contains("needs a date"));
+    assert!(eval_with("x|'MMMM'", json!({})).unwrap().is_null());
+    assert!(
+        filters::is_date_format("h:mm A")
+            && !filters::is_date_format("3:00 PM")
+            && !filters::is_date_format("TBD")
+    );
+}
+
+#[test]
+fn missing_paths_are_null_and_reported() {
+    let p = compile("client.name + ' ' + client.middle + trip.destination.city").unwrap();
+    let r = p
+        .eval(&json!({"client": {"name": "A"}}), Limits::default())
+        .unwrap();
+    assert_eq!(r.value, json!("A "));
+    assert_eq!(r.missing, vec!["client.middle", "trip"]);
+    assert_eq!(
+        compile("a.b + c[0] + items.map(i => i.name + d).join()")
+            .unwrap()
+            .variables(),
+        vec!["a.b", "c", "items", "d"]
+    );
+}
+
+#[test]
+fn prototype_keys_are_plain_keys() {
+    assert_eq!(ok("o.__proto__", json!({"o": {"__proto__": 1}})), json!(1));
+    assert!(ok("o.constructor", json!({"o": {}})).is_null());
+    assert!(ok("constructor", json!({})).is_null());
+}
+
+#[test]
+fn errors_point_at_line_and_column_with_a_caret() {
+    let e = compile("a +\n  * b").unwrap_err();
+    assert_eq!((e.pos.line, e.pos.col), (2, 3));
+    assert!(e.to_string().contains("line 2, column 3"), "{e}");
+    assert!(e.to_string().ends_with("    * b\n    ^"), "{e}");
+    let e = compile("x|nope").unwrap_err();
+    assert!(e.message.contains("unknown filter \"nope\""), "{e}");
+    assert!(compile("x|truncate")
+        .unwrap_err()
+        .message
+        .contains("takes 1 to 1"));
+    let e = eval_with("items.map(1)", json!({"items": [1]})).unwrap_err();
+    assert!(e.message.contains("takes one function"), "{e}");
+    assert!(eval_with("1 / 0", json!({}))
+        .unwrap_err()
+        .message
+        .contains("division by zero"));
+    assert!(eval_with("x.shout()", json!({"x": "a"}))
+        .unwrap_err()
+        .message
+        .contains("unknown method"));
+    assert!(compile("a b").is_err());
+    assert!(compile("(a").is_err());
+    assert!(compile("").is_err());
+}
+
+#[test]
+fn limits_stop_runaway_input() {
+    let deep = format!("{}1{}", "(".repeat(10_000), ")".repeat(10_000));
+    assert!(compile(&deep)
+        .unwrap_err()
+        .message
+        .contains("nested deeper"));
+    let long_chain = vec!["1"; 5_000].join(" + ");
+    assert!(compile(&long_chain)
+        .unwrap_err()
+        .message
+        .contains("nested deeper"));
+    let ok_chain = vec!["1"; 150].join(" + ");
+    assert_eq!(ok(&ok_chain, json!({})), json!(150));
+    let items: Vec<u32> = (0..100_000).collect();
+    let r = compile("items.map(i => i * 2).length").unwrap().eval(
+        &json!({ "items": items }),
+        Limits {
+            fuel: 10_000,
+            max_output: 1 << 20,
+        },
+    );
+    assert!(r.unwrap_err().message.contains("budget exhausted"));
+    let r = compile("s + s").unwrap().eval(
+        &json!({"s": "x".repeat(600)}),
+        Limits {
+            fuel: 100,
+            max_output: 1000,
+        },
+    );
+    assert!(r.unwrap_err().message.contains("larger than the limit"));
+}
