@@ -1,0 +1,431 @@
+//! Templates: text with `{expr}` placeholders in the expression language ([`super::expr`]).
+//!
+//! - `{expr}` is replaced by the value of `expr` (see [`super::expr::to_text`] for how values print).
+//! - `{{` and `}}` are literal braces. A `}` outside a placeholder is literal as well.
+//! - Inside a placeholder, braces, brackets, parentheses and quoted strings nest, so
+//!   `{items.map(i => '{' + i + '}').join(', ')}` is one placeholder.
+//! - Missing values: a placeholder is missing when it evaluates to nothing (`null`) because a path it
+//!   reads has no value; conditionals and fallbacks that handle an absent value (`{a ? a : ''}`,
+//!   `{t|'3:00 PM'}`, `{x|default('n/a')}`) are not missing. In lenient mode (the default) a missing
+//!   placeholder renders empty and its paths are listed in [`Rendered::missing`]; in strict mode it
+//!   is an error. Evaluation errors (type errors, bad dates) are errors in both modes.
+//!
+//! Errors give the line and column in the template, with the template line and a caret.
+
+use serde_json::Value;
+
+use super::expr::{self, ExprError, Limits, Pos, Program};
+
+/// Largest template source accepted, in bytes.
+pub const MAX_SOURCE: usize = 256 * 1024;
+
+#[derive(Debug, Clone, PartialEq)]
+enum Part {
+    Text(String),
+    Slot { program: Program, start: Pos },
+}
+
+/// A parsed template, ready to render many times.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Template {
+    parts: Vec<Part>,
+    source: String,
+}
+
+/// How to render.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RenderOptions {
+    /// A missing value is an error instead of empty text.
+    pub strict: bool,
+    /// Limits of each placeholder's evaluation; `max_output` also caps the whole output.
+    pub limits: Limits,
+}
+
+/// The output of a render.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rendered {
+    /// The text; each item is one piece, with whether it came from a placeholder and may be escaped.
+    pub pieces: Vec<Piece>,
+    /// Paths that had no value, in order of first use.
+    pub missing: Vec<String>,
+}
+
+/// A piece of rendered output.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Piece {
+    /// Template text, as written.
+    Text(String),
+    /// A placeholder's value; `raw` when the expression ended in the `raw` filter.
+    Value {
+        /// The value's text.
+        text: String,
+        /// Not to be escaped.
+        raw: bool,
+    },
+}
+
+impl Rendered {
+    /// The output as plain text (values unescaped).
+    pub fn text(&self) -> String {
+        self.pieces
+            .iter()
+            .map(|p| match p {
+                Piece::Text(t) | Piece::Value { text: t, .. } => t.as_str(),
+            })
+            .collect()
+    }
+}
+
+fn advance(pos: &mut Pos, c: char) {
+    if c == '\n' {
+        pos.line += 1;
+        pos.col = 1;
+    } else {
+        pos.col += 1;
+    }
+}
+
+impl Template {
+    /// Parses a template; every placeholder is compiled, so syntax errors surface here.
+    pub fn parse(source: &str) -> Result<Template, ExprError> {
+        if source.len() > MAX_SOURCE {
+            return Err(ExprError::at(
+                Pos { line: 1, col: 1 },
+                format!("template is larger than {MAX_SOURCE} bytes"),
+            ));
+        }
+        let chars: Vec<char> = source.chars().collect();
+        let mut parts = Vec::new();
+        let mut text = String::new();
+        let mut pos = Pos { line: 1, col: 1 };
+        let mut i = 0;
+        while i < chars.len() {
+            let c = chars[i];
+            if (c == '{' || c == '}') && chars.get(i + 1) == Some(&c) {
+                text.push(c);
+                advance(&mut pos, c);
+                advance(&mut pos, c);
+                i += 2;
+                continue;
+            }
+            if c != '{' {
+                text.push(c);
+                advance(&mut pos, c);
+                i += 1;
+                continue;
+            }
+            let open = pos;
+            let end = slot_end(&chars, i).ok_or_else(|| {
+                ExprError::at(
+                    open,
+                    "placeholder is not closed: add '}' (write '{{' for a literal brace)".into(),
+                )
+                .with_source(source)
+            })?;
+            let body: String = chars[i + 1..end].iter().collect();
+            let start = Pos {
+                line: open.line,
+                col: open.col + 1,
+            };
+            let program = expr::compile(&body).map_err(|e| {
+                let mut e = e.offset(start);
+                e.excerpt = None;
+                e.with_source(source)
+            })?;
+            if !text.is_empty() {
+                parts.push(Part::Text(std::mem::take(&mut text)));
+            }
+            parts.push(Part::Slot { program, start });
+            for &ch in &chars[i..=end] {
+                advance(&mut pos, ch);
+            }
+            i = end + 1;
+        }
+        if !text.is_empty() {
+            parts.push(Part::Text(text));
+        }
+        Ok(Template {
+            parts,
+            source: source.to_string(),
+        })
+    }
+
+    /// Renders against `vars`.
+    pub fn render(&self, vars: &Value, opts: RenderOptions) -> Result<Rendered, ExprError> {
+        let mut pieces = Vec::with_capacity(self.parts.len());
+        let mut missing: Vec<String> = Vec::new();
+        let mut size = 0usize;
+        for part in &self.parts {
+            let piece = match part {
+                Part::Text(t) => Piece::Text(t.clone()),
+                Part::Slot { program, start } => {
+                    let relocate = |e: ExprError| {
+                        let mut e = e.offset(*start);
+                        e.excerpt = None;
+                        e.with_source(&self.source)
+                    };
+                    let mut out = program.eval(vars, opts.limits).map_err(relocate)?;
+                    // Only a placeholder that renders nothing because of missing data counts: a
+                    // conditional or a fallback that handled the absence produced a value.
+                    if !out.value.is_null() {
+                        out.missing.clear();
+                    }
+                    if opts.strict {
+                        if let Some(path) = out.missing.first() {
+                            return Err(relocate(ExprError::at(
+                                Pos { line: 1, col: 1 },
+                                format!("missing value for {path}: provide it, or render in lenient mode"),
+                            )));
+                        }
+                    }
+                    for m in out.missing {
+                        if !missing.contains(&m) {
+                            missing.push(m);
+                        }
+                    }
+                    Piece::Value {
+                        text: expr::to_text(&out.value),
+                        raw: out.raw,
+                    }
+                }
+            };
+            size += match &piece {
+                Piece::Text(t) | Piece::Value { text: t, .. } => t.len(),
+            };
+            if size > opts.limits.max_output {
+                return Err(ExprError::at(
+                    Pos { line: 1, col: 1 },
+                    format!(
+                        "rendered output is larger than {} bytes",
+                        opts.limits.max_output
+                    ),
+                ));
+            }
+            pieces.push(piece);
+        }
+        Ok(Rendered { pieces, missing })
+    }
+
+    /// Every variable path the placeholders read (for checking against a template's schema).
+    pub fn variables(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for p in &self.parts {
+            if let Part::Slot { program, .. } = p {
+                for v in program.variables() {
+                    if !out.contains(&v) {
+                        out.push(v);
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
+/// The index of the `}` that closes the placeholder opened at `open`, skipping nested brackets and
+/// quoted strings.
+fn slot_end(chars: &[char], open: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    let mut quote: Option<char> = None;
+    let mut i = open + 1;
+    while i < chars.len() {
+        let c = chars[i];
+        match quote {
+            Some(q) => {
+                if c == '\\' {
+                    i += 1;
+                } else if c == q {
+                    quote = None;
+                }
+            }
+            None => match c {
+                '\'' | '"' => quote = Some(c),
+                '(' | '[' | '{' => depth += 1,
+                ')' | ']' => depth = depth.saturating_sub(1),
+                '}' if depth == 0 => return Some(i),
+                '}' => depth -= 1,
+                _ => {}
+            },
+        }
+        i += 1;
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn render(src: &str, vars: Value) -> Rendered {
+        Template::parse(src)
+            .unwrap()
+            .render(&vars, RenderOptions::default())
+            .unwrap()
+    }
+
+    #[test]
+    fn substitutes_placeholders_and_literal_braces() {
+        let r = render(
+            "Dear {client.name}, {{literal}} and }",
+            json!({"client": {"name": "Ana"}}),
+        );
+        assert_eq!(r.text(), "Dear Ana, {literal} and }");
+        let r = render(
+            "{items.map(i => '{' + i + '}').join(', ')}",
+            json!({"items": ["a", "b"]}),
+        );
+        assert_eq!(r.text(), "{a}, {b}");
+        let r = render("{'it\\'s'}", json!({}));
+        assert_eq!(r.text(), "it's");
+    }
+
+    #[test]
+    fn missing_values_render_empty_or_fail_in_strict_mode() {
+        let t = Template::parse(
+            "Hi {client.name}{client.title ? ' ' + client.title : ''}, {agent.name}",
+        )
+        .unwrap();
+        let r = t
+            .render(
+                &json!({"client": {"name": "Ana"}}),
+                RenderOptions::default(),
+            )
+            .unwrap();
+        assert_eq!(r.text(), "Hi Ana, ");
+        assert_eq!(
+            r.missing,
+            vec!["agent"],
+            "the guarded client.title is not missing"
+        );
+        let e = t
+            .render(
+                &json!({"client": {"name": "Ana"}}),
+                RenderOptions {
+                    strict: true,
+                    ..Default::default()
+                },
+            )
+            .unwrap_err();
+        assert!(e.message.contains("missing value for agent"), "{e}");
+        assert_eq!((e.pos.line, e.pos.col), (1, 60));
+    }
+
+    #[test]
+    fn errors_point_into_the_template() {
+        let e = Template::parse("line one\nTotal: {price|currency(}").unwrap_err();
+        assert_eq!(e.pos.line, 2);
+        assert!(e.to_string().contains("Total: {price|currency(}"), "{e}");
+        let e = Template::parse("Hello {name").unwrap_err();
+        assert!(e.message.contains("not closed"), "{e}");
+        let e = Template::parse("a\n  {x / y}")
+            .unwrap()
+            .render(&json!({"x": 1, "y": 0}), RenderOptions::default())
+            .unwrap_err();
+        assert_eq!((e.pos.line, e.pos.col), (2, 6));
+    }
+
+    #[test]
+    fn values_are_marked_for_escaping_unless_raw() {
+        let r = render("{a}{b|raw}", json!({"a": "<i>", "b": "<b>"}));
+        assert_eq!(
+            r.pieces,
+            vec![
+                Piece::Value {
+                    text: "<i>".into(),
+                    raw: false
+                },
+                Piece::Value {
+                    text: "<b>".into(),
+                    raw: true
+                }
+            ]
+        );
+    }
+
+    #[test]
+    fn output_size_is_capped() {
+        let t = Template::parse("{s}{s}{s}").unwrap();
+        let opts = RenderOptions {
+            strict: false,
+            limits: Limits {
+                fuel: 1000,
+                max_output: 100,
+            },
+        };
+        assert!(t
+            .render(&json!({"s": "x".repeat(40)}), opts)
+            .unwrap_err()
+            .message
+            .contains("larger than"));
+    }
+
+    #[test]
+    fn lists_the_variables_used() {
+        let t = Template::parse("{client.name} {trip.days > 1 ? 's' : ''} {items.map(i => i.n)}")
+            .unwrap();
+        assert_eq!(t.variables(), vec!["client.name", "trip.days", "items"]);
+    }
+
+    #[test]
+    fn renders_the_seed_trip_confirmation_template() {
+        let t =
+            Template::parse(include_str!("testdata/trip-confirmation-comprehensive.txt")).unwrap();
+        let vars = json!({
+            "client": { "name": "Sarah Johnson", "tier": "vip" },
+            "trip": {
+                "trip_type": "anniversary", "duration_days": 7,
+                "destination": { "city": "Paris", "country": "France", "visa_required": false, "special_items": ["Plug adapter"] },
+                "travelers": { "adults": 2, "children": 0 },
+                "departure_date": "2025-06-15", "return_date": "2025-06-22",
+                "special_occasions": ["10th anniversary"]
+            },
+            "flight": {
+                "departure_time": "09:30", "return_time": "17:45",
+                "outbound": { "airline": "Air France", "flight_number": "AF 7", "departure_time": "9:30 AM",
+                              "departure_airport": "JFK", "arrival_time": "10:45 PM", "arrival_airport": "CDG" },
+                "return": { "airline": "Air France", "flight_number": "AF 8", "departure_time": "5:45 PM",
+                            "departure_airport": "CDG", "arrival_time": "8:10 PM", "arrival_airport": "JFK" }
+            },
+            "booking": { "package_tier": "Premium", "reference_number": "SOMO-2025-0615" },
+            "pricing": { "final_total": 14750, "package_price": 12500, "extras": 1250, "taxes": 1000,
+                         "total_paid": 14750, "remaining_balance": 0 },
+            "hotel": { "name": "Le Meurice", "rating": 5, "address": "228 Rue de Rivoli", "room_type": "Deluxe",
+                       "amenities": ["Spa", "Butler service"] },
+            "activities": [ { "name": "Louvre", "description": "Private tour", "date": "June 16" } ],
+            "support": { "vip_phone": "+1 555 0100", "emergency_phone": "+1 555 0199" },
+            "agent": { "name": "Kim Henderson", "title": "Senior Travel Consultant", "agency": "Somo Travel",
+                       "phone": "+1 555 0123", "email": "kim@somotravel.example", "contact_signature": "somotravel.example" },
+            "session": { "id": "S-1" },
+            "current_date": "2025-06-01"
+        });
+        let r = t
+            .render(
+                &vars,
+                RenderOptions {
+                    strict: true,
+                    ..Default::default()
+                },
+            )
+            .unwrap();
+        let out = r.text();
+        for expected in [
+            "Subject: Your Paris Adventure is Confirmed!",
+            "**Travelers:** Sarah Johnson\n",
+            "**Departure:** June 15, 2025 at 9:30 AM",
+            "**Return:** June 22, 2025 at 5:45 PM",
+            "**Total Investment:** $14,750.00",
+            "**Check-in:** June 15 after 3:00 PM",
+            "**Special Amenities:** Spa, Butler service",
+            "• **Louvre** - Private tour (June 16)",
+            "- Remaining Balance: $0.00\n",
+            "**VIP Concierge:** Available 24/7 at +1 555 0100",
+            "We're honored to be part of your 10th anniversary celebration!",
+            "- Plug adapter",
+            "*This confirmation was generated on June 01, 2025 | Booking Reference: SOMO-2025-0615 | Session: S-1*",
+        ] {
+            assert!(out.contains(expected), "missing {expected:?} in:\n{out}");
+        }
+        assert!(!out.contains('{'), "every placeholder was replaced:\n{out}");
+    }
+}
