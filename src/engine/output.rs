@@ -1,0 +1,391 @@
+//! Turning a rendered template into `text`, `markdown` or `html`, and the template security checks.
+//!
+//! Every value is escaped exactly once, for the place it lands in:
+//! - `text`: values as they are (with `apply_security`, control characters other than newline and
+//!   tab are removed);
+//! - `markdown`: with `apply_security`, characters that would start Markdown or HTML markup in a
+//!   value (`\ * _ ` [ ] < > & | #`) are backslash-escaped, so a value shows as the text it is;
+//! - `html`: the template text is Markdown rendered to HTML (CommonMark, with tables and
+//!   strikethrough). Values never go through the Markdown renderer: each stands in as a unique
+//!   placeholder word and is HTML-escaped into the result afterwards, in an attribute or in text.
+//!   With `apply_security`, raw HTML in the template or in `raw` values is shown as text, and links
+//!   or images whose URL uses `javascript:`, `vbscript:` or `data:` become `#`; values that land in a
+//!   URL attribute get the same check.
+
+use pulldown_cmark::{html, CowStr, Event, Options, Parser, Tag};
+
+use super::template::{Piece, Rendered};
+
+/// The output formats of `process_template`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// Plain text.
+    Text,
+    /// Markdown text.
+    Markdown,
+    /// HTML rendered from the Markdown.
+    Html,
+}
+
+impl Format {
+    /// Parses `text`, `markdown` or `html`.
+    pub fn parse(s: &str) -> Option<Format> {
+        match s {
+            "text" => Some(Format::Text),
+            "markdown" => Some(Format::Markdown),
+            "html" => Some(Format::Html),
+            _ => None,
+        }
+    }
+}
+
+/// Produces the final output.
+pub fn finish(r: &Rendered, format: Format, apply_security: bool) -> String {
+    match format {
+        Format::Text => join(r, |v, _| {
+            if apply_security {
+                strip_controls(v)
+            } else {
+                v.to_string()
+            }
+        }),
+        Format::Markdown => join(r, |v, raw| {
+            if apply_security && !raw {
+                escape_markdown(v)
+            } else {
+                v.to_string()
+            }
+        }),
+        Format::Html => to_html(r, apply_security),
+    }
+}
+
+fn join(r: &Rendered, value: impl Fn(&str, bool) -> String) -> String {
+    r.pieces
+        .iter()
+        .map(|p| match p {
+            Piece::Text(t) => t.clone(),
+            Piece::Value { text, raw } => value(text, *raw),
+        })
+        .collect()
+}
+
+fn strip_controls(s: &str) -> String {
+    s.chars()
+        .filter(|c| !c.is_control() || *c == '\n' || *c == '\t')
+        .collect()
+}
+
+fn escape_markdown(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in strip_controls(s).chars() {
+        if "\\*_`[]<>&|#".contains(c) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// HTML-escapes text for element content and quoted attribute values.
+pub fn escape_html(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Whether a URL would run code or embed content when followed (`javascript:`, `vbscript:`, `data:`),
+/// ignoring case, whitespace and control characters browsers ignore.
+pub fn dangerous_url(url: &str) -> bool {
+    let compact: String = url
+        .chars()
+        .filter(|c| !c.is_whitespace() && !c.is_control())
+        .collect::<String>()
+        .to_ascii_lowercase();
+    ["javascript:", "vbscript:", "data:"]
+        .iter()
+        .any(|s| compact.starts_with(s))
+}
+
+fn sanitize(ev: Event<'_>) -> Event<'_> {
+    match ev {
+        Event::Html(s) | Event::InlineHtml(s) => Event::Text(s),
+        Event::Start(Tag::Link {
+            link_type,
+            dest_url,
+            title,
+            id,
+        }) if dangerous_url(&dest_url) => Event::Start(Tag::Link {
+            link_type,
+            dest_url: CowStr::Borrowed("#"),
+            title,
+            id,
+        }),
+        Event::Start(Tag::Image {
+            link_type,
+            dest_url,
+            title,
+            id,
+        }) if dangerous_url(&dest_url) => Event::Start(Tag::Image {
+            link_type,
+            dest_url: CowStr::Borrowed("#"),
+            title,
+            id,
+        }),
+        other => other,
+    }
+}
+
+fn to_html(r: &Rendered, secure: bool) -> String {
+    // A marker word that appears nowhere in the template or its values.
+    let all = join(r, |v, _| v.to_string());
+    let mut n = 0u32;
+    let marker = loop {
+        let m = format!("mcpedgevalue{n:x}q");
+        if !all.contains(&m) {
+            break m;
+        }
+        n += 1;
+    };
+    let mut markdown = String::new();
+    let mut values: Vec<&str> = Vec::new();
+    for p in &r.pieces {
+        match p {
+            Piece::Text(t) => markdown.push_str(t),
+            Piece::Value { text, raw: true } => markdown.push_str(text),
+            Piece::Value { text, raw: false } => {
+                markdown.push_str(&format!("{marker}{}z", values.len()));
+                values.push(text);
+            }
+        }
+    }
+    let parser = Parser::new_ext(
+        &markdown,
+        Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH,
+    );
+    let mut rendered = String::new();
+    if secure {
+        html::push_html(&mut rendered, parser.map(sanitize));
+    } else {
+        html::push_html(&mut rendered, parser);
+    }
+    let mut out = String::with_capacity(rendered.len());
+    let mut rest = rendered.as_str();
+    while let Some(at) = rest.find(&marker) {
+        let (before, after) = rest.split_at(at);
+        out.push_str(before);
+        let after = &after[marker.len()..];
+        let digits = after.find('z').unwrap_or(0);
+        match after[..digits]
+            .parse::<usize>()
+            .ok()
+            .and_then(|i| values.get(i))
+        {
+            Some(v) => {
+                let in_tag = out
+                    .rfind('<')
+                    .is_some_and(|lt| out.rfind('>').is_none_or(|gt| lt > gt));
+                let attr_url = in_tag && (out.ends_with("href=\"") || out.ends_with("src=\""));
+                if secure && attr_url && dangerous_url(v) {
+                    out.push('#');
+                } else {
+                    out.push_str(&escape_html(v));
+                }
+                rest = &after[digits + 1..];
+            }
+            None => {
+                out.push_str(&marker);
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Security problems in a template's source, one message each (for `validate_security` at
+/// creation): script, iframe, object, embed and frame tags, event-handler attributes, and
+/// `javascript:`, `vbscript:` or `data:text/html` URLs.
+pub fn security_issues(source: &str) -> Vec<String> {
+    let lower = source.to_ascii_lowercase();
+    let mut issues = Vec::new();
+    for tag in ["script", "iframe", "object", "embed", "frame", "applet"] {
+        if lower.contains(&format!("<{tag}")) {
+            issues.push(format!("<{tag}> tags are not allowed in templates"));
+        }
+    }
+    let compact: String = lower.chars().filter(|c| !c.is_whitespace()).collect();
+    for scheme in ["javascript:", "vbscript:", "data:text/html"] {
+        if compact.contains(scheme) {
+            issues.push(format!("{scheme} URLs are not allowed in templates"));
+        }
+    }
+    let mut in_tag = false;
+    let bytes = lower.as_bytes();
+    for (i, &b) in bytes.iter().enumerate() {
+        match b {
+            b'<' => in_tag = bytes.get(i + 1).is_some_and(u8::is_ascii_alphabetic),
+            b'>' => in_tag = false,
+            b'o' if in_tag
+                && i > 0
+                && bytes[i - 1].is_ascii_whitespace()
+                && bytes.get(i + 1) == Some(&b'n') =>
+            {
+                let name_end = bytes[i + 2..]
+                    .iter()
+                    .position(|c| !c.is_ascii_alphabetic())
+                    .map_or(bytes.len(), |p| i + 2 + p);
+                let after = lower[name_end..].trim_start();
+                if name_end > i + 2 && after.starts_with('=') {
+                    issues.push(format!(
+                        "event-handler attribute {} is not allowed in templates",
+                        &lower[i..name_end]
+                    ));
+                }
+            }
+            _ => {}
+        }
+    }
+    issues.dedup();
+    issues
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::template::{RenderOptions, Template};
+    use serde_json::{json, Value};
+
+    fn out(src: &str, vars: Value, format: Format, secure: bool) -> String {
+        let r = Template::parse(src)
+            .unwrap()
+            .render(&vars, RenderOptions::default())
+            .unwrap();
+        finish(&r, format, secure)
+    }
+
+    #[test]
+    fn html_escapes_values_once_and_renders_markdown() {
+        let h = out(
+            "# Hi {name}\n\n**Total:** {total|currency}",
+            json!({"name": "<script>alert(1)</script>", "total": 5}),
+            Format::Html,
+            true,
+        );
+        assert_eq!(h, "<h1>Hi &lt;script&gt;alert(1)&lt;/script&gt;</h1>\n<p><strong>Total:</strong> $5.00</p>\n");
+        let h = out(
+            "{v}",
+            json!({"v": "&lt;already&gt; & <b>"}),
+            Format::Html,
+            true,
+        );
+        assert_eq!(
+            h, "<p>&amp;lt;already&amp;gt; &amp; &lt;b&gt;</p>\n",
+            "escaped exactly once"
+        );
+        let h = out("*{v}*", json!({"v": "a*b_c"}), Format::Html, true);
+        assert_eq!(
+            h, "<p><em>a*b_c</em></p>\n",
+            "markdown in values is not interpreted"
+        );
+    }
+
+    #[test]
+    fn html_attributes_cannot_be_broken_out_of() {
+        let h = out(
+            "[site]({url})",
+            json!({"url": "\" onmouseover=\"alert(1)"}),
+            Format::Html,
+            true,
+        );
+        assert!(
+            h.contains("href=\"&quot; onmouseover=&quot;alert(1)\""),
+            "{h}"
+        );
+        let h = out(
+            "[site]({url})",
+            json!({"url": "javascript:alert(1)"}),
+            Format::Html,
+            true,
+        );
+        assert!(h.contains("href=\"#\""), "{h}");
+        let h = out(
+            "[site]({url})",
+            json!({"url": " JaVa\tScript:alert(1)"}),
+            Format::Html,
+            true,
+        );
+        assert!(h.contains("href=\"#\""), "{h}");
+        let h = out("[site](javascript:alert(1))", json!({}), Format::Html, true);
+        assert!(h.contains("href=\"#\""), "{h}");
+        let h = out(
+            "[site]({url})",
+            json!({"url": "https://example.com/?a=1&b=2"}),
+            Format::Html,
+            true,
+        );
+        assert!(
+            h.contains("href=\"https://example.com/?a=1&amp;b=2\""),
+            "{h}"
+        );
+    }
+
+    #[test]
+    fn raw_html_is_shown_as_text_when_securing() {
+        let h = out(
+            "<img src=x onerror=alert(1)> {v|raw}",
+            json!({"v": "<b>bold</b>"}),
+            Format::Html,
+            true,
+        );
+        assert!(!h.contains("<img") && !h.contains("<b>"), "{h}");
+        let h = out("{v|raw}", json!({"v": "<b>bold</b>"}), Format::Html, false);
+        assert!(h.contains("<b>bold</b>"), "{h}");
+    }
+
+    #[test]
+    fn text_and_markdown_outputs() {
+        assert_eq!(
+            out("Hi {n}", json!({"n": "A\u{7}B\nC"}), Format::Text, true),
+            "Hi AB\nC"
+        );
+        assert_eq!(
+            out("Hi {n}", json!({"n": "*x*"}), Format::Text, true),
+            "Hi *x*"
+        );
+        assert_eq!(
+            out("Hi {n}", json!({"n": "*x* <b>"}), Format::Markdown, true),
+            "Hi \\*x\\* \\<b\\>"
+        );
+        assert_eq!(
+            out("Hi {n}", json!({"n": "*x*"}), Format::Markdown, false),
+            "Hi *x*"
+        );
+    }
+
+    #[test]
+    fn security_check_finds_scripts_handlers_and_urls() {
+        let issues = security_issues("<SCRIPT>x</script> <a href='JavaScript:go()'> <div onClick = 'x'> <iframe src=a> ok onion=1");
+        let all = issues.join("\n");
+        assert!(all.contains("<script>"), "{all}");
+        assert!(all.contains("javascript:"), "{all}");
+        assert!(all.contains("onclick"), "{all}");
+        assert!(all.contains("<iframe>"), "{all}");
+        assert!(
+            !all.contains("onion"),
+            "text outside tags is not an attribute: {all}"
+        );
+        assert!(
+            security_issues("Dear {client.name}, see [our site](https://x.example).").is_empty()
+        );
+    }
+}
