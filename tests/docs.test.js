@@ -14,7 +14,7 @@ const rows = readFileSync(join(root, "README.md"), "utf8")
   .split("\n")
   .map((line) => line.match(/^\| `([a-z0-9_]+)` \| .+ \| `(\{.*\})` \|$/))
   .filter(Boolean)
-  .map(([, name, args]) => ({ name, args: JSON.parse(args) }));
+  .map(([, name, args]) => ({ name, args: JSON.parse(args.replaceAll("\\|", "|")) }));
 
 test("every listed tool is documented in the README", async () => {
   const { session } = await initialize(w.mcpUrl);

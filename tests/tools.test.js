@@ -17,6 +17,7 @@ after(() => w?.stop());
 
 const call = (name, args) => rpc(w.mcpUrl, session, "tools/call", { name, arguments: args }).then((r) => r.reply);
 const instructionTools = ["get_instruction_set", "get_mode_indicator", "initialize_travel_assistant", "list_instruction_sets", "switch_mode"];
+const productionTools = [...instructionTools, "create_template", "process_template"].sort();
 
 async function allTools() {
   const pages = [];
@@ -40,7 +41,7 @@ describe("tools/list", () => {
     assert.ok(pages.length >= 3, "page size 2 splits the list");
     assert.ok(pages.every((p) => p.length <= 2));
     const names = pages.flat().map((t) => t.name);
-    assert.deepEqual(names, instructionTools);
+    assert.deepEqual(names, productionTools);
     assert.deepEqual((await allTools()).flat().map((t) => t.name), names, "same order on a second pass");
   });
 
@@ -49,10 +50,12 @@ describe("tools/list", () => {
       assert.match(t.name, /^[A-Za-z0-9_.-]{1,64}$/);
       assert.ok(t.description.length > 20, t.name);
       assert.equal(t.inputSchema.type, "object");
-      const file = join(root, "schema", "instructions", `${t.name}.input.json`);
+      const toolset = instructionTools.includes(t.name) ? "instructions" : "templates";
+      const file = join(root, "schema", toolset, `${t.name}.input.json`);
       assert.deepEqual(t.inputSchema, JSON.parse(readFileSync(file, "utf8")), `${t.name} schema comes from ${file}`);
-      assert.equal(t.outputSchema.type, "object");
       assert.equal(t.annotations.openWorldHint, false);
+      if (toolset !== "instructions") continue;
+      assert.equal(t.outputSchema.type, "object");
       assert.equal(t.annotations.destructiveHint, false);
       const writes = ["switch_mode", "initialize_travel_assistant"].includes(t.name);
       assert.equal(t.annotations.readOnlyHint, !writes, t.name);

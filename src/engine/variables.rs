@@ -124,7 +124,8 @@ pub fn parse_schema(v: &Value) -> Result<Schema, Vec<String>> {
     }
 }
 
-fn valid_path(p: &str) -> bool {
+/// Whether `p` is a dotted variable path (`client.name`, `trip.travelers.adults`).
+pub fn valid_path(p: &str) -> bool {
     !p.is_empty()
         && p.split('.').all(|seg| {
             !seg.is_empty()

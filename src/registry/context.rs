@@ -18,6 +18,17 @@ pub trait ToolContext {
         params: Vec<Value>,
     ) -> LocalBoxFuture<'a, Result<Vec<Value>>>;
 
+    /// Reads a cached text (KV, eventually consistent, shared by all sessions).
+    fn cache_get<'a>(&'a self, key: &'a str) -> LocalBoxFuture<'a, Result<Option<String>>>;
+
+    /// Caches a text for `ttl_secs` seconds (at least 60, the KV minimum).
+    fn cache_put<'a>(
+        &'a self,
+        key: &'a str,
+        value: &'a str,
+        ttl_secs: u64,
+    ) -> LocalBoxFuture<'a, Result<()>>;
+
     /// Reads a value of this session's state (Durable Object storage).
     fn session_get(&self, key: &str) -> Result<Option<String>>;
 

@@ -148,6 +148,41 @@ impl ToolContext for Call {
         })
     }
 
+    fn cache_get<'a>(&'a self, key: &'a str) -> LocalBoxFuture<'a, Result<Option<String>>> {
+        Box::pin(async move {
+            let kv = self
+                .core
+                .env
+                .kv("CACHE")
+                .map_err(|e| Error::Storage(format!("KV binding CACHE: {e}")))?;
+            kv.get(key)
+                .text()
+                .await
+                .map_err(|e| Error::Storage(format!("KV get: {e}")))
+        })
+    }
+
+    fn cache_put<'a>(
+        &'a self,
+        key: &'a str,
+        value: &'a str,
+        ttl_secs: u64,
+    ) -> LocalBoxFuture<'a, Result<()>> {
+        Box::pin(async move {
+            let kv = self
+                .core
+                .env
+                .kv("CACHE")
+                .map_err(|e| Error::Storage(format!("KV binding CACHE: {e}")))?;
+            kv.put(key, value)
+                .map_err(|e| Error::Storage(format!("KV put: {e}")))?
+                .expiration_ttl(ttl_secs.max(60))
+                .execute()
+                .await
+                .map_err(|e| Error::Storage(format!("KV put: {e}")))
+        })
+    }
+
     fn session_get(&self, key: &str) -> Result<Option<String>> {
         self.core.db.get(&format!("tool:{key}"))
     }

@@ -2,6 +2,7 @@
 
 pub mod conformance;
 pub mod instructions;
+pub mod templates;
 
 use crate::registry::ToolDef;
 
@@ -32,7 +33,10 @@ impl Catalog {
 
 /// The tool declarations of a catalog.
 pub fn catalog(c: Catalog) -> Vec<&'static ToolDef> {
-    let mut defs: Vec<&'static ToolDef> = instructions::TOOLS.iter().collect();
+    let mut defs: Vec<&'static ToolDef> = instructions::TOOLS
+        .iter()
+        .chain(templates::TOOLS.iter())
+        .collect();
     if c == Catalog::Conformance {
         defs.extend(conformance::TOOLS.iter());
     }

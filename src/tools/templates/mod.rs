@@ -1,0 +1,471 @@
+//! Text templates stored in D1: `create_template` defines one, `process_template` renders one into
+//! `text`, `markdown` or `html` (seed 000). Syntax and semantics: docs/templates.md.
+//!
+//! Compiled templates are kept per wasm instance, keyed by template id and revision (every update
+//! bumps the revision, so a cached compile is never stale). Processed results are cached in KV for
+//! five minutes under a SHA-256 of everything that determines them.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use chrono::Datelike;
+use futures::future::LocalBoxFuture;
+use serde_json::{json, Map, Value};
+use sha2::{Digest, Sha256};
+
+use crate::clock;
+use crate::engine::output::{self, Format};
+use crate::engine::template::{RenderOptions, Template};
+use crate::engine::variables::{self, Schema};
+use crate::error::{Error, Result};
+use crate::registry::{Annotations, ToolContext, ToolDef, ToolOutput};
+
+const TOOLSET: &str = "templates";
+/// Most compiled templates kept per wasm instance.
+const COMPILED_MAX: usize = 64;
+/// How long a processed result stays in KV, in seconds.
+const RESULT_TTL_SECS: u64 = 300;
+/// Names every template may use without declaring them: the processing context.
+const CONTEXT_ROOTS: [&str; 3] = ["agent", "session", "current_date"];
+
+thread_local! {
+    static COMPILED: RefCell<HashMap<(i64, i64), Rc<Template>>> = RefCell::new(HashMap::new());
+}
+
+fn opt_bool(options: &Value, key: &str, default: bool) -> bool {
+    options.get(key).and_then(Value::as_bool).unwrap_or(default)
+}
+
+fn today() -> String {
+    chrono::DateTime::from_timestamp_millis(clock::now_ms() as i64)
+        .map(|d| {
+            let d = d.date_naive();
+            format!("{:04}-{:02}-{:02}", d.year(), d.month(), d.day())
+        })
+        .unwrap_or_default()
+}
+
+/// The context a template sees besides its variables: `agent`, `session`, `current_date`.
+fn context(context_data: &Value) -> Value {
+    let mut agent =
+        json!({ "name": "Kim Henderson", "title": "Travel Consultant", "agency": "Somo Travel" });
+    if let Some(info) = context_data.get("agent_info") {
+        variables::deep_merge(&mut agent, info);
+    }
+    let mut session = context_data
+        .get("session_info")
+        .cloned()
+        .unwrap_or_else(|| json!({}));
+    if let Some(id) = session.get("session_id").cloned() {
+        session["id"] = id;
+    }
+    json!({ "agent": agent, "session": session, "current_date": today() })
+}
+
+fn parse_json_column(row: &Value, column: &str) -> Result<Value> {
+    let text = row.get(column).and_then(Value::as_str).unwrap_or("null");
+    serde_json::from_str(text)
+        .map_err(|e| Error::Internal(format!("template column {column} is not JSON: {e}")))
+}
+
+fn schema_of(v: &Value) -> Result<Schema> {
+    variables::parse_schema(v).map_err(|errors| {
+        Error::ToolFailed(format!(
+            "variables_schema is invalid: {}. Fix these rules and try again.",
+            errors.join("; ")
+        ))
+    })
+}
+
+/// Whether a path a template reads is declared by the schema or the defaults (a declared prefix
+/// or extension counts: `flight.outbound` covers `flight.outbound.airline`).
+fn declared(path: &str, keys: &[&String]) -> bool {
+    let root = path.split(['.', '[']).next().unwrap_or(path);
+    CONTEXT_ROOTS.contains(&root)
+        || keys.iter().any(|k| {
+            k.as_str() == path
+                || k.starts_with(&format!("{path}."))
+                || path.starts_with(&format!("{k}."))
+        })
+}
+
+fn create_template(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+    Box::pin(async move {
+        let def = &args["template_definition"];
+        let opts = args
+            .get("creation_options")
+            .cloned()
+            .unwrap_or_else(|| json!({}));
+        let name = def["name"].as_str().unwrap_or_default();
+        let content = def["content"].as_str().unwrap_or_default();
+        let schema = schema_of(&def["variables_schema"])?;
+        let defaults = def
+            .get("default_values")
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default();
+        let bad_defaults: Vec<&String> = defaults
+            .keys()
+            .filter(|k| !variables::valid_path(k))
+            .collect();
+        if !bad_defaults.is_empty() {
+            return Err(Error::ToolFailed(format!(
+                "default_values keys must be dotted paths like client.tier; not valid: {bad_defaults:?}"
+            )));
+        }
+
+        let mut warnings = Vec::new();
+        let template = Template::parse(content)
+            .map_err(|e| Error::ToolFailed(format!("Template syntax validation failed: {e}")));
+        if opt_bool(&opts, "validate_syntax", true) {
+            let template = template.as_ref().map_err(Clone::clone)?;
+            let keys: Vec<&String> = schema.keys().chain(defaults.keys()).collect();
+            let undeclared: Vec<String> = template
+                .variables()
+                .into_iter()
+                .filter(|v| !declared(v, &keys))
+                .collect();
+            if !undeclared.is_empty() {
+                warnings.push(format!(
+                    "Template contains undefined variables: {}\nConsider adding these to variables_schema for proper validation.",
+                    undeclared.join(", ")
+                ));
+            }
+        }
+        if opt_bool(&opts, "validate_security", true) {
+            let issues = output::security_issues(content);
+            if !issues.is_empty() {
+                return Err(Error::ToolFailed(format!(
+                    "Template security validation failed: {}",
+                    issues.join("; ")
+                )));
+            }
+        }
+        let examples = def
+            .get("usage_examples")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        if opt_bool(&opts, "test_compilation", true) {
+            if let Some(example) = examples.first() {
+                let template = template.as_ref().map_err(Clone::clone)?;
+                let vars = variables::merge(
+                    &defaults,
+                    &schema,
+                    &context(&json!({})),
+                    &example["variables"],
+                );
+                template
+                    .render(&vars, RenderOptions::default())
+                    .map_err(|e| {
+                        Error::ToolFailed(format!(
+                            "Template compilation test failed with usage example {:?}: {e}",
+                            example["name"].as_str().unwrap_or("1")
+                        ))
+                    })?;
+            }
+        }
+
+        let title = def["title"].as_str().unwrap_or_default();
+        let category = def["category"].as_str().unwrap_or_default();
+        let metadata = def.get("metadata").cloned().unwrap_or_else(|| json!({}));
+        let version = metadata
+            .get("version")
+            .and_then(Value::as_str)
+            .unwrap_or("1.0")
+            .to_string();
+        let active = i64::from(opt_bool(&opts, "set_active", true));
+        let params = vec![
+            json!(name),
+            json!(title),
+            json!(category),
+            json!(content),
+            json!(def["variables_schema"].to_string()),
+            json!(Value::Object(defaults.clone()).to_string()),
+            json!(Value::Array(examples.clone()).to_string()),
+            json!(metadata.to_string()),
+            json!(version),
+            json!(active),
+        ];
+        let overwrite = opt_bool(&opts, "overwrite_existing", false);
+        let sql = if overwrite {
+            "INSERT INTO template_definitions (name, title, category, content, variables_schema, default_values, usage_examples, metadata, version, is_active)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
+             ON CONFLICT (name) DO UPDATE SET title = excluded.title, category = excluded.category, content = excluded.content,
+               variables_schema = excluded.variables_schema, default_values = excluded.default_values,
+               usage_examples = excluded.usage_examples, metadata = excluded.metadata, version = excluded.version,
+               is_active = excluded.is_active, revision = template_definitions.revision + 1,
+               updated_at = strftime('%Y-%m-%dT%H:%M:%SZ', 'now')
+             RETURNING id, revision"
+        } else {
+            "INSERT INTO template_definitions (name, title, category, content, variables_schema, default_values, usage_examples, metadata, version, is_active)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
+             ON CONFLICT (name) DO NOTHING
+             RETURNING id, revision"
+        };
+        let saved = ctx.query(sql, params).await?.into_iter().next();
+        let Some(saved) = saved else {
+            return Err(Error::ToolFailed(format!(
+                "Template '{name}' already exists. Use creation_options.overwrite_existing: true to replace it."
+            )));
+        };
+        let updated = saved["revision"].as_i64().unwrap_or(1) > 1;
+
+        let mut text = format!(
+            "Template '{name}' {} successfully.\n\n**Template Details:**\n- Name: {name}\n- Title: {title}\n- Category: {category}\n- Content Length: {} characters\n- Variables: {}\n- Status: {}",
+            if updated { "updated" } else { "created" },
+            content.chars().count(),
+            schema.len(),
+            if active == 1 { "Active" } else { "Inactive" },
+        );
+        if !schema.is_empty() {
+            text.push_str("\n\n**Variables:**");
+            for (path, spec) in &schema {
+                text.push_str(&format!(
+                    "\n- {{{path}}} ({}){}{}",
+                    def["variables_schema"][path]["type"]
+                        .as_str()
+                        .unwrap_or("?"),
+                    if spec.required { " - required" } else { "" },
+                    spec.default
+                        .as_ref()
+                        .map(|d| format!(" - default: {d}"))
+                        .unwrap_or_default(),
+                ));
+            }
+        }
+        for w in &warnings {
+            text.push_str(&format!("\n\n**Warning:** {w}"));
+        }
+        text.push_str(&format!(
+            "\n\n**Usage Example:**\n```\nprocess_template({{\n  \"template_name\": \"{name}\",\n  \"variables\": {{\n    // Provide variables here\n  }}\n}})\n```"
+        ));
+        if let Some(example) = examples.first() {
+            text.push_str(&format!(
+                "\n\n**Sample Variables ({}):**\n```json\n{}\n```",
+                example["name"].as_str().unwrap_or(""),
+                serde_json::to_string_pretty(&example["variables"])?
+            ));
+        }
+        Ok(ToolOutput::Content(vec![
+            json!({ "type": "text", "text": text }),
+        ]))
+    })
+}
+
+fn compiled(row: &Value, use_cache: bool) -> Result<Rc<Template>> {
+    let key = (
+        row["id"].as_i64().unwrap_or(0),
+        row["revision"].as_i64().unwrap_or(0),
+    );
+    if use_cache {
+        if let Some(t) = COMPILED.with(|c| c.borrow().get(&key).cloned()) {
+            return Ok(t);
+        }
+    }
+    let content = row["content"].as_str().unwrap_or_default();
+    let t = Rc::new(
+        Template::parse(content)
+            .map_err(|e| Error::ToolFailed(format!("Stored template does not compile: {e}")))?,
+    );
+    COMPILED.with(|c| {
+        let mut c = c.borrow_mut();
+        if c.len() >= COMPILED_MAX {
+            c.clear();
+        }
+        c.insert(key, t.clone());
+    });
+    Ok(t)
+}
+
+fn cache_key(row: &Value, vars: &Value, format: &str, secure: bool) -> String {
+    let mut h = Sha256::new();
+    h.update(format!(
+        "{}\n{}\n{format}\n{secure}\n",
+        row["id"], row["revision"]
+    ));
+    h.update(vars.to_string());
+    let digest: String = h.finalize().iter().map(|b| format!("{b:02x}")).collect();
+    format!("template-result:{digest}")
+}
+
+async fn process(ctx: &dyn ToolContext, args: &Value) -> Result<String> {
+    let name = args["template_name"].as_str().unwrap_or_default();
+    let opts = args
+        .get("processing_options")
+        .cloned()
+        .unwrap_or_else(|| json!({}));
+    let format_name = opts
+        .get("output_format")
+        .and_then(Value::as_str)
+        .unwrap_or("text");
+    let format = Format::parse(format_name).unwrap_or(Format::Text);
+    let secure = opt_bool(&opts, "apply_security", true);
+    let use_cache = opt_bool(&opts, "use_cache", true);
+    let with_metadata = opt_bool(&opts, "include_metadata", false);
+
+    let rows = ctx
+        .query(
+            "SELECT id, revision, name, title, category, content, variables_schema, default_values
+             FROM template_definitions WHERE name = ?1 AND is_active = 1",
+            vec![json!(name)],
+        )
+        .await?;
+    let Some(row) = rows.into_iter().next() else {
+        let available = ctx
+            .query("SELECT name, category FROM template_definitions WHERE is_active = 1 ORDER BY category, name", vec![])
+            .await?;
+        let list: Vec<String> = available
+            .iter()
+            .map(|r| {
+                format!(
+                    "{} ({})",
+                    r["name"].as_str().unwrap_or(""),
+                    r["category"].as_str().unwrap_or("")
+                )
+            })
+            .collect();
+        return Err(Error::NoSuchRecord(format!(
+            "Template '{name}' not found. Available templates: {}",
+            list.join(", ")
+        )));
+    };
+    let schema = schema_of(&parse_json_column(&row, "variables_schema")?)?;
+    let defaults = match parse_json_column(&row, "default_values")? {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    };
+    let vars = variables::merge(
+        &defaults,
+        &schema,
+        &context(&args["context_data"]),
+        &args["variables"],
+    );
+    if opt_bool(&opts, "validate_variables", true) {
+        let errors = variables::validate(&vars, &schema);
+        if !errors.is_empty() {
+            return Err(Error::ToolFailed(format!(
+                "Template variable validation failed: {}",
+                errors.join("; ")
+            )));
+        }
+    }
+
+    let key = cache_key(&row, &vars, format_name, secure);
+    if use_cache && !with_metadata {
+        if let Ok(Some(hit)) = ctx.cache_get(&key).await {
+            return Ok(hit);
+        }
+    }
+    let started = clock::now_ms();
+    let template = compiled(&row, use_cache)?;
+    let rendered = template
+        .render(&vars, RenderOptions::default())
+        .map_err(|e| Error::ToolFailed(format!("Template processing failed: {e}")))?;
+    let mut text = output::finish(&rendered, format, secure);
+    let elapsed = clock::now_ms() - started;
+
+    if with_metadata {
+        let session = args
+            .pointer("/context_data/session_info/session_id")
+            .cloned()
+            .unwrap_or(Value::Null);
+        ctx.query(
+            "INSERT INTO template_processings (template_id, template_revision, output_format, variables_provided, processed_content, processing_time_ms, session_id)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            vec![row["id"].clone(), row["revision"].clone(), json!(format_name), json!(vars.to_string()), json!(text), json!(elapsed), session],
+        )
+        .await?;
+        let used = template.variables();
+        text.push_str(&format!(
+            "\n\n---\n**Processing Metadata:**\n- Template: {} ({name})\n- Variables Used: {}\n- Processing Time: {elapsed}ms\n- Output Format: {format_name}\n- Security Applied: {}",
+            row["title"].as_str().unwrap_or(""),
+            if used.is_empty() { "None".to_string() } else { used.join(", ") },
+            if secure { "Yes" } else { "No" },
+        ));
+        if !rendered.missing.is_empty() {
+            text.push_str(&format!(
+                "\n- Warnings: missing values for {}",
+                rendered.missing.join(", ")
+            ));
+        }
+    } else if use_cache {
+        if let Err(e) = ctx.cache_put(&key, &text, RESULT_TTL_SECS).await {
+            ctx.log(
+                crate::mcp::logging::LogLevel::Warning,
+                json!(format!("result not cached: {e}")),
+            );
+        }
+    }
+    Ok(text)
+}
+
+fn process_template(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+    Box::pin(async move {
+        let text = match process(ctx, &args).await {
+            Ok(text) => text,
+            Err(e) => match args.pointer("/processing_options/fallback_content").and_then(Value::as_str) {
+                Some(fallback) => format!(
+                    "Template processing failed, using fallback content:\n\n{fallback}\n\n**Error:** {}",
+                    e.public_message()
+                ),
+                None => return Err(e),
+            },
+        };
+        Ok(ToolOutput::Content(vec![
+            json!({ "type": "text", "text": text }),
+        ]))
+    })
+}
+
+/// The toolset's tools.
+pub static TOOLS: [ToolDef; 2] = [
+    ToolDef {
+        toolset: TOOLSET,
+        name: "create_template",
+        title: "Create template",
+        description: "Define (or, with overwrite_existing, replace) a text template with {expression} placeholders, a variables_schema keyed by dotted paths, default values and usage examples. Checks syntax, security (no scripts, event handlers or javascript: URLs) and renders the first usage example before saving.",
+        annotations: Annotations { read_only: false, destructive: true, idempotent: false, open_world: false },
+        input_schema: include_str!("../../../schema/templates/create_template.input.json"),
+        output_schema: None,
+        timeout_ms: 15_000,
+        handler: create_template,
+    },
+    ToolDef {
+        toolset: TOOLSET,
+        name: "process_template",
+        title: "Process template",
+        description: "Render a stored template with variables into text, markdown or html. Variables are validated against the template's schema; agent_info and session_info are available as agent and session, plus current_date. Values are escaped for the output format.",
+        annotations: Annotations { read_only: false, destructive: false, idempotent: true, open_world: false },
+        input_schema: include_str!("../../../schema/templates/process_template.input.json"),
+        output_schema: None,
+        timeout_ms: 15_000,
+        handler: process_template,
+    },
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn declared_paths_cover_prefixes_extensions_and_context() {
+        let a = "flight.outbound".to_string();
+        let b = "client.name".to_string();
+        let keys = vec![&a, &b];
+        assert!(declared("flight.outbound.airline", &keys));
+        assert!(declared("client", &keys));
+        assert!(declared("agent.phone", &keys));
+        assert!(declared("current_date", &keys));
+        assert!(!declared("hotel.name", &keys));
+        assert!(!declared("clientele", &keys));
+    }
+
+    #[test]
+    fn the_seeded_templates_compile_and_pass_the_security_check() {
+        let seed = include_str!("../../engine/testdata/trip-confirmation-comprehensive.txt");
+        assert!(Template::parse(seed).is_ok());
+        assert!(output::security_issues(seed).is_empty());
+    }
+}
