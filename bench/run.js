@@ -54,6 +54,10 @@ try {
   console.log(`tools/call, ${SEQUENTIAL} sequential calls for latency, then ${SEQUENTIAL} with ${CONCURRENCY} in flight`);
   await measure("get_mode_indicator (session SQLite)", w.mcpUrl, sessions, "get_mode_indicator", {});
   await measure("get_instruction_set (D1)", w.mcpUrl, sessions, "get_instruction_set", { name: "vendor-search" });
+  const approval = { traveler_name: "Dana Lee", destination: "Berlin", travel_dates: "2025-10-06 to 2025-10-08", total_cost: 2150, business_justification: "Client workshop" };
+  await measure("process_template html (no cache)", w.mcpUrl, sessions, "process_template", {
+    template_name: "corporate-approval-request", variables: approval, processing_options: { output_format: "html", use_cache: false },
+  });
 } finally {
   await w.stop();
 }

@@ -1,6 +1,7 @@
 //! Pure engines, free of Worker types so `cargo test` runs them natively: the expression language
-//! (shared by templates and chain conditions), the template engine, its output formats and template variables.
+//! (shared by templates and chain conditions), the template engine, its output formats, template variables and the chain planner.
 
+pub mod chain;
 pub mod expr;
 pub mod output;
 pub mod template;

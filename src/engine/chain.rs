@@ -1,0 +1,443 @@
+//! Chain definitions and the planner that checks them and works out the order of their steps.
+//!
+//! **Dependencies.** A step runs after every step in its `depends_on`, and after the latest earlier
+//! step (by position) that outputs a variable it reads — in `input_variables`, its `input_template`
+//! or its `conditional_execution`. So a chain written as a sequence where each step uses the last
+//! one's outputs runs in order without `depends_on`, and steps that share no data may run side by
+//! side. A step with `parallel_execution: true` may run concurrently with other ready steps when the
+//! chain and the call allow it; otherwise ready steps run one at a time in position order.
+//!
+//! The planner rejects, before anything runs: duplicate step ids or names, `depends_on` naming a
+//! missing step or the step itself, cycles (reported as a path), a step type without the field it
+//! needs, `on_failure: fallback` without a `fallback_step`, and an `input_template` or
+//! `conditional_execution` that does not compile (with line and column).
+
+use std::collections::{BTreeSet, HashMap};
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::expr::{self, Program};
+use super::template::Template;
+
+/// What a step does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StepType {
+    /// Produces output variables from an instruction set and the step prompt (model or client).
+    InstructionSet,
+    /// Renders a template into output variables.
+    TemplateProcessing,
+    /// Creates, updates or deletes records in a named collection.
+    DatabaseOperation,
+    /// Calls a tool of this server.
+    ExternalApi,
+    /// Sets branch variables from conditions.
+    ConditionalLogic,
+    /// Sets output variables from expressions.
+    DataTransformation,
+}
+
+/// What happens when a step fails after its retries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum OnFailure {
+    /// The chain fails (and rolls back if enabled).
+    #[default]
+    Fail,
+    /// The failure is recorded as a warning and the chain goes on.
+    Warn,
+    /// The step is recorded as skipped and the chain goes on.
+    Skip,
+    /// The `fallback_step` runs in its place.
+    Fallback,
+}
+
+/// Retry rules of a step.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct RetryConfig {
+    /// Attempts after the first.
+    #[serde(default = "default_retries")]
+    pub max_retries: u32,
+    /// First delay; doubles each attempt, with jitter.
+    #[serde(default = "default_backoff")]
+    pub backoff_ms: u64,
+    /// Only these error classes are retried (all transient ones when absent).
+    #[serde(default)]
+    pub retry_on_errors: Option<Vec<String>>,
+}
+
+fn default_retries() -> u32 {
+    3
+}
+
+fn default_backoff() -> u64 {
+    1000
+}
+
+/// A step's replacement for `on_failure: fallback`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct FallbackStep {
+    /// Name, for reports.
+    pub name: String,
+    /// Its type, as a step type name.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// Instruction set, for instruction_set fallbacks.
+    #[serde(default)]
+    pub instruction_set: Option<String>,
+    /// Template, for template_processing fallbacks.
+    #[serde(default)]
+    pub template_id: Option<String>,
+}
+
+/// One step as defined.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct StepDef {
+    /// Unique within the chain.
+    pub id: u32,
+    /// Unique within the chain.
+    pub name: String,
+    /// What it is for.
+    #[serde(default)]
+    pub description: Option<String>,
+    /// What it does.
+    #[serde(rename = "type")]
+    pub kind: StepType,
+    /// For instruction_set steps.
+    #[serde(default)]
+    pub instruction_set: Option<String>,
+    /// For template_processing steps.
+    #[serde(default)]
+    pub template_id: Option<String>,
+    /// The step's input text, a template over the chain's variables.
+    #[serde(default)]
+    pub input_template: Option<String>,
+    /// Variables the step reads.
+    #[serde(default)]
+    pub input_variables: Vec<String>,
+    /// Variables the step adds.
+    #[serde(default)]
+    pub output_variables: Vec<String>,
+    /// An expression; the step runs only when it is true.
+    #[serde(default)]
+    pub conditional_execution: Option<String>,
+    /// May run at the same time as other ready steps.
+    #[serde(default)]
+    pub parallel_execution: bool,
+    /// Step ids that must finish first.
+    #[serde(default)]
+    pub depends_on: Vec<u32>,
+    /// Retry rules.
+    #[serde(default)]
+    pub retry_config: Option<RetryConfig>,
+    /// What a failure means.
+    #[serde(default)]
+    pub on_failure: OnFailure,
+    /// Replacement for `on_failure: fallback`.
+    #[serde(default)]
+    pub fallback_step: Option<FallbackStep>,
+    /// Per-attempt time limit.
+    #[serde(default)]
+    pub timeout_ms: Option<u64>,
+    /// What undoes the step on rollback.
+    #[serde(default)]
+    pub rollback_action: Option<String>,
+}
+
+/// A chain as defined (the `chain_definition` of `create_chain`).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct ChainDef {
+    /// Unique name.
+    pub name: String,
+    /// Title.
+    pub title: String,
+    /// Steps in position order.
+    pub steps: Vec<StepDef>,
+    /// Everything else of the definition, kept as given.
+    #[serde(flatten)]
+    pub rest: HashMap<String, Value>,
+}
+
+/// A checked step with its dependencies and compiled texts.
+#[derive(Debug, Clone)]
+pub struct PlannedStep {
+    /// The definition.
+    pub def: StepDef,
+    /// Positions of the steps it waits for.
+    pub deps: Vec<usize>,
+    /// Compiled `input_template`.
+    pub input: Option<Template>,
+    /// Compiled `conditional_execution`.
+    pub condition: Option<Program>,
+}
+
+/// A checked chain.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// Steps in position order.
+    pub steps: Vec<PlannedStep>,
+    /// A valid execution order (positions), dependencies first.
+    pub order: Vec<usize>,
+}
+
+fn label(s: &StepDef) -> String {
+    format!("step {} '{}'", s.id, s.name)
+}
+
+/// Checks a chain and plans its steps; every problem is reported.
+pub fn plan(def: &ChainDef) -> Result<Plan, Vec<String>> {
+    let mut errors = Vec::new();
+    let steps = &def.steps;
+    let mut by_id: HashMap<u32, usize> = HashMap::new();
+    let mut names: HashMap<&str, u32> = HashMap::new();
+    for (i, s) in steps.iter().enumerate() {
+        if let Some(j) = by_id.insert(s.id, i) {
+            errors.push(format!(
+                "step ids must be unique: {} is used by '{}' and '{}'",
+                s.id, steps[j].name, s.name
+            ));
+        }
+        if let Some(other) = names.insert(&s.name, s.id) {
+            errors.push(format!(
+                "step names must be unique: '{}' is used by steps {other} and {}",
+                s.name, s.id
+            ));
+        }
+        match s.kind {
+            StepType::InstructionSet if s.instruction_set.is_none() => errors.push(format!(
+                "{} is an instruction_set step but names no instruction_set",
+                label(s)
+            )),
+            StepType::TemplateProcessing if s.template_id.is_none() => errors.push(format!(
+                "{} is a template_processing step but names no template_id",
+                label(s)
+            )),
+            _ => {}
+        }
+        if s.on_failure == OnFailure::Fallback && s.fallback_step.is_none() {
+            errors.push(format!(
+                "{} has on_failure: fallback but no fallback_step",
+                label(s)
+            ));
+        }
+    }
+
+    let mut planned = Vec::with_capacity(steps.len());
+    for (i, s) in steps.iter().enumerate() {
+        let input = s
+            .input_template
+            .as_deref()
+            .map(Template::parse)
+            .transpose()
+            .unwrap_or_else(|e| {
+                errors.push(format!("{}: input_template {e}", label(s)));
+                None
+            });
+        let condition = s
+            .conditional_execution
+            .as_deref()
+            .map(expr::compile)
+            .transpose()
+            .unwrap_or_else(|e| {
+                errors.push(format!("{}: conditional_execution {e}", label(s)));
+                None
+            });
+        let mut deps = BTreeSet::new();
+        for d in &s.depends_on {
+            match by_id.get(d) {
+                Some(&j) if j == i => errors.push(format!("{} depends on itself", label(s))),
+                Some(&j) => {
+                    deps.insert(j);
+                }
+                None => errors.push(format!(
+                    "{} depends on step {d}, which does not exist",
+                    label(s)
+                )),
+            }
+        }
+        let mut reads: Vec<String> = s.input_variables.clone();
+        reads.extend(input.iter().flat_map(Template::variables));
+        reads.extend(condition.iter().flat_map(Program::variables));
+        for var in reads {
+            let root = var.split(['.', '[']).next().unwrap_or(&var).to_string();
+            if let Some(j) = (0..i)
+                .rev()
+                .find(|&j| steps[j].output_variables.contains(&root))
+            {
+                deps.insert(j);
+            }
+        }
+        planned.push(PlannedStep {
+            def: s.clone(),
+            deps: deps.into_iter().collect(),
+            input,
+            condition,
+        });
+    }
+
+    let order = match topo_order(&planned) {
+        Ok(o) => o,
+        Err(cycle) => {
+            let path: Vec<String> = cycle
+                .iter()
+                .map(|&i| format!("{} '{}'", steps[i].id, steps[i].name))
+                .collect();
+            errors.push(format!("steps form a cycle: {}", path.join(" → ")));
+            Vec::new()
+        }
+    };
+    if errors.is_empty() {
+        Ok(Plan {
+            steps: planned,
+            order,
+        })
+    } else {
+        Err(errors)
+    }
+}
+
+/// A topological order, or the positions along a cycle (first repeated at the end).
+fn topo_order(steps: &[PlannedStep]) -> Result<Vec<usize>, Vec<usize>> {
+    #[derive(Clone, Copy, PartialEq)]
+    enum Mark {
+        New,
+        Open,
+        Done,
+    }
+    let mut marks = vec![Mark::New; steps.len()];
+    let mut order = Vec::with_capacity(steps.len());
+    for start in 0..steps.len() {
+        if marks[start] != Mark::New {
+            continue;
+        }
+        // Iterative depth-first search; `path` holds (node, next dependency index).
+        let mut path: Vec<(usize, usize)> = vec![(start, 0)];
+        marks[start] = Mark::Open;
+        while let Some(&mut (node, ref mut next)) = path.last_mut() {
+            if let Some(&dep) = steps[node].deps.get(*next) {
+                *next += 1;
+                match marks[dep] {
+                    Mark::New => {
+                        marks[dep] = Mark::Open;
+                        path.push((dep, 0));
+                    }
+                    Mark::Open => {
+                        let from = path.iter().position(|(n, _)| *n == dep).unwrap_or(0);
+                        let mut cycle: Vec<usize> = path[from..].iter().map(|(n, _)| *n).collect();
+                        cycle.reverse();
+                        cycle.insert(0, dep);
+                        return Err(cycle);
+                    }
+                    Mark::Done => {}
+                }
+            } else {
+                marks[node] = Mark::Done;
+                order.push(node);
+                path.pop();
+            }
+        }
+    }
+    Ok(order)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn chain(steps: Value) -> ChainDef {
+        serde_json::from_value(json!({ "name": "c", "title": "Chain", "steps": steps })).unwrap()
+    }
+
+    fn step(id: u32, name: &str, extra: Value) -> Value {
+        let mut s = json!({ "id": id, "name": name, "type": "data_transformation" });
+        if let (Some(s), Some(e)) = (s.as_object_mut(), extra.as_object()) {
+            s.extend(e.clone());
+        }
+        s
+    }
+
+    #[test]
+    fn dependencies_come_from_depends_on_and_data_flow() {
+        let p = plan(&chain(json!([
+            step(1, "validate", json!({ "output_variables": ["validation_status", "tier"] })),
+            step(2, "comply", json!({ "conditional_execution": "{validation_status} == 'approved'", "output_variables": ["approval_required"] })),
+            step(3, "search", json!({ "input_template": "Tier: {tier}", "output_variables": ["vendor_options"] })),
+            step(4, "approve", json!({ "input_variables": ["approval_required"] })),
+            step(5, "summary", json!({ "depends_on": [3, 4] })),
+            step(6, "unrelated", json!({})),
+        ])))
+        .unwrap();
+        let deps: Vec<Vec<usize>> = p.steps.iter().map(|s| s.deps.clone()).collect();
+        assert_eq!(
+            deps,
+            vec![vec![], vec![0], vec![0], vec![1], vec![2, 3], vec![]]
+        );
+        let pos = |i: usize| p.order.iter().position(|&x| x == i).unwrap();
+        for (i, s) in p.steps.iter().enumerate() {
+            for &d in &s.deps {
+                assert!(pos(d) < pos(i), "{d} before {i}");
+            }
+        }
+    }
+
+    #[test]
+    fn cycles_are_reported_with_their_path() {
+        let e = plan(&chain(json!([
+            step(1, "a", json!({ "depends_on": [3] })),
+            step(2, "b", json!({ "depends_on": [1] })),
+            step(3, "c", json!({ "depends_on": [2] })),
+        ])))
+        .unwrap_err();
+        assert_eq!(e.len(), 1, "{e:?}");
+        assert!(e[0].starts_with("steps form a cycle: "), "{e:?}");
+        for n in ["1 'a'", "2 'b'", "3 'c'"] {
+            assert!(e[0].contains(n), "{e:?}");
+        }
+    }
+
+    #[test]
+    fn structural_problems_are_each_reported() {
+        let e = plan(&chain(json!([
+            step(1, "a", json!({ "depends_on": [9] })),
+            step(1, "a", json!({})),
+            step(6, "self", json!({ "depends_on": [6] })),
+            { "id": 3, "name": "ins", "type": "instruction_set" },
+            { "id": 4, "name": "tpl", "type": "template_processing", "on_failure": "fallback" },
+            step(5, "bad", json!({ "input_template": "x {a +}", "conditional_execution": "a ==" })),
+        ])))
+        .unwrap_err()
+        .join("\n");
+        for part in [
+            "step ids must be unique: 1",
+            "step names must be unique: 'a'",
+            "depends on itself",
+            "depends on step 9, which does not exist",
+            "names no instruction_set",
+            "names no template_id",
+            "on_failure: fallback but no fallback_step",
+            "step 5 'bad': input_template line 1, column 7",
+            "step 5 'bad': conditional_execution line 1, column 5",
+        ] {
+            assert!(e.contains(part), "missing {part:?} in\n{e}");
+        }
+    }
+
+    #[test]
+    fn the_seed_corporate_chain_plans() {
+        let seed = include_str!("testdata/corporate-booking-workflow.json");
+        let def: ChainDef = serde_json::from_str(seed).unwrap();
+        let p = plan(&def).unwrap();
+        let deps: Vec<Vec<u32>> = p
+            .steps
+            .iter()
+            .map(|s| s.deps.iter().map(|&d| p.steps[d].def.id).collect())
+            .collect();
+        // Step 5 also reads approval_required (step 2) in its input_template.
+        assert_eq!(
+            deps,
+            vec![vec![], vec![1], vec![1, 2], vec![2], vec![2, 3, 4]]
+        );
+    }
+}
