@@ -1,8 +1,9 @@
 //! Pure engines, free of Worker types so `cargo test` runs them natively: the expression language
-//! (shared by templates and chain conditions), the template engine, its output formats, template variables and the chain planner.
+//! (shared by templates and chain conditions), the template engine, its output formats, template variables, the chain planner and the chain runner.
 
 pub mod chain;
 pub mod expr;
 pub mod output;
+pub mod run;
 pub mod template;
 pub mod variables;

@@ -1,0 +1,349 @@
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+
+use futures::executor::block_on;
+use futures::future::{pending, ready};
+use serde_json::json;
+
+use super::*;
+use crate::engine::chain::{plan, ChainDef};
+
+/// A scripted host: a virtual clock that sleeping advances, and per-step scripts of results.
+#[derive(Default)]
+struct Host {
+    now: Cell<f64>,
+    scripts: RefCell<HashMap<String, Vec<StepOutcome>>>,
+    hang: RefCell<Vec<String>>,
+    calls: RefCell<Vec<String>>,
+    rollbacks: RefCell<Vec<String>>,
+    failing_rollbacks: RefCell<Vec<String>>,
+    step_ms: Cell<f64>,
+    in_flight: Cell<u32>,
+    max_in_flight: Cell<u32>,
+}
+
+impl Host {
+    fn script(&self, step: &str, results: Vec<StepOutcome>) {
+        self.scripts.borrow_mut().insert(step.to_string(), results);
+    }
+}
+
+fn out(v: Value) -> StepOutcome {
+    Ok(v.as_object().cloned().unwrap_or_default())
+}
+
+impl StepHost for Host {
+    fn run_step<'a>(
+        &'a self,
+        step: &'a StepDef,
+        _input: Option<String>,
+        _vars: &'a Value,
+    ) -> LocalBoxFuture<'a, StepOutcome> {
+        self.calls.borrow_mut().push(step.name.clone());
+        if self.hang.borrow().contains(&step.name) {
+            return Box::pin(pending());
+        }
+        let next = self
+            .scripts
+            .borrow_mut()
+            .get_mut(&step.name)
+            .filter(|s| !s.is_empty())
+            .map(|s| s.remove(0));
+        self.in_flight.set(self.in_flight.get() + 1);
+        self.max_in_flight
+            .set(self.max_in_flight.get().max(self.in_flight.get()));
+        Box::pin(async move {
+            // Yield once so concurrent steps overlap.
+            let mut yielded = false;
+            futures::future::poll_fn(|cx| {
+                if yielded {
+                    std::task::Poll::Ready(())
+                } else {
+                    yielded = true;
+                    cx.waker().wake_by_ref();
+                    std::task::Poll::Pending
+                }
+            })
+            .await;
+            self.now.set(self.now.get() + self.step_ms.get());
+            self.in_flight.set(self.in_flight.get() - 1);
+            next.unwrap_or_else(|| out(json!({ format!("{}_out", step.name): true })))
+        })
+    }
+
+    fn rollback_step<'a>(
+        &'a self,
+        step: &'a StepDef,
+        _outputs: &'a Map<String, Value>,
+    ) -> LocalBoxFuture<'a, Result<(), StepError>> {
+        self.rollbacks.borrow_mut().push(step.name.clone());
+        let fail = self.failing_rollbacks.borrow().contains(&step.name);
+        Box::pin(ready(if fail {
+            Err(StepError::transient("io", "store unavailable"))
+        } else {
+            Ok(())
+        }))
+    }
+
+    fn sleep(&self, ms: u64) -> LocalBoxFuture<'_, ()> {
+        self.now.set(self.now.get() + ms as f64);
+        Box::pin(ready(()))
+    }
+
+    fn now_ms(&self) -> f64 {
+        self.now.get()
+    }
+
+    fn on_step(&self, _report: &StepReport) {}
+}
+
+fn chain(steps: Value) -> Plan {
+    let def: ChainDef =
+        serde_json::from_value(json!({ "name": "c", "title": "Chain", "steps": steps })).unwrap();
+    plan(&def).unwrap()
+}
+
+fn s(id: u32, name: &str, extra: Value) -> Value {
+    let mut v =
+        json!({ "id": id, "name": name, "type": "data_transformation", "rollback_action": "undo" });
+    if let (Some(v), Some(e)) = (v.as_object_mut(), extra.as_object()) {
+        v.extend(e.clone());
+    }
+    v
+}
+
+const OPTS: RunOptions = RunOptions {
+    parallel: true,
+    rollback: true,
+    max_execution_ms: 600_000,
+    jitter_seed: 42,
+};
+
+fn state_of(r: &RunReport, name: &str) -> StepState {
+    r.steps
+        .iter()
+        .find(|s| s.name == name)
+        .map(|s| s.state.clone())
+        .unwrap_or(StepState::Pending)
+}
+
+#[test]
+fn runs_in_dependency_order_and_merges_outputs() {
+    let p = chain(json!([
+        s(1, "a", json!({ "output_variables": ["x"] })),
+        s(
+            2,
+            "b",
+            json!({ "input_template": "x is {x}", "output_variables": ["y"] })
+        ),
+    ]));
+    let host = Host::default();
+    host.script("a", vec![out(json!({ "x": 7 }))]);
+    let r = block_on(run(&p, json!({ "given": 1 }), &host, OPTS));
+    assert_eq!(r.status, RunStatus::Completed);
+    assert_eq!(*host.calls.borrow(), vec!["a", "b"]);
+    assert_eq!(r.steps[1].input.as_deref(), Some("x is 7"));
+    assert_eq!(r.variables["x"], 7);
+    assert_eq!(r.variables["given"], 1);
+}
+
+#[test]
+fn transient_failures_are_retried_with_exponential_backoff() {
+    let p = chain(json!([s(
+        1,
+        "flaky",
+        json!({ "retry_config": { "max_retries": 3, "backoff_ms": 1000 } })
+    )]));
+    let host = Host::default();
+    host.script(
+        "flaky",
+        vec![
+            Err(StepError::transient("api_timeout", "slow")),
+            Err(StepError::transient("api_timeout", "slow")),
+            out(json!({})),
+        ],
+    );
+    let r = block_on(run(&p, json!({}), &host, OPTS));
+    assert_eq!(r.status, RunStatus::Completed);
+    let starts: Vec<f64> = r.steps[0].attempts.iter().map(|a| a.started_ms).collect();
+    assert_eq!(starts.len(), 3);
+    let (d1, d2) = (starts[1] - starts[0], starts[2] - starts[1]);
+    assert!((1000.0..=1250.0).contains(&d1), "first delay {d1}");
+    assert!((2000.0..=2500.0).contains(&d2), "second delay {d2}");
+    assert_eq!(backoff_ms(1000, 3, 0.0), 4000);
+}
+
+#[test]
+fn validation_errors_and_unlisted_codes_are_not_retried() {
+    let p = chain(json!([
+        s(
+            1,
+            "bad",
+            json!({ "retry_config": { "max_retries": 3, "backoff_ms": 100 }, "on_failure": "warn" })
+        ),
+        s(
+            2,
+            "picky",
+            json!({ "retry_config": { "max_retries": 3, "backoff_ms": 100, "retry_on_errors": ["vendor_unavailable"] }, "on_failure": "skip" })
+        ),
+    ]));
+    let host = Host::default();
+    host.script(
+        "bad",
+        vec![Err(StepError {
+            class: ErrorClass::Validation,
+            message: "no".into(),
+        })],
+    );
+    host.script(
+        "picky",
+        vec![Err(StepError::transient("api_timeout", "slow"))],
+    );
+    let r = block_on(run(&p, json!({}), &host, OPTS));
+    assert_eq!(r.steps[0].attempts.len(), 1);
+    assert_eq!(r.steps[1].attempts.len(), 1);
+    assert_eq!(state_of(&r, "bad"), StepState::Warned);
+    assert_eq!(state_of(&r, "picky"), StepState::Skipped);
+    assert_eq!(r.status, RunStatus::Completed);
+}
+
+#[test]
+fn an_attempt_timeout_is_a_transient_error() {
+    let p = chain(json!([s(
+        1,
+        "slow",
+        json!({ "timeout_ms": 500, "retry_config": { "max_retries": 1, "backoff_ms": 100 } })
+    )]));
+    let host = Host::default();
+    host.hang.borrow_mut().push("slow".into());
+    let r = block_on(run(
+        &p,
+        json!({}),
+        &host,
+        RunOptions {
+            rollback: false,
+            ..OPTS
+        },
+    ));
+    assert_eq!(r.status, RunStatus::Failed);
+    assert_eq!(r.steps[0].attempts.len(), 2);
+    assert!(r.steps[0]
+        .reason
+        .as_deref()
+        .unwrap()
+        .contains("longer than 500 ms"));
+}
+
+#[test]
+fn failure_rolls_back_completed_steps_in_reverse_order_only() {
+    let p = chain(json!([
+        s(1, "one", json!({})),
+        s(2, "two", json!({ "depends_on": [1] })),
+        s(3, "three", json!({ "depends_on": [2] })),
+        s(4, "four", json!({ "depends_on": [3] })),
+    ]));
+    let host = Host::default();
+    host.script("three", vec![Err(StepError::transient("boom", "broke"))]);
+    host.failing_rollbacks.borrow_mut().push("one".into());
+    let r = block_on(run(&p, json!({}), &host, OPTS));
+    assert_eq!(r.status, RunStatus::Failed);
+    assert_eq!(r.failed_step.as_deref(), Some("three"));
+    assert_eq!(state_of(&r, "four"), StepState::NotRun);
+    assert_eq!(
+        *host.rollbacks.borrow(),
+        vec!["two", "one", "one"],
+        "two, then one (retried once)"
+    );
+    assert_eq!(
+        r.rollbacks
+            .iter()
+            .map(|b| (b.id, b.outcome))
+            .collect::<Vec<_>>(),
+        vec![(2, "rolled_back"), (1, "rollback_failed")]
+    );
+}
+
+#[test]
+fn fallback_replaces_a_failed_step() {
+    let p = chain(json!([s(
+        1,
+        "main",
+        json!({ "on_failure": "fallback", "fallback_step": { "name": "backup", "type": "data_transformation" } })
+    )]));
+    let host = Host::default();
+    host.script(
+        "main",
+        vec![Err(StepError::transient("down", "unavailable"))],
+    );
+    host.script("backup", vec![out(json!({ "result": "from backup" }))]);
+    let r = block_on(run(&p, json!({}), &host, OPTS));
+    assert_eq!(r.status, RunStatus::Completed);
+    assert_eq!(state_of(&r, "main"), StepState::FellBack);
+    assert_eq!(r.variables["result"], "from backup");
+}
+
+#[test]
+fn false_conditions_skip_and_dependents_still_run() {
+    let p = chain(json!([
+        s(1, "check", json!({ "output_variables": ["status"] })),
+        s(
+            2,
+            "gated",
+            json!({ "conditional_execution": "{status} == 'approved'", "output_variables": ["gated_out"] })
+        ),
+        s(3, "after", json!({ "depends_on": [2] })),
+    ]));
+    let host = Host::default();
+    host.script("check", vec![out(json!({ "status": "rejected" }))]);
+    let r = block_on(run(&p, json!({}), &host, OPTS));
+    assert_eq!(state_of(&r, "gated"), StepState::Skipped);
+    assert_eq!(r.steps[1].reason.as_deref(), Some("condition false"));
+    assert_eq!(state_of(&r, "after"), StepState::Done);
+}
+
+#[test]
+fn parallel_steps_overlap_only_when_allowed() {
+    let steps = json!([
+        s(1, "p1", json!({ "parallel_execution": true })),
+        s(2, "p2", json!({ "parallel_execution": true })),
+        s(3, "p3", json!({ "parallel_execution": true })),
+    ]);
+    let host = Host::default();
+    block_on(run(&chain(steps.clone()), json!({}), &host, OPTS));
+    assert_eq!(host.max_in_flight.get(), 3);
+    let host = Host::default();
+    block_on(run(
+        &chain(steps),
+        json!({}),
+        &host,
+        RunOptions {
+            parallel: false,
+            ..OPTS
+        },
+    ));
+    assert_eq!(host.max_in_flight.get(), 1);
+}
+
+#[test]
+fn the_deadline_stops_new_steps() {
+    let p = chain(json!([
+        s(1, "a", json!({})),
+        s(2, "b", json!({ "depends_on": [1] })),
+        s(3, "c", json!({ "depends_on": [2] }))
+    ]));
+    let host = Host::default();
+    host.step_ms.set(600.0);
+    let r = block_on(run(
+        &p,
+        json!({}),
+        &host,
+        RunOptions {
+            max_execution_ms: 1000,
+            ..OPTS
+        },
+    ));
+    assert_eq!(r.status, RunStatus::TimedOut);
+    assert_eq!(*host.calls.borrow(), vec!["a", "b"]);
+    assert_eq!(state_of(&r, "c"), StepState::NotRun);
+    assert_eq!(*host.rollbacks.borrow(), vec!["b", "a"]);
+}
