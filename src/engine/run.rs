@@ -71,7 +71,7 @@ pub trait StepHost {
         step: &'a StepDef,
         input: Option<String>,
         vars: &'a Value,
-    ) -> LocalBoxFuture<'a, Result<Map<String, Value>, StepError>>;
+    ) -> LocalBoxFuture<'a, StepOutcome>;
     /// Undoes a completed step (its `rollback_action`).
     fn rollback_step<'a>(
         &'a self,
