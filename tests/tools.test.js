@@ -17,7 +17,8 @@ after(() => w?.stop());
 
 const call = (name, args) => rpc(w.mcpUrl, session, "tools/call", { name, arguments: args }).then((r) => r.reply);
 const instructionTools = ["get_instruction_set", "get_mode_indicator", "initialize_travel_assistant", "list_instruction_sets", "switch_mode"];
-const productionTools = [...instructionTools, "create_template", "process_template"].sort();
+const toolsets = { create_template: "templates", process_template: "templates", create_chain: "chains" };
+const productionTools = [...instructionTools, ...Object.keys(toolsets)].sort();
 
 async function allTools() {
   const pages = [];
@@ -50,7 +51,7 @@ describe("tools/list", () => {
       assert.match(t.name, /^[A-Za-z0-9_.-]{1,64}$/);
       assert.ok(t.description.length > 20, t.name);
       assert.equal(t.inputSchema.type, "object");
-      const toolset = instructionTools.includes(t.name) ? "instructions" : "templates";
+      const toolset = toolsets[t.name] ?? "instructions";
       const file = join(root, "schema", toolset, `${t.name}.input.json`);
       assert.deepEqual(t.inputSchema, JSON.parse(readFileSync(file, "utf8")), `${t.name} schema comes from ${file}`);
       assert.equal(t.annotations.openWorldHint, false);

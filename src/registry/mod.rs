@@ -293,7 +293,13 @@ mod tests {
     fn every_tool_has_a_valid_listing_and_a_derived_id() {
         let r = registry();
         assert!(r.len() >= 5);
-        for name in ["switch_mode", "get_instruction_set", "test_simple_text"] {
+        for name in [
+            "switch_mode",
+            "get_instruction_set",
+            "process_template",
+            "create_chain",
+            "test_simple_text",
+        ] {
             let t = r.get(name).expect(name);
             assert_eq!(r.by_id(&t.def.id()).map(|t| t.def.name), Some(name));
             assert_eq!(t.listing["inputSchema"]["type"], "object");

@@ -1,5 +1,6 @@
 //! Every toolset, one folder each. A deployment serves the tools of one [`Catalog`].
 
+pub mod chains;
 pub mod conformance;
 pub mod instructions;
 pub mod templates;
@@ -36,6 +37,7 @@ pub fn catalog(c: Catalog) -> Vec<&'static ToolDef> {
     let mut defs: Vec<&'static ToolDef> = instructions::TOOLS
         .iter()
         .chain(templates::TOOLS.iter())
+        .chain(chains::TOOLS.iter())
         .collect();
     if c == Catalog::Conformance {
         defs.extend(conformance::TOOLS.iter());

@@ -1,0 +1,298 @@
+//! Workflow chains stored in D1 (seed 000). `create_chain` checks a definition with the planner
+//! (`engine::chain`) and the references it makes, then saves it in one statement. Running chains
+//! (`execute_chain`, status, cancel) builds on the runner in `engine::run`.
+
+use std::collections::BTreeSet;
+
+use futures::future::LocalBoxFuture;
+use serde_json::{json, Value};
+
+use crate::engine::chain::{self, ChainDef, StepType};
+use crate::engine::variables;
+use crate::error::{Error, Result};
+use crate::registry::{Annotations, ToolContext, ToolDef, ToolOutput};
+
+const TOOLSET: &str = "chains";
+
+fn opt_bool(options: &Value, key: &str, default: bool) -> bool {
+    options.get(key).and_then(Value::as_bool).unwrap_or(default)
+}
+
+/// The `input_schema` of a chain as template-variable rules: each property's own `required` flag
+/// and the schema's `required` list both count.
+pub fn input_rules(input_schema: &Value) -> std::result::Result<variables::Schema, Vec<String>> {
+    let mut props = input_schema
+        .get("properties")
+        .cloned()
+        .unwrap_or_else(|| json!({}));
+    if let (Some(map), Some(required)) = (
+        props.as_object_mut(),
+        input_schema.get("required").and_then(Value::as_array),
+    ) {
+        for name in required.iter().filter_map(Value::as_str) {
+            match map.get_mut(name) {
+                Some(rule) => rule["required"] = json!(true),
+                None => {
+                    return Err(vec![format!(
+                    "input_schema.required names {name:?}, which is not in input_schema.properties"
+                )])
+                }
+            }
+        }
+    }
+    variables::parse_schema(&props).map_err(|errs| {
+        errs.into_iter()
+            .map(|e| e.replacen("variables_schema", "input_schema.properties", 1))
+            .collect()
+    })
+}
+
+/// Names a chain refers to that must exist: (instruction sets, templates).
+fn references(def: &ChainDef) -> (BTreeSet<String>, BTreeSet<String>) {
+    let mut sets = BTreeSet::new();
+    let mut templates = BTreeSet::new();
+    for s in &def.steps {
+        sets.extend(s.instruction_set.clone());
+        templates.extend(s.template_id.clone());
+        if let Some(f) = &s.fallback_step {
+            sets.extend(f.instruction_set.clone());
+            templates.extend(f.template_id.clone());
+        }
+    }
+    (sets, templates)
+}
+
+async fn missing(
+    ctx: &dyn ToolContext,
+    table: &str,
+    wanted: &BTreeSet<String>,
+) -> Result<Vec<String>> {
+    if wanted.is_empty() {
+        return Ok(Vec::new());
+    }
+    let list = serde_json::to_string(wanted)?;
+    let active = if table == "template_definitions" {
+        " AND is_active = 1"
+    } else {
+        ""
+    };
+    let rows = ctx
+        .query(
+            &format!(
+                "SELECT name FROM {table} WHERE name IN (SELECT value FROM json_each(?1)){active}"
+            ),
+            vec![json!(list)],
+        )
+        .await?;
+    let found: BTreeSet<&str> = rows.iter().filter_map(|r| r["name"].as_str()).collect();
+    Ok(wanted
+        .iter()
+        .filter(|w| !found.contains(w.as_str()))
+        .cloned()
+        .collect())
+}
+
+fn type_name(t: StepType) -> &'static str {
+    match t {
+        StepType::InstructionSet => "instruction_set",
+        StepType::TemplateProcessing => "template_processing",
+        StepType::DatabaseOperation => "database_operation",
+        StepType::ExternalApi => "external_api",
+        StepType::ConditionalLogic => "conditional_logic",
+        StepType::DataTransformation => "data_transformation",
+    }
+}
+
+fn create_chain(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+    Box::pin(async move {
+        let raw = &args["chain_definition"];
+        let opts = args
+            .get("creation_options")
+            .cloned()
+            .unwrap_or_else(|| json!({}));
+        let def: ChainDef = serde_json::from_value(raw.clone())
+            .map_err(|e| Error::ToolFailed(format!("Chain definition validation failed: {e}")))?;
+
+        // The planner's checks (ids, names, dependencies, cycles, step fields, texts) always run:
+        // a chain that cannot be planned can never execute. test_compilation adds nothing beyond it.
+        chain::plan(&def).map_err(|errors| {
+            Error::ToolFailed(format!(
+                "Chain definition validation failed: {}",
+                errors.join("; ")
+            ))
+        })?;
+        if let Some(schema) = raw.get("input_schema") {
+            input_rules(schema).map_err(|errors| {
+                Error::ToolFailed(format!(
+                    "Chain definition validation failed: {}",
+                    errors.join("; ")
+                ))
+            })?;
+        }
+        if opt_bool(&opts, "validate_references", true) {
+            let (sets, templates) = references(&def);
+            let mut problems = Vec::new();
+            let no_sets = missing(ctx, "instruction_sets", &sets).await?;
+            if !no_sets.is_empty() {
+                problems.push(format!(
+                    "instruction sets not found: {} (list_instruction_sets shows them)",
+                    no_sets.join(", ")
+                ));
+            }
+            let no_templates = missing(ctx, "template_definitions", &templates).await?;
+            if !no_templates.is_empty() {
+                problems.push(format!(
+                    "active templates not found: {} (create them with create_template)",
+                    no_templates.join(", ")
+                ));
+            }
+            if !problems.is_empty() {
+                return Err(Error::ToolFailed(format!(
+                    "Reference validation failed: {}",
+                    problems.join("; ")
+                )));
+            }
+        }
+
+        let category = raw["category"].as_str().unwrap_or_default();
+        let version = raw.get("version").and_then(Value::as_str).unwrap_or("1.0");
+        let description = raw.get("description").and_then(Value::as_str).unwrap_or("");
+        let active = opt_bool(&opts, "set_active", true);
+        let params = vec![
+            json!(def.name),
+            json!(def.title),
+            json!(description),
+            json!(category),
+            json!(version),
+            json!(raw.to_string()),
+            json!(i64::from(active)),
+        ];
+        let sql = if opt_bool(&opts, "overwrite_existing", false) {
+            "INSERT INTO execution_chains (name, title, description, category, version, definition, is_active)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+             ON CONFLICT (name) DO UPDATE SET title = excluded.title, description = excluded.description,
+               category = excluded.category, version = excluded.version, definition = excluded.definition,
+               is_active = excluded.is_active, revision = execution_chains.revision + 1,
+               updated_at = strftime('%Y-%m-%dT%H:%M:%SZ', 'now')
+             RETURNING revision"
+        } else {
+            "INSERT INTO execution_chains (name, title, description, category, version, definition, is_active)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+             ON CONFLICT (name) DO NOTHING
+             RETURNING revision"
+        };
+        let Some(saved) = ctx.query(sql, params).await?.into_iter().next() else {
+            return Err(Error::ToolFailed(format!(
+                "Chain '{}' already exists. Use creation_options.overwrite_existing: true to replace it.",
+                def.name
+            )));
+        };
+        let updated = saved["revision"].as_i64().unwrap_or(1) > 1;
+
+        let mut text = format!(
+            "Chain '{}' {} successfully.\n\n**Chain Details:**\n- Name: {}\n- Title: {}\n- Category: {category}\n- Steps: {}\n- Version: {version}\n- Status: {}",
+            def.name,
+            if updated { "updated" } else { "created" },
+            def.name,
+            def.title,
+            def.steps.len(),
+            if active { "Active" } else { "Inactive" },
+        );
+        text.push_str("\n\n**Steps Summary:**");
+        for (i, s) in def.steps.iter().enumerate() {
+            text.push_str(&format!(
+                "\n{}. {} ({}){}{}",
+                i + 1,
+                s.name,
+                type_name(s.kind),
+                if s.conditional_execution.is_some() {
+                    " - conditional"
+                } else {
+                    ""
+                },
+                if s.parallel_execution {
+                    " - parallel"
+                } else {
+                    ""
+                },
+            ));
+        }
+        if let Some(cfg) = raw.get("configuration") {
+            text.push_str(&format!(
+                "\n\n**Configuration:**\n- Max Execution Time: {}ms\n- Rollback Enabled: {}\n- Parallel Steps: {}",
+                cfg.get("max_execution_time").and_then(Value::as_u64).unwrap_or(120_000),
+                if opt_bool(cfg, "rollback_enabled", true) { "Yes" } else { "No" },
+                if opt_bool(cfg, "parallel_steps_enabled", true) { "Yes" } else { "No" },
+            ));
+        }
+        text.push_str(&format!(
+            "\n\n**Usage Example:**\n```\nexecute_chain({{\n  \"chain_name\": \"{}\",\n  \"variables\": {{\n    // Provide required input variables here\n  }}\n}})\n```",
+            def.name
+        ));
+        Ok(ToolOutput::Content(vec![
+            json!({ "type": "text", "text": text }),
+        ]))
+    })
+}
+
+/// The toolset's tools.
+pub static TOOLS: [ToolDef; 1] = [ToolDef {
+    toolset: TOOLSET,
+    name: "create_chain",
+    title: "Create chain",
+    description: "Define (or, with overwrite_existing, replace) a workflow chain of up to 20 steps. Checks unique step ids and names, dependencies and cycles, step fields, that input templates and conditions compile, and that referenced instruction sets and templates exist, before saving.",
+    annotations: Annotations { read_only: false, destructive: true, idempotent: false, open_world: false },
+    input_schema: include_str!("../../../schema/chains/create_chain.input.json"),
+    output_schema: None,
+    timeout_ms: 15_000,
+    handler: create_chain,
+}];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn input_schema_required_flags_and_list_both_count() {
+        let rules = input_rules(&json!({
+            "type": "object",
+            "properties": { "a": { "type": "string" }, "b": { "type": "number", "required": true }, "c": { "type": "string" } },
+            "required": ["a"]
+        }))
+        .unwrap();
+        assert!(rules["a"].required && rules["b"].required && !rules["c"].required);
+        let e = input_rules(&json!({ "type": "object", "properties": { "a": { "type": "integer" } }, "required": ["zz"] })).unwrap_err();
+        assert!(
+            e[0].contains("\"zz\", which is not in input_schema.properties"),
+            "{e:?}"
+        );
+        let e =
+            input_rules(&json!({ "type": "object", "properties": { "a": { "type": "integer" } } }))
+                .unwrap_err();
+        assert!(e[0].starts_with("input_schema.properties.a:"), "{e:?}");
+    }
+
+    #[test]
+    fn references_cover_steps_and_fallbacks() {
+        let def: ChainDef = serde_json::from_str(include_str!(
+            "../../engine/testdata/corporate-booking-workflow.json"
+        ))
+        .unwrap();
+        let (sets, templates) = references(&def);
+        assert_eq!(
+            sets.into_iter().collect::<Vec<_>>(),
+            vec!["corporate-validation", "policy-compliance", "vendor-search"]
+        );
+        assert_eq!(
+            templates.into_iter().collect::<Vec<_>>(),
+            vec!["corporate-approval-request", "corporate-booking-summary"]
+        );
+        assert!(input_rules(
+            &serde_json::from_str::<Value>(include_str!(
+                "../../engine/testdata/corporate-booking-workflow.json"
+            ))
+            .unwrap()["input_schema"]
+        )
+        .is_ok());
+    }
+}
