@@ -138,24 +138,14 @@ impl ToolContext for Call {
         sql: &'a str,
         params: Vec<Value>,
     ) -> LocalBoxFuture<'a, Result<Vec<Value>>> {
-        Box::pin(async move {
-            let db = self
-                .core
-                .env
-                .d1("DB")
-                .map_err(|e| Error::Storage(format!("D1 binding DB: {e}")))?;
-            d1::query(&db, sql, &params).await
-        })
+        Box::pin(async move { d1::query(&self.core.db_binding()?, sql, &params).await })
     }
 
     fn cache_get<'a>(&'a self, key: &'a str) -> LocalBoxFuture<'a, Result<Option<String>>> {
         Box::pin(async move {
-            let kv = self
-                .core
-                .env
-                .kv("CACHE")
-                .map_err(|e| Error::Storage(format!("KV binding CACHE: {e}")))?;
-            kv.get(key)
+            self.core
+                .cache()?
+                .get(key)
                 .text()
                 .await
                 .map_err(|e| Error::Storage(format!("KV get: {e}")))
@@ -169,12 +159,9 @@ impl ToolContext for Call {
         ttl_secs: u64,
     ) -> LocalBoxFuture<'a, Result<()>> {
         Box::pin(async move {
-            let kv = self
-                .core
-                .env
-                .kv("CACHE")
-                .map_err(|e| Error::Storage(format!("KV binding CACHE: {e}")))?;
-            kv.put(key, value)
+            self.core
+                .cache()?
+                .put(key, value)
                 .map_err(|e| Error::Storage(format!("KV put: {e}")))?
                 .expiration_ttl(ttl_secs.max(60))
                 .execute()

@@ -64,6 +64,20 @@ impl Core {
         Ok(())
     }
 
+    /// The D1 database of shared records (binding `DB`).
+    fn db_binding(&self) -> Result<worker::D1Database> {
+        self.env
+            .d1("DB")
+            .map_err(|e| Error::Storage(format!("D1 binding DB: {e}")))
+    }
+
+    /// The KV namespace of cached results (binding `CACHE`).
+    fn cache(&self) -> Result<worker::kv::KvStore> {
+        self.env
+            .kv("CACHE")
+            .map_err(|e| Error::Storage(format!("KV binding CACHE: {e}")))
+    }
+
     /// A session setting; a storage failure is logged and reads as unset, so callers fall back to
     /// the protocol default instead of failing the request.
     fn setting(&self, key: &str) -> Option<String> {

@@ -5,7 +5,15 @@ pub mod conformance;
 pub mod instructions;
 pub mod templates;
 
+use serde_json::Value;
+
 use crate::registry::ToolDef;
+
+/// A boolean option of a tool's options object (`creation_options`, `processing_options`, …),
+/// with the default the tool's schema documents when it is absent.
+pub fn opt_bool(options: &Value, key: &str, default: bool) -> bool {
+    options.get(key).and_then(Value::as_bool).unwrap_or(default)
+}
 
 /// Which tools a deployment serves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -11,12 +11,9 @@ use crate::engine::chain::{self, ChainDef, StepType};
 use crate::engine::variables;
 use crate::error::{Error, Result};
 use crate::registry::{Annotations, ToolContext, ToolDef, ToolOutput};
+use crate::tools::opt_bool;
 
 const TOOLSET: &str = "chains";
-
-fn opt_bool(options: &Value, key: &str, default: bool) -> bool {
-    options.get(key).and_then(Value::as_bool).unwrap_or(default)
-}
 
 /// The `input_schema` of a chain as template-variable rules: each property's own `required` flag
 /// and the schema's `required` list both count.

@@ -20,6 +20,7 @@ use crate::engine::template::{RenderOptions, Template};
 use crate::engine::variables::{self, Schema};
 use crate::error::{Error, Result};
 use crate::registry::{Annotations, ToolContext, ToolDef, ToolOutput};
+use crate::tools::opt_bool;
 
 const TOOLSET: &str = "templates";
 /// Most compiled templates kept per wasm instance.
@@ -31,10 +32,6 @@ const CONTEXT_ROOTS: [&str; 3] = ["agent", "session", "current_date"];
 
 thread_local! {
     static COMPILED: RefCell<HashMap<(i64, i64), Rc<Template>>> = RefCell::new(HashMap::new());
-}
-
-fn opt_bool(options: &Value, key: &str, default: bool) -> bool {
-    options.get(key).and_then(Value::as_bool).unwrap_or(default)
 }
 
 fn today() -> String {
