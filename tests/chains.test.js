@@ -1,6 +1,6 @@
 // create_chain through MCP against the built Worker with real D1: the seed's chain is stored, new
 // chains are checked (structure, dependencies, cycles, references) and refused without writing.
-import { after, before, test } from "node:test";
+import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -74,4 +74,66 @@ test("validate_references: false stores a chain whose references do not exist ye
   );
   assert.equal(r.isError, undefined, textOf(r));
   assert.equal((await stored("later-refs")).name, "later-refs");
+});
+
+describe("execute_chain", () => {
+  const step = (id, name, extra = {}) => ({ id, name, type: "data_transformation", input_variables: [], output_variables: [], ...extra });
+  const run = async (chain_name, variables, extra = {}) =>
+    rpc(w.mcpUrl, session, "tools/call", { name: "execute_chain", arguments: { chain_name, variables, ...extra }, _meta: { progressToken: "chain" } });
+
+  test("runs template and transformation steps in order, reports progress, and records the execution", async () => {
+    const r = await create({
+      name: "approval-flow", title: "Approval flow test", category: "custom",
+      steps: [
+        step(1, "approval", { type: "template_processing", template_id: "corporate-approval-request", output_variables: ["approval_text"] }),
+        step(2, "headline", { input_template: "{traveler_name|upper}: {approval_text.length > 0 ? 'ready' : 'empty'}", output_variables: ["headline"] }),
+      ],
+    });
+    assert.equal(r.isError, undefined, textOf(r));
+    const out = await run("approval-flow", { traveler_name: "Dana Lee", destination: "Berlin", travel_dates: "2025-10-06 to 2025-10-08", total_cost: 2150, business_justification: "Client workshop" });
+    const result = out.reply.result;
+    assert.equal(result.isError, undefined, textOf(result));
+    assert.match(textOf(result), /^Chain execution completed successfully\.[\s\S]*- Steps Completed: 2\/2[\s\S]*- headline: DANA LEE: ready/);
+    assert.match(textOf(result), /- approval_text: Subject: Approval needed: Dana Lee to Berlin/);
+    const progress = out.messages.filter((m) => m.method === "notifications/progress").map((m) => [m.params.progress, m.params.total, m.params.message]);
+    assert.deepEqual(progress, [[1, 2, "approval: done"], [2, 2, "headline: done"]]);
+    const id = textOf(result).match(/\*\*Execution ID:\*\* (exec-[0-9a-f]{32})/)[1];
+    const db = await w.mf.getD1Database("DB");
+    const row = await db.prepare("SELECT status, owner, report FROM chain_executions WHERE id = ?1").bind(id).first();
+    assert.equal(row.status, "completed");
+    assert.equal(row.owner, session, "the record is bound to the calling session");
+    assert.equal(JSON.parse(row.report).steps[1].outputs.headline, "DANA LEE: ready");
+  });
+
+  test("a failing step fails the chain and rolls back completed steps", async () => {
+    await create({
+      name: "failing-flow", title: "Failing flow test", category: "custom",
+      steps: [step(1, "prepare", { input_template: "ok", output_variables: ["prepared"], rollback_action: "discard" }), step(2, "call_api", { type: "external_api", depends_on: [1] })],
+    });
+    const result = (await run("failing-flow", {})).reply.result;
+    assert.equal(result.isError, true);
+    assert.match(textOf(result), /^Chain execution failed\.[\s\S]*- Failed Step: call_api[\s\S]*not available yet[\s\S]*\*\*Rollback:\*\*\n- step 1: rolled_back[\s\S]*\*\*Partial Results:\*\*\n- prepared: ok/);
+  });
+
+  test("input variables are validated against the chain's input_schema", async () => {
+    const result = (await run("corporate-booking-workflow", { traveler_name: "Dana Lee" })).reply.result;
+    assert.equal(result.isError, true);
+    assert.match(textOf(result), /^Variable validation failed: /);
+    for (const field of ["company_name", "cost_center", "trip_requirements", "budget_approval"]) assert.match(textOf(result), new RegExp(`${field} is required`));
+    assert.doesNotMatch(textOf(result), /traveler_name is required/);
+  });
+
+  test("instruction steps without client sampling fail with the reason", async () => {
+    const vars = { company_name: "Acme", traveler_name: "Dana Lee", cost_center: "CC-1", trip_requirements: { city: "Berlin" }, budget_approval: 3000 };
+    const result = (await run("corporate-booking-workflow", vars)).reply.result;
+    assert.equal(result.isError, true);
+    assert.match(textOf(result), /validate_corporate_credentials[\s\S]*did not declare the MCP sampling capability/);
+  });
+
+  test("unknown chains list the available ones; async execution is refused for now", async () => {
+    const unknown = (await run("no-such-chain", {})).reply.result;
+    assert.match(textOf(unknown), /Chain 'no-such-chain' not found\. Available chains: .*corporate-booking-workflow \(booking-management\)/);
+    const later = (await run("approval-flow", {}, { execution_options: { async_execution: true } })).reply.result;
+    assert.match(textOf(later), /async_execution is not available yet/);
+  });
 });

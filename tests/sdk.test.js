@@ -112,3 +112,31 @@ test("the SDK client answers elicitation on the call's stream", async () => {
   await transport.terminateSession();
   await client.close();
 });
+
+test("the seed's corporate chain runs end to end, its instruction steps answered by the client's model", async () => {
+  const { client, transport } = await connect();
+  const { CreateMessageRequestSchema } = await import("@modelcontextprotocol/sdk/types.js");
+  const prompts = [];
+  client.setRequestHandler(CreateMessageRequestSchema, async (req) => {
+    prompts.push(req.params.messages[0].content.text);
+    const keys = req.params.systemPrompt.match(/Its keys: (.*)\.$/)[1].split(", ");
+    const answer = Object.fromEntries(keys.map((k) => [k, k === "validation_status" ? "approved" : k === "approval_required" ? false : `${k} value`]));
+    return { role: "assistant", model: "test-model", content: { type: "text", text: JSON.stringify(answer) } };
+  });
+  const result = await client.callTool({
+    name: "execute_chain",
+    arguments: {
+      chain_name: "corporate-booking-workflow",
+      variables: { company_name: "Acme", traveler_name: "Dana Lee", cost_center: "CC-7", trip_requirements: { city: "Berlin" }, budget_approval: 3000 },
+    },
+  });
+  const text = result.content[0].text;
+  assert.equal(result.isError, undefined, text);
+  assert.match(text, /Chain execution completed successfully\.[\s\S]*- Steps Completed: 5\/5/);
+  assert.match(text, /generate_approval_request \(skipped\): condition false/);
+  assert.match(text, /- booking_summary: # Booking summary: Dana Lee \(Acme\)/);
+  assert.equal(prompts.length, 3, "three instruction_set steps asked the model");
+  assert.match(prompts[0], /Company: Acme\nTraveler: Dana Lee\nCost Center: CC-7/);
+  await transport.terminateSession();
+  await client.close();
+});

@@ -55,6 +55,9 @@ pub trait ToolContext {
     /// (MCP 2025-11-25 stream polling, SEP-1699). For long calls that should not pin a connection.
     fn end_connection(&self);
 
+    /// The MCP session this call belongs to; records a tool keeps for the caller are bound to it.
+    fn session_id(&self) -> String;
+
     /// The capabilities the client declared in `initialize`.
     fn client_capabilities(&self) -> Value;
 

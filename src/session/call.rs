@@ -264,6 +264,10 @@ impl ToolContext for Call {
         }
     }
 
+    fn session_id(&self) -> String {
+        self.core.session.clone()
+    }
+
     fn client_capabilities(&self) -> Value {
         self.core.client_capabilities()
     }

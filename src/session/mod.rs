@@ -43,6 +43,8 @@ const RETRY_MS: u32 = 1000;
 
 /// State shared by the object's requests.
 pub struct Core {
+    /// The session id (the object's name).
+    session: String,
     env: Env,
     db: SessionDb,
     cfg: Config,
@@ -175,6 +177,7 @@ impl Session {
         }
         let cfg = Config::from_env(&self.env);
         let core = Rc::new(Core {
+            session: self.state.id().name().unwrap_or_default(),
             env: self.env.clone(),
             db: SessionDb::open(self.state.storage().sql())?,
             registry: registry(cfg.catalog)?,

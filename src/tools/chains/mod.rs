@@ -2,12 +2,16 @@
 //! (`engine::chain`) and the references it makes, then saves it in one statement. Running chains
 //! (`execute_chain`, status, cancel) builds on the runner in `engine::run`.
 
+mod host;
+
 use std::collections::BTreeSet;
 
 use futures::future::LocalBoxFuture;
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
+use crate::clock;
 use crate::engine::chain::{self, ChainDef, StepType};
+use crate::engine::run::{self, RunOptions, RunStatus, StepState};
 use crate::engine::variables;
 use crate::error::{Error, Result};
 use crate::registry::{Annotations, ToolContext, ToolDef, ToolOutput};
@@ -232,8 +236,228 @@ fn create_chain(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result
     })
 }
 
+fn random_hex(bytes: usize) -> Result<String> {
+    let mut buf = vec![0u8; bytes];
+    getrandom::fill(&mut buf).map_err(|e| Error::Internal(format!("no randomness: {e}")))?;
+    Ok(buf.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+fn short(v: &Value) -> String {
+    let text = match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    if text.chars().count() > 200 {
+        format!("{}...", text.chars().take(200).collect::<String>())
+    } else {
+        text
+    }
+}
+
+fn execute_chain(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+    Box::pin(async move {
+        let name = args["chain_name"].as_str().unwrap_or_default();
+        let opts = args
+            .get("execution_options")
+            .cloned()
+            .unwrap_or_else(|| json!({}));
+        if opt_bool(&opts, "async_execution", false) {
+            return Err(Error::ToolFailed(
+                "async_execution is not available yet; run the chain synchronously (async_execution: false)".into(),
+            ));
+        }
+        let rows = ctx
+            .query("SELECT id, revision, title, definition FROM execution_chains WHERE name = ?1 AND is_active = 1", vec![json!(name)])
+            .await?;
+        let Some(row) = rows.into_iter().next() else {
+            let available = ctx.query("SELECT name, category FROM execution_chains WHERE is_active = 1 ORDER BY category, name", vec![]).await?;
+            let list: Vec<String> = available
+                .iter()
+                .map(|r| {
+                    format!(
+                        "{} ({})",
+                        r["name"].as_str().unwrap_or(""),
+                        r["category"].as_str().unwrap_or("")
+                    )
+                })
+                .collect();
+            return Err(Error::NoSuchRecord(format!(
+                "Chain '{name}' not found. Available chains: {}",
+                list.join(", ")
+            )));
+        };
+        let raw: Value = serde_json::from_str(row["definition"].as_str().unwrap_or("null"))?;
+        let def: ChainDef = serde_json::from_value(raw.clone())?;
+        let plan = chain::plan(&def).map_err(|e| {
+            Error::ToolFailed(format!(
+                "Stored chain '{name}' is invalid: {}",
+                e.join("; ")
+            ))
+        })?;
+
+        let mut vars = args["variables"].clone();
+        if let Some(schema) = raw.get("input_schema") {
+            let rules = input_rules(schema).map_err(|e| {
+                Error::ToolFailed(format!(
+                    "Stored chain '{name}' has an invalid input_schema: {}",
+                    e.join("; ")
+                ))
+            })?;
+            vars = variables::merge(&Map::new(), &rules, &json!({}), &vars);
+            if !opt_bool(&opts, "skip_validation", false) {
+                let errors = variables::validate(&vars, &rules);
+                if !errors.is_empty() {
+                    return Err(Error::ToolFailed(format!(
+                        "Variable validation failed: {}",
+                        errors.join("; ")
+                    )));
+                }
+            }
+        }
+
+        let config = raw
+            .get("configuration")
+            .cloned()
+            .unwrap_or_else(|| json!({}));
+        let limit = opts
+            .get("timeout_ms")
+            .and_then(Value::as_u64)
+            .or_else(|| config.get("max_execution_time").and_then(Value::as_u64))
+            .unwrap_or(120_000);
+        let run_opts = RunOptions {
+            parallel: opt_bool(&opts, "parallel_execution", true)
+                && opt_bool(&config, "parallel_steps_enabled", true),
+            rollback: opt_bool(&opts, "rollback_on_failure", true)
+                && opt_bool(&config, "rollback_enabled", true),
+            max_execution_ms: limit,
+            jitter_seed: u64::from_str_radix(&random_hex(8)?, 16).unwrap_or(1),
+        };
+        let track = opt_bool(&opts, "track_progress", true);
+        let execution_id = format!("exec-{}", random_hex(16)?);
+        if track {
+            ctx.query(
+                "INSERT INTO chain_executions (id, chain_id, chain_revision, owner, status, variables) VALUES (?1, ?2, ?3, ?4, 'running', ?5)",
+                vec![json!(execution_id), row["id"].clone(), row["revision"].clone(), json!(ctx.session_id()), json!(vars.to_string())],
+            )
+            .await?;
+        }
+
+        let started = clock::now_ms();
+        let host = host::ChainHost::new(ctx, plan.steps.len());
+        let report = run::run(&plan, vars, &host, run_opts).await;
+        let duration = (clock::now_ms() - started).round();
+
+        if track {
+            let mut stored = serde_json::to_value(&report)?;
+            if !opt_bool(&opts, "save_intermediate_results", true) {
+                if let Some(steps) = stored.get_mut("steps").and_then(Value::as_array_mut) {
+                    for s in steps {
+                        if let Some(o) = s.as_object_mut() {
+                            o.remove("input");
+                            o.remove("outputs");
+                            o.remove("attempts");
+                        }
+                    }
+                }
+            }
+            let status = serde_json::to_value(report.status)?;
+            ctx.query(
+                "UPDATE chain_executions SET status = ?2, report = ?3, finished_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') WHERE id = ?1",
+                vec![json!(execution_id), status, json!(stored.to_string())],
+            )
+            .await?;
+        }
+
+        let title = row["title"].as_str().unwrap_or(name);
+        let total = report.steps.len();
+        let finished = report
+            .steps
+            .iter()
+            .filter(|s| {
+                matches!(
+                    s.state,
+                    StepState::Done | StepState::FellBack | StepState::Warned | StepState::Skipped
+                )
+            })
+            .count();
+        let outputs: Vec<String> = report
+            .steps
+            .iter()
+            .flat_map(|s| s.outputs.iter())
+            .map(|(k, v)| format!("\n- {k}: {}", short(v)))
+            .collect();
+        let notes: Vec<String> = report
+            .steps
+            .iter()
+            .filter_map(|s| {
+                s.reason.as_ref().map(|r| {
+                    format!(
+                        "\n- {} ({}): {r}",
+                        s.name,
+                        serde_json::to_value(&s.state)
+                            .ok()
+                            .and_then(|v| v.as_str().map(str::to_string))
+                            .unwrap_or_default()
+                    )
+                })
+            })
+            .collect();
+        if report.status == RunStatus::Completed {
+            let mut text = format!(
+                "Chain execution completed successfully.\n\n**Execution Results:**\n- Chain: {title}\n- Duration: {duration}ms\n- Steps Completed: {finished}/{total}\n- Final Status: completed"
+            );
+            if !outputs.is_empty() {
+                text.push_str(&format!("\n\n**Key Outputs:**{}", outputs.concat()));
+            }
+            if !notes.is_empty() {
+                text.push_str(&format!("\n\n**Step Notes:**{}", notes.concat()));
+            }
+            if track {
+                text.push_str(&format!(
+                    "\n\n**Execution ID:** {execution_id} (saved for reference)"
+                ));
+            }
+            return Ok(ToolOutput::Content(vec![
+                json!({ "type": "text", "text": text }),
+            ]));
+        }
+        let status = if report.status == RunStatus::TimedOut {
+            "timed_out"
+        } else {
+            "failed"
+        };
+        let failed = report.steps.iter().find(|s| s.state == StepState::Failed);
+        let mut text = format!(
+            "Chain execution failed.\n\n**Failure Details:**\n- Chain: {title}\n- Duration: {duration}ms\n- Steps Completed: {finished}/{total}\n- Final Status: {status}\n- Failed Step: {}\n- Error: {}",
+            report.failed_step.as_deref().unwrap_or("none (the time limit was reached)"),
+            failed.and_then(|s| s.reason.as_deref()).unwrap_or(if status == "timed_out" { "the chain ran past its time limit" } else { "unknown" }),
+        );
+        if !report.rollbacks.is_empty() {
+            text.push_str("\n\n**Rollback:**");
+            for r in &report.rollbacks {
+                text.push_str(&format!(
+                    "\n- step {}: {}{}",
+                    r.id,
+                    r.outcome,
+                    r.error
+                        .as_ref()
+                        .map(|e| format!(" ({e})"))
+                        .unwrap_or_default()
+                ));
+            }
+        }
+        if !outputs.is_empty() {
+            text.push_str(&format!("\n\n**Partial Results:**{}", outputs.concat()));
+        }
+        if track {
+            text.push_str(&format!("\n\n**Execution ID:** {execution_id}"));
+        }
+        Err(Error::ToolFailed(text))
+    })
+}
+
 /// The toolset's tools.
-pub static TOOLS: [ToolDef; 1] = [ToolDef {
+pub static TOOLS: [ToolDef; 2] = [ToolDef {
     toolset: TOOLSET,
     name: "create_chain",
     title: "Create chain",
@@ -243,6 +467,16 @@ pub static TOOLS: [ToolDef; 1] = [ToolDef {
     output_schema: None,
     timeout_ms: 15_000,
     handler: create_chain,
+}, ToolDef {
+    toolset: TOOLSET,
+    name: "execute_chain",
+    title: "Execute chain",
+    description: "Run a stored chain synchronously with input variables (validated against its input_schema). Steps run in dependency order, with conditions, retries, fallbacks and rollback as defined; progress is reported per step. instruction_set steps ask the client's model through MCP sampling.",
+    annotations: Annotations { read_only: false, destructive: false, idempotent: false, open_world: false },
+    input_schema: include_str!("../../../schema/chains/execute_chain.input.json"),
+    output_schema: None,
+    timeout_ms: 610_000,
+    handler: execute_chain,
 }];
 
 #[cfg(test)]

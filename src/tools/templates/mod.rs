@@ -287,6 +287,93 @@ fn cache_key(row: &Value, vars: &Value, format: &str, secure: bool) -> String {
     format!("template-result:{digest}")
 }
 
+/// A stored, active template with its parsed rules.
+pub struct Stored {
+    row: Value,
+    schema: Schema,
+    defaults: Map<String, Value>,
+}
+
+impl Stored {
+    /// Loads an active template by name; a missing one lists the available templates.
+    pub async fn load(ctx: &dyn ToolContext, name: &str) -> Result<Stored> {
+        let rows = ctx
+            .query(
+                "SELECT id, revision, name, title, category, content, variables_schema, default_values
+                 FROM template_definitions WHERE name = ?1 AND is_active = 1",
+                vec![json!(name)],
+            )
+            .await?;
+        let Some(row) = rows.into_iter().next() else {
+            let available = ctx
+                .query("SELECT name, category FROM template_definitions WHERE is_active = 1 ORDER BY category, name", vec![])
+                .await?;
+            let list: Vec<String> = available
+                .iter()
+                .map(|r| {
+                    format!(
+                        "{} ({})",
+                        r["name"].as_str().unwrap_or(""),
+                        r["category"].as_str().unwrap_or("")
+                    )
+                })
+                .collect();
+            return Err(Error::NoSuchRecord(format!(
+                "Template '{name}' not found. Available templates: {}",
+                list.join(", ")
+            )));
+        };
+        let schema = schema_of(&parse_json_column(&row, "variables_schema")?)?;
+        let defaults = match parse_json_column(&row, "default_values")? {
+            Value::Object(m) => m,
+            _ => Map::new(),
+        };
+        Ok(Stored {
+            row,
+            schema,
+            defaults,
+        })
+    }
+
+    /// The variables the template sees: defaults < context < `variables` (see `engine::variables`).
+    pub fn variables(&self, context_data: &Value, variables: &Value) -> Value {
+        variables::merge(
+            &self.defaults,
+            &self.schema,
+            &context(context_data),
+            variables,
+        )
+    }
+
+    /// Checks variables against the template's rules, naming every failing field.
+    pub fn validate(&self, vars: &Value) -> Result<()> {
+        let errors = variables::validate(vars, &self.schema);
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(Error::ToolFailed(format!(
+                "Template variable validation failed: {}",
+                errors.join("; ")
+            )))
+        }
+    }
+
+    /// Renders leniently into `format`.
+    pub fn render(
+        &self,
+        vars: &Value,
+        format: Format,
+        secure: bool,
+        use_cache: bool,
+    ) -> Result<String> {
+        let template = compiled(&self.row, use_cache)?;
+        let rendered = template
+            .render(vars, RenderOptions::default())
+            .map_err(|e| Error::ToolFailed(format!("Template processing failed: {e}")))?;
+        Ok(output::finish(&rendered, format, secure))
+    }
+}
+
 async fn process(ctx: &dyn ToolContext, args: &Value) -> Result<String> {
     let name = args["template_name"].as_str().unwrap_or_default();
     let opts = args
@@ -302,61 +389,21 @@ async fn process(ctx: &dyn ToolContext, args: &Value) -> Result<String> {
     let use_cache = opt_bool(&opts, "use_cache", true);
     let with_metadata = opt_bool(&opts, "include_metadata", false);
 
-    let rows = ctx
-        .query(
-            "SELECT id, revision, name, title, category, content, variables_schema, default_values
-             FROM template_definitions WHERE name = ?1 AND is_active = 1",
-            vec![json!(name)],
-        )
-        .await?;
-    let Some(row) = rows.into_iter().next() else {
-        let available = ctx
-            .query("SELECT name, category FROM template_definitions WHERE is_active = 1 ORDER BY category, name", vec![])
-            .await?;
-        let list: Vec<String> = available
-            .iter()
-            .map(|r| {
-                format!(
-                    "{} ({})",
-                    r["name"].as_str().unwrap_or(""),
-                    r["category"].as_str().unwrap_or("")
-                )
-            })
-            .collect();
-        return Err(Error::NoSuchRecord(format!(
-            "Template '{name}' not found. Available templates: {}",
-            list.join(", ")
-        )));
-    };
-    let schema = schema_of(&parse_json_column(&row, "variables_schema")?)?;
-    let defaults = match parse_json_column(&row, "default_values")? {
-        Value::Object(m) => m,
-        _ => Map::new(),
-    };
-    let vars = variables::merge(
-        &defaults,
-        &schema,
-        &context(&args["context_data"]),
-        &args["variables"],
-    );
+    let stored = Stored::load(ctx, name).await?;
+    let row = &stored.row;
+    let vars = stored.variables(&args["context_data"], &args["variables"]);
     if opt_bool(&opts, "validate_variables", true) {
-        let errors = variables::validate(&vars, &schema);
-        if !errors.is_empty() {
-            return Err(Error::ToolFailed(format!(
-                "Template variable validation failed: {}",
-                errors.join("; ")
-            )));
-        }
+        stored.validate(&vars)?;
     }
 
-    let key = cache_key(&row, &vars, format_name, secure);
+    let key = cache_key(row, &vars, format_name, secure);
     if use_cache && !with_metadata {
         if let Ok(Some(hit)) = ctx.cache_get(&key).await {
             return Ok(hit);
         }
     }
     let started = clock::now_ms();
-    let template = compiled(&row, use_cache)?;
+    let template = compiled(row, use_cache)?;
     let rendered = template
         .render(&vars, RenderOptions::default())
         .map_err(|e| Error::ToolFailed(format!("Template processing failed: {e}")))?;
