@@ -103,6 +103,18 @@ describe("execute_chain", () => {
     assert.equal(row.status, "completed");
     assert.equal(row.owner, session, "the record is bound to the calling session");
     assert.equal(JSON.parse(row.report).steps[1].outputs.headline, "DANA LEE: ready");
+
+    const status = (await rpc(w.mcpUrl, session, "tools/call", { name: "get_chain_status", arguments: { execution_id: id } })).reply.result.structuredContent;
+    assert.equal(status.status, "completed");
+    assert.equal(status.chain, "approval-flow");
+    assert.deepEqual(status.steps.map((s) => [s.name, s.state, s.attempts]), [["approval", "done", 1], ["headline", "done", 1]]);
+    assert.equal(status.steps_finished, 2);
+    const other = await initialize(w.mcpUrl);
+    const foreign = (await rpc(w.mcpUrl, other.session, "tools/call", { name: "get_chain_status", arguments: { execution_id: id } })).reply.result;
+    assert.equal(foreign.isError, true);
+    assert.match(textOf(foreign), /not found in this session/);
+    const bad = (await rpc(w.mcpUrl, session, "tools/call", { name: "get_chain_status", arguments: { execution_id: "exec-1" } })).reply.result;
+    assert.match(textOf(bad), /\/execution_id/);
   });
 
   test("a failing step fails the chain and rolls back completed steps", async () => {

@@ -24,8 +24,12 @@ test("every listed tool is documented in the README", async () => {
 
 test("every README example call succeeds", async () => {
   const { session } = await initialize(w.mcpUrl);
+  let executionId = "$EXECUTION_ID";
   for (const { name, args } of rows) {
-    const r = (await rpc(w.mcpUrl, session, "tools/call", { name, arguments: args })).reply;
+    // Examples may name the execution an earlier example started.
+    const filled = JSON.parse(JSON.stringify(args).replaceAll("$EXECUTION_ID", executionId));
+    const r = (await rpc(w.mcpUrl, session, "tools/call", { name, arguments: filled })).reply;
+    executionId = r.result?.content?.[0]?.text?.match(/exec-[0-9a-f]{32}/)?.[0] ?? executionId;
     assert.ok(r.result, `${name}: ${JSON.stringify(r)}`);
     assert.notEqual(r.result.isError, true, `${name}: ${JSON.stringify(r.result)}`);
   }

@@ -456,8 +456,66 @@ fn execute_chain(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Resul
     })
 }
 
+fn get_chain_status(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+    Box::pin(async move {
+        let id = args["execution_id"].as_str().unwrap_or_default();
+        // The owner is part of the lookup: another session's execution is indistinguishable from
+        // one that does not exist.
+        let row = ctx
+            .query(
+                "SELECT e.id, c.name AS chain, e.status, e.started_at, e.finished_at, e.report
+                 FROM chain_executions e JOIN execution_chains c ON c.id = e.chain_id
+                 WHERE e.id = ?1 AND e.owner = ?2",
+                vec![json!(id), json!(ctx.session_id())],
+            )
+            .await?
+            .into_iter()
+            .next()
+            .ok_or_else(|| {
+                Error::NoSuchRecord(format!(
+                    "execution {id} not found in this session; use the execution id execute_chain returned here"
+                ))
+            })?;
+        let report: Value = row["report"]
+            .as_str()
+            .and_then(|r| serde_json::from_str(r).ok())
+            .unwrap_or(Value::Null);
+        let steps: Vec<Value> = report["steps"]
+            .as_array()
+            .map(|steps| {
+                steps
+                    .iter()
+                    .map(|s| {
+                        json!({
+                            "id": s["id"], "name": s["name"], "state": s["state"], "reason": s["reason"],
+                            "attempts": s["attempts"].as_array().map_or(0, Vec::len),
+                            "outputs": s.get("outputs").cloned().unwrap_or_else(|| json!({})),
+                        })
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let finished = steps
+            .iter()
+            .filter(|s| !matches!(s["state"].as_str(), Some("pending" | "not_run")))
+            .count();
+        Ok(ToolOutput::Structured(json!({
+            "execution_id": row["id"],
+            "chain": row["chain"],
+            "status": row["status"],
+            "started_at": row["started_at"],
+            "finished_at": row["finished_at"],
+            "steps_finished": finished,
+            "steps_total": steps.len(),
+            "failed_step": report["failed_step"],
+            "steps": steps,
+            "rollbacks": report.get("rollbacks").cloned().unwrap_or_else(|| json!([])),
+        })))
+    })
+}
+
 /// The toolset's tools.
-pub static TOOLS: [ToolDef; 2] = [ToolDef {
+pub static TOOLS: [ToolDef; 3] = [ToolDef {
     toolset: TOOLSET,
     name: "create_chain",
     title: "Create chain",
@@ -477,6 +535,16 @@ pub static TOOLS: [ToolDef; 2] = [ToolDef {
     output_schema: None,
     timeout_ms: 610_000,
     handler: execute_chain,
+}, ToolDef {
+    toolset: TOOLSET,
+    name: "get_chain_status",
+    title: "Get chain status",
+    description: "Show an execution of execute_chain started in this session: status, per-step states, reasons, attempt counts and outputs, and any rollbacks.",
+    annotations: Annotations::READ_ONLY,
+    input_schema: include_str!("../../../schema/chains/get_chain_status.input.json"),
+    output_schema: Some(include_str!("../../../schema/chains/get_chain_status.output.json")),
+    timeout_ms: 10_000,
+    handler: get_chain_status,
 }];
 
 #[cfg(test)]
