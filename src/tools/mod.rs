@@ -7,7 +7,41 @@ pub mod templates;
 
 use serde_json::Value;
 
-use crate::registry::ToolDef;
+use crate::error::{Error, Result};
+use crate::registry::{ToolContext, ToolDef};
+
+/// The error for a named record that does not exist (or is inactive), listing the active ones as
+/// `name (category)` so the caller can pick one. `table` is one of our own table names.
+pub async fn not_found_listing(
+    ctx: &dyn ToolContext,
+    what: &str,
+    name: &str,
+    table: &str,
+) -> Result<Error> {
+    let rows = ctx
+        .query(
+            &format!(
+                "SELECT name, category FROM {table} WHERE is_active = 1 ORDER BY category, name"
+            ),
+            vec![],
+        )
+        .await?;
+    let list: Vec<String> = rows
+        .iter()
+        .map(|r| {
+            format!(
+                "{} ({})",
+                r["name"].as_str().unwrap_or(""),
+                r["category"].as_str().unwrap_or("")
+            )
+        })
+        .collect();
+    Ok(Error::NoSuchRecord(format!(
+        "{what} '{name}' not found. Available {}s: {}",
+        what.to_lowercase(),
+        list.join(", ")
+    )))
+}
 
 /// A boolean option of a tool's options object (`creation_options`, `processing_options`, …),
 /// with the default the tool's schema documents when it is absent.

@@ -15,7 +15,7 @@ use crate::engine::run::{self, RunOptions, RunStatus, StepState};
 use crate::engine::variables;
 use crate::error::{Error, Result};
 use crate::registry::{Annotations, ToolContext, ToolDef, ToolOutput};
-use crate::tools::opt_bool;
+use crate::tools::{not_found_listing, opt_bool};
 
 const TOOLSET: &str = "chains";
 
@@ -270,21 +270,7 @@ fn execute_chain(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Resul
             .query("SELECT id, revision, title, definition FROM execution_chains WHERE name = ?1 AND is_active = 1", vec![json!(name)])
             .await?;
         let Some(row) = rows.into_iter().next() else {
-            let available = ctx.query("SELECT name, category FROM execution_chains WHERE is_active = 1 ORDER BY category, name", vec![]).await?;
-            let list: Vec<String> = available
-                .iter()
-                .map(|r| {
-                    format!(
-                        "{} ({})",
-                        r["name"].as_str().unwrap_or(""),
-                        r["category"].as_str().unwrap_or("")
-                    )
-                })
-                .collect();
-            return Err(Error::NoSuchRecord(format!(
-                "Chain '{name}' not found. Available chains: {}",
-                list.join(", ")
-            )));
+            return Err(not_found_listing(ctx, "Chain", name, "execution_chains").await?);
         };
         let raw: Value = serde_json::from_str(row["definition"].as_str().unwrap_or("null"))?;
         let def: ChainDef = serde_json::from_value(raw.clone())?;

@@ -20,7 +20,7 @@ use crate::engine::template::{RenderOptions, Template};
 use crate::engine::variables::{self, Schema};
 use crate::error::{Error, Result};
 use crate::registry::{Annotations, ToolContext, ToolDef, ToolOutput};
-use crate::tools::opt_bool;
+use crate::tools::{not_found_listing, opt_bool};
 
 const TOOLSET: &str = "templates";
 /// Most compiled templates kept per wasm instance.
@@ -305,23 +305,7 @@ impl Stored {
             )
             .await?;
         let Some(row) = rows.into_iter().next() else {
-            let available = ctx
-                .query("SELECT name, category FROM template_definitions WHERE is_active = 1 ORDER BY category, name", vec![])
-                .await?;
-            let list: Vec<String> = available
-                .iter()
-                .map(|r| {
-                    format!(
-                        "{} ({})",
-                        r["name"].as_str().unwrap_or(""),
-                        r["category"].as_str().unwrap_or("")
-                    )
-                })
-                .collect();
-            return Err(Error::NoSuchRecord(format!(
-                "Template '{name}' not found. Available templates: {}",
-                list.join(", ")
-            )));
+            return Err(not_found_listing(ctx, "Template", name, "template_definitions").await?);
         };
         let schema = schema_of(&parse_json_column(&row, "variables_schema")?)?;
         let defaults = match parse_json_column(&row, "default_values")? {
