@@ -21,6 +21,7 @@ console.log(`  index.js       raw ${kib(js.length)}  gzip ${kib(gzipSync(js, { l
 const pct = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
 
 async function callOnce(url, session, id, name, args) {
+  args = typeof args === "function" ? args(id) : args;
   const t0 = performance.now();
   const res = await post(url, { jsonrpc: "2.0", id, method: "tools/call", params: { name, arguments: args } }, { session, version: "2025-11-25" });
   const body = await res.json();
@@ -44,7 +45,7 @@ async function measure(label, url, sessions, name, args) {
     }),
   );
   const rps = SEQUENTIAL / ((performance.now() - t0) / 1000);
-  console.log(`  ${label.padEnd(34)} p50 ${pct(lat, 50).toFixed(2)} ms  p99 ${pct(lat, 99).toFixed(2)} ms  ${rps.toFixed(0)} rps (${CONCURRENCY} concurrent, ${sessions.length} sessions)`);
+  console.log(`  ${label.padEnd(36)} p50 ${pct(lat, 50).toFixed(2)} ms  p99 ${pct(lat, 99).toFixed(2)} ms  ${rps.toFixed(0)} rps (${CONCURRENCY} concurrent, ${sessions.length} sessions)`);
 }
 
 const w = await startWorker({}, { quiet: true });
@@ -58,6 +59,23 @@ try {
   await measure("process_template html (no cache)", w.mcpUrl, sessions, "process_template", {
     template_name: "corporate-approval-request", variables: approval, processing_options: { output_format: "html", use_cache: false },
   });
+  await measure("create_template (D1 upsert)", w.mcpUrl, sessions, "create_template", (i) => ({
+    template_definition: {
+      name: `bench-${i % 50}`, title: "Bench template", category: "custom", content: "Hi {client.name}, see you in {city|upper}.",
+      variables_schema: { "client.name": { type: "string", required: true }, city: { type: "string" } },
+      usage_examples: [{ name: "one", variables: { client: { name: "A" }, city: "Rome" } }],
+    },
+    creation_options: { overwrite_existing: true },
+  }));
+  const steps = [
+    { id: 1, name: "approval", type: "template_processing", template_id: "corporate-approval-request", input_variables: [], output_variables: ["approval_text"] },
+    { id: 2, name: "headline", type: "data_transformation", input_template: "{traveler_name|upper} to {destination}", input_variables: [], output_variables: ["headline"] },
+  ];
+  await measure("create_chain (plan + refs + upsert)", w.mcpUrl, sessions, "create_chain", (i) => ({
+    chain_definition: { name: `bench-chain-${i % 50}`, title: "Bench chain", category: "custom", steps },
+    creation_options: { overwrite_existing: true },
+  }));
+  await measure("execute_chain (2 steps, recorded)", w.mcpUrl, sessions, "execute_chain", { chain_name: "bench-chain-0", variables: approval });
 } finally {
   await w.stop();
 }
