@@ -149,3 +149,13 @@ describe("execute_chain", () => {
     assert.match(textOf(later), /async_execution is not available yet/);
   });
 });
+
+test("every shipped chain passes create_chain's own checks", async () => {
+  const db = await w.mf.getD1Database("DB");
+  const { results } = await db.prepare("SELECT name, definition FROM execution_chains WHERE name IN ('corporate-booking-workflow', 'mobile-lead-processing', 'client-followup-sequence')").all();
+  assert.equal(results.length, 3);
+  for (const { name, definition } of results) {
+    const r = await create({ ...JSON.parse(definition), name: `${name}-check`.slice(0, 50) });
+    assert.equal(r.isError, undefined, `${name}: ${textOf(r)}`);
+  }
+});

@@ -140,3 +140,36 @@ test("the seed's corporate chain runs end to end, its instruction steps answered
   await transport.terminateSession();
   await client.close();
 });
+
+test("the seed's lead and follow-up chains run end to end with the seed's example inputs", async () => {
+  const { client, transport } = await connect();
+  const { CreateMessageRequestSchema } = await import("@modelcontextprotocol/sdk/types.js");
+  let asked = 0;
+  client.setRequestHandler(CreateMessageRequestSchema, async (req) => {
+    asked++;
+    const keys = req.params.systemPrompt.match(/Its keys: (.*)\.$/)[1].split(", ");
+    return { role: "assistant", model: "test-model", content: { type: "text", text: JSON.stringify(Object.fromEntries(keys.map((k) => [k, `${k} value`]))) } };
+  });
+  const lead = await client.callTool({
+    name: "execute_chain",
+    arguments: {
+      chain_name: "mobile-lead-processing",
+      variables: {
+        raw_lead_message: "[MOBILE] Hey Kim! The Johnsons want a romantic getaway to Santorini for their 10th anniversary. Budget $8,000-$10,000 for 2, late September.",
+        source_channel: "whatsapp",
+        agent_name: "Kim Henderson",
+      },
+    },
+  });
+  assert.equal(lead.isError, undefined, lead.content[0].text);
+  assert.match(lead.content[0].text, /- Steps Completed: 4\/4[\s\S]*- welcome_message: welcome_message value/);
+  const follow = await client.callTool({
+    name: "execute_chain",
+    arguments: { chain_name: "client-followup-sequence", variables: { client_id: "CL-20250601-Johnson", days_since_proposal: 5, last_interaction_type: "email_opened", proposal_tier_interest: "premium" } },
+  });
+  assert.equal(follow.isError, undefined, follow.content[0].text);
+  assert.match(follow.content[0].text, /- engagement_level: medium[\s\S]*- followup_message: followup_message value/);
+  assert.equal(asked, 4 + 2, "every instruction step asked the model once");
+  await transport.terminateSession();
+  await client.close();
+});
