@@ -9,6 +9,7 @@ pub mod edge;
 pub mod engine;
 pub mod error;
 pub mod mcp;
+pub mod random;
 pub mod registry;
 pub mod session;
 pub mod store;

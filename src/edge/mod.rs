@@ -13,6 +13,7 @@ use worker::{Env, Method, Request, Response};
 use crate::error::{Error, Result};
 use crate::mcp::message::Incoming;
 use crate::mcp::version;
+use crate::random;
 use crate::session::{CORRELATION_HEADER, CREATE_HEADER};
 use config::Config;
 use http::header;
@@ -22,12 +23,6 @@ fn valid_session_id(s: &str) -> bool {
     s.len() == 64
         && s.bytes()
             .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-}
-
-fn random_hex(bytes: usize) -> Result<String> {
-    let mut buf = vec![0u8; bytes];
-    getrandom::fill(&mut buf).map_err(|e| Error::Internal(format!("no randomness: {e}")))?;
-    Ok(buf.iter().map(|b| format!("{b:02x}")).collect())
 }
 
 /// Serves `/mcp`. Never fails: every error becomes its JSON-RPC error response.
@@ -109,7 +104,7 @@ async fn post(req: &mut Request, env: &Env, cfg: &Config) -> Result<Response> {
     // Without a session only initialize is allowed; it creates one under a fresh id.
     match Incoming::parse(&body)? {
         Incoming::Request { method, .. } if method == "initialize" => {
-            let session = random_hex(32)?;
+            let session = random::hex(32)?;
             let resp = forward(env, &session, Method::Post, req, Some(body), true).await?;
             if resp.status_code() != 200 {
                 return Ok(resp);
@@ -163,7 +158,7 @@ async fn forward(
     set("mcp-session-id", session)?;
     set(
         CORRELATION_HEADER,
-        &header(req, "cf-ray").map_or_else(|| random_hex(8), Ok)?,
+        &header(req, "cf-ray").map_or_else(|| random::hex(8), Ok)?,
     )?;
     for name in [
         "content-type",

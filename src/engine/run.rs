@@ -151,6 +151,21 @@ pub struct StepReport {
     pub completed: Option<usize>,
 }
 
+impl StepState {
+    /// The state's name, as in reports (`done`, `not_run`, …).
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            StepState::Pending => "pending",
+            StepState::Done => "done",
+            StepState::Skipped => "skipped",
+            StepState::Warned => "warned",
+            StepState::FellBack => "fell_back",
+            StepState::Failed => "failed",
+            StepState::NotRun => "not_run",
+        }
+    }
+}
+
 /// How the chain ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -161,6 +176,17 @@ pub enum RunStatus {
     Failed,
     /// The deadline passed.
     TimedOut,
+}
+
+impl RunStatus {
+    /// The status's name, as in reports and `chain_executions.status`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Completed => "completed",
+            RunStatus::Failed => "failed",
+            RunStatus::TimedOut => "timed_out",
+        }
+    }
 }
 
 /// One rollback's outcome.

@@ -18,6 +18,7 @@ use worker::web_sys::AbortSignal;
 use worker::Delay;
 
 use super::Core;
+use crate::engine::expr::num;
 use crate::error::{Error, Result};
 use crate::mcp::logging::LogLevel;
 use crate::mcp::message::{notification, server_request, RequestId};
@@ -191,9 +192,9 @@ impl ToolContext for Call {
             return;
         }
         self.last_progress.set(Some(progress));
-        let mut params = json!({ "progressToken": token, "progress": number(progress) });
+        let mut params = json!({ "progressToken": token, "progress": num(progress) });
         if let Some(t) = total {
-            params["total"] = number(t);
+            params["total"] = num(t);
         }
         if let Some(m) = message {
             params["message"] = json!(m);
@@ -274,16 +275,6 @@ impl ToolContext for Call {
 
     fn sleep(&self, ms: u32) -> LocalBoxFuture<'_, ()> {
         Box::pin(Delay::from(Duration::from_millis(u64::from(ms))))
-    }
-}
-
-/// A JSON number that prints whole values as integers (`50`, not `50.0`).
-fn number(x: f64) -> Value {
-    const EXACT: f64 = 9_007_199_254_740_992.0;
-    if x.fract() == 0.0 && x.abs() < EXACT {
-        json!(x as i64)
-    } else {
-        json!(x)
     }
 }
 

@@ -10,6 +10,18 @@ use serde_json::Value;
 use crate::error::{Error, Result};
 use crate::registry::{ToolContext, ToolDef};
 
+/// Refuses with every problem found (`"<what>: a; b"`), or passes when there are none.
+pub fn refuse_if_any(what: &str, problems: &[String]) -> Result<()> {
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::ToolFailed(format!(
+            "{what}: {}",
+            problems.join("; ")
+        )))
+    }
+}
+
 /// The error for a named record that does not exist (or is inactive), listing the active ones as
 /// `name (category)` so the caller can pick one. `table` is one of our own table names.
 pub async fn not_found_listing(

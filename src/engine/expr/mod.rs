@@ -165,7 +165,7 @@ impl Program {
 }
 
 /// A number as JSON: whole values become integers, so `2` prints as `2`, not `2.0`.
-pub(crate) fn num(n: f64) -> Value {
+pub fn num(n: f64) -> Value {
     const EXACT: f64 = 9_007_199_254_740_992.0;
     if n.fract() == 0.0 && n.abs() < EXACT {
         Value::from(n as i64)

@@ -347,3 +347,22 @@ fn the_deadline_stops_new_steps() {
     assert_eq!(state_of(&r, "c"), StepState::NotRun);
     assert_eq!(*host.rollbacks.borrow(), vec!["b", "a"]);
 }
+
+#[test]
+fn state_names_match_the_serialized_reports() {
+    use serde_json::to_value;
+    for s in [
+        StepState::Pending,
+        StepState::Done,
+        StepState::Skipped,
+        StepState::Warned,
+        StepState::FellBack,
+        StepState::Failed,
+        StepState::NotRun,
+    ] {
+        assert_eq!(to_value(&s).unwrap(), json!(s.as_str()));
+    }
+    for s in [RunStatus::Completed, RunStatus::Failed, RunStatus::TimedOut] {
+        assert_eq!(to_value(s).unwrap(), json!(s.as_str()));
+    }
+}

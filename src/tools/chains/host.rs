@@ -240,14 +240,10 @@ impl StepHost for ChainHost<'_> {
             return;
         }
         self.finished.set(self.finished.get() + 1);
-        let state = serde_json::to_value(&report.state)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_string))
-            .unwrap_or_default();
         self.ctx.progress(
             self.finished.get() as f64,
             Some(self.total as f64),
-            Some(&format!("{}: {state}", report.name)),
+            Some(&format!("{}: {}", report.name, report.state.as_str())),
         );
     }
 }

@@ -14,8 +14,9 @@ use crate::engine::chain::{self, ChainDef, StepType};
 use crate::engine::run::{self, RunOptions, RunStatus, StepState};
 use crate::engine::variables;
 use crate::error::{Error, Result};
+use crate::random;
 use crate::registry::{Annotations, ToolContext, ToolDef, ToolOutput};
-use crate::tools::{not_found_listing, opt_bool};
+use crate::tools::{not_found_listing, opt_bool, refuse_if_any};
 
 const TOOLSET: &str = "chains";
 
@@ -147,12 +148,7 @@ fn create_chain(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result
                     no_templates.join(", ")
                 ));
             }
-            if !problems.is_empty() {
-                return Err(Error::ToolFailed(format!(
-                    "Reference validation failed: {}",
-                    problems.join("; ")
-                )));
-            }
+            refuse_if_any("Reference validation failed", &problems)?;
         }
 
         let category = raw["category"].as_str().unwrap_or_default();
@@ -236,12 +232,6 @@ fn create_chain(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result
     })
 }
 
-fn random_hex(bytes: usize) -> Result<String> {
-    let mut buf = vec![0u8; bytes];
-    getrandom::fill(&mut buf).map_err(|e| Error::Internal(format!("no randomness: {e}")))?;
-    Ok(buf.iter().map(|b| format!("{b:02x}")).collect())
-}
-
 fn short(v: &Value) -> String {
     let text = match v {
         Value::String(s) => s.clone(),
@@ -291,13 +281,10 @@ fn execute_chain(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Resul
             })?;
             vars = variables::merge(&Map::new(), &rules, &json!({}), &vars);
             if !opt_bool(&opts, "skip_validation", false) {
-                let errors = variables::validate(&vars, &rules);
-                if !errors.is_empty() {
-                    return Err(Error::ToolFailed(format!(
-                        "Variable validation failed: {}",
-                        errors.join("; ")
-                    )));
-                }
+                refuse_if_any(
+                    "Variable validation failed",
+                    &variables::validate(&vars, &rules),
+                )?;
             }
         }
 
@@ -316,10 +303,10 @@ fn execute_chain(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Resul
             rollback: opt_bool(&opts, "rollback_on_failure", true)
                 && opt_bool(&config, "rollback_enabled", true),
             max_execution_ms: limit,
-            jitter_seed: u64::from_str_radix(&random_hex(8)?, 16).unwrap_or(1),
+            jitter_seed: u64::from_str_radix(&random::hex(8)?, 16).unwrap_or(1),
         };
         let track = opt_bool(&opts, "track_progress", true);
-        let execution_id = format!("exec-{}", random_hex(16)?);
+        let execution_id = format!("exec-{}", random::hex(16)?);
         if track {
             ctx.query(
                 "INSERT INTO chain_executions (id, chain_id, chain_revision, owner, status, variables) VALUES (?1, ?2, ?3, ?4, 'running', ?5)",
@@ -346,10 +333,9 @@ fn execute_chain(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Resul
                     }
                 }
             }
-            let status = serde_json::to_value(report.status)?;
             ctx.query(
                 "UPDATE chain_executions SET status = ?2, report = ?3, finished_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') WHERE id = ?1",
-                vec![json!(execution_id), status, json!(stored.to_string())],
+                vec![json!(execution_id), json!(report.status.as_str()), json!(stored.to_string())],
             )
             .await?;
         }
@@ -376,16 +362,9 @@ fn execute_chain(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Resul
             .steps
             .iter()
             .filter_map(|s| {
-                s.reason.as_ref().map(|r| {
-                    format!(
-                        "\n- {} ({}): {r}",
-                        s.name,
-                        serde_json::to_value(&s.state)
-                            .ok()
-                            .and_then(|v| v.as_str().map(str::to_string))
-                            .unwrap_or_default()
-                    )
-                })
+                s.reason
+                    .as_ref()
+                    .map(|r| format!("\n- {} ({}): {r}", s.name, s.state.as_str()))
             })
             .collect();
         if report.status == RunStatus::Completed {
@@ -407,11 +386,7 @@ fn execute_chain(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Resul
                 json!({ "type": "text", "text": text }),
             ]));
         }
-        let status = if report.status == RunStatus::TimedOut {
-            "timed_out"
-        } else {
-            "failed"
-        };
+        let status = report.status.as_str();
         let failed = report.steps.iter().find(|s| s.state == StepState::Failed);
         let mut text = format!(
             "Chain execution failed.\n\n**Failure Details:**\n- Chain: {title}\n- Duration: {duration}ms\n- Steps Completed: {finished}/{total}\n- Final Status: {status}\n- Failed Step: {}\n- Error: {}",

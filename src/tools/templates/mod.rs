@@ -20,7 +20,7 @@ use crate::engine::template::{RenderOptions, Template};
 use crate::engine::variables::{self, Schema};
 use crate::error::{Error, Result};
 use crate::registry::{Annotations, ToolContext, ToolDef, ToolOutput};
-use crate::tools::{not_found_listing, opt_bool};
+use crate::tools::{not_found_listing, opt_bool, refuse_if_any};
 
 const TOOLSET: &str = "templates";
 /// Most compiled templates kept per wasm instance.
@@ -131,13 +131,10 @@ fn create_template(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Res
             }
         }
         if opt_bool(&opts, "validate_security", true) {
-            let issues = output::security_issues(content);
-            if !issues.is_empty() {
-                return Err(Error::ToolFailed(format!(
-                    "Template security validation failed: {}",
-                    issues.join("; ")
-                )));
-            }
+            refuse_if_any(
+                "Template security validation failed",
+                &output::security_issues(content),
+            )?;
         }
         let examples = def
             .get("usage_examples")
@@ -331,15 +328,10 @@ impl Stored {
 
     /// Checks variables against the template's rules, naming every failing field.
     pub fn validate(&self, vars: &Value) -> Result<()> {
-        let errors = variables::validate(vars, &self.schema);
-        if errors.is_empty() {
-            Ok(())
-        } else {
-            Err(Error::ToolFailed(format!(
-                "Template variable validation failed: {}",
-                errors.join("; ")
-            )))
-        }
+        refuse_if_any(
+            "Template variable validation failed",
+            &variables::validate(vars, &self.schema),
+        )
     }
 
     /// Renders leniently into `format`.
