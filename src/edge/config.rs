@@ -36,6 +36,11 @@ pub struct Config {
     /// The standalone GET stream is closed after this many seconds, with a `retry:` so the client
     /// reconnects and resumes (`SSE_MAX_STREAM_SECONDS`, default 300).
     pub max_stream_secs: u32,
+    /// A tracked job (a chain execution) whose run has not renewed its lease for this long is
+    /// taken as interrupted: resumed when it runs in the background, abandoned and rolled back when
+    /// it ran inside a call that ended (`JOB_LEASE_SECONDS`, default 30). Runs renew it every third
+    /// of that.
+    pub job_lease_secs: u32,
 }
 
 impl Config {
@@ -70,6 +75,7 @@ impl Config {
             client_request_timeout_ms: num("CLIENT_REQUEST_TIMEOUT_MS", 120_000),
             keepalive_secs: num("SSE_KEEPALIVE_SECONDS", 15),
             max_stream_secs: num("SSE_MAX_STREAM_SECONDS", 300),
+            job_lease_secs: num("JOB_LEASE_SECONDS", 30),
         }
     }
 

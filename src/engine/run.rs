@@ -12,13 +12,14 @@
 //!   `fallback` runs the `fallback_step` in its place (its failure fails the chain).
 //! - Past the deadline no further step starts and the chain ends `timed_out`.
 //! - A chain that ends `failed` or `timed_out` with rollback enabled runs the `rollback_action` of
-//!   its completed steps in reverse completion order; each rollback failure is reported.
+//!   its completed steps in reverse completion order (a `database_operation` step is always undone,
+//!   with or without one); each rollback failure is reported.
 
 use futures::future::{join_all, select, Either, LocalBoxFuture};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use super::chain::{OnFailure, Plan, PlannedStep, StepDef};
+use super::chain::{OnFailure, Plan, PlannedStep, StepDef, StepType};
 use super::expr::{truthy, Limits};
 use super::template::RenderOptions;
 
@@ -454,7 +455,7 @@ pub async fn run(plan: &Plan, inputs: Value, host: &dyn StepHost, opts: RunOptio
         done.sort_by_key(|&i| std::cmp::Reverse(reports[i].completed));
         for i in done {
             let step = &plan.steps[i].def;
-            if step.rollback_action.is_none() {
+            if step.rollback_action.is_none() && step.kind != StepType::DatabaseOperation {
                 continue;
             }
             let mut outcome = host.rollback_step(step, &reports[i].outputs).await;

@@ -1,22 +1,81 @@
-//! What a tool handler may use while it runs: storage, the session, and the caller's stream.
+//! What a tool handler may use while it runs: the platform (storage, outbound HTTP, other tools,
+//! background jobs) and the caller (progress, logging, questions to the client).
 //!
-//! Handlers see only this trait, never worker types, so tool logic stays in the pure core and the
-//! edge layer (`src/session/`) decides how each service is provided.
+//! Handlers see only these traits, never worker types, so tool logic stays in the pure core and the
+//! edge layer (`src/session/`) decides how each service is provided. The platform is the same for a
+//! call answered to a client and for a background job; the caller part differs (a background job
+//! has nobody to report progress to or to ask).
 
 use futures::future::LocalBoxFuture;
 use serde_json::Value;
 
+use super::Registry;
 use crate::error::Result;
 use crate::mcp::logging::LogLevel;
 
-/// Services available to a tool handler during one call.
-pub trait ToolContext {
+/// One D1 statement of a [`Platform::batch`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Statement {
+    /// SQL with `?1`, `?2`, … placeholders.
+    pub sql: String,
+    /// The values bound to them.
+    pub params: Vec<Value>,
+}
+
+impl Statement {
+    /// A statement.
+    pub fn new(sql: impl Into<String>, params: Vec<Value>) -> Self {
+        Statement {
+            sql: sql.into(),
+            params,
+        }
+    }
+}
+
+/// An outbound HTTP request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outbound {
+    /// `GET`, `POST`, …
+    pub method: &'static str,
+    /// Absolute URL.
+    pub url: String,
+    /// Request headers.
+    pub headers: Vec<(String, String)>,
+    /// Request body.
+    pub body: Option<String>,
+}
+
+/// An HTTP response to an [`Outbound`] request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Inbound {
+    /// Status code.
+    pub status: u16,
+    /// Body text.
+    pub body: String,
+}
+
+/// How a tracked job runs (see [`Platform::job_start`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JobMode {
+    /// Inside the tool call that started it. If its lease lapses (the call was cancelled or the
+    /// instance was reset), the session abandons it through the toolset's job hooks.
+    Attached,
+    /// In the background, started at once and driven by the session's alarm: if its lease lapses,
+    /// the session resumes it.
+    Background,
+}
+
+/// Services of this server that do not depend on who is calling.
+pub trait Platform {
     /// Runs a D1 query and returns its rows as JSON objects. Parameters bind `?1`, `?2`, ….
     fn query<'a>(
         &'a self,
         sql: &'a str,
         params: Vec<Value>,
     ) -> LocalBoxFuture<'a, Result<Vec<Value>>>;
+
+    /// Runs D1 statements as one transaction (all or none) and returns each one's rows.
+    fn batch(&self, statements: Vec<Statement>) -> LocalBoxFuture<'_, Result<Vec<Vec<Value>>>>;
 
     /// Reads a cached text (KV, eventually consistent, shared by all sessions).
     fn cache_get<'a>(&'a self, key: &'a str) -> LocalBoxFuture<'a, Result<Option<String>>>;
@@ -34,6 +93,50 @@ pub trait ToolContext {
 
     /// Writes a value of this session's state (Durable Object storage).
     fn session_set(&self, key: &str, value: &str) -> Result<()>;
+
+    /// The MCP session this call belongs to; records a tool keeps for the caller are bound to it.
+    fn session_id(&self) -> String;
+
+    /// A deployment setting or secret (wrangler vars and secrets), when set.
+    fn setting(&self, name: &str) -> Option<String>;
+
+    /// Sends an HTTP request to another service.
+    fn fetch(&self, request: Outbound) -> LocalBoxFuture<'_, Result<Inbound>>;
+
+    /// Records an event (`tool_call`, `tool_result`, `error`) on the session's event stream.
+    fn emit(&self, event: &str, data: Value);
+
+    /// The tools of this deployment, for tools that call other tools.
+    fn registry(&self) -> &Registry;
+
+    /// Waits without blocking the session's other requests.
+    fn sleep(&self, ms: u32) -> LocalBoxFuture<'_, ()>;
+
+    /// Tracks a job of `kind` (a toolset's job hook name) under a lease that
+    /// [`Platform::job_heartbeat`] renews. A [`JobMode::Background`] job is started at once.
+    fn job_start<'a>(
+        &'a self,
+        kind: &'a str,
+        id: &'a str,
+        mode: JobMode,
+    ) -> LocalBoxFuture<'a, Result<()>>;
+
+    /// Renews a job's lease. False when the job has been asked to stop ([`Platform::job_stop`]) or
+    /// is no longer tracked: the job should end at its next safe point.
+    fn job_heartbeat(&self, id: &str) -> Result<bool>;
+
+    /// Stops tracking a job (it finished, paused or was cancelled).
+    fn job_finish(&self, id: &str) -> Result<()>;
+
+    /// Asks a running job to stop. True when it is running and will see the request at its next
+    /// heartbeat; false when no run of it is under way.
+    fn job_stop(&self, id: &str) -> Result<bool>;
+}
+
+/// Services available to a tool handler during one call.
+pub trait ToolContext {
+    /// The caller-independent services.
+    fn platform(&self) -> &dyn Platform;
 
     /// Reports progress to the caller. Ignored when the call carried no `progressToken`, and when
     /// `progress` does not increase (the specification requires strictly increasing values).
@@ -55,14 +158,43 @@ pub trait ToolContext {
     /// (MCP 2025-11-25 stream polling, SEP-1699). For long calls that should not pin a connection.
     fn end_connection(&self);
 
-    /// The MCP session this call belongs to; records a tool keeps for the caller are bound to it.
-    fn session_id(&self) -> String;
-
-    /// The capabilities the client declared in `initialize`.
+    /// The capabilities of the client that can be asked right now ([`ToolContext::ask_client`]):
+    /// what it declared in `initialize`, or nothing for a background job.
     fn client_capabilities(&self) -> Value;
 
-    /// Waits without blocking the session's other requests.
-    fn sleep(&self, ms: u32) -> LocalBoxFuture<'_, ()>;
+    /// See [`Platform::query`].
+    fn query<'a>(
+        &'a self,
+        sql: &'a str,
+        params: Vec<Value>,
+    ) -> LocalBoxFuture<'a, Result<Vec<Value>>> {
+        self.platform().query(sql, params)
+    }
+
+    /// See [`Platform::cache_get`].
+    fn cache_get<'a>(&'a self, key: &'a str) -> LocalBoxFuture<'a, Result<Option<String>>> {
+        self.platform().cache_get(key)
+    }
+
+    /// See [`Platform::cache_put`].
+    fn cache_put<'a>(
+        &'a self,
+        key: &'a str,
+        value: &'a str,
+        ttl_secs: u64,
+    ) -> LocalBoxFuture<'a, Result<()>> {
+        self.platform().cache_put(key, value, ttl_secs)
+    }
+
+    /// See [`Platform::session_id`].
+    fn session_id(&self) -> String {
+        self.platform().session_id()
+    }
+
+    /// See [`Platform::sleep`].
+    fn sleep(&self, ms: u32) -> LocalBoxFuture<'_, ()> {
+        self.platform().sleep(ms)
+    }
 }
 
 /// What a handler returns.

@@ -12,27 +12,21 @@ use crate::error::{Error, Result};
 pub struct CallOutcome {
     /// The `CallToolResult` to send.
     pub result: Value,
-    /// `ok`, `invalid_arguments`, `timeout` or `tool_error`.
+    /// `ok`, `invalid_arguments`, `timeout`, `unavailable` (storage, internal or client faults: worth
+    /// another try) or `tool_error`.
     pub outcome: &'static str,
     /// Wall time of the call in milliseconds.
     pub duration_ms: f64,
 }
 
-/// Where the executor records `tool_call`, `tool_result` and `error` events (the session event log and
-/// its live stream).
-pub type EventSink<'a> = &'a dyn Fn(&str, Value);
-
-/// Executes `tool` with `args`. Never fails: every failure becomes an `isError: true` result whose text
+/// Executes `tool` with `args`, recording `tool_call`, `tool_result` and `error` events on the
+/// session's event stream. Never fails: every failure becomes an `isError: true` result whose text
 /// says what went wrong and what to do, because MCP reports tool failures to the model, not as
 /// protocol errors (2025-11-25, SEP-1303).
-pub async fn execute(
-    tool: &Tool,
-    ctx: &dyn ToolContext,
-    args: Value,
-    events: EventSink<'_>,
-) -> CallOutcome {
+pub async fn execute(tool: &Tool, ctx: &dyn ToolContext, args: Value) -> CallOutcome {
     let started = clock::now_ms();
     let name = tool.def.name;
+    let events = |event: &str, data: Value| ctx.platform().emit(event, data);
     events("tool_call", json!({ "tool": name, "arguments": args }));
 
     let outcome = match tool.check_input(&args) {
@@ -67,6 +61,7 @@ pub async fn execute(
             let label = match e {
                 Error::InvalidArguments(_) => "invalid_arguments",
                 Error::Timeout(_) => "timeout",
+                Error::Storage(_) | Error::Internal(_) | Error::Client(_) => "unavailable",
                 _ => "tool_error",
             };
             let text = e.public_message();

@@ -22,8 +22,7 @@ use crate::engine::expr::num;
 use crate::error::{Error, Result};
 use crate::mcp::logging::LogLevel;
 use crate::mcp::message::{notification, server_request, RequestId};
-use crate::registry::ToolContext;
-use crate::store::d1;
+use crate::registry::{Platform, ToolContext};
 
 /// How a request's reply starts.
 pub enum First {
@@ -134,49 +133,8 @@ impl Call {
 }
 
 impl ToolContext for Call {
-    fn query<'a>(
-        &'a self,
-        sql: &'a str,
-        params: Vec<Value>,
-    ) -> LocalBoxFuture<'a, Result<Vec<Value>>> {
-        Box::pin(async move { d1::query(&self.core.db_binding()?, sql, &params).await })
-    }
-
-    fn cache_get<'a>(&'a self, key: &'a str) -> LocalBoxFuture<'a, Result<Option<String>>> {
-        Box::pin(async move {
-            self.core
-                .cache()?
-                .get(key)
-                .text()
-                .await
-                .map_err(|e| Error::Storage(format!("KV get: {e}")))
-        })
-    }
-
-    fn cache_put<'a>(
-        &'a self,
-        key: &'a str,
-        value: &'a str,
-        ttl_secs: u64,
-    ) -> LocalBoxFuture<'a, Result<()>> {
-        Box::pin(async move {
-            self.core
-                .cache()?
-                .put(key, value)
-                .map_err(|e| Error::Storage(format!("KV put: {e}")))?
-                .expiration_ttl(ttl_secs.max(60))
-                .execute()
-                .await
-                .map_err(|e| Error::Storage(format!("KV put: {e}")))
-        })
-    }
-
-    fn session_get(&self, key: &str) -> Result<Option<String>> {
-        self.core.db.get(&format!("tool:{key}"))
-    }
-
-    fn session_set(&self, key: &str, value: &str) -> Result<()> {
-        self.core.db.set(&format!("tool:{key}"), value)
+    fn platform(&self) -> &dyn Platform {
+        &*self.core
     }
 
     fn progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) {
@@ -265,16 +223,8 @@ impl ToolContext for Call {
         }
     }
 
-    fn session_id(&self) -> String {
-        self.core.session.clone()
-    }
-
     fn client_capabilities(&self) -> Value {
         self.core.client_capabilities()
-    }
-
-    fn sleep(&self, ms: u32) -> LocalBoxFuture<'_, ()> {
-        Box::pin(Delay::from(Duration::from_millis(u64::from(ms))))
     }
 }
 

@@ -35,6 +35,7 @@ pub struct Hub {
     inflight: RefCell<HashMap<String, Vec<(u64, AbortHandle)>>>,
     next_token: std::cell::Cell<u64>,
     pending: RefCell<HashMap<String, oneshot::Sender<ClientAnswer>>>,
+    jobs: RefCell<HashMap<String, AbortHandle>>,
 }
 
 impl Hub {
@@ -135,8 +136,30 @@ impl Hub {
         }
     }
 
-    /// Drops every connection, waiter and in-flight call (the session is being deleted).
+    /// Registers a background job's run in this instance; false when one is already running here.
+    pub fn job_begin(&self, id: &str, handle: AbortHandle) -> bool {
+        let mut jobs = self.jobs.borrow_mut();
+        if jobs.contains_key(id) {
+            return false;
+        }
+        jobs.insert(id.to_string(), handle);
+        true
+    }
+
+    /// Forgets a finished background run.
+    pub fn job_end(&self, id: &str) {
+        self.jobs.borrow_mut().remove(id);
+    }
+
+    /// Whether a background run of `id` is under way in this instance.
+    pub fn job_is_live(&self, id: &str) -> bool {
+        self.jobs.borrow().contains_key(id)
+    }
+
+    /// Drops every connection, waiter, in-flight call and background run (the session is being
+    /// deleted).
     pub fn shut_down(&self) {
+        self.jobs.borrow_mut().drain().for_each(|(_, h)| h.abort());
         self.inflight
             .borrow_mut()
             .drain()

@@ -6,14 +6,16 @@
 
 mod call;
 mod hub;
+mod jobs;
 mod methods;
+mod platform;
 mod stream;
 
 use std::cell::RefCell;
-use std::rc::Rc;
+use std::rc::{Rc, Weak};
 
 use futures::channel::mpsc::unbounded;
-use futures::future::{AbortHandle, Abortable};
+use futures::future::{join_all, AbortHandle, Abortable};
 use serde_json::{json, Value};
 use worker::{durable_object, DurableObject, Env, Method, Request, Response, State};
 
@@ -50,6 +52,10 @@ pub struct Core {
     cfg: Config,
     registry: Rc<Registry>,
     hub: Hub,
+    /// The object's state, for alarms.
+    state: State,
+    /// This core, for work it starts that outlives the request (background jobs).
+    me: Weak<Core>,
 }
 
 impl Core {
@@ -163,8 +169,11 @@ impl DurableObject for Session {
     }
 
     async fn alarm(&self) -> worker::Result<Response> {
-        if let Err(e) = self.housekeeping().await {
-            worker::console_error!("session alarm: {e}");
+        match self.on_alarm().await {
+            Ok(runs) => {
+                join_all(runs).await;
+            }
+            Err(e) => worker::console_error!("session alarm: {e}"),
         }
         Response::empty()
     }
@@ -176,13 +185,21 @@ impl Session {
             return Ok(core.clone());
         }
         let cfg = Config::from_env(&self.env);
-        let core = Rc::new(Core {
+        let db = SessionDb::open(self.state.storage().sql())?;
+        let registry = registry(cfg.catalog)?;
+        let core = Rc::new_cyclic(|me| Core {
             session: self.state.id().name().unwrap_or_default(),
             env: self.env.clone(),
-            db: SessionDb::open(self.state.storage().sql())?,
-            registry: registry(cfg.catalog)?,
+            db,
+            registry,
             cfg,
             hub: Hub::default(),
+            state: State::from(worker::wasm_bindgen::JsCast::unchecked_into::<
+                worker::worker_sys::DurableObjectState,
+            >(worker::wasm_bindgen::JsValue::from(
+                self.state.as_raw(),
+            ))),
+            me: me.clone(),
         });
         *self.core.borrow_mut() = Some(core.clone());
         Ok(core)
@@ -337,12 +354,7 @@ impl Session {
             let Some(tool) = core2.registry.get(&name) else {
                 return;
             };
-            let sink = |event: &str, data: Value| {
-                if let Err(e) = core2.publish(STANDALONE, event, &data.to_string()) {
-                    worker::console_error!("event not logged: {e}");
-                }
-            };
-            let run = Abortable::new(execute(tool, &call, args, &sink), registration).await;
+            let run = Abortable::new(execute(tool, &call, args), registration).await;
             core2.hub.untrack(&key, ticket);
             let (reply, outcome, ms) = match run {
                 Ok(done) => (
@@ -436,12 +448,15 @@ impl Session {
         if core.db.get("created_at")?.is_none() {
             return Err(Error::SessionNotFound);
         }
-        core.hub.shut_down();
-        self.end().await?;
+        self.end(core).await?;
         Ok(Response::empty()?.with_status(204))
     }
 
-    async fn end(&self) -> Result<()> {
+    /// Ends the session: its toolsets close what they keep open for it (executions), then its
+    /// connections, calls and jobs stop and its storage and alarm are deleted.
+    async fn end(&self, core: &Rc<Core>) -> Result<()> {
+        jobs::session_ending(core).await;
+        core.hub.shut_down();
         let storage = self.state.storage();
         storage.delete_alarm().await.map_err(Error::from)?;
         storage.delete_all().await.map_err(Error::from)?;
@@ -449,30 +464,38 @@ impl Session {
         Ok(())
     }
 
-    /// Alarm work: prune the event log; delete the session once it has been idle too long.
-    async fn housekeeping(&self) -> Result<()> {
+    /// Alarm work: the job watchdog (whose resumed runs the alarm then awaits), pruning the event
+    /// log, and deleting the session once it has been idle too long with no job running.
+    async fn on_alarm(&self) -> Result<Vec<futures::future::LocalBoxFuture<'static, ()>>> {
         let core = self.core()?;
         let Some(last_seen) = core.db.get("last_seen")? else {
-            return Ok(());
+            return Ok(Vec::new());
         };
+        let runs = jobs::lapsed(&core).await?;
         let now = clock::now_ms() as i64;
         let idle_ms = now - last_seen.parse::<i64>().unwrap_or(0);
-        if idle_ms > i64::from(core.cfg.session_idle_secs) * 1000 {
-            core.hub.shut_down();
-            return self.end().await;
+        if idle_ms > i64::from(core.cfg.session_idle_secs) * 1000
+            && runs.is_empty()
+            && core.db.next_lease_end()?.is_none()
+        {
+            self.end(&core).await?;
+            return Ok(Vec::new());
         }
         core.db.prune(
             now - i64::from(core.cfg.event_retention_secs) * 1000,
             i64::from(core.cfg.event_log_max),
         )?;
-        self.schedule_housekeeping(&core).await
+        self.schedule_housekeeping(&core).await?;
+        Ok(runs)
     }
 
+    /// Sets the alarm for the next housekeeping, or earlier when a job's lease ends first.
     async fn schedule_housekeeping(&self, core: &Core) -> Result<()> {
-        let offset_ms = i64::from(core.cfg.housekeeping_secs) * 1000;
+        let next = clock::now_ms() as i64 + i64::from(core.cfg.housekeeping_secs) * 1000;
+        let at = core.watchdog_at()?.map_or(next, |w| w.min(next));
         self.state
             .storage()
-            .set_alarm(offset_ms)
+            .set_alarm(at - clock::now_ms() as i64)
             .await
             .map_err(Error::from)
     }

@@ -31,3 +31,26 @@ pub async fn query(db: &D1Database, sql: &str, params: &[Value]) -> Result<Vec<V
         .results::<Value>()
         .map_err(|e| Error::Storage(format!("D1 rows did not decode: {e}")))
 }
+
+/// Runs statements as one D1 batch: a single transaction, so either all apply or none does.
+pub async fn batch(
+    db: &D1Database,
+    statements: &[(String, Vec<Value>)],
+) -> Result<Vec<Vec<Value>>> {
+    let mut prepared = Vec::with_capacity(statements.len());
+    for (sql, params) in statements {
+        let args: Vec<JsValue> = params.iter().map(bind_value).collect();
+        prepared.push(db.prepare(sql.as_str()).bind(&args).map_err(Error::from)?);
+    }
+    let results = db
+        .batch(prepared)
+        .await
+        .map_err(|e| Error::Storage(format!("D1 batch failed: {e}")))?;
+    results
+        .iter()
+        .map(|r| {
+            r.results::<Value>()
+                .map_err(|e| Error::Storage(format!("D1 rows did not decode: {e}")))
+        })
+        .collect()
+}

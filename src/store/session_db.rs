@@ -18,7 +18,34 @@ const SCHEMA: &[&str] = &[
         data TEXT NOT NULL,
         at INTEGER NOT NULL)",
     "CREATE INDEX IF NOT EXISTS events_by_stream ON events (stream, seq)",
+    "CREATE TABLE IF NOT EXISTS jobs (
+        id TEXT PRIMARY KEY,
+        kind TEXT NOT NULL,
+        background INTEGER NOT NULL,
+        lease_until INTEGER NOT NULL,
+        stop INTEGER NOT NULL DEFAULT 0)",
 ];
+
+/// A tracked job (see `registry::Platform::job_start`).
+#[derive(Debug, Clone, Deserialize)]
+pub struct Job {
+    /// The job's id (an execution id).
+    pub id: String,
+    /// Which toolset hook runs it.
+    pub kind: String,
+    /// 1 for background jobs, 0 for jobs attached to a call.
+    pub background: i64,
+}
+
+#[derive(Deserialize)]
+struct StopRow {
+    stop: i64,
+}
+
+#[derive(Deserialize)]
+struct LeaseRow {
+    lease_until: Option<i64>,
+}
 
 /// One logged SSE event.
 #[derive(Debug, Clone, Deserialize)]
@@ -166,5 +193,87 @@ impl SessionDb {
             .and_then(|c| c.to_array::<serde_json::Value>())
             .map(drop)
             .map_err(storage_err("prune events"))
+    }
+
+    /// Starts tracking a job whose lease ends at `lease_until` (ms). A job with this id that is
+    /// already tracked is replaced (a resumed execution starts a new run).
+    pub fn job_insert(
+        &self,
+        kind: &str,
+        id: &str,
+        background: bool,
+        lease_until: i64,
+    ) -> Result<()> {
+        self.sql
+            .exec(
+                "INSERT INTO jobs (id, kind, background, lease_until) VALUES (?, ?, ?, ?)
+                 ON CONFLICT (id) DO UPDATE SET kind = excluded.kind, background = excluded.background,
+                   lease_until = excluded.lease_until, stop = 0",
+                vec![
+                    id.into(),
+                    kind.into(),
+                    SqlStorageValue::Integer(i64::from(background)),
+                    SqlStorageValue::Integer(lease_until),
+                ],
+            )
+            .and_then(|c| c.to_array::<serde_json::Value>())
+            .map(drop)
+            .map_err(storage_err("start job"))
+    }
+
+    /// Renews a job's lease; `None` when the job is not tracked, else whether it was asked to stop.
+    pub fn job_renew(&self, id: &str, lease_until: i64) -> Result<Option<bool>> {
+        let rows: Vec<StopRow> = self
+            .sql
+            .exec(
+                "UPDATE jobs SET lease_until = ? WHERE id = ? RETURNING stop",
+                vec![SqlStorageValue::Integer(lease_until), id.into()],
+            )
+            .and_then(|c| c.to_array())
+            .map_err(storage_err("renew job lease"))?;
+        Ok(rows.into_iter().next().map(|r| r.stop != 0))
+    }
+
+    /// Marks a job as asked to stop; returns its lease end, or `None` when it is not tracked.
+    pub fn job_request_stop(&self, id: &str) -> Result<Option<i64>> {
+        let rows: Vec<LeaseRow> = self
+            .sql
+            .exec(
+                "UPDATE jobs SET stop = 1 WHERE id = ? RETURNING lease_until",
+                vec![id.into()],
+            )
+            .and_then(|c| c.to_array())
+            .map_err(storage_err("stop job"))?;
+        Ok(rows.into_iter().next().and_then(|r| r.lease_until))
+    }
+
+    /// Stops tracking a job.
+    pub fn job_delete(&self, id: &str) -> Result<()> {
+        self.sql
+            .exec("DELETE FROM jobs WHERE id = ?", vec![id.into()])
+            .and_then(|c| c.to_array::<serde_json::Value>())
+            .map(drop)
+            .map_err(storage_err("finish job"))
+    }
+
+    /// Jobs whose lease ended before `now_ms`.
+    pub fn jobs_lapsed(&self, now_ms: i64) -> Result<Vec<Job>> {
+        self.sql
+            .exec(
+                "SELECT id, kind, background FROM jobs WHERE lease_until <= ? ORDER BY lease_until",
+                vec![SqlStorageValue::Integer(now_ms)],
+            )
+            .and_then(|c| c.to_array())
+            .map_err(storage_err("list lapsed jobs"))
+    }
+
+    /// The earliest lease end of any tracked job.
+    pub fn next_lease_end(&self) -> Result<Option<i64>> {
+        let rows: Vec<LeaseRow> = self
+            .sql
+            .exec("SELECT MIN(lease_until) AS lease_until FROM jobs", None)
+            .and_then(|c| c.to_array())
+            .map_err(storage_err("read job leases"))?;
+        Ok(rows.into_iter().next().and_then(|r| r.lease_until))
     }
 }

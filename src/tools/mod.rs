@@ -10,6 +10,28 @@ use serde_json::Value;
 use crate::error::{Error, Result};
 use crate::registry::{ToolContext, ToolDef};
 
+/// Runs a tracked background job of `kind` (see `registry::Platform::job_start`): a new run, or
+/// the continuation of one whose lease lapsed.
+pub async fn run_job(ctx: &dyn ToolContext, kind: &str, id: &str) -> Result<()> {
+    match kind {
+        chains::JOB_KIND => chains::run_background(ctx, id).await,
+        other => Err(Error::Internal(format!("unknown job kind {other:?}"))),
+    }
+}
+
+/// Closes a job whose run was attached to a call that ended before the run did.
+pub async fn abandon_job(ctx: &dyn ToolContext, kind: &str, id: &str) -> Result<()> {
+    match kind {
+        chains::JOB_KIND => chains::abandon(ctx, id).await,
+        other => Err(Error::Internal(format!("unknown job kind {other:?}"))),
+    }
+}
+
+/// The session is ending: close what the toolsets keep open for it.
+pub async fn session_ending(ctx: &dyn ToolContext) -> Result<()> {
+    chains::session_ending(ctx).await
+}
+
 /// Refuses with every problem found (`"<what>: a; b"`), or passes when there are none.
 pub fn refuse_if_any(what: &str, problems: &[String]) -> Result<()> {
     if problems.is_empty() {

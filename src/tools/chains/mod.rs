@@ -20,6 +20,26 @@ use crate::tools::{not_found_listing, opt_bool, refuse_if_any};
 
 const TOOLSET: &str = "chains";
 
+/// The job kind of chain executions (see `registry::Platform::job_start`).
+pub const JOB_KIND: &str = "chain";
+
+/// Continues a background execution.
+pub async fn run_background(_ctx: &dyn ToolContext, id: &str) -> Result<()> {
+    Err(Error::Internal(format!(
+        "background execution {id} is not supported yet"
+    )))
+}
+
+/// Closes an execution whose call ended before the run.
+pub async fn abandon(_ctx: &dyn ToolContext, _id: &str) -> Result<()> {
+    Ok(())
+}
+
+/// Closes the session's open executions.
+pub async fn session_ending(_ctx: &dyn ToolContext) -> Result<()> {
+    Ok(())
+}
+
 /// The `input_schema` of a chain as template-variable rules: each property's own `required` flag
 /// and the schema's `required` list both count.
 pub fn input_rules(input_schema: &Value) -> std::result::Result<variables::Schema, Vec<String>> {

@@ -69,6 +69,7 @@ impl Mode {
 /// Reads the session's mode; a session that never chose one is in [`Mode::DEFAULT`].
 fn current_mode(ctx: &dyn ToolContext) -> Result<Mode> {
     Ok(ctx
+        .platform()
         .session_get(MODE_KEY)?
         .as_deref()
         .and_then(Mode::parse)
@@ -112,7 +113,7 @@ fn initialize_travel_assistant(
     Box::pin(async move {
         let mode = match mode_arg(&args) {
             Some(m) => {
-                ctx.session_set(MODE_KEY, m.as_str())?;
+                ctx.platform().session_set(MODE_KEY, m.as_str())?;
                 m
             }
             None => current_mode(ctx)?,
@@ -190,7 +191,7 @@ fn switch_mode(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<
         let mode = mode_arg(&args).ok_or_else(|| {
             Error::InvalidArguments("mode must be mobile-mode or interactive-mode".into())
         })?;
-        ctx.session_set(MODE_KEY, mode.as_str())?;
+        ctx.platform().session_set(MODE_KEY, mode.as_str())?;
         let mut out = mode.summary();
         out["previous_mode"] = json!(previous.as_str());
         out["changed"] = json!(previous != mode);
