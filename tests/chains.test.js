@@ -135,18 +135,22 @@ describe("execute_chain", () => {
     assert.doesNotMatch(textOf(result), /traveler_name is required/);
   });
 
-  test("instruction steps without client sampling fail with the reason", async () => {
+  test("without a model, an untracked run cannot pause, so its instruction step fails with the reason", async () => {
     const vars = { company_name: "Acme", traveler_name: "Dana Lee", cost_center: "CC-1", trip_requirements: { city: "Berlin" }, budget_approval: 3000 };
-    const result = (await run("corporate-booking-workflow", vars)).reply.result;
+    const result = (await run("corporate-booking-workflow", vars, { execution_options: { track_progress: false } })).reply.result;
     assert.equal(result.isError, true);
-    assert.match(textOf(result), /validate_corporate_credentials[\s\S]*did not declare the MCP sampling capability/);
+    assert.match(textOf(result), /validate_corporate_credentials[\s\S]*the client did not declare MCP sampling, no MODEL_PROVIDER_URL is configured, and a run with track_progress: false cannot pause/);
+    const tracked = (await run("corporate-booking-workflow", vars)).reply.result;
+    assert.equal(tracked.isError, undefined, textOf(tracked));
+    assert.match(textOf(tracked), /^Chain execution paused: a step needs input\.[\s\S]*\*\*Step 'validate_corporate_credentials' waits for:\*\* validation_status/);
   });
 
-  test("unknown chains list the available ones; async execution is refused for now", async () => {
+  test("unknown chains list the available ones; background runs need a record", async () => {
     const unknown = (await run("no-such-chain", {})).reply.result;
     assert.match(textOf(unknown), /Chain 'no-such-chain' not found\. Available chains: .*corporate-booking-workflow \(booking-management\)/);
-    const later = (await run("approval-flow", {}, { execution_options: { async_execution: true } })).reply.result;
-    assert.match(textOf(later), /async_execution is not available yet/);
+    const untracked = (await run("approval-flow", {}, { execution_options: { async_execution: true, track_progress: false } })).reply.result;
+    assert.equal(untracked.isError, true);
+    assert.match(textOf(untracked), /async_execution needs track_progress: true/);
   });
 });
 

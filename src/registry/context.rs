@@ -65,6 +65,15 @@ pub enum JobMode {
     Background,
 }
 
+/// What a job's heartbeat says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Heartbeat {
+    /// Go on; the lease is renewed.
+    Continue,
+    /// Stop at the next safe point, for this reason ([`Platform::job_stop`]).
+    Stop(String),
+}
+
 /// Services of this server that do not depend on who is calling.
 pub trait Platform {
     /// Runs a D1 query and returns its rows as JSON objects. Parameters bind `?1`, `?2`, ….
@@ -121,16 +130,20 @@ pub trait Platform {
         mode: JobMode,
     ) -> LocalBoxFuture<'a, Result<()>>;
 
-    /// Renews a job's lease. False when the job has been asked to stop ([`Platform::job_stop`]) or
-    /// is no longer tracked: the job should end at its next safe point.
-    fn job_heartbeat(&self, id: &str) -> Result<bool>;
+    /// How long a job's lease lasts after each heartbeat, in milliseconds. Runs heartbeat at least
+    /// every third of it.
+    fn job_lease_ms(&self) -> u32;
+
+    /// Renews a job's lease, or says it should stop: it was asked to ([`Platform::job_stop`]), or
+    /// it is no longer tracked.
+    fn job_heartbeat(&self, id: &str) -> Result<Heartbeat>;
 
     /// Stops tracking a job (it finished, paused or was cancelled).
     fn job_finish(&self, id: &str) -> Result<()>;
 
-    /// Asks a running job to stop. True when it is running and will see the request at its next
-    /// heartbeat; false when no run of it is under way.
-    fn job_stop(&self, id: &str) -> Result<bool>;
+    /// Asks a running job to stop, saying why. True when it is running and will see the request at
+    /// its next heartbeat; false when no run of it is under way.
+    fn job_stop(&self, id: &str, reason: &str) -> Result<bool>;
 }
 
 /// Services available to a tool handler during one call.

@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use serde_json::{json, Map, Value};
 
 pub use context::{
-    Handler, Inbound, JobMode, Outbound, Platform, Statement, ToolContext, ToolOutput,
+    Handler, Heartbeat, Inbound, JobMode, Outbound, Platform, Statement, ToolContext, ToolOutput,
 };
 pub use executor::{execute, CallOutcome};
 use validate::Validator;

@@ -455,8 +455,8 @@ impl Session {
     /// Ends the session: its toolsets close what they keep open for it (executions), then its
     /// connections, calls and jobs stop and its storage and alarm are deleted.
     async fn end(&self, core: &Rc<Core>) -> Result<()> {
-        jobs::session_ending(core).await;
         core.hub.shut_down();
+        jobs::session_ending(core).await;
         let storage = self.state.storage();
         storage.delete_alarm().await.map_err(Error::from)?;
         storage.delete_all().await.map_err(Error::from)?;

@@ -11,12 +11,12 @@ use super::Core;
 use crate::clock;
 use crate::error::{Error, Result};
 use crate::mcp::sse::STANDALONE;
-use crate::registry::{Inbound, JobMode, Outbound, Platform, Registry, Statement};
+use crate::registry::{Heartbeat, Inbound, JobMode, Outbound, Platform, Registry, Statement};
 use crate::store::d1;
 
 impl Core {
     fn lease_end(&self) -> i64 {
-        clock::now_ms() as i64 + i64::from(self.cfg.job_lease_secs) * 1000
+        clock::now_ms() as i64 + i64::from(self.job_lease_ms())
     }
 
     /// Makes sure the alarm fires no later than `at_ms`.
@@ -161,16 +161,24 @@ impl Platform for Core {
         })
     }
 
-    fn job_heartbeat(&self, id: &str) -> Result<bool> {
-        Ok(self.db.job_renew(id, self.lease_end())? == Some(false))
+    fn job_lease_ms(&self) -> u32 {
+        self.cfg.job_lease_secs.saturating_mul(1000)
+    }
+
+    fn job_heartbeat(&self, id: &str) -> Result<Heartbeat> {
+        Ok(match self.db.job_renew(id, self.lease_end())? {
+            Some(None) => Heartbeat::Continue,
+            Some(Some(reason)) => Heartbeat::Stop(reason),
+            None => Heartbeat::Stop("the run is no longer tracked by its session".into()),
+        })
     }
 
     fn job_finish(&self, id: &str) -> Result<()> {
         self.db.job_delete(id)
     }
 
-    fn job_stop(&self, id: &str) -> Result<bool> {
-        let lease = self.db.job_request_stop(id)?;
+    fn job_stop(&self, id: &str, reason: &str) -> Result<bool> {
+        let lease = self.db.job_request_stop(id, reason)?;
         Ok(lease.is_some_and(|end| end > clock::now_ms() as i64))
     }
 }

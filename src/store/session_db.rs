@@ -23,7 +23,7 @@ const SCHEMA: &[&str] = &[
         kind TEXT NOT NULL,
         background INTEGER NOT NULL,
         lease_until INTEGER NOT NULL,
-        stop INTEGER NOT NULL DEFAULT 0)",
+        stop TEXT)",
 ];
 
 /// A tracked job (see `registry::Platform::job_start`).
@@ -39,7 +39,7 @@ pub struct Job {
 
 #[derive(Deserialize)]
 struct StopRow {
-    stop: i64,
+    stop: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -208,7 +208,7 @@ impl SessionDb {
             .exec(
                 "INSERT INTO jobs (id, kind, background, lease_until) VALUES (?, ?, ?, ?)
                  ON CONFLICT (id) DO UPDATE SET kind = excluded.kind, background = excluded.background,
-                   lease_until = excluded.lease_until, stop = 0",
+                   lease_until = excluded.lease_until, stop = NULL",
                 vec![
                     id.into(),
                     kind.into(),
@@ -221,8 +221,9 @@ impl SessionDb {
             .map_err(storage_err("start job"))
     }
 
-    /// Renews a job's lease; `None` when the job is not tracked, else whether it was asked to stop.
-    pub fn job_renew(&self, id: &str, lease_until: i64) -> Result<Option<bool>> {
+    /// Renews a job's lease; `None` when the job is not tracked, else why it was asked to stop, if
+    /// it was.
+    pub fn job_renew(&self, id: &str, lease_until: i64) -> Result<Option<Option<String>>> {
         let rows: Vec<StopRow> = self
             .sql
             .exec(
@@ -231,16 +232,16 @@ impl SessionDb {
             )
             .and_then(|c| c.to_array())
             .map_err(storage_err("renew job lease"))?;
-        Ok(rows.into_iter().next().map(|r| r.stop != 0))
+        Ok(rows.into_iter().next().map(|r| r.stop))
     }
 
-    /// Marks a job as asked to stop; returns its lease end, or `None` when it is not tracked.
-    pub fn job_request_stop(&self, id: &str) -> Result<Option<i64>> {
+    /// Asks a job to stop, saying why; returns its lease end, or `None` when it is not tracked.
+    pub fn job_request_stop(&self, id: &str, reason: &str) -> Result<Option<i64>> {
         let rows: Vec<LeaseRow> = self
             .sql
             .exec(
-                "UPDATE jobs SET stop = 1 WHERE id = ? RETURNING lease_until",
-                vec![id.into()],
+                "UPDATE jobs SET stop = ? WHERE id = ? RETURNING lease_until",
+                vec![reason.into(), id.into()],
             )
             .and_then(|c| c.to_array())
             .map_err(storage_err("stop job"))?;

@@ -31,22 +31,31 @@ export function splitSql(text) {
   return out;
 }
 
-/** Applies every file of migrations/ in name order, as wrangler would. */
+/**
+ * Applies the files of migrations/ not applied yet, in name order, recording each in d1_migrations
+ * as wrangler does (so a persisted database is not migrated twice).
+ */
 export async function migrate(db) {
   const dir = join(root, "migrations");
-  for (const file of readdirSync(dir).filter((f) => f.endsWith(".sql")).sort()) {
+  await db.prepare("CREATE TABLE IF NOT EXISTS d1_migrations (id INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT UNIQUE, applied_at TEXT DEFAULT CURRENT_TIMESTAMP)").run();
+  const done = new Set((await db.prepare("SELECT name FROM d1_migrations").all()).results.map((r) => r.name));
+  for (const file of readdirSync(dir).filter((f) => f.endsWith(".sql") && !done.has(f)).sort()) {
     for (const stmt of splitSql(readFileSync(join(dir, file), "utf8"))) {
       await db.prepare(stmt).run();
     }
+    await db.prepare("INSERT INTO d1_migrations (name) VALUES (?1)").bind(file).run();
   }
 }
 
 /**
  * Starts the Worker. `vars` override the wrangler [vars]; with `quiet`, the Worker's stdout (one log
- * line per tool call) is dropped. Returns { url, mcpUrl, mf, stop }.
+ * line per tool call) is dropped; with `persist` (a directory), D1, KV and Durable Object storage
+ * live there, so a second Worker started on it continues where the first stopped.
+ * Returns { url, mcpUrl, mf, stop }.
  */
-export async function startWorker(vars = {}, { quiet = false } = {}) {
+export async function startWorker(vars = {}, { quiet = false, persist } = {}) {
   const mf = new Miniflare({
+    ...(persist ? { d1Persist: join(persist, "d1"), kvPersist: join(persist, "kv"), durableObjectsPersist: join(persist, "do") } : {}),
     ...(quiet ? { handleRuntimeStdio: (stdout, stderr) => { stdout.resume(); stderr.pipe(process.stderr); } } : {}),
     rootPath: root,
     scriptPath: join(root, "build", "index.js"),

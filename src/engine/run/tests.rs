@@ -20,6 +20,10 @@ struct Host {
     step_ms: Cell<f64>,
     in_flight: Cell<u32>,
     max_in_flight: Cell<u32>,
+    /// `should_continue` answers false once it has been asked this many times.
+    stop_after: Cell<Option<u32>>,
+    asked: Cell<u32>,
+    checkpoints: RefCell<Vec<RunReport>>,
 }
 
 impl Host {
@@ -95,6 +99,16 @@ impl StepHost for Host {
     }
 
     fn on_step(&self, _report: &StepReport) {}
+
+    fn should_continue(&self) -> bool {
+        self.asked.set(self.asked.get() + 1);
+        self.stop_after.get().is_none_or(|n| self.asked.get() <= n)
+    }
+
+    fn checkpoint<'a>(&'a self, report: &'a RunReport) -> LocalBoxFuture<'a, ()> {
+        self.checkpoints.borrow_mut().push(report.clone());
+        Box::pin(ready(()))
+    }
 }
 
 fn chain(steps: Value) -> Plan {
@@ -190,10 +204,7 @@ fn validation_errors_and_unlisted_codes_are_not_retried() {
     let host = Host::default();
     host.script(
         "bad",
-        vec![Err(StepError {
-            class: ErrorClass::Validation,
-            message: "no".into(),
-        })],
+        vec![Err(StepError::new(ErrorClass::Validation, "no"))],
     );
     host.script(
         "picky",
@@ -257,7 +268,7 @@ fn failure_rolls_back_completed_steps_in_reverse_order_only() {
     assert_eq!(
         r.rollbacks
             .iter()
-            .map(|b| (b.id, b.outcome))
+            .map(|b| (b.id, b.outcome.as_str()))
             .collect::<Vec<_>>(),
         vec![(2, "rolled_back"), (1, "rollback_failed")]
     );
@@ -365,4 +376,191 @@ fn state_names_match_the_serialized_reports() {
     for s in [RunStatus::Completed, RunStatus::Failed, RunStatus::TimedOut] {
         assert_eq!(to_value(s).unwrap(), json!(s.as_str()));
     }
+}
+
+fn awaiting(outputs: &[&str]) -> StepOutcome {
+    let mut e = StepError::new(ErrorClass::AwaitingInput, "needs input");
+    e.prompt = Some(json!({ "input": "question", "output_variables": outputs }));
+    Err(e)
+}
+
+#[test]
+fn a_step_without_a_model_pauses_the_run_and_supplied_outputs_continue_it() {
+    let p = chain(json!([
+        s(1, "first", json!({ "output_variables": ["a"] })),
+        s(
+            2,
+            "ask",
+            json!({ "type": "data_transformation", "depends_on": [1], "output_variables": ["answer", "why"] })
+        ),
+        s(
+            3,
+            "after",
+            json!({ "depends_on": [2], "input_template": "{answer}" })
+        ),
+    ]));
+    let host = Host::default();
+    host.script("ask", vec![awaiting(&["answer", "why"])]);
+    let r = block_on(run(&p, json!({}), &host, OPTS));
+    assert_eq!(r.status, RunStatus::AwaitingInput);
+    assert_eq!(state_of(&r, "ask"), StepState::AwaitingInput);
+    assert_eq!(
+        state_of(&r, "after"),
+        StepState::Pending,
+        "not run, not given up"
+    );
+    assert_eq!(r.steps[1].prompt.as_ref().unwrap()["input"], "question");
+    assert!(r.rollbacks.is_empty(), "a pause is not a failure");
+    assert_eq!(r.awaited(&p), vec!["answer", "why"]);
+
+    // The paused state survives a round trip through its stored form.
+    let mut paused: RunReport = serde_json::from_value(serde_json::to_value(&r).unwrap()).unwrap();
+    let missing = paused
+        .supply(&p, json!({ "answer": 42 }).as_object().unwrap())
+        .unwrap_err();
+    assert_eq!(missing, vec!["outputs.why is missing"]);
+    let extra = paused
+        .supply(
+            &p,
+            json!({ "answer": 42, "why": "x", "zz": 1 })
+                .as_object()
+                .unwrap(),
+        )
+        .unwrap_err();
+    assert!(
+        extra[0].starts_with("outputs.zz is not awaited"),
+        "{extra:?}"
+    );
+    paused
+        .supply(
+            &p,
+            json!({ "answer": 42, "why": "because" })
+                .as_object()
+                .unwrap(),
+        )
+        .unwrap();
+    assert_eq!(paused.status, RunStatus::Running);
+    let done = block_on(proceed(&p, paused, &host, OPTS));
+    assert_eq!(done.status, RunStatus::Completed);
+    assert_eq!(done.variables["answer"], 42);
+    assert_eq!(done.steps[2].input.as_deref(), Some("42"));
+    assert_eq!(
+        host.calls.borrow().iter().filter(|c| *c == "first").count(),
+        1,
+        "finished steps do not run again"
+    );
+    let mut again = done.clone();
+    assert!(
+        again.supply(&p, &Map::new()).is_err(),
+        "only a paused run takes outputs"
+    );
+}
+
+#[test]
+fn a_stop_request_cancels_before_the_next_batch_and_rolls_back() {
+    let p = chain(json!([
+        s(1, "one", json!({})),
+        s(2, "two", json!({ "depends_on": [1] })),
+        s(3, "three", json!({ "depends_on": [2] })),
+    ]));
+    let host = Host::default();
+    host.stop_after.set(Some(2));
+    let r = block_on(run(&p, json!({}), &host, OPTS));
+    assert_eq!(r.status, RunStatus::Cancelled);
+    assert_eq!(state_of(&r, "two"), StepState::Done);
+    assert_eq!(state_of(&r, "three"), StepState::NotRun);
+    assert_eq!(*host.rollbacks.borrow(), vec!["two", "one"]);
+}
+
+#[test]
+fn a_stop_request_ends_retries() {
+    let p = chain(json!([s(
+        1,
+        "flaky",
+        json!({ "retry_config": { "max_retries": 5, "backoff_ms": 100 } })
+    )]));
+    let host = Host::default();
+    host.script(
+        "flaky",
+        vec![
+            Err(StepError::transient("x", "1")),
+            Err(StepError::transient("x", "2")),
+            Err(StepError::transient("x", "3")),
+        ],
+    );
+    host.stop_after.set(Some(2));
+    let r = block_on(run(&p, json!({}), &host, OPTS));
+    assert_eq!(
+        r.steps[0].attempts.len(),
+        2,
+        "stopped before the third attempt"
+    );
+    assert_eq!(r.status, RunStatus::Failed);
+}
+
+#[test]
+fn an_interrupted_run_continues_from_its_last_checkpoint() {
+    let p = chain(json!([
+        s(1, "one", json!({ "output_variables": ["x"] })),
+        s(2, "two", json!({ "depends_on": [1] })),
+        s(3, "three", json!({ "depends_on": [2] })),
+    ]));
+    let host = Host::default();
+    host.step_ms.set(1000.0);
+    host.script("one", vec![out(json!({ "x": 7 }))]);
+    let full = block_on(run(&p, json!({}), &host, OPTS));
+    assert_eq!(full.status, RunStatus::Completed);
+    let checkpoints = host.checkpoints.borrow().clone();
+    assert_eq!(checkpoints.len(), 3, "after each batch");
+    // Interrupted after the first checkpoint: a new host continues from it.
+    let cp = checkpoints[0].clone();
+    assert_eq!(cp.status, RunStatus::Running);
+    assert!(
+        cp.elapsed_ms >= 1000.0,
+        "running time is kept: {}",
+        cp.elapsed_ms
+    );
+    let later = Host::default();
+    let r = block_on(proceed(&p, cp, &later, OPTS));
+    assert_eq!(r.status, RunStatus::Completed);
+    assert_eq!(*later.calls.borrow(), vec!["two", "three"]);
+    assert_eq!(r.variables["x"], 7);
+    assert_eq!(r.steps[0].completed, Some(0));
+}
+
+#[test]
+fn the_deadline_counts_running_time_across_runs() {
+    let p = chain(json!([
+        s(1, "one", json!({})),
+        s(2, "two", json!({ "depends_on": [1] })),
+    ]));
+    let host = Host::default();
+    let mut cp = RunReport::start(&p, json!({}), 1);
+    cp.elapsed_ms = 600_000.0;
+    let r = block_on(proceed(&p, cp, &host, OPTS));
+    assert_eq!(r.status, RunStatus::TimedOut);
+    assert!(host.calls.borrow().is_empty());
+}
+
+#[test]
+fn stopping_a_paused_run_leaves_nothing_pending() {
+    let p = chain(json!([
+        s(1, "one", json!({})),
+        s(2, "ask", json!({ "depends_on": [1] })),
+    ]));
+    let host = Host::default();
+    host.script("ask", vec![awaiting(&["a"])]);
+    let mut r = block_on(run(&p, json!({}), &host, OPTS));
+    r.stop(RunStatus::Cancelled, "cancelled by the client");
+    block_on(rollback(&p, &mut r, &host));
+    assert_eq!(state_of(&r, "ask"), StepState::NotRun);
+    assert!(r.steps[1].prompt.is_none());
+    assert_eq!(r.error.as_deref(), Some("cancelled by the client"));
+    assert_eq!(*host.rollbacks.borrow(), vec!["one"]);
+    block_on(rollback(&p, &mut r, &host));
+    assert_eq!(
+        *host.rollbacks.borrow(),
+        vec!["one"],
+        "a second rollback undoes nothing again"
+    );
 }

@@ -4,38 +4,59 @@
 //! | --- | --- |
 //! | `template_processing` | renders the stored template `template_id` with the chain's variables; the text becomes the first output variable |
 //! | `data_transformation`, `conditional_logic` | renders `input_template`; with one output variable, the result (parsed as JSON when it is JSON); with several, the result must be a JSON object holding them |
-//! | `instruction_set` | asks the client's model (MCP sampling) with the instruction set as system prompt and the rendered input; the reply must be a JSON object with the output variables |
+//! | `instruction_set` | asks a model with the instruction set as system prompt and the rendered input: the client's (MCP sampling) when it declared sampling, else the configured model provider (`MODEL_PROVIDER_URL`); the reply must be a JSON object with the output variables. With neither, a tracked run pauses (`awaiting_input`) with the prompt until the client supplies the outputs (`resume_chain`) |
 //! | `external_api`, `database_operation` | not available yet: the step fails with a validation error |
 //!
 //! These steps change no stored data, so their rollback has nothing to undo.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 
 use futures::future::LocalBoxFuture;
 use serde_json::{json, Map, Value};
 
+use super::type_name;
 use crate::clock;
 use crate::engine::chain::{StepDef, StepType};
 use crate::engine::output::Format;
-use crate::engine::run::{ErrorClass, StepError, StepHost, StepOutcome, StepReport, StepState};
+use crate::engine::run::{
+    ErrorClass, RunReport, StepError, StepHost, StepOutcome, StepReport, StepState,
+};
 use crate::error::Error;
-use crate::registry::ToolContext;
+use crate::registry::{Heartbeat, Outbound, ToolContext};
 use crate::tools::templates::Stored;
 
-/// Runs steps through a tool call's context, reporting progress per finished step.
+/// Runs steps through a tool call's (or background job's) context, reporting progress and events
+/// per step.
 pub struct ChainHost<'a> {
     ctx: &'a dyn ToolContext,
+    chain: String,
+    execution_id: String,
+    /// Whether the execution has a record (and a job lease): only then can it pause, be
+    /// cancelled and keep checkpoints.
+    tracked: bool,
     total: usize,
     finished: Cell<usize>,
+    /// Why the run was asked to stop, once it was.
+    stop: RefCell<Option<String>>,
 }
 
 impl<'a> ChainHost<'a> {
-    /// A host for a chain of `total` steps.
-    pub fn new(ctx: &'a dyn ToolContext, total: usize) -> Self {
+    /// A host for execution `execution_id` of `chain`, which has `total` steps.
+    pub fn new(
+        ctx: &'a dyn ToolContext,
+        chain: &str,
+        execution_id: &str,
+        tracked: bool,
+        total: usize,
+    ) -> Self {
         ChainHost {
             ctx,
+            chain: chain.to_string(),
+            execution_id: execution_id.to_string(),
+            tracked,
             total,
             finished: Cell::new(0),
+            stop: RefCell::new(None),
         }
     }
 }
@@ -47,17 +68,11 @@ fn classify(e: Error) -> StepError {
         Error::Client(_) => ErrorClass::Transient("client".into()),
         _ => ErrorClass::Validation,
     };
-    StepError {
-        class,
-        message: e.public_message(),
-    }
+    StepError::new(class, e.public_message())
 }
 
 fn invalid(message: String) -> StepError {
-    StepError {
-        class: ErrorClass::Validation,
-        message,
-    }
+    StepError::new(ErrorClass::Validation, message)
 }
 
 fn first_output(step: &StepDef, value: Value) -> Map<String, Value> {
@@ -118,6 +133,11 @@ fn json_object_in(text: &str) -> Option<Map<String, Value>> {
 }
 
 impl ChainHost<'_> {
+    /// Why the run was asked to stop, if it was.
+    pub fn stop_reason(&self) -> Option<String> {
+        self.stop.borrow().clone()
+    }
+
     async fn template(&self, step: &StepDef, vars: &Value) -> StepOutcome {
         let name = step.template_id.as_deref().unwrap_or_default();
         let stored = Stored::load(self.ctx, name).await.map_err(classify)?;
@@ -149,33 +169,52 @@ impl ChainHost<'_> {
                 step.name
             )));
         };
-        if self.ctx.client_capabilities().get("sampling").is_none() {
-            return Err(invalid(format!(
-                "step '{}' needs a model: this client did not declare the MCP sampling capability (pausing for input is not available yet)",
-                step.name
-            )));
-        }
         let prompt = input
             .or_else(|| step.description.clone())
             .unwrap_or_else(|| step.name.clone());
-        let params = json!({
-            "systemPrompt": format!(
-                "{content}\n\nAnswer with one JSON object and nothing else. Its keys: {}.",
-                step.output_variables.join(", ")
-            ),
-            "messages": [{ "role": "user", "content": { "type": "text", "text": prompt } }],
-            "maxTokens": 1000
-        });
-        let reply = self
-            .ctx
-            .ask_client("sampling/createMessage", params)
-            .await
-            .map_err(classify)?;
-        let text = reply
-            .pointer("/content/text")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        let obj = json_object_in(text).ok_or_else(|| {
+        let system = format!(
+            "{content}\n\nAnswer with one JSON object and nothing else. Its keys: {}.",
+            step.output_variables.join(", ")
+        );
+        let text = if self.ctx.client_capabilities().get("sampling").is_some() {
+            let params = json!({
+                "systemPrompt": system,
+                "messages": [{ "role": "user", "content": { "type": "text", "text": prompt } }],
+                "maxTokens": 1000
+            });
+            let reply = self
+                .ctx
+                .ask_client("sampling/createMessage", params)
+                .await
+                .map_err(classify)?;
+            reply
+                .pointer("/content/text")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string()
+        } else if let Some(url) = self.ctx.platform().setting("MODEL_PROVIDER_URL") {
+            self.provider(&url, &system, &prompt).await?
+        } else if self.tracked {
+            let mut e = StepError::new(
+                ErrorClass::AwaitingInput,
+                format!(
+                    "no model to run it: supply {} with resume_chain",
+                    step.output_variables.join(", ")
+                ),
+            );
+            e.prompt = Some(json!({
+                "instructions": content,
+                "input": prompt,
+                "output_variables": step.output_variables,
+            }));
+            return Err(e);
+        } else {
+            return Err(invalid(format!(
+                "step '{}' needs a model: the client did not declare MCP sampling, no MODEL_PROVIDER_URL is configured, and a run with track_progress: false cannot pause for input",
+                step.name
+            )));
+        };
+        let obj = json_object_in(&text).ok_or_else(|| {
             StepError::transient(
                 "model_output",
                 format!(
@@ -195,6 +234,70 @@ impl ChainHost<'_> {
             )
         })
     }
+
+    /// Asks the configured model provider (an OpenAI-compatible chat completions endpoint).
+    async fn provider(&self, url: &str, system: &str, prompt: &str) -> Result<String, StepError> {
+        let platform = self.ctx.platform();
+        let mut headers = vec![("content-type".to_string(), "application/json".to_string())];
+        if let Some(key) = platform.setting("MODEL_PROVIDER_KEY") {
+            headers.push(("authorization".into(), format!("Bearer {key}")));
+        }
+        let body = json!({
+            "model": platform.setting("MODEL_PROVIDER_MODEL").unwrap_or_else(|| "default".into()),
+            "messages": [
+                { "role": "system", "content": system },
+                { "role": "user", "content": prompt }
+            ],
+            "max_tokens": 1000
+        });
+        let reply = platform
+            .fetch(Outbound {
+                method: "POST",
+                url: url.to_string(),
+                headers,
+                body: Some(body.to_string()),
+            })
+            .await
+            .map_err(|e| StepError::transient("model_unavailable", e.public_message()))?;
+        if reply.status == 429 || reply.status >= 500 {
+            return Err(StepError::transient(
+                "model_unavailable",
+                format!("the model provider answered HTTP {}", reply.status),
+            ));
+        }
+        if !(200..300).contains(&reply.status) {
+            return Err(invalid(format!(
+                "the model provider refused the request (HTTP {}): {}",
+                reply.status,
+                reply.body.chars().take(300).collect::<String>()
+            )));
+        }
+        serde_json::from_str::<Value>(&reply.body)
+            .ok()
+            .and_then(|v| {
+                v.pointer("/choices/0/message/content")
+                    .and_then(Value::as_str)
+                    .map(str::to_string)
+            })
+            .ok_or_else(|| {
+                StepError::transient(
+                    "model_output",
+                    "the model provider's answer has no choices[0].message.content",
+                )
+            })
+    }
+
+    async fn attempt(&self, step: &StepDef, input: Option<String>, vars: &Value) -> StepOutcome {
+        match step.kind {
+            StepType::TemplateProcessing => self.template(step, vars).await,
+            StepType::DataTransformation | StepType::ConditionalLogic => from_input(step, input),
+            StepType::InstructionSet => self.instruction(step, input).await,
+            StepType::ExternalApi | StepType::DatabaseOperation => Err(invalid(format!(
+                "step '{}': external_api and database_operation steps are not available yet",
+                step.name
+            ))),
+        }
+    }
 }
 
 impl StepHost for ChainHost<'_> {
@@ -205,17 +308,26 @@ impl StepHost for ChainHost<'_> {
         vars: &'a Value,
     ) -> LocalBoxFuture<'a, StepOutcome> {
         Box::pin(async move {
-            match step.kind {
-                StepType::TemplateProcessing => self.template(step, vars).await,
-                StepType::DataTransformation | StepType::ConditionalLogic => {
-                    from_input(step, input)
-                }
-                StepType::InstructionSet => self.instruction(step, input).await,
-                StepType::ExternalApi | StepType::DatabaseOperation => Err(invalid(format!(
-                    "step '{}': external_api and database_operation steps are not available yet",
-                    step.name
-                ))),
+            let platform = self.ctx.platform();
+            let tool = format!("{}/{}", self.chain, step.name);
+            platform.emit(
+                "tool_call",
+                json!({ "tool": tool, "execution_id": self.execution_id, "step": step.id, "type": type_name(step.kind), "input": input }),
+            );
+            let started = clock::now_ms();
+            let outcome = self.attempt(step, input, vars).await;
+            let duration_ms = (clock::now_ms() - started).round();
+            match &outcome {
+                Ok(out) => platform.emit(
+                    "tool_result",
+                    json!({ "tool": tool, "execution_id": self.execution_id, "step": step.id, "duration_ms": duration_ms, "cached": false, "result": out }),
+                ),
+                Err(e) => platform.emit(
+                    "error",
+                    json!({ "tool": tool, "execution_id": self.execution_id, "step": step.id, "duration_ms": duration_ms, "error": e.message }),
+                ),
             }
+            outcome
         })
     }
 
@@ -225,6 +337,36 @@ impl StepHost for ChainHost<'_> {
         _outputs: &'a Map<String, Value>,
     ) -> LocalBoxFuture<'a, Result<(), StepError>> {
         Box::pin(async { Ok(()) })
+    }
+
+    fn should_continue(&self) -> bool {
+        if !self.tracked {
+            return true;
+        }
+        match self.ctx.platform().job_heartbeat(&self.execution_id) {
+            Ok(Heartbeat::Continue) => true,
+            Ok(Heartbeat::Stop(reason)) => {
+                *self.stop.borrow_mut() = Some(reason);
+                false
+            }
+            Err(e) => {
+                worker::console_error!("job heartbeat: {e}");
+                true
+            }
+        }
+    }
+
+    fn checkpoint<'a>(&'a self, report: &'a RunReport) -> LocalBoxFuture<'a, ()> {
+        Box::pin(async move {
+            if !self.tracked {
+                return;
+            }
+            if let Err(e) =
+                super::executions::save_checkpoint(self.ctx, &self.execution_id, report).await
+            {
+                worker::console_error!("chain checkpoint: {e}");
+            }
+        })
     }
 
     fn sleep(&self, ms: u64) -> LocalBoxFuture<'_, ()> {

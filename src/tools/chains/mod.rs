@@ -2,6 +2,7 @@
 //! (`engine::chain`) and the references it makes, then saves it in one statement. Running chains
 //! (`execute_chain`, status, cancel) builds on the runner in `engine::run`.
 
+mod executions;
 mod host;
 
 use std::collections::BTreeSet;
@@ -9,36 +10,18 @@ use std::collections::BTreeSet;
 use futures::future::LocalBoxFuture;
 use serde_json::{json, Map, Value};
 
-use crate::clock;
 use crate::engine::chain::{self, ChainDef, StepType};
-use crate::engine::run::{self, RunOptions, RunStatus, StepState};
 use crate::engine::variables;
 use crate::error::{Error, Result};
-use crate::random;
-use crate::registry::{Annotations, ToolContext, ToolDef, ToolOutput};
+use crate::registry::{Annotations, JobMode, ToolContext, ToolDef, ToolOutput};
 use crate::tools::{not_found_listing, opt_bool, refuse_if_any};
+pub use executions::{abandon, run_background, session_ending};
+use executions::{Mode, Options, Run};
 
 const TOOLSET: &str = "chains";
 
 /// The job kind of chain executions (see `registry::Platform::job_start`).
 pub const JOB_KIND: &str = "chain";
-
-/// Continues a background execution.
-pub async fn run_background(_ctx: &dyn ToolContext, id: &str) -> Result<()> {
-    Err(Error::Internal(format!(
-        "background execution {id} is not supported yet"
-    )))
-}
-
-/// Closes an execution whose call ended before the run.
-pub async fn abandon(_ctx: &dyn ToolContext, _id: &str) -> Result<()> {
-    Ok(())
-}
-
-/// Closes the session's open executions.
-pub async fn session_ending(_ctx: &dyn ToolContext) -> Result<()> {
-    Ok(())
-}
 
 /// The `input_schema` of a chain as template-variable rules: each property's own `required` flag
 /// and the schema's `required` list both count.
@@ -114,7 +97,8 @@ async fn missing(
         .collect())
 }
 
-fn type_name(t: StepType) -> &'static str {
+/// A step type's name, as in definitions.
+pub fn type_name(t: StepType) -> &'static str {
     match t {
         StepType::InstructionSet => "instruction_set",
         StepType::TemplateProcessing => "template_processing",
@@ -252,18 +236,6 @@ fn create_chain(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result
     })
 }
 
-fn short(v: &Value) -> String {
-    let text = match v {
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    };
-    if text.chars().count() > 200 {
-        format!("{}...", text.chars().take(200).collect::<String>())
-    } else {
-        text
-    }
-}
-
 fn execute_chain(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
     Box::pin(async move {
         let name = args["chain_name"].as_str().unwrap_or_default();
@@ -271,9 +243,11 @@ fn execute_chain(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Resul
             .get("execution_options")
             .cloned()
             .unwrap_or_else(|| json!({}));
-        if opt_bool(&opts, "async_execution", false) {
+        let background = opt_bool(&opts, "async_execution", false);
+        let tracked = opt_bool(&opts, "track_progress", true);
+        if background && !tracked {
             return Err(Error::ToolFailed(
-                "async_execution is not available yet; run the chain synchronously (async_execution: false)".into(),
+                "execution_options: async_execution needs track_progress: true, because the execution record is how you follow a background run".into(),
             ));
         }
         let rows = ctx
@@ -312,191 +286,80 @@ fn execute_chain(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Resul
             .get("configuration")
             .cloned()
             .unwrap_or_else(|| json!({}));
-        let limit = opts
-            .get("timeout_ms")
-            .and_then(Value::as_u64)
-            .or_else(|| config.get("max_execution_time").and_then(Value::as_u64))
-            .unwrap_or(120_000);
-        let run_opts = RunOptions {
-            parallel: opt_bool(&opts, "parallel_execution", true)
-                && opt_bool(&config, "parallel_steps_enabled", true),
-            rollback: opt_bool(&opts, "rollback_on_failure", true)
-                && opt_bool(&config, "rollback_enabled", true),
-            max_execution_ms: limit,
-            jitter_seed: u64::from_str_radix(&random::hex(8)?, 16).unwrap_or(1),
+        let run = Run {
+            id: executions::new_id()?,
+            chain: name.to_string(),
+            title: row["title"].as_str().unwrap_or(name).to_string(),
+            options: Options {
+                parallel: opt_bool(&opts, "parallel_execution", true)
+                    && opt_bool(&config, "parallel_steps_enabled", true),
+                rollback: opt_bool(&opts, "rollback_on_failure", true)
+                    && opt_bool(&config, "rollback_enabled", true),
+                max_execution_ms: opts
+                    .get("timeout_ms")
+                    .and_then(Value::as_u64)
+                    .or_else(|| config.get("max_execution_time").and_then(Value::as_u64))
+                    .unwrap_or(120_000),
+                save_intermediate_results: opt_bool(&opts, "save_intermediate_results", true)
+                    && opt_bool(&config, "save_intermediate_results", true),
+            },
+            mode: if background { Mode::Async } else { Mode::Sync },
+            plan,
+            tracked,
         };
-        let track = opt_bool(&opts, "track_progress", true);
-        let execution_id = format!("exec-{}", random::hex(16)?);
-        if track {
-            ctx.query(
-                "INSERT INTO chain_executions (id, chain_id, chain_revision, owner, status, variables) VALUES (?1, ?2, ?3, ?4, 'running', ?5)",
-                vec![json!(execution_id), row["id"].clone(), row["revision"].clone(), json!(ctx.session_id()), json!(vars.to_string())],
-            )
-            .await?;
+        if tracked {
+            executions::insert(ctx, &run, &row, &raw, &vars).await?;
         }
-
-        let started = clock::now_ms();
-        let host = host::ChainHost::new(ctx, plan.steps.len());
-        let report = run::run(&plan, vars, &host, run_opts).await;
-        let duration = (clock::now_ms() - started).round();
-
-        if track {
-            let mut stored = serde_json::to_value(&report)?;
-            if !opt_bool(&opts, "save_intermediate_results", true) {
-                if let Some(steps) = stored.get_mut("steps").and_then(Value::as_array_mut) {
-                    for s in steps {
-                        if let Some(o) = s.as_object_mut() {
-                            o.remove("input");
-                            o.remove("outputs");
-                            o.remove("attempts");
-                        }
-                    }
-                }
-            }
-            ctx.query(
-                "UPDATE chain_executions SET status = ?2, report = ?3, finished_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') WHERE id = ?1",
-                vec![json!(execution_id), json!(report.status.as_str()), json!(stored.to_string())],
-            )
-            .await?;
+        if background {
+            ctx.platform()
+                .job_start(JOB_KIND, &run.id, JobMode::Background)
+                .await?;
+            return Ok(executions::started_text(&run, "started asynchronously"));
         }
-
-        let title = row["title"].as_str().unwrap_or(name);
-        let total = report.steps.len();
-        let finished = report
-            .steps
-            .iter()
-            .filter(|s| {
-                matches!(
-                    s.state,
-                    StepState::Done | StepState::FellBack | StepState::Warned | StepState::Skipped
-                )
-            })
-            .count();
-        let outputs: Vec<String> = report
-            .steps
-            .iter()
-            .flat_map(|s| s.outputs.iter())
-            .map(|(k, v)| format!("\n- {k}: {}", short(v)))
-            .collect();
-        let notes: Vec<String> = report
-            .steps
-            .iter()
-            .filter_map(|s| {
-                s.reason
-                    .as_ref()
-                    .map(|r| format!("\n- {} ({}): {r}", s.name, s.state.as_str()))
-            })
-            .collect();
-        if report.status == RunStatus::Completed {
-            let mut text = format!(
-                "Chain execution completed successfully.\n\n**Execution Results:**\n- Chain: {title}\n- Duration: {duration}ms\n- Steps Completed: {finished}/{total}\n- Final Status: completed"
-            );
-            if !outputs.is_empty() {
-                text.push_str(&format!("\n\n**Key Outputs:**{}", outputs.concat()));
-            }
-            if !notes.is_empty() {
-                text.push_str(&format!("\n\n**Step Notes:**{}", notes.concat()));
-            }
-            if track {
-                text.push_str(&format!(
-                    "\n\n**Execution ID:** {execution_id} (saved for reference)"
-                ));
-            }
-            return Ok(ToolOutput::Content(vec![
-                json!({ "type": "text", "text": text }),
-            ]));
+        if tracked {
+            ctx.platform()
+                .job_start(JOB_KIND, &run.id, JobMode::Attached)
+                .await?;
         }
-        let status = report.status.as_str();
-        let failed = report.steps.iter().find(|s| s.state == StepState::Failed);
-        let mut text = format!(
-            "Chain execution failed.\n\n**Failure Details:**\n- Chain: {title}\n- Duration: {duration}ms\n- Steps Completed: {finished}/{total}\n- Final Status: {status}\n- Failed Step: {}\n- Error: {}",
-            report.failed_step.as_deref().unwrap_or("none (the time limit was reached)"),
-            failed.and_then(|s| s.reason.as_deref()).unwrap_or(if status == "timed_out" { "the chain ran past its time limit" } else { "unknown" }),
-        );
-        if !report.rollbacks.is_empty() {
-            text.push_str("\n\n**Rollback:**");
-            for r in &report.rollbacks {
-                text.push_str(&format!(
-                    "\n- step {}: {}{}",
-                    r.id,
-                    r.outcome,
-                    r.error
-                        .as_ref()
-                        .map(|e| format!(" ({e})"))
-                        .unwrap_or_default()
-                ));
-            }
-        }
-        if !outputs.is_empty() {
-            text.push_str(&format!("\n\n**Partial Results:**{}", outputs.concat()));
-        }
-        if track {
-            text.push_str(&format!("\n\n**Execution ID:** {execution_id}"));
-        }
-        Err(Error::ToolFailed(text))
+        let start = executions::fresh(&run.plan, vars)?;
+        let report = run.drive(ctx, start).await?;
+        executions::summary(&run, &report)
     })
+}
+
+fn execution_id(args: &Value) -> &str {
+    args["execution_id"].as_str().unwrap_or_default()
 }
 
 fn get_chain_status(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
     Box::pin(async move {
-        let id = args["execution_id"].as_str().unwrap_or_default();
-        // The owner is part of the lookup: another session's execution is indistinguishable from
-        // one that does not exist.
-        let row = ctx
-            .query(
-                "SELECT e.id, c.name AS chain, e.status, e.started_at, e.finished_at, e.report
-                 FROM chain_executions e JOIN execution_chains c ON c.id = e.chain_id
-                 WHERE e.id = ?1 AND e.owner = ?2",
-                vec![json!(id), json!(ctx.session_id())],
-            )
-            .await?
-            .into_iter()
-            .next()
-            .ok_or_else(|| {
-                Error::NoSuchRecord(format!(
-                    "execution {id} not found in this session; use the execution id execute_chain returned here"
-                ))
-            })?;
-        let report: Value = row["report"]
-            .as_str()
-            .and_then(|r| serde_json::from_str(r).ok())
-            .unwrap_or(Value::Null);
-        let steps: Vec<Value> = report["steps"]
-            .as_array()
-            .map(|steps| {
-                steps
-                    .iter()
-                    .map(|s| {
-                        json!({
-                            "id": s["id"], "name": s["name"], "state": s["state"], "reason": s["reason"],
-                            "attempts": s["attempts"].as_array().map_or(0, Vec::len),
-                            "outputs": s.get("outputs").cloned().unwrap_or_else(|| json!({})),
-                        })
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
-        let finished = steps
-            .iter()
-            .filter(|s| !matches!(s["state"].as_str(), Some("pending" | "not_run")))
-            .count();
-        Ok(ToolOutput::Structured(json!({
-            "execution_id": row["id"],
-            "chain": row["chain"],
-            "status": row["status"],
-            "started_at": row["started_at"],
-            "finished_at": row["finished_at"],
-            "steps_finished": finished,
-            "steps_total": steps.len(),
-            "failed_step": report["failed_step"],
-            "steps": steps,
-            "rollbacks": report.get("rollbacks").cloned().unwrap_or_else(|| json!([])),
-        })))
+        Ok(ToolOutput::Structured(
+            executions::status(ctx, execution_id(&args)).await?,
+        ))
+    })
+}
+
+fn resume_chain(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+    Box::pin(async move {
+        let outputs = args["outputs"].as_object().cloned().unwrap_or_default();
+        executions::resume(ctx, execution_id(&args), &outputs).await
+    })
+}
+
+fn cancel_chain(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+    Box::pin(async move {
+        let reason = args["reason"].as_str().map_or_else(
+            || "cancelled by the client".to_string(),
+            |r| format!("cancelled: {r}"),
+        );
+        Ok(ToolOutput::Structured(
+            executions::cancel(ctx, execution_id(&args), &reason, 10_000).await?,
+        ))
     })
 }
 
 /// The toolset's tools.
-pub static TOOLS: [ToolDef; 3] = [ToolDef {
+pub static TOOLS: [ToolDef; 5] = [ToolDef {
     toolset: TOOLSET,
     name: "create_chain",
     title: "Create chain",
@@ -510,7 +373,7 @@ pub static TOOLS: [ToolDef; 3] = [ToolDef {
     toolset: TOOLSET,
     name: "execute_chain",
     title: "Execute chain",
-    description: "Run a stored chain synchronously with input variables (validated against its input_schema). Steps run in dependency order, with conditions, retries, fallbacks and rollback as defined; progress is reported per step. instruction_set steps ask the client's model through MCP sampling.",
+    description: "Run a stored chain with input variables (validated against its input_schema): synchronously, or with async_execution in the background (returns an execution id at once). Steps run in dependency order, with conditions, retries, fallbacks and rollback as defined; progress is reported per step. instruction_set steps ask the client's model (MCP sampling) or the configured model provider; with neither, the run pauses in awaiting_input until resume_chain supplies the outputs.",
     annotations: Annotations { read_only: false, destructive: false, idempotent: false, open_world: false },
     input_schema: include_str!("../../../schema/chains/execute_chain.input.json"),
     output_schema: None,
@@ -520,12 +383,32 @@ pub static TOOLS: [ToolDef; 3] = [ToolDef {
     toolset: TOOLSET,
     name: "get_chain_status",
     title: "Get chain status",
-    description: "Show an execution of execute_chain started in this session: status, per-step states, reasons, attempt counts and outputs, and any rollbacks.",
+    description: "Show an execution of execute_chain started in this session: status (running, awaiting_input, completed, failed, timed_out, cancelled), per-step states, reasons, attempt counts and outputs, what a paused step waits for, and any rollbacks.",
     annotations: Annotations::READ_ONLY,
     input_schema: include_str!("../../../schema/chains/get_chain_status.input.json"),
     output_schema: Some(include_str!("../../../schema/chains/get_chain_status.output.json")),
     timeout_ms: 10_000,
     handler: get_chain_status,
+}, ToolDef {
+    toolset: TOOLSET,
+    name: "resume_chain",
+    title: "Resume chain",
+    description: "Continue an execution paused in awaiting_input by supplying the output variables its paused step waits for (get_chain_status shows them with the step's instructions and input). A synchronous execution continues in this call and answers like execute_chain; a background one continues in the background.",
+    annotations: Annotations { read_only: false, destructive: false, idempotent: false, open_world: false },
+    input_schema: include_str!("../../../schema/chains/resume_chain.input.json"),
+    output_schema: None,
+    timeout_ms: 610_000,
+    handler: resume_chain,
+}, ToolDef {
+    toolset: TOOLSET,
+    name: "cancel_chain",
+    title: "Cancel chain",
+    description: "Cancel an execution of this session that is running or awaiting input. A running step finishes first; then the run stops and, when rollback is on, its completed steps are rolled back. Returns the execution's status.",
+    annotations: Annotations { read_only: false, destructive: true, idempotent: true, open_world: false },
+    input_schema: include_str!("../../../schema/chains/cancel_chain.input.json"),
+    output_schema: Some(include_str!("../../../schema/chains/get_chain_status.output.json")),
+    timeout_ms: 30_000,
+    handler: cancel_chain,
 }];
 
 #[cfg(test)]

@@ -1,0 +1,672 @@
+//! Chain executions: their records in D1 (`chain_executions`) and the drivers that run, continue,
+//! pause, cancel and abandon them.
+//!
+//! A tracked execution keeps its step report in its record: a checkpoint after every batch while it
+//! runs, the paused state while it awaits input, the final report after. The record also keeps the
+//! chain definition and run options it started with, so a resumed run follows the same plan even
+//! if the chain has been edited since. While a run is under way it holds a job lease in the session
+//! (`Platform::job_start`); the session's alarm resumes a background run whose lease lapsed, and
+//! abandons (fails and rolls back) a synchronous one whose call ended first.
+
+use futures::future::{select, Either};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use super::host::ChainHost;
+use super::JOB_KIND;
+use crate::engine::chain::{self, ChainDef, Plan};
+use crate::engine::run::{self, RunOptions, RunReport, RunStatus, StepState};
+use crate::error::{Error, Result};
+use crate::random;
+use crate::registry::{JobMode, ToolContext, ToolOutput};
+
+/// A background execution whose run is interrupted this many times is failed, not resumed again.
+const MAX_RUNS: i64 = 3;
+
+/// Where an execution runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    /// Inside the `execute_chain` (or `resume_chain`) call.
+    Sync,
+    /// In the background, followed with `get_chain_status`.
+    Async,
+}
+
+impl Mode {
+    fn as_str(self) -> &'static str {
+        match self {
+            Mode::Sync => "sync",
+            Mode::Async => "async",
+        }
+    }
+}
+
+/// The run options an execution started with.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Options {
+    /// Ready `parallel_execution` steps run concurrently.
+    pub parallel: bool,
+    /// Completed steps are rolled back when the run does not complete.
+    pub rollback: bool,
+    /// Overall limit of running time (pauses excluded).
+    pub max_execution_ms: u64,
+    /// The final report keeps every step's input, outputs and attempts.
+    pub save_intermediate_results: bool,
+}
+
+impl Options {
+    fn run_options(&self) -> RunOptions {
+        RunOptions {
+            parallel: self.parallel,
+            rollback: self.rollback,
+            max_execution_ms: self.max_execution_ms,
+            jitter_seed: 1,
+        }
+    }
+}
+
+/// One execution of a chain, ready to run.
+pub struct Run {
+    /// The execution id (`exec-…`).
+    pub id: String,
+    /// The chain's name.
+    pub chain: String,
+    /// The chain's title.
+    pub title: String,
+    /// The planned chain.
+    pub plan: Plan,
+    /// How it runs.
+    pub options: Options,
+    /// Where it runs.
+    pub mode: Mode,
+    /// Whether it has a record (`track_progress`).
+    pub tracked: bool,
+}
+
+/// A fresh, unguessable execution id.
+pub fn new_id() -> Result<String> {
+    Ok(format!("exec-{}", random::hex(16)?))
+}
+
+/// A fresh run state over `variables`, with a random jitter seed.
+pub fn fresh(plan: &Plan, variables: Value) -> Result<RunReport> {
+    let seed = u64::from_str_radix(&random::hex(8)?, 16).unwrap_or(1);
+    Ok(RunReport::start(plan, variables, seed))
+}
+
+/// The execution's record as stored.
+struct Record {
+    run: Run,
+    status: String,
+    variables: Value,
+    report: Option<RunReport>,
+    started_at: Value,
+    finished_at: Value,
+    runs: i64,
+}
+
+/// Loads an execution of this session. Another session's execution is indistinguishable from one
+/// that does not exist.
+async fn load(ctx: &dyn ToolContext, id: &str) -> Result<Record> {
+    let row = ctx
+        .query(
+            "SELECT e.id, c.name AS chain, c.title, e.status, e.mode, e.definition, e.options, e.runs,
+                    e.variables, e.report, e.started_at, e.finished_at
+             FROM chain_executions e JOIN execution_chains c ON c.id = e.chain_id
+             WHERE e.id = ?1 AND e.owner = ?2",
+            vec![json!(id), json!(ctx.session_id())],
+        )
+        .await?
+        .into_iter()
+        .next()
+        .ok_or_else(|| {
+            Error::NoSuchRecord(format!(
+                "execution {id} not found in this session; use an execution id execute_chain returned here"
+            ))
+        })?;
+    let text = |k: &str| row[k].as_str().unwrap_or_default().to_string();
+    let json_of = |k: &str| serde_json::from_str::<Value>(row[k].as_str().unwrap_or("null"));
+    let def: ChainDef = serde_json::from_value(json_of("definition")?)?;
+    let plan = chain::plan(&def).map_err(|e| {
+        Error::Internal(format!(
+            "execution {id}: stored definition does not plan: {}",
+            e.join("; ")
+        ))
+    })?;
+    Ok(Record {
+        run: Run {
+            id: text("id"),
+            chain: text("chain"),
+            title: text("title"),
+            plan,
+            options: serde_json::from_value(json_of("options")?)?,
+            mode: serde_json::from_value(row["mode"].clone())?,
+            tracked: true,
+        },
+        status: text("status"),
+        variables: json_of("variables")?,
+        report: match row["report"].as_str() {
+            Some(r) => Some(serde_json::from_str(r)?),
+            None => None,
+        },
+        started_at: row["started_at"].clone(),
+        finished_at: row["finished_at"].clone(),
+        runs: row["runs"].as_i64().unwrap_or(1),
+    })
+}
+
+/// Stores a new execution record (status `running`).
+pub async fn insert(
+    ctx: &dyn ToolContext,
+    run: &Run,
+    chain_row: &Value,
+    definition: &Value,
+    variables: &Value,
+) -> Result<()> {
+    // A background run counts its runs as it starts them; a synchronous one is running already.
+    let runs = if run.mode == Mode::Async { 0 } else { 1 };
+    ctx.query(
+        "INSERT INTO chain_executions (id, chain_id, chain_revision, owner, status, mode, definition, options, runs, variables)
+         VALUES (?1, ?2, ?3, ?4, 'running', ?5, ?6, ?7, ?8, ?9)",
+        vec![
+            json!(run.id),
+            chain_row["id"].clone(),
+            chain_row["revision"].clone(),
+            json!(ctx.session_id()),
+            json!(run.mode.as_str()),
+            json!(definition.to_string()),
+            json!(serde_json::to_string(&run.options)?),
+            json!(runs),
+            json!(variables.to_string()),
+        ],
+    )
+    .await?;
+    Ok(())
+}
+
+/// Keeps a running execution's checkpoint.
+pub async fn save_checkpoint(ctx: &dyn ToolContext, id: &str, report: &RunReport) -> Result<()> {
+    ctx.query(
+        "UPDATE chain_executions SET report = ?2, updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
+         WHERE id = ?1 AND status = 'running'",
+        vec![json!(id), json!(serde_json::to_string(report)?)],
+    )
+    .await?;
+    Ok(())
+}
+
+/// Stores where a run got to: its status and report (trimmed of step details at the end when the
+/// execution does not keep intermediate results).
+async fn save(ctx: &dyn ToolContext, run: &Run, report: &RunReport) -> Result<()> {
+    let mut stored = serde_json::to_value(report)?;
+    if report.status.is_final() && !run.options.save_intermediate_results {
+        if let Some(steps) = stored.get_mut("steps").and_then(Value::as_array_mut) {
+            for s in steps.iter_mut().filter_map(Value::as_object_mut) {
+                s.remove("input");
+                s.remove("outputs");
+                s.remove("attempts");
+            }
+        }
+    }
+    ctx.query(
+        "UPDATE chain_executions SET status = ?2, report = ?3,
+           updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now'),
+           finished_at = CASE WHEN ?4 THEN strftime('%Y-%m-%dT%H:%M:%fZ', 'now') END
+         WHERE id = ?1",
+        vec![
+            json!(run.id),
+            json!(report.status.as_str()),
+            json!(stored.to_string()),
+            json!(report.status.is_final()),
+        ],
+    )
+    .await?;
+    Ok(())
+}
+
+/// Runs `work` while renewing the job's lease, so that the session's watchdog sees the run alive
+/// even while one step takes long.
+async fn with_heartbeat<F: std::future::Future>(
+    ctx: &dyn ToolContext,
+    id: &str,
+    work: F,
+) -> F::Output {
+    let every = (ctx.platform().job_lease_ms() / 3).max(100);
+    let ticker = Box::pin(async move {
+        loop {
+            ctx.sleep(every).await;
+            if let Err(e) = ctx.platform().job_heartbeat(id) {
+                worker::console_error!("job heartbeat {id}: {e}");
+            }
+        }
+    });
+    match select(Box::pin(work), ticker).await {
+        Either::Left((out, _)) => out,
+        Either::Right((never, _)) => never,
+    }
+}
+
+impl Run {
+    fn host<'a>(&self, ctx: &'a dyn ToolContext) -> ChainHost<'a> {
+        ChainHost::new(
+            ctx,
+            &self.chain,
+            &self.id,
+            self.tracked,
+            self.plan.steps.len(),
+        )
+    }
+
+    /// Runs on from `report` until the run ends or pauses; a tracked run's record and job lease
+    /// follow it.
+    pub async fn drive(&self, ctx: &dyn ToolContext, report: RunReport) -> Result<RunReport> {
+        let host = self.host(ctx);
+        let work = run::proceed(&self.plan, report, &host, self.options.run_options());
+        if !self.tracked {
+            return Ok(work.await);
+        }
+        let mut report = with_heartbeat(ctx, &self.id, work).await;
+        if report.status == RunStatus::Cancelled && report.error.is_none() {
+            report.error = host.stop_reason();
+        }
+        // The lease is released only once the record says where the run got to: if saving fails,
+        // the lapsed lease brings the watchdog back to it.
+        save(ctx, self, &report).await?;
+        ctx.platform().job_finish(&self.id)?;
+        Ok(report)
+    }
+
+    /// Ends a run that will not go on (`cancelled`, or `failed` when interrupted for good): rolls
+    /// back its completed steps when rollback is on, and stores the final report.
+    async fn close(
+        &self,
+        ctx: &dyn ToolContext,
+        mut report: RunReport,
+        status: RunStatus,
+        reason: &str,
+    ) -> Result<RunReport> {
+        report.stop(status, reason);
+        if self.options.rollback {
+            run::rollback(&self.plan, &mut report, &self.host(ctx)).await;
+        }
+        save(ctx, self, &report).await?;
+        ctx.platform().job_finish(&self.id)?;
+        Ok(report)
+    }
+}
+
+impl Record {
+    /// The checkpoint to go on from (a fresh state when the run never reached one).
+    fn checkpoint(&mut self) -> Result<RunReport> {
+        match self.report.take() {
+            Some(r) => Ok(r),
+            None => fresh(&self.run.plan, self.variables.clone()),
+        }
+    }
+}
+
+/// Continues a background execution (its first run, or one after an interruption).
+pub async fn run_background(ctx: &dyn ToolContext, id: &str) -> Result<()> {
+    let mut rec = load(ctx, id).await?;
+    if rec.status != "running" {
+        return ctx.platform().job_finish(id);
+    }
+    let runs = ctx
+        .query(
+            "UPDATE chain_executions SET runs = runs + 1 WHERE id = ?1 RETURNING runs",
+            vec![json!(id)],
+        )
+        .await?
+        .first()
+        .and_then(|r| r["runs"].as_i64())
+        .unwrap_or(rec.runs + 1);
+    let report = rec.checkpoint()?;
+    if runs > MAX_RUNS {
+        let reason = format!(
+            "interrupted {} times (the server restarted or was overloaded); not resumed again",
+            runs - 1
+        );
+        rec.run
+            .close(ctx, report, RunStatus::Failed, &reason)
+            .await?;
+        return Ok(());
+    }
+    rec.run.drive(ctx, report).await?;
+    Ok(())
+}
+
+/// Closes a synchronous execution whose call ended before its run did.
+pub async fn abandon(ctx: &dyn ToolContext, id: &str) -> Result<()> {
+    let mut rec = load(ctx, id).await?;
+    if rec.status != "running" {
+        return Ok(());
+    }
+    let report = rec.checkpoint()?;
+    rec.run
+        .close(
+            ctx,
+            report,
+            RunStatus::Failed,
+            "interrupted: the call running it ended first (cancelled by the client, or the server restarted)",
+        )
+        .await?;
+    Ok(())
+}
+
+/// Cancels every execution of this session that is still open (the session is ending).
+pub async fn session_ending(ctx: &dyn ToolContext) -> Result<()> {
+    let open = ctx
+        .query(
+            "SELECT id FROM chain_executions WHERE owner = ?1 AND status IN ('running', 'awaiting_input')",
+            vec![json!(ctx.session_id())],
+        )
+        .await?;
+    for id in open.iter().filter_map(|r| r["id"].as_str()) {
+        let mut rec = load(ctx, id).await?;
+        let report = rec.checkpoint()?;
+        rec.run
+            .close(ctx, report, RunStatus::Cancelled, "the session ended")
+            .await?;
+    }
+    Ok(())
+}
+
+/// Cancels an execution of this session and returns its status view: at once when it is paused or
+/// its run was interrupted, at the next step boundary when a run is under way (waiting up to
+/// `wait_ms` for it; if the step takes longer, the view says the stop is pending).
+pub async fn cancel(ctx: &dyn ToolContext, id: &str, reason: &str, wait_ms: u32) -> Result<Value> {
+    let mut rec = load(ctx, id).await?;
+    if !matches!(rec.status.as_str(), "running" | "awaiting_input") {
+        return Err(Error::ToolFailed(format!(
+            "Execution {id} has already ended ({}); there is nothing to cancel.",
+            rec.status
+        )));
+    }
+    if rec.status == "running" && ctx.platform().job_stop(id, reason)? {
+        let mut waited = 0;
+        while waited < wait_ms {
+            ctx.sleep(200).await;
+            waited += 200;
+            let now = load(ctx, id).await?;
+            if now.status != "running" {
+                return Ok(now.view());
+            }
+        }
+        let mut view = load(ctx, id).await?.view();
+        view["note"] = json!(format!(
+            "A step is still under way; the run stops before its next step (within {} s at most per step attempt). Follow it with get_chain_status.",
+            wait_ms / 1000
+        ));
+        return Ok(view);
+    }
+    // Nothing is running it: close it here. Stop tracking first, so the watchdog does not resume it.
+    ctx.platform().job_finish(id)?;
+    let report = rec.checkpoint()?;
+    rec.run
+        .close(ctx, report, RunStatus::Cancelled, reason)
+        .await?;
+    Ok(load(ctx, id).await?.view())
+}
+
+/// Supplies the outputs a paused execution waits for and continues it: in this call when it ran
+/// synchronously, in the background otherwise.
+pub async fn resume(
+    ctx: &dyn ToolContext,
+    id: &str,
+    outputs: &serde_json::Map<String, Value>,
+) -> Result<ToolOutput> {
+    let mut rec = load(ctx, id).await?;
+    let Some(mut report) = rec.report.take().filter(|_| rec.status == "awaiting_input") else {
+        return Err(Error::ToolFailed(format!(
+            "Execution {id} is {}, not awaiting_input; only a paused execution can be resumed (get_chain_status shows its state).",
+            rec.status
+        )));
+    };
+    report.supply(&rec.run.plan, outputs).map_err(|problems| {
+        Error::ToolFailed(format!("Outputs rejected: {}", problems.join("; ")))
+    })?;
+    // Claim the pause atomically: of two concurrent resumes only one goes on.
+    let claimed = ctx
+        .query(
+            "UPDATE chain_executions SET status = 'running', report = ?2,
+               updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
+             WHERE id = ?1 AND status = 'awaiting_input' RETURNING id",
+            vec![json!(id), json!(serde_json::to_string(&report)?)],
+        )
+        .await?;
+    if claimed.is_empty() {
+        return Err(Error::ToolFailed(format!(
+            "Execution {id} was resumed or cancelled by another call just now."
+        )));
+    }
+    let run = rec.run;
+    if run.mode == Mode::Async {
+        ctx.platform()
+            .job_start(JOB_KIND, id, JobMode::Background)
+            .await?;
+        return Ok(started_text(&run, "resumed in the background"));
+    }
+    ctx.platform()
+        .job_start(JOB_KIND, id, JobMode::Attached)
+        .await?;
+    let report = run.drive(ctx, report).await?;
+    summary(&run, &report)
+}
+
+/// The answer of an execution started (or resumed) in the background.
+pub fn started_text(run: &Run, what: &str) -> ToolOutput {
+    ToolOutput::Content(vec![json!({ "type": "text", "text": format!(
+        "Chain execution {what}.\n\n**Execution Details:**\n- Chain: {} ({})\n- Execution ID: {}\n- Total Steps: {}\n\nUse 'get_chain_status' with the execution ID to track progress, 'cancel_chain' to stop it.",
+        run.title, run.chain, run.id, run.plan.steps.len()
+    ) })])
+}
+
+fn short(v: &Value) -> String {
+    let text = match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    if text.chars().count() > 200 {
+        format!("{}...", text.chars().take(200).collect::<String>())
+    } else {
+        text
+    }
+}
+
+/// The answer of a synchronous run: completed, paused for input, or failed (an error result).
+pub fn summary(run: &Run, report: &RunReport) -> Result<ToolOutput> {
+    let title = &run.title;
+    let duration = report.elapsed_ms.round();
+    let total = report.steps.len();
+    let finished = report
+        .steps
+        .iter()
+        .filter(|s| {
+            matches!(
+                s.state,
+                StepState::Done | StepState::FellBack | StepState::Warned | StepState::Skipped
+            )
+        })
+        .count();
+    let outputs: Vec<String> = report
+        .steps
+        .iter()
+        .flat_map(|s| s.outputs.iter())
+        .map(|(k, v)| format!("\n- {k}: {}", short(v)))
+        .collect();
+    let notes: Vec<String> = report
+        .steps
+        .iter()
+        .filter(|s| s.state != StepState::AwaitingInput)
+        .filter_map(|s| {
+            s.reason
+                .as_ref()
+                .map(|r| format!("\n- {} ({}): {r}", s.name, s.state.as_str()))
+        })
+        .collect();
+    let id_line = if run.tracked {
+        format!("\n\n**Execution ID:** {}", run.id)
+    } else {
+        String::new()
+    };
+    let text = |t: String| {
+        Ok(ToolOutput::Content(vec![
+            json!({ "type": "text", "text": t }),
+        ]))
+    };
+    match report.status {
+        RunStatus::Completed => {
+            let mut t = format!(
+                "Chain execution completed successfully.\n\n**Execution Results:**\n- Chain: {title}\n- Duration: {duration}ms\n- Steps Completed: {finished}/{total}\n- Final Status: completed"
+            );
+            if !outputs.is_empty() {
+                t.push_str(&format!("\n\n**Key Outputs:**{}", outputs.concat()));
+            }
+            if !notes.is_empty() {
+                t.push_str(&format!("\n\n**Step Notes:**{}", notes.concat()));
+            }
+            if run.tracked {
+                t.push_str(&format!("{id_line} (saved for reference)"));
+            }
+            text(t)
+        }
+        RunStatus::AwaitingInput | RunStatus::Running => {
+            let mut t = format!(
+                "Chain execution paused: a step needs input.\n\n**Progress:**\n- Chain: {title}\n- Steps Completed: {finished}/{total}\n- Status: awaiting_input{id_line}"
+            );
+            for s in report
+                .steps
+                .iter()
+                .filter(|s| s.state == StepState::AwaitingInput)
+            {
+                let p = s.prompt.clone().unwrap_or(Value::Null);
+                t.push_str(&format!(
+                    "\n\n**Step '{}' waits for:** {}\n\n**Instructions:**\n{}\n\n**Input:**\n{}",
+                    s.name,
+                    p["output_variables"]
+                        .as_array()
+                        .map(|a| a
+                            .iter()
+                            .filter_map(Value::as_str)
+                            .collect::<Vec<_>>()
+                            .join(", "))
+                        .unwrap_or_default(),
+                    p["instructions"].as_str().unwrap_or(""),
+                    p["input"].as_str().unwrap_or(""),
+                ));
+            }
+            let awaited: serde_json::Map<String, Value> = run
+                .plan
+                .steps
+                .iter()
+                .zip(&report.steps)
+                .filter(|(_, r)| r.state == StepState::AwaitingInput)
+                .flat_map(|(s, _)| s.def.output_variables.iter())
+                .map(|k| (k.clone(), json!("…")))
+                .collect();
+            t.push_str(&format!(
+                "\n\nProduce the outputs, then call resume_chain({}) to continue, or cancel_chain to stop.",
+                json!({ "execution_id": run.id, "outputs": awaited })
+            ));
+            text(t)
+        }
+        status => {
+            let status = status.as_str();
+            let failed = report.steps.iter().find(|s| s.state == StepState::Failed);
+            let error = failed
+                .and_then(|s| s.reason.clone())
+                .or_else(|| report.error.clone())
+                .unwrap_or_else(|| match status {
+                    "timed_out" => "the chain ran past its time limit".into(),
+                    _ => "unknown".into(),
+                });
+            let mut t = format!(
+                "Chain execution failed.\n\n**Failure Details:**\n- Chain: {title}\n- Duration: {duration}ms\n- Steps Completed: {finished}/{total}\n- Final Status: {status}\n- Failed Step: {}\n- Error: {error}",
+                report.failed_step.as_deref().unwrap_or(match status {
+                    "timed_out" => "none (the time limit was reached)",
+                    _ => "none",
+                }),
+            );
+            if !report.rollbacks.is_empty() {
+                t.push_str("\n\n**Rollback:**");
+                for r in &report.rollbacks {
+                    t.push_str(&format!(
+                        "\n- step {}: {}{}",
+                        r.id,
+                        r.outcome,
+                        r.error
+                            .as_ref()
+                            .map(|e| format!(" ({e})"))
+                            .unwrap_or_default()
+                    ));
+                }
+            }
+            if !outputs.is_empty() {
+                t.push_str(&format!("\n\n**Partial Results:**{}", outputs.concat()));
+            }
+            t.push_str(&id_line);
+            Err(Error::ToolFailed(t))
+        }
+    }
+}
+
+impl Record {
+    /// The `get_chain_status` view of the execution.
+    fn view(&self) -> Value {
+        let report = self.report.as_ref();
+        let steps: Vec<Value> = report
+            .map(|r| {
+                r.steps
+                    .iter()
+                    .map(|s| {
+                        let mut v = json!({
+                            "id": s.id, "name": s.name, "state": s.state.as_str(), "reason": s.reason,
+                            "attempts": s.attempts.len(), "outputs": s.outputs,
+                        });
+                        if let Some(p) = &s.prompt {
+                            v["awaiting"] = p.clone();
+                        }
+                        v
+                    })
+                    .collect()
+            })
+            .unwrap_or_else(|| {
+                self.run
+                    .plan
+                    .steps
+                    .iter()
+                    .map(|s| json!({ "id": s.def.id, "name": s.def.name, "state": "pending", "reason": null, "attempts": 0, "outputs": {} }))
+                    .collect()
+            });
+        let finished = steps
+            .iter()
+            .filter(|s| {
+                !matches!(
+                    s["state"].as_str(),
+                    Some("pending" | "not_run" | "awaiting_input")
+                )
+            })
+            .count();
+        json!({
+            "execution_id": self.run.id,
+            "chain": self.run.chain,
+            "mode": self.run.mode.as_str(),
+            "status": self.status,
+            "runs": self.runs,
+            "started_at": self.started_at,
+            "finished_at": self.finished_at,
+            "steps_finished": finished,
+            "steps_total": steps.len(),
+            "failed_step": report.and_then(|r| r.failed_step.clone()),
+            "error": report.and_then(|r| r.error.clone()),
+            "steps": steps,
+            "rollbacks": report.map(|r| json!(r.rollbacks)).unwrap_or_else(|| json!([])),
+        })
+    }
+}
+
+/// `get_chain_status`: the status view of an execution of this session.
+pub async fn status(ctx: &dyn ToolContext, id: &str) -> Result<Value> {
+    Ok(load(ctx, id).await?.view())
+}

@@ -1,0 +1,282 @@
+// How chain executions run over time, against the built Worker with real D1 and Durable Objects:
+// pausing for input and resuming, background runs driven by the session object, cancellation,
+// step events, a model provider for instruction steps, and the lease watchdog that resumes an
+// interrupted background run after a restart and closes a synchronous run whose call went away.
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { createServer } from "node:http";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { startWorker } from "./support/worker.js";
+import { initialize, post, rpc, sseEvents } from "./support/mcp.js";
+
+const textOf = (r) => r.content.map((c) => c.text).join("\n");
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const step = (id, name, extra = {}) => ({ id, name, type: "data_transformation", input_variables: [], output_variables: [], ...extra });
+
+/** A chain: shout the name, ask a model whether to approve, combine. */
+const approvalChain = (name, decideExtra = {}) => ({
+  name, title: "Approval run", category: "custom",
+  steps: [
+    step(1, "prepare", { input_template: "{name|upper}", output_variables: ["shout"] }),
+    step(2, "decide", { type: "instruction_set", instruction_set: "client-communication", input_template: "Approve {shout}?", output_variables: ["status", "note"], ...decideExtra }),
+    step(3, "finish", { input_template: "{shout}:{status}", output_variables: ["result"] }),
+  ],
+  input_schema: { type: "object", properties: { name: { type: "string", required: true } } },
+});
+
+/** The tools of one session. */
+function client(w, session) {
+  const call = async (name, args) => (await rpc(w.mcpUrl, session, "tools/call", { name, arguments: args })).reply.result;
+  return {
+    call,
+    create: (def) => call("create_chain", { chain_definition: def, creation_options: { overwrite_existing: true } }),
+    execute: (chain_name, variables, execution_options = {}) => call("execute_chain", { chain_name, variables, execution_options }),
+    status: async (execution_id) => {
+      const r = await call("get_chain_status", { execution_id });
+      assert.equal(r.isError, undefined, textOf(r));
+      return r.structuredContent;
+    },
+    /** Polls get_chain_status until `pred` holds (or fails after `ms`). */
+    async until(execution_id, pred, ms = 15_000) {
+      const end = Date.now() + ms;
+      for (;;) {
+        const s = await this.status(execution_id);
+        if (pred(s)) return s;
+        if (Date.now() > end) assert.fail(`execution ${execution_id} stayed ${JSON.stringify(s)}`);
+        await sleep(100);
+      }
+    },
+  };
+}
+
+const idIn = (r) => textOf(r).match(/exec-[0-9a-f]{32}/)[0];
+
+describe("one Worker, no model provider", () => {
+  let w, c, session;
+  before(async () => {
+    w = await startWorker({}, { quiet: true });
+    ({ session } = await initialize(w.mcpUrl));
+    c = client(w, session);
+    for (const def of [approvalChain("approval-run"), {
+      name: "quick-run", title: "Quick run", category: "custom",
+      steps: [step(1, "one", { input_template: "{n * 2}", output_variables: ["doubled"] }), step(2, "two", { input_template: "{doubled + 1}", output_variables: ["plus_one"] })],
+    }]) {
+      const r = await c.create(def);
+      assert.equal(r.isError, undefined, textOf(r));
+    }
+  });
+  after(() => w?.stop());
+
+  test("a synchronous run pauses at a step without a model and resume_chain continues it", async () => {
+    const r = await c.execute("approval-run", { name: "Ada" });
+    assert.equal(r.isError, undefined, textOf(r));
+    assert.match(textOf(r), /^Chain execution paused: a step needs input\.[\s\S]*Steps Completed: 1\/3[\s\S]*\*\*Step 'decide' waits for:\*\* status, note[\s\S]*Approve ADA\?[\s\S]*resume_chain\(/);
+    const id = idIn(r);
+    const paused = await c.status(id);
+    assert.equal(paused.status, "awaiting_input");
+    assert.equal(paused.mode, "sync");
+    assert.deepEqual(paused.steps.map((s) => s.state), ["done", "awaiting_input", "pending"]);
+    assert.deepEqual(paused.steps[1].awaiting.output_variables, ["status", "note"]);
+    assert.equal(paused.steps[1].awaiting.input, "Approve ADA?");
+    assert.match(paused.steps[1].awaiting.instructions, /\S/);
+
+    const missing = await c.call("resume_chain", { execution_id: id, outputs: { status: "approved" } });
+    assert.equal(missing.isError, true);
+    assert.match(textOf(missing), /^Outputs rejected: outputs\.note is missing/);
+    const extra = await c.call("resume_chain", { execution_id: id, outputs: { status: "approved", note: "ok", colour: "red" } });
+    assert.match(textOf(extra), /outputs\.colour is not awaited \(awaited: status, note\)/);
+    assert.equal((await c.status(id)).status, "awaiting_input", "rejected outputs change nothing");
+
+    const done = await c.call("resume_chain", { execution_id: id, outputs: { status: "approved", note: "fine" } });
+    assert.equal(done.isError, undefined, textOf(done));
+    assert.match(textOf(done), /^Chain execution completed successfully\.[\s\S]*Steps Completed: 3\/3[\s\S]*- result: ADA:approved/);
+    const final = await c.status(id);
+    assert.equal(final.status, "completed");
+    assert.equal(final.steps[1].reason, "outputs supplied by the client");
+    assert.ok(final.finished_at);
+    const again = await c.call("resume_chain", { execution_id: id, outputs: { status: "x", note: "y" } });
+    assert.match(textOf(again), /is completed, not awaiting_input/);
+  });
+
+  test("a background run answers at once, sends step events on the session stream, and completes", async () => {
+    const stream = await fetch(w.mcpUrl, { headers: { accept: "text/event-stream", "mcp-session-id": session, "mcp-protocol-version": "2025-11-25" } });
+    assert.equal(stream.status, 200);
+    const events = sseEvents(stream, { timeoutMs: 10_000 });
+    const r = await c.execute("quick-run", { n: 20 }, { async_execution: true });
+    assert.match(textOf(r), /^Chain execution started asynchronously\.[\s\S]*Total Steps: 2/);
+    const id = idIn(r);
+    const seen = [];
+    const steps = [];
+    while (steps.filter((e) => e.event === "tool_result").length < 2) {
+      const ev = await events.next();
+      assert.ok(ev, `stream ended after ${JSON.stringify(steps)}`);
+      if (ev.event !== "tool_call" && ev.event !== "tool_result") continue;
+      const data = JSON.parse(ev.data);
+      if (data.execution_id === id) steps.push({ event: ev.event, ...data });
+    }
+    events.close();
+    assert.deepEqual(steps.map((e) => [e.event, e.tool]), [
+      ["tool_call", "quick-run/one"], ["tool_result", "quick-run/one"], ["tool_call", "quick-run/two"], ["tool_result", "quick-run/two"],
+    ]);
+    assert.deepEqual(steps[3].result, { plus_one: 41 });
+    const s = await c.until(id, (s) => s.status === "completed");
+    assert.equal(s.mode, "async");
+    assert.deepEqual(s.steps.map((x) => x.outputs), [{ doubled: 40 }, { plus_one: 41 }]);
+  });
+
+  test("a background run pauses for input and resumes in the background", async () => {
+    const id = idIn(await c.execute("approval-run", { name: "Bo" }, { async_execution: true }));
+    const paused = await c.until(id, (s) => s.status === "awaiting_input");
+    assert.equal(paused.steps[1].awaiting.input, "Approve BO?");
+    const r = await c.call("resume_chain", { execution_id: id, outputs: { status: "declined", note: "budget" } });
+    assert.match(textOf(r), /^Chain execution resumed in the background\./);
+    const done = await c.until(id, (s) => s.status === "completed");
+    assert.deepEqual(done.steps[2].outputs, { result: "BO:declined" });
+  });
+
+  test("cancel_chain closes a paused execution; ended and foreign executions are refused", async () => {
+    const id = idIn(await c.execute("approval-run", { name: "Cy" }));
+    const cancelled = await c.call("cancel_chain", { execution_id: id, reason: "plans changed" });
+    assert.equal(cancelled.isError, undefined, textOf(cancelled));
+    const s = cancelled.structuredContent;
+    assert.equal(s.status, "cancelled");
+    assert.equal(s.error, "cancelled: plans changed");
+    assert.deepEqual(s.steps.map((x) => x.state), ["done", "not_run", "not_run"]);
+    assert.equal(s.steps[1].awaiting, undefined);
+    const twice = await c.call("cancel_chain", { execution_id: id });
+    assert.match(textOf(twice), /has already ended \(cancelled\); there is nothing to cancel/);
+    const resumed = await c.call("resume_chain", { execution_id: id, outputs: { status: "a", note: "b" } });
+    assert.match(textOf(resumed), /is cancelled, not awaiting_input/);
+
+    const other = client(w, (await initialize(w.mcpUrl)).session);
+    for (const tool of ["get_chain_status", "cancel_chain"]) {
+      const r = await other.call(tool, { execution_id: id });
+      assert.equal(r.isError, true);
+      assert.match(textOf(r), /not found in this session/);
+    }
+    const bad = await c.call("cancel_chain", { execution_id: "exec-123" });
+    assert.equal(bad.isError, true);
+    assert.match(textOf(bad), /execution_id/);
+  });
+
+  test("ending the session cancels its open executions", async () => {
+    const { session: s2 } = await initialize(w.mcpUrl);
+    const c2 = client(w, s2);
+    const id = idIn(await c2.execute("approval-run", { name: "Di" }));
+    const del = await fetch(w.mcpUrl, { method: "DELETE", headers: { "mcp-session-id": s2, "mcp-protocol-version": "2025-11-25" } });
+    assert.equal(del.status, 204);
+    const row = await (await w.mf.getD1Database("DB")).prepare("SELECT status, json_extract(report, '$.error') AS error FROM chain_executions WHERE id = ?1").bind(id).first();
+    assert.deepEqual(row, { status: "cancelled", error: "the session ended" });
+  });
+});
+
+/** A stand-in for an OpenAI-compatible model provider: answers, fails or hangs as told. */
+function modelProvider() {
+  const p = { requests: [], mode: "answer", answer: { status: "approved", note: "by the model" } };
+  p.server = createServer((req, res) => {
+    let body = "";
+    req.on("data", (d) => (body += d));
+    req.on("end", () => {
+      p.requests.push({ auth: req.headers.authorization, body: JSON.parse(body) });
+      const mode = typeof p.mode === "function" ? p.mode(p.requests.length) : p.mode;
+      if (mode === "hang") return;
+      if (mode === "unavailable") {
+        res.writeHead(503).end("busy");
+        return;
+      }
+      const reply = () => res.writeHead(200, { "content-type": "application/json" })
+        .end(JSON.stringify({ choices: [{ message: { role: "assistant", content: JSON.stringify(p.answer) } }] }));
+      if (mode === "slow") setTimeout(reply, 1500);
+      else reply();
+    });
+  });
+  return new Promise((resolve) => p.server.listen(0, "127.0.0.1", () => {
+    p.url = `http://127.0.0.1:${p.server.address().port}/v1/chat/completions`;
+    resolve(p);
+  }));
+}
+
+describe("with a model provider and a short job lease", () => {
+  let provider, dir, w, session, c;
+  const vars = () => ({ MODEL_PROVIDER_URL: provider.url, MODEL_PROVIDER_KEY: "test-key", MODEL_PROVIDER_MODEL: "small", JOB_LEASE_SECONDS: "1" });
+  before(async () => {
+    provider = await modelProvider();
+    dir = mkdtempSync(join(tmpdir(), "mcp-edge-runs-"));
+    w = await startWorker(vars(), { quiet: true, persist: dir });
+    ({ session } = await initialize(w.mcpUrl));
+    c = client(w, session);
+    const r = await c.create(approvalChain("model-run", { retry_config: { max_retries: 2, backoff_ms: 100, retry_on_errors: ["model_unavailable"] } }));
+    assert.equal(r.isError, undefined, textOf(r));
+  });
+  after(async () => {
+    await w?.stop();
+    provider?.server.closeAllConnections();
+    provider?.server.close();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  test("instruction steps ask the provider; its outages are retried", async () => {
+    provider.requests.length = 0;
+    provider.mode = (n) => (n === 1 ? "unavailable" : "answer");
+    const r = await c.execute("model-run", { name: "Eve" });
+    assert.equal(r.isError, undefined, textOf(r));
+    assert.match(textOf(r), /- result: EVE:approved/);
+    assert.equal(provider.requests.length, 2, "one 503, then the answer");
+    const { auth, body } = provider.requests[1];
+    assert.equal(auth, "Bearer test-key");
+    assert.equal(body.model, "small");
+    assert.equal(body.messages[0].role, "system");
+    assert.match(body.messages[0].content, /Answer with one JSON object and nothing else\. Its keys: status, note\./);
+    assert.deepEqual(body.messages[1], { role: "user", content: "Approve EVE?" });
+    const s = await c.status(idIn(r));
+    assert.equal(s.steps[1].attempts, 2);
+  });
+
+  test("cancel_chain stops a background run after the step under way", async () => {
+    provider.requests.length = 0;
+    provider.mode = "slow";
+    const id = idIn(await c.execute("model-run", { name: "Fay" }, { async_execution: true }));
+    while (provider.requests.length === 0) await sleep(50);
+    const r = await c.call("cancel_chain", { execution_id: id, reason: "no longer needed" });
+    assert.equal(r.isError, undefined, textOf(r));
+    const s = r.structuredContent;
+    assert.equal(s.status, "cancelled", JSON.stringify(s));
+    assert.deepEqual(s.steps.map((x) => x.state), ["done", "done", "not_run"]);
+    assert.equal(s.error, "cancelled: no longer needed");
+  });
+
+  test("a synchronous run whose call is cancelled is closed by the watchdog", async () => {
+    provider.requests.length = 0;
+    provider.mode = "hang";
+    const db = await w.mf.getD1Database("DB");
+    const call = post(w.mcpUrl, { jsonrpc: "2.0", id: "sync-1", method: "tools/call", params: { name: "execute_chain", arguments: { chain_name: "model-run", variables: { name: "Gus" } } } }, { session });
+    while (provider.requests.length === 0) await sleep(50);
+    const { id } = await db.prepare("SELECT id FROM chain_executions WHERE owner = ?1 AND status = 'running'").bind(session).first();
+    const cancel = await post(w.mcpUrl, { jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: "sync-1" } }, { session });
+    assert.equal(cancel.status, 202);
+    await call.catch(() => {});
+    const s = await c.until(id, (s) => s.status !== "running", 20_000);
+    assert.equal(s.status, "failed");
+    assert.match(s.error, /^interrupted: the call running it ended first/);
+    assert.deepEqual(s.steps.map((x) => x.state), ["done", "not_run", "not_run"]);
+  });
+
+  test("a background run interrupted by a restart continues from its checkpoint", async () => {
+    provider.requests.length = 0;
+    provider.mode = "hang";
+    const id = idIn(await c.execute("model-run", { name: "Hal" }, { async_execution: true }));
+    while (provider.requests.length === 0) await sleep(50);
+    assert.equal((await c.status(id)).steps[0].state, "done", "the first batch is checkpointed");
+    await w.stop();
+    provider.server.closeAllConnections();
+    provider.mode = "answer";
+    w = await startWorker(vars(), { quiet: true, persist: dir });
+    c = client(w, session);
+    const s = await c.until(id, (s) => s.status === "completed", 30_000);
+    assert.equal(s.runs, 2, "resumed once");
+    assert.equal(s.steps[0].attempts, 1, "the checkpointed step did not run again");
+    assert.deepEqual(s.steps[2].outputs, { result: "HAL:approved" });
+  });
+});
