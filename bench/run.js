@@ -6,6 +6,7 @@ import { join } from "node:path";
 import { gzipSync } from "node:zlib";
 import { root, startWorker } from "../tests/support/worker.js";
 import { initialize, post } from "../tests/support/mcp.js";
+import { tripVars } from "../tests/support/samples.js";
 
 const SEQUENTIAL = Number(process.env.BENCH_REQUESTS ?? 500);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 16);
@@ -56,6 +57,13 @@ try {
   await measure("get_mode_indicator (session SQLite)", w.mcpUrl, sessions, "get_mode_indicator", {});
   await measure("get_instruction_set (D1)", w.mcpUrl, sessions, "get_instruction_set", { name: "vendor-search" });
   const approval = { traveler_name: "Dana Lee", destination: "Berlin", travel_dates: "2025-10-06 to 2025-10-08", total_cost: 2150, business_justification: "Client workshop" };
+  // include_metadata skips the KV result cache, so these two differ only by the compiled-template
+  // cache: the trip confirmation is the largest shipped template.
+  for (const use_cache of [true, false]) {
+    await measure(`process_template trip-confirmation (compiled cache ${use_cache ? "on" : "off"})`, w.mcpUrl, sessions, "process_template", {
+      template_name: "trip-confirmation-comprehensive", variables: tripVars, processing_options: { output_format: "markdown", include_metadata: true, use_cache },
+    });
+  }
   await measure("process_template html (no cache)", w.mcpUrl, sessions, "process_template", {
     template_name: "corporate-approval-request", variables: approval, processing_options: { output_format: "html", use_cache: false },
   });

@@ -4,6 +4,7 @@ import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { startWorker } from "./support/worker.js";
 import { initialize, rpc } from "./support/mcp.js";
+import { tripVars } from "./support/samples.js";
 
 let w;
 let session;
@@ -18,25 +19,6 @@ const textOf = (r) => r.content[0].text;
 const process = (template_name, variables, processing_options = {}, extra = {}) =>
   call("process_template", { template_name, variables, processing_options, ...extra });
 
-const tripVars = {
-  client: { name: "Sarah Johnson", tier: "vip" },
-  trip: {
-    trip_type: "anniversary", duration_days: 7,
-    destination: { city: "Paris", country: "France", visa_required: false },
-    travelers: { adults: 2, children: 0 }, departure_date: "2025-06-15", return_date: "2025-06-22",
-  },
-  flight: {
-    departure_time: "09:30", return_time: "17:45",
-    outbound: { airline: "Air France", flight_number: "AF 7", departure_time: "9:30 AM", departure_airport: "JFK", arrival_time: "10:45 PM", arrival_airport: "CDG" },
-    return: { airline: "Air France", flight_number: "AF 8", departure_time: "5:45 PM", departure_airport: "CDG", arrival_time: "8:10 PM", arrival_airport: "JFK" },
-  },
-  booking: { package_tier: "Premium", reference_number: "SOMO-2025-0615" },
-  pricing: { final_total: 14750, package_price: 12500, extras: 1250, taxes: 1000, total_paid: 14750, remaining_balance: 0 },
-  hotel: { name: "Le Meurice", rating: 5, address: "228 Rue de Rivoli", room_type: "Deluxe", amenities: ["Spa"] },
-  activities: [{ name: "Louvre", description: "Private tour", date: "June 16" }],
-  agent: { phone: "+1 555 0123", email: "kim@somotravel.example" },
-  support: { vip_phone: "+1 555 0100" },
-};
 const welcomeVars = {
   client: { name: "Sarah Johnson", email: "sarah.johnson@email.com", tier: "vip" },
   trip: {
@@ -118,6 +100,13 @@ describe("process_template inputs", () => {
     const db = await w.mf.getD1Database("DB");
     const row = await db.prepare("SELECT output_format, session_id FROM template_processings WHERE session_id = 'S-meta'").first();
     assert.deepEqual(row, { output_format: "text", session_id: "S-meta" });
+  });
+
+  test("compiled templates are reused from the instance's cache unless use_cache is false", async () => {
+    const meta = async (opts) => textOf(await process("client-welcome-email", welcomeVars, { include_metadata: true, ...opts })).match(/- Compiled Template: (.*)/)[1];
+    await meta({});
+    assert.equal(await meta({}), "reused from this instance's cache");
+    assert.equal(await meta({ use_cache: false }), "compiled for this call");
   });
 
   test("results are cached in KV under a digest of the inputs", async () => {

@@ -248,14 +248,15 @@ fn create_template(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Res
     })
 }
 
-fn compiled(row: &Value, use_cache: bool) -> Result<Rc<Template>> {
+/// The compiled template of a stored row, and whether it came from this instance's cache.
+fn compiled(row: &Value, use_cache: bool) -> Result<(Rc<Template>, bool)> {
     let key = (
         row["id"].as_i64().unwrap_or(0),
         row["revision"].as_i64().unwrap_or(0),
     );
     if use_cache {
         if let Some(t) = COMPILED.with(|c| c.borrow().get(&key).cloned()) {
-            return Ok(t);
+            return Ok((t, true));
         }
     }
     let content = row["content"].as_str().unwrap_or_default();
@@ -270,7 +271,7 @@ fn compiled(row: &Value, use_cache: bool) -> Result<Rc<Template>> {
         }
         c.insert(key, t.clone());
     });
-    Ok(t)
+    Ok((t, false))
 }
 
 fn cache_key(row: &Value, vars: &Value, format: &str, secure: bool) -> String {
@@ -342,7 +343,7 @@ impl Stored {
         secure: bool,
         use_cache: bool,
     ) -> Result<String> {
-        let template = compiled(&self.row, use_cache)?;
+        let (template, _) = compiled(&self.row, use_cache)?;
         let rendered = template
             .render(vars, RenderOptions::default())
             .map_err(|e| Error::ToolFailed(format!("Template processing failed: {e}")))?;
@@ -379,7 +380,7 @@ async fn process(ctx: &dyn ToolContext, args: &Value) -> Result<String> {
         }
     }
     let started = clock::now_ms();
-    let template = compiled(row, use_cache)?;
+    let (template, reused) = compiled(row, use_cache)?;
     let rendered = template
         .render(&vars, RenderOptions::default())
         .map_err(|e| Error::ToolFailed(format!("Template processing failed: {e}")))?;
@@ -399,10 +400,11 @@ async fn process(ctx: &dyn ToolContext, args: &Value) -> Result<String> {
         .await?;
         let used = template.variables();
         text.push_str(&format!(
-            "\n\n---\n**Processing Metadata:**\n- Template: {} ({name})\n- Variables Used: {}\n- Processing Time: {elapsed}ms\n- Output Format: {format_name}\n- Security Applied: {}",
+            "\n\n---\n**Processing Metadata:**\n- Template: {} ({name})\n- Variables Used: {}\n- Processing Time: {elapsed}ms\n- Output Format: {format_name}\n- Security Applied: {}\n- Compiled Template: {}",
             row["title"].as_str().unwrap_or(""),
             if used.is_empty() { "None".to_string() } else { used.join(", ") },
             if secure { "Yes" } else { "No" },
+            if reused { "reused from this instance's cache" } else { "compiled for this call" },
         ));
         if !rendered.missing.is_empty() {
             text.push_str(&format!(
