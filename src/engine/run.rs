@@ -12,8 +12,8 @@
 //!   `fallback` runs the `fallback_step` in its place (its failure fails the chain).
 //! - Past the deadline no further step starts and the chain ends `timed_out`.
 //! - A chain that ends `failed` or `timed_out` with rollback enabled runs the `rollback_action` of
-//!   its completed steps in reverse completion order (a `database_operation` step is always undone,
-//!   with or without one); each rollback failure is reported.
+//!   its completed steps in reverse completion order (a `database_operation` step, or one whose
+//!   fallback is one, is always undone, with or without one); each rollback failure is reported.
 
 use futures::future::{join_all, select, Either, LocalBoxFuture};
 use serde::Serialize;
@@ -73,11 +73,13 @@ pub trait StepHost {
         input: Option<String>,
         vars: &'a Value,
     ) -> LocalBoxFuture<'a, StepOutcome>;
-    /// Undoes a completed step (its `rollback_action`).
+    /// Undoes a completed step (its `rollback_action`, and a `database_operation`'s writes).
+    /// `vars` are the chain's variables when the chain ended; `outputs` are the step's own.
     fn rollback_step<'a>(
         &'a self,
         step: &'a StepDef,
         outputs: &'a Map<String, Value>,
+        vars: &'a Value,
     ) -> LocalBoxFuture<'a, Result<(), StepError>>;
     /// Waits.
     fn sleep(&self, ms: u64) -> LocalBoxFuture<'_, ()>;
@@ -455,12 +457,17 @@ pub async fn run(plan: &Plan, inputs: Value, host: &dyn StepHost, opts: RunOptio
         done.sort_by_key(|&i| std::cmp::Reverse(reports[i].completed));
         for i in done {
             let step = &plan.steps[i].def;
-            if step.rollback_action.is_none() && step.kind != StepType::DatabaseOperation {
+            let wrote = step.kind == StepType::DatabaseOperation
+                || step
+                    .fallback_step
+                    .as_ref()
+                    .is_some_and(|f| f.kind == "database_operation");
+            if step.rollback_action.is_none() && !wrote {
                 continue;
             }
-            let mut outcome = host.rollback_step(step, &reports[i].outputs).await;
+            let mut outcome = host.rollback_step(step, &reports[i].outputs, &vars).await;
             if outcome.is_err() {
-                outcome = host.rollback_step(step, &reports[i].outputs).await;
+                outcome = host.rollback_step(step, &reports[i].outputs, &vars).await;
             }
             rollbacks.push(match outcome {
                 Ok(()) => Rollback {

@@ -3,6 +3,7 @@
 //! (`execute_chain`, status, cancel) builds on the runner in `engine::run`.
 
 mod host;
+mod steps;
 
 use std::collections::BTreeSet;
 
@@ -151,6 +152,12 @@ fn create_chain(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result
                 ))
             })?;
         }
+        // Tools are part of this deployment, not data that could be created later, so these checks
+        // run even without validate_references; refusing chain tools is a safety rule besides.
+        refuse_if_any(
+            "Chain definition validation failed",
+            &steps::tool_problems(ctx.platform().registry(), &def),
+        )?;
         if opt_bool(&opts, "validate_references", true) {
             let (sets, templates) = references(&def);
             let mut problems = Vec::new();
@@ -336,8 +343,9 @@ fn execute_chain(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Resul
         }
 
         let started = clock::now_ms();
-        let host = host::ChainHost::new(ctx, plan.steps.len());
+        let host = host::ChainHost::new(ctx, &execution_id, plan.steps.len());
         let report = run::run(&plan, vars, &host, run_opts).await;
+        host.forget_changes().await;
         let duration = (clock::now_ms() - started).round();
 
         if track {
