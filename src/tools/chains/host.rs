@@ -25,10 +25,15 @@
 //!    optionally followed by whitespace and a template rendering the tool's JSON arguments over the
 //!    chain's variables plus the step's outputs (strictly: a missing value is an error). In
 //!    templates `{{` and `}}` are literal braces:
-//!    `"delete_customer {{\"id\": {customer.id|json}}}"`. A tool error fails the rollback.
+//!    `"delete_customer {{\"id\": {customer.id|json}}}"`. A tool error fails the rollback. When
+//!    step 1 failed, it does not run: the records are not as it would expect.
 //!
-//! Steps of the other types change no stored data, so without a `rollback_action` they have nothing
-//! to undo.
+//! Other steps are undone only by their `rollback_action`: an `external_api` step whose tool changes
+//! data (`create_template`, say) needs one to be undone.
+//!
+//! **Limit.** A step's `timeout_ms` abandons the attempt, but a D1 batch already sent may still
+//! apply: the step is then failed with its write in place, and rollback, which covers completed
+//! steps only, leaves that write alone.
 
 use std::cell::Cell;
 
