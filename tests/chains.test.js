@@ -120,11 +120,14 @@ describe("execute_chain", () => {
   test("a failing step fails the chain and rolls back completed steps", async () => {
     await create({
       name: "failing-flow", title: "Failing flow test", category: "custom",
-      steps: [step(1, "prepare", { input_template: "ok", output_variables: ["prepared"], rollback_action: "discard" }), step(2, "call_api", { type: "external_api", depends_on: [1] })],
+      steps: [
+        step(1, "prepare", { input_template: "ok", output_variables: ["prepared"], rollback_action: 'get_instruction_set {{"name": "mobile-mode"}}' }),
+        step(2, "call_api", { type: "external_api", tool: "process_template", input_template: '{{"template_name": "no-such-template", "variables": {{}}}}', depends_on: [1] }),
+      ],
     });
     const result = (await run("failing-flow", {})).reply.result;
     assert.equal(result.isError, true);
-    assert.match(textOf(result), /^Chain execution failed\.[\s\S]*- Failed Step: call_api[\s\S]*not available yet[\s\S]*\*\*Rollback:\*\*\n- step 1: rolled_back[\s\S]*\*\*Partial Results:\*\*\n- prepared: ok/);
+    assert.match(textOf(result), /^Chain execution failed\.[\s\S]*- Failed Step: call_api[\s\S]*Template 'no-such-template' not found[\s\S]*\*\*Rollback:\*\*\n- step 1: rolled_back[\s\S]*\*\*Partial Results:\*\*\n- prepared: ok/);
   });
 
   test("input variables are validated against the chain's input_schema", async () => {

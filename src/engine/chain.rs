@@ -9,8 +9,11 @@
 //!
 //! The planner rejects, before anything runs: duplicate step ids or names, `depends_on` naming a
 //! missing step or the step itself, cycles (reported as a path), a step type without the field it
-//! needs, `on_failure: fallback` without a `fallback_step`, and an `input_template` or
-//! `conditional_execution` that does not compile (with line and column).
+//! needs (`instruction_set`, `template_id`, `tool`, `operation`), a collection name outside
+//! [`COLLECTION_PATTERN`], `on_failure: fallback` without a `fallback_step`, and an
+//! `input_template`, `conditional_execution` or `rollback_action` argument template that does not
+//! compile (with line and column). Whether a named tool exists is checked by `create_chain`, which
+//! has the tool registry.
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -91,6 +94,93 @@ pub struct FallbackStep {
     pub template_id: Option<String>,
 }
 
+/// What a `database_operation` step does to its record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RecordAction {
+    /// Adds a record; fails if its id is taken.
+    Create,
+    /// Merges fields into an existing record.
+    Update,
+    /// Removes an existing record.
+    Delete,
+    /// Reads an existing record.
+    Get,
+}
+
+impl RecordAction {
+    /// The action's name, as written in definitions.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RecordAction::Create => "create",
+            RecordAction::Update => "update",
+            RecordAction::Delete => "delete",
+            RecordAction::Get => "get",
+        }
+    }
+}
+
+/// The `operation` of a `database_operation` step: one record action in a named collection.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct Operation {
+    /// The collection's name (see [`COLLECTION_PATTERN`]).
+    pub collection: String,
+    /// What to do.
+    pub action: RecordAction,
+}
+
+/// Collection names: a lowercase letter, then up to 49 of `a-z`, `0-9`, `_`, `-`.
+pub const COLLECTION_PATTERN: &str = "^[a-z][a-z0-9_-]{0,49}$";
+
+/// Whether `name` matches [`COLLECTION_PATTERN`].
+pub fn valid_collection(name: &str) -> bool {
+    let mut bytes = name.bytes();
+    matches!(bytes.next(), Some(b'a'..=b'z'))
+        && name.len() <= 50
+        && bytes.all(|b| matches!(b, b'a'..=b'z' | b'0'..=b'9' | b'_' | b'-'))
+}
+
+/// A parsed `rollback_action`: a tool of this server, then optionally whitespace and a template
+/// rendering the tool's JSON arguments (`"delete_customer {{\"id\": {customer.id|json}}}"`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RollbackAction {
+    /// The tool's MCP name or registry id, as written.
+    pub tool: String,
+    /// The arguments template; none means `{}`.
+    pub arguments: Option<Template>,
+}
+
+impl RollbackAction {
+    /// Splits a `rollback_action` at its first whitespace and compiles the rest as a template.
+    pub fn parse(text: &str) -> Result<RollbackAction, String> {
+        let text = text.trim();
+        let (tool, rest) = match text.find(char::is_whitespace) {
+            Some(at) => (&text[..at], text[at..].trim()),
+            None => (text, ""),
+        };
+        if tool.is_empty() {
+            return Err(
+                "is empty; write a tool name, optionally followed by a JSON arguments template"
+                    .into(),
+            );
+        }
+        if tool.contains(['{', '}']) {
+            return Err(format!(
+                "must start with a tool name, then whitespace, then the arguments template; {tool:?} is not a tool name"
+            ));
+        }
+        let arguments = if rest.is_empty() {
+            None
+        } else {
+            Some(Template::parse(rest).map_err(|e| format!("arguments template {e}"))?)
+        };
+        Ok(RollbackAction {
+            tool: tool.to_string(),
+            arguments,
+        })
+    }
+}
+
 /// One step as defined.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct StepDef {
@@ -110,6 +200,12 @@ pub struct StepDef {
     /// For template_processing steps.
     #[serde(default)]
     pub template_id: Option<String>,
+    /// For external_api steps: the tool of this server to call (MCP name or registry id).
+    #[serde(default)]
+    pub tool: Option<String>,
+    /// For database_operation steps: the collection and the record action.
+    #[serde(default)]
+    pub operation: Option<Operation>,
     /// The step's input text, a template over the chain's variables.
     #[serde(default)]
     pub input_template: Option<String>,
@@ -140,7 +236,7 @@ pub struct StepDef {
     /// Per-attempt time limit.
     #[serde(default)]
     pub timeout_ms: Option<u64>,
-    /// What undoes the step on rollback.
+    /// What undoes the step on rollback: a tool call (see [`RollbackAction`]).
     #[serde(default)]
     pub rollback_action: Option<String>,
 }
@@ -213,7 +309,39 @@ pub fn plan(def: &ChainDef) -> Result<Plan, Vec<String>> {
                 "{} is a template_processing step but names no template_id",
                 label(s)
             )),
+            StepType::ExternalApi if s.tool.is_none() => errors.push(format!(
+                "{} is an external_api step but names no tool (a tool of this server, as listed by tools/list)",
+                label(s)
+            )),
+            StepType::DatabaseOperation if s.operation.is_none() => errors.push(format!(
+                "{} is a database_operation step but has no operation (an object {{\"collection\": \"<name>\", \"action\": \"create|update|delete|get\"}})",
+                label(s)
+            )),
             _ => {}
+        }
+        // A fallback step runs with the step's own fields, so its type needs them as well.
+        match s.fallback_step.as_ref().map(|f| f.kind.as_str()) {
+            Some("external_api") if s.tool.is_none() => errors.push(format!(
+                "{}: its external_api fallback_step calls the step's tool, but the step names none",
+                label(s)
+            )),
+            Some("database_operation") if s.operation.is_none() => errors.push(format!(
+                "{}: its database_operation fallback_step uses the step's operation, but the step has none",
+                label(s)
+            )),
+            _ => {}
+        }
+        if let Some(op) = &s.operation {
+            if !valid_collection(&op.collection) {
+                errors.push(format!(
+                    "{}: operation.collection {:?} is not a valid collection name (it must match {COLLECTION_PATTERN}: a lowercase letter, then up to 49 lowercase letters, digits, '_' or '-')",
+                    label(s),
+                    op.collection
+                ));
+            }
+        }
+        if let Some(Err(e)) = s.rollback_action.as_deref().map(RollbackAction::parse) {
+            errors.push(format!("{}: rollback_action {e}", label(s)));
         }
         if s.on_failure == OnFailure::Fallback && s.fallback_step.is_none() {
             errors.push(format!(
@@ -422,6 +550,70 @@ mod tests {
         ] {
             assert!(e.contains(part), "missing {part:?} in\n{e}");
         }
+    }
+
+    #[test]
+    fn tool_and_record_steps_need_their_fields() {
+        let e = plan(&chain(json!([
+            { "id": 1, "name": "api", "type": "external_api" },
+            { "id": 2, "name": "db", "type": "database_operation" },
+            { "id": 3, "name": "bad-coll", "type": "database_operation", "operation": { "collection": "Leads", "action": "get" } },
+            { "id": 4, "name": "fb", "type": "data_transformation", "on_failure": "fallback", "fallback_step": { "name": "x", "type": "external_api" } },
+            step(5, "undo", json!({ "rollback_action": "delete_customer {{\"id\": {a +}}}" })),
+            step(6, "braces", json!({ "rollback_action": "{{\"id\": 1}}" })),
+        ])))
+        .unwrap_err()
+        .join("\n");
+        for part in [
+            "step 1 'api' is an external_api step but names no tool",
+            "step 2 'db' is a database_operation step but has no operation",
+            "step 3 'bad-coll': operation.collection \"Leads\" is not a valid collection name",
+            "step 4 'fb': its external_api fallback_step calls the step's tool",
+            "step 5 'undo': rollback_action arguments template line 1",
+            "step 6 'braces': rollback_action must start with a tool name",
+        ] {
+            assert!(e.contains(part), "missing {part:?} in\n{e}");
+        }
+        let ok = plan(&chain(json!([
+            { "id": 1, "name": "api", "type": "external_api", "tool": "process_template" },
+            { "id": 2, "name": "db", "type": "database_operation", "operation": { "collection": "leads_2024-q1", "action": "create" }, "rollback_action": "notify" },
+        ])));
+        assert!(ok.is_ok(), "{ok:?}");
+    }
+
+    #[test]
+    fn collection_names_follow_the_pattern() {
+        for good in ["a", "leads", "crm_contacts-2", &"a".repeat(50)] {
+            assert!(valid_collection(good), "{good}");
+        }
+        for bad in ["", "1a", "_a", "A", "leads.x", "lé", &"a".repeat(51)] {
+            assert!(!valid_collection(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn rollback_actions_are_a_tool_and_an_optional_template() {
+        let a = RollbackAction::parse("delete_customer").unwrap();
+        assert_eq!(a.tool, "delete_customer");
+        assert!(a.arguments.is_none());
+        let a = RollbackAction::parse(
+            "  templates::process-template\n {{\"id\": {customer.id|json}}} ",
+        )
+        .unwrap();
+        assert_eq!(a.tool, "templates::process-template");
+        let args = a.arguments.unwrap();
+        assert_eq!(args.variables(), vec!["customer.id".to_string()]);
+        let text = args
+            .render(&json!({ "customer": { "id": "c-1" } }), Default::default())
+            .unwrap()
+            .text();
+        assert_eq!(text, "{\"id\": \"c-1\"}");
+        assert!(RollbackAction::parse("   ")
+            .unwrap_err()
+            .contains("is empty"));
+        assert!(RollbackAction::parse("x {oops")
+            .unwrap_err()
+            .starts_with("arguments template line 1"));
     }
 
     #[test]

@@ -19,8 +19,8 @@
 //! - After each batch the host gets a checkpoint: a run interrupted later continues from the last one
 //!   (a step under way at the interruption runs again).
 //! - A chain that ends `failed`, `timed_out` or `cancelled` with rollback enabled runs the `rollback_action` of
-//!   its completed steps in reverse completion order (a `database_operation` step is always undone,
-//!   with or without one); each rollback failure is reported.
+//!   its completed steps in reverse completion order (a `database_operation` step, or one whose
+//!   fallback is one, is always undone, with or without one); each rollback failure is reported.
 
 use futures::future::{join_all, select, Either, LocalBoxFuture};
 use serde::{Deserialize, Serialize};
@@ -95,11 +95,13 @@ pub trait StepHost {
         input: Option<String>,
         vars: &'a Value,
     ) -> LocalBoxFuture<'a, StepOutcome>;
-    /// Undoes a completed step (its `rollback_action`).
+    /// Undoes a completed step (its `rollback_action`, and a `database_operation`'s writes).
+    /// `vars` are the chain's variables when the chain ended; `outputs` are the step's own.
     fn rollback_step<'a>(
         &'a self,
         step: &'a StepDef,
         outputs: &'a Map<String, Value>,
+        vars: &'a Value,
     ) -> LocalBoxFuture<'a, Result<(), StepError>>;
     /// Waits.
     fn sleep(&self, ms: u64) -> LocalBoxFuture<'_, ()>;
@@ -665,13 +667,19 @@ pub async fn rollback(plan: &Plan, report: &mut RunReport, host: &dyn StepHost) 
     done.sort_by_key(|&i| std::cmp::Reverse(report.steps[i].completed));
     for i in done {
         let step = &plan.steps[i].def;
-        if step.rollback_action.is_none() && step.kind != StepType::DatabaseOperation {
+        let wrote = step.kind == StepType::DatabaseOperation
+            || step
+                .fallback_step
+                .as_ref()
+                .is_some_and(|f| f.kind == "database_operation");
+        if step.rollback_action.is_none() && !wrote {
             continue;
         }
         let outputs = &report.steps[i].outputs;
-        let mut outcome = host.rollback_step(step, outputs).await;
+        let vars = &report.variables;
+        let mut outcome = host.rollback_step(step, outputs, vars).await;
         if outcome.is_err() {
-            outcome = host.rollback_step(step, outputs).await;
+            outcome = host.rollback_step(step, outputs, vars).await;
         }
         report.rollbacks.push(match outcome {
             Ok(()) => Rollback {

@@ -79,6 +79,7 @@ impl StepHost for Host {
         &'a self,
         step: &'a StepDef,
         _outputs: &'a Map<String, Value>,
+        _vars: &'a Value,
     ) -> LocalBoxFuture<'a, Result<(), StepError>> {
         self.rollbacks.borrow_mut().push(step.name.clone());
         let fail = self.failing_rollbacks.borrow().contains(&step.name);

@@ -264,7 +264,9 @@ impl Run {
         let host = self.host(ctx);
         let work = run::proceed(&self.plan, report, &host, self.options.run_options());
         if !self.tracked {
-            return Ok(work.await);
+            let report = work.await;
+            host.forget_changes().await;
+            return Ok(report);
         }
         let mut report = with_heartbeat(ctx, &self.id, work).await;
         if report.status == RunStatus::Cancelled && report.error.is_none() {
@@ -273,6 +275,9 @@ impl Run {
         // The lease is released only once the record says where the run got to: if saving fails,
         // the lapsed lease brings the watchdog back to it.
         save(ctx, self, &report).await?;
+        if report.status.is_final() {
+            host.forget_changes().await;
+        }
         ctx.platform().job_finish(&self.id)?;
         Ok(report)
     }
@@ -287,10 +292,12 @@ impl Run {
         reason: &str,
     ) -> Result<RunReport> {
         report.stop(status, reason);
+        let host = self.host(ctx);
         if self.options.rollback {
-            run::rollback(&self.plan, &mut report, &self.host(ctx)).await;
+            run::rollback(&self.plan, &mut report, &host).await;
         }
         save(ctx, self, &report).await?;
+        host.forget_changes().await;
         ctx.platform().job_finish(&self.id)?;
         Ok(report)
     }

@@ -5,24 +5,54 @@
 //! | `template_processing` | renders the stored template `template_id` with the chain's variables; the text becomes the first output variable |
 //! | `data_transformation`, `conditional_logic` | renders `input_template`; with one output variable, the result (parsed as JSON when it is JSON); with several, the result must be a JSON object holding them |
 //! | `instruction_set` | asks a model with the instruction set as system prompt and the rendered input: the client's (MCP sampling) when it declared sampling, else the configured model provider (`MODEL_PROVIDER_URL`); the reply must be a JSON object with the output variables. With neither, a tracked run pauses (`awaiting_input`) with the prompt until the client supplies the outputs (`resume_chain`) |
-//! | `external_api`, `database_operation` | not available yet: the step fails with a validation error |
+//! | `external_api` | calls the tool `tool` of this server (MCP name or registry id; never a `chains` tool) with the rendered `input_template` as its arguments (a JSON object; none → `{}`). One output variable gets the tool's `structuredContent`, or its text when it has none; several are picked from the `structuredContent` object. A tool error fails the step: a timeout or unavailable service is transient (`timeout`, `unavailable`), anything else is not retried |
+//! | `database_operation` | applies `operation.action` (`create`, `update`, `delete`, `get`) to one record of the collection `operation.collection` in D1. The rendered `input_template` is a JSON object: `id` names the record (a create without one gets `rec-<32 hex>`), the other fields are its data (`update` merges them into the record, top level only; `delete` and `get` ignore them). The first output variable gets the record, `{id, ...fields}` (for `delete`, as it was) |
 //!
-//! These steps change no stored data, so their rollback has nothing to undo.
+//! **Writes are journaled.** Each record write and its undo-journal row (`record_changes`: execution,
+//! step, sequence, record, data before and after) are one D1 batch, so neither exists without the
+//! other. A write whose record changed between the step's read and its batch applies nothing and
+//! fails with the transient code `conflict`. The journal lives until the execution ends for good
+//! (a paused or interrupted run keeps it); then nothing can roll it back, and it is cleared.
+//!
+//! **Rollback** (a failed or timed-out chain with rollback enabled; completed steps in reverse
+//! completion order):
+//! 1. A `database_operation` step's journal rows are undone newest first: each record gets its
+//!    `before` data back (absent → the record is deleted), but only while its data is still the
+//!    row's `after`. Otherwise the rollback fails with "record X in collection Y changed since step …;
+//!    not overwritten", and that row and the step's older rows stay as they are. An undone row is
+//!    removed in the same batch, so a second rollback finds nothing to do.
+//! 2. Then, for any step type, its `rollback_action` runs: the name of a tool of this server,
+//!    optionally followed by whitespace and a template rendering the tool's JSON arguments over the
+//!    chain's variables plus the step's outputs (strictly: a missing value is an error). In
+//!    templates `{{` and `}}` are literal braces:
+//!    `"delete_customer {{\"id\": {customer.id|json}}}"`. A tool error fails the rollback. When
+//!    step 1 failed, it does not run: the records are not as it would expect.
+//!
+//! Other steps are undone only by their `rollback_action`: an `external_api` step whose tool changes
+//! data (`create_template`, say) needs one to be undone.
+//!
+//! **Limit.** A step's `timeout_ms` abandons the attempt, but a D1 batch already sent may still
+//! apply: the step is then failed with its write in place, and rollback, which covers completed
+//! steps only, leaves that write alone.
 
 use std::cell::{Cell, RefCell};
 
 use futures::future::LocalBoxFuture;
 use serde_json::{json, Map, Value};
 
+use super::steps::{self, first_output, invalid, pick, Change, JournalRow};
 use super::type_name;
 use crate::clock;
-use crate::engine::chain::{StepDef, StepType};
+use crate::engine::chain::{RollbackAction, StepDef, StepType};
 use crate::engine::output::Format;
 use crate::engine::run::{
     ErrorClass, RunReport, StepError, StepHost, StepOutcome, StepReport, StepState,
 };
-use crate::error::Error;
-use crate::registry::{Heartbeat, Outbound, ToolContext};
+use crate::engine::template::RenderOptions;
+use crate::error::{Error, Result};
+use crate::mcp::logging::LogLevel;
+use crate::random;
+use crate::registry::{self, Heartbeat, Outbound, Platform, ToolContext};
 use crate::tools::templates::Stored;
 
 /// Runs steps through a tool call's (or background job's) context, reporting progress and events
@@ -59,6 +89,61 @@ impl<'a> ChainHost<'a> {
             stop: RefCell::new(None),
         }
     }
+
+    /// Drops the execution's record journal once the execution has ended for good (completed,
+    /// failed, timed out or cancelled, rollback done): nothing can roll it back now. A paused or
+    /// interrupted run keeps it, since it may still be rolled back.
+    /// A failure only leaves rows behind, so it is logged rather than failing the finished run.
+    pub async fn forget_changes(&self) {
+        if let Err(e) = self
+            .ctx
+            .query(
+                "DELETE FROM record_changes WHERE execution_id = ?1",
+                vec![json!(self.execution_id)],
+            )
+            .await
+        {
+            self.ctx.log(
+                LogLevel::Warning,
+                json!(format!(
+                    "record journal of {} not cleared: {}",
+                    self.execution_id,
+                    e.public_message()
+                )),
+            );
+        }
+    }
+}
+
+/// The context a step's tool call runs in: the chain call's, except that the tool cannot report
+/// progress (the chain reports one unit per step, and a nested tool's counts would break that
+/// sequence) or end the caller's connection (that is the chain's decision).
+struct StepContext<'a>(&'a dyn ToolContext);
+
+impl ToolContext for StepContext<'_> {
+    fn platform(&self) -> &dyn Platform {
+        self.0.platform()
+    }
+
+    fn progress(&self, _progress: f64, _total: Option<f64>, _message: Option<&str>) {}
+
+    fn log(&self, level: LogLevel, data: Value) {
+        self.0.log(level, data);
+    }
+
+    fn ask_client<'a>(
+        &'a self,
+        method: &'a str,
+        params: Value,
+    ) -> LocalBoxFuture<'a, Result<Value>> {
+        self.0.ask_client(method, params)
+    }
+
+    fn end_connection(&self) {}
+
+    fn client_capabilities(&self) -> Value {
+        self.0.client_capabilities()
+    }
 }
 
 fn classify(e: Error) -> StepError {
@@ -69,39 +154,6 @@ fn classify(e: Error) -> StepError {
         _ => ErrorClass::Validation,
     };
     StepError::new(class, e.public_message())
-}
-
-fn invalid(message: String) -> StepError {
-    StepError::new(ErrorClass::Validation, message)
-}
-
-fn first_output(step: &StepDef, value: Value) -> Map<String, Value> {
-    let key = step
-        .output_variables
-        .first()
-        .cloned()
-        .unwrap_or_else(|| step.name.clone());
-    let mut out = Map::new();
-    out.insert(key, value);
-    out
-}
-
-/// Picks the step's output variables from a JSON object.
-fn pick(step: &StepDef, obj: &Map<String, Value>) -> Result<Map<String, Value>, Vec<String>> {
-    let missing: Vec<String> = step
-        .output_variables
-        .iter()
-        .filter(|k| !obj.contains_key(*k))
-        .cloned()
-        .collect();
-    if !missing.is_empty() {
-        return Err(missing);
-    }
-    Ok(step
-        .output_variables
-        .iter()
-        .map(|k| (k.clone(), obj[k].clone()))
-        .collect())
 }
 
 fn from_input(step: &StepDef, input: Option<String>) -> StepOutcome {
@@ -292,10 +344,178 @@ impl ChainHost<'_> {
             StepType::TemplateProcessing => self.template(step, vars).await,
             StepType::DataTransformation | StepType::ConditionalLogic => from_input(step, input),
             StepType::InstructionSet => self.instruction(step, input).await,
-            StepType::ExternalApi | StepType::DatabaseOperation => Err(invalid(format!(
-                "step '{}': external_api and database_operation steps are not available yet",
+            StepType::ExternalApi => self.external(step, input).await,
+            StepType::DatabaseOperation => self.record(step, input).await,
+        }
+    }
+}
+
+impl ChainHost<'_> {
+    /// Runs a tool of this server as a nested call (validation, timeout and events included).
+    async fn call(&self, tool: &registry::Tool, args: Value) -> registry::CallOutcome {
+        registry::execute(tool, &StepContext(self.ctx), args).await
+    }
+
+    async fn external(&self, step: &StepDef, input: Option<String>) -> StepOutcome {
+        let name = step.tool.as_deref().unwrap_or_default();
+        // create_chain checked the tool, but a stored chain may predate a tool's removal or the
+        // chains-tool rule; the check is cheap, so it runs again.
+        let tool = steps::resolve_tool(self.ctx.platform().registry(), name)
+            .map_err(|e| invalid(format!("step '{}': {e}", step.name)))?;
+        let args = steps::json_object(
+            &format!("step '{}': the tool arguments (input_template)", step.name),
+            input.as_deref(),
+        )
+        .map_err(invalid)?;
+        let out = self.call(tool, Value::Object(args)).await;
+        steps::tool_outputs(step, name, &out.result, out.outcome)
+    }
+
+    async fn record(&self, step: &StepDef, input: Option<String>) -> StepOutcome {
+        let Some(op) = &step.operation else {
+            return Err(invalid(format!(
+                "step '{}' is a database_operation step without an operation",
                 step.name
-            ))),
+            )));
+        };
+        let collection = op.collection.as_str();
+        let fail = |e: String| invalid(format!("step '{}': {e}", step.name));
+        let data = steps::json_object(
+            &format!("the record (input_template) of {}", op.action.as_str()),
+            input.as_deref(),
+        )
+        .map_err(fail)?;
+        let request = steps::record_request(op.action, data).map_err(fail)?;
+        let id = match request.id {
+            Some(id) => id,
+            None => format!("rec-{}", random::hex(16).map_err(classify)?),
+        };
+        let current = self
+            .ctx
+            .query(
+                "SELECT data FROM collection_records WHERE collection = ?1 AND id = ?2",
+                vec![json!(collection), json!(id)],
+            )
+            .await
+            .map_err(classify)?;
+        let current = current
+            .first()
+            .and_then(|r| r["data"].as_str())
+            .map(str::to_string);
+        let change = steps::plan_change(
+            op.action,
+            collection,
+            &id,
+            current.as_deref(),
+            request.fields,
+        )
+        .map_err(fail)?;
+        if change.writes() {
+            self.write(step, collection, &id, &change).await?;
+        }
+        Ok(first_output(step, change.record))
+    }
+
+    /// Journals and applies a change in one batch.
+    async fn write(
+        &self,
+        step: &StepDef,
+        collection: &str,
+        id: &str,
+        change: &Change,
+    ) -> Result<(), StepError> {
+        let statements = vec![
+            steps::journal(&self.execution_id, step.id, collection, id, change),
+            steps::transition(
+                collection,
+                id,
+                change.before.as_deref(),
+                change.after.as_deref(),
+            ),
+        ];
+        let results = self
+            .ctx
+            .platform()
+            .batch(statements)
+            .await
+            .map_err(classify)?;
+        if results.get(1).is_none_or(Vec::is_empty) {
+            return Err(StepError::transient(
+                "conflict",
+                format!(
+                    "step '{}': record {id:?} in collection {collection:?} changed while the step ran; nothing was written",
+                    step.name
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Undoes the step's journal rows, newest first, stopping at the first record that changed since.
+    async fn undo_records(&self, step: &StepDef) -> Result<(), StepError> {
+        let rows = self
+            .ctx
+            .query(
+                "SELECT seq, collection, record_id, before, after FROM record_changes
+                 WHERE execution_id = ?1 AND step_id = ?2 ORDER BY seq DESC",
+                vec![json!(self.execution_id), json!(step.id)],
+            )
+            .await
+            .map_err(classify)?;
+        for row in rows.iter().filter_map(JournalRow::from_row) {
+            let results = self
+                .ctx
+                .platform()
+                .batch(row.undo(&self.execution_id))
+                .await
+                .map_err(classify)?;
+            if results.get(1).is_none_or(Vec::is_empty) {
+                return Err(invalid(format!(
+                    "record {:?} in collection {:?} changed since step {} '{}' wrote it; not overwritten",
+                    row.record_id, row.collection, step.id, step.name
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Calls the step's `rollback_action` tool with its rendered arguments.
+    async fn rollback_call(
+        &self,
+        step: &StepDef,
+        text: &str,
+        outputs: &Map<String, Value>,
+        vars: &Value,
+    ) -> Result<(), StepError> {
+        let fail = |e: String| invalid(format!("step '{}': rollback_action {e}", step.name));
+        let action = RollbackAction::parse(text).map_err(fail)?;
+        let tool =
+            steps::resolve_tool(self.ctx.platform().registry(), &action.tool).map_err(fail)?;
+        let args = match &action.arguments {
+            None => Map::new(),
+            Some(template) => {
+                let mut scope = vars.as_object().cloned().unwrap_or_default();
+                scope.extend(outputs.clone());
+                // Strict: an undo with a silently empty value could hit the wrong record.
+                let opts = RenderOptions {
+                    strict: true,
+                    ..RenderOptions::default()
+                };
+                let text = template
+                    .render(&Value::Object(scope), opts)
+                    .map_err(|e| fail(format!("arguments {e}")))?
+                    .text();
+                steps::json_object("arguments", Some(&text)).map_err(fail)?
+            }
+        };
+        let out = self.call(tool, Value::Object(args)).await;
+        match steps::tool_failure(
+            &format!("step '{}': rollback_action tool {}", step.name, action.tool),
+            &out.result,
+            out.outcome,
+        ) {
+            Some(e) => Err(e),
+            None => Ok(()),
         }
     }
 }
@@ -333,10 +553,25 @@ impl StepHost for ChainHost<'_> {
 
     fn rollback_step<'a>(
         &'a self,
-        _step: &'a StepDef,
-        _outputs: &'a Map<String, Value>,
+        step: &'a StepDef,
+        outputs: &'a Map<String, Value>,
+        vars: &'a Value,
     ) -> LocalBoxFuture<'a, Result<(), StepError>> {
-        Box::pin(async { Ok(()) })
+        Box::pin(async move {
+            // A step that fell back to a database_operation wrote through its journal as well.
+            let wrote = step.kind == StepType::DatabaseOperation
+                || step
+                    .fallback_step
+                    .as_ref()
+                    .is_some_and(|f| f.kind == "database_operation");
+            if wrote {
+                self.undo_records(step).await?;
+            }
+            if let Some(text) = &step.rollback_action {
+                self.rollback_call(step, text, outputs, vars).await?;
+            }
+            Ok(())
+        })
     }
 
     fn should_continue(&self) -> bool {

@@ -4,6 +4,7 @@
 
 mod executions;
 mod host;
+mod steps;
 
 use std::collections::BTreeSet;
 
@@ -135,6 +136,12 @@ fn create_chain(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result
                 ))
             })?;
         }
+        // Tools are part of this deployment, not data that could be created later, so these checks
+        // run even without validate_references; refusing chain tools is a safety rule besides.
+        refuse_if_any(
+            "Chain definition validation failed",
+            &steps::tool_problems(ctx.platform().registry(), &def),
+        )?;
         if opt_bool(&opts, "validate_references", true) {
             let (sets, templates) = references(&def);
             let mut problems = Vec::new();
@@ -363,7 +370,7 @@ pub static TOOLS: [ToolDef; 5] = [ToolDef {
     toolset: TOOLSET,
     name: "create_chain",
     title: "Create chain",
-    description: "Define (or, with overwrite_existing, replace) a workflow chain of up to 20 steps. Checks unique step ids and names, dependencies and cycles, step fields, that input templates and conditions compile, and that referenced instruction sets and templates exist, before saving.",
+    description: "Define (or, with overwrite_existing, replace) a workflow chain of up to 20 steps. Checks unique step ids and names, dependencies and cycles, step fields, that input templates and conditions compile, that referenced instruction sets and templates exist, and that external_api steps and rollback_action name tools of this server (chain tools are refused), before saving.",
     annotations: Annotations { read_only: false, destructive: true, idempotent: false, open_world: false },
     input_schema: include_str!("../../../schema/chains/create_chain.input.json"),
     output_schema: None,
@@ -373,7 +380,7 @@ pub static TOOLS: [ToolDef; 5] = [ToolDef {
     toolset: TOOLSET,
     name: "execute_chain",
     title: "Execute chain",
-    description: "Run a stored chain with input variables (validated against its input_schema): synchronously, or with async_execution in the background (returns an execution id at once). Steps run in dependency order, with conditions, retries, fallbacks and rollback as defined; progress is reported per step. instruction_set steps ask the client's model (MCP sampling) or the configured model provider; with neither, the run pauses in awaiting_input until resume_chain supplies the outputs.",
+    description: "Run a stored chain with input variables (validated against its input_schema): synchronously, or with async_execution in the background (returns an execution id at once). Steps run in dependency order, with conditions, retries, fallbacks and rollback as defined; progress and tool_call/tool_result events are reported per step. instruction_set steps ask the client's model (MCP sampling) or the configured model provider; with neither, the run pauses in awaiting_input until resume_chain supplies the outputs. external_api steps call tools of this server; database_operation steps create, update, delete or read records of named collections, undone on rollback unless changed since.",
     annotations: Annotations { read_only: false, destructive: false, idempotent: false, open_world: false },
     input_schema: include_str!("../../../schema/chains/execute_chain.input.json"),
     output_schema: None,
