@@ -12,7 +12,8 @@ CREATE TABLE chain_executions_next (
   definition     TEXT NOT NULL CHECK (json_valid(definition)),
   -- parallel, rollback, max_execution_ms, save_intermediate_results.
   options        TEXT NOT NULL DEFAULT '{}' CHECK (json_valid(options)),
-  -- Runs started so far; a background execution interrupted too often is failed, not retried forever.
+  -- Runs started since the execution was started or last resumed; a background execution
+  -- interrupted too often is failed, not continued forever.
   runs           INTEGER NOT NULL DEFAULT 1,
   variables      TEXT NOT NULL CHECK (json_valid(variables)),
   -- The step report: the checkpoint while running or paused, the final report after.

@@ -5,10 +5,10 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { createServer } from "node:http";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { startWorker } from "./support/worker.js";
+import { root, startWorker } from "./support/worker.js";
 import { initialize, post, rpc, sseEvents } from "./support/mcp.js";
 
 const textOf = (r) => r.content.map((c) => c.text).join("\n");
@@ -159,6 +159,62 @@ describe("one Worker, no model provider", () => {
     const bad = await c.call("cancel_chain", { execution_id: "exec-123" });
     assert.equal(bad.isError, true);
     assert.match(textOf(bad), /execution_id/);
+  });
+
+  test("the worked example of docs/chains.md: a record written, a pause resumed, a cancel rolled back", async () => {
+    const doc = readFileSync(join(root, "docs", "chains.md"), "utf8");
+    const example = JSON.parse(doc.slice(doc.indexOf("## A worked example")).match(/```json\n([\s\S]*?)\n```/)[1]);
+    const created = await c.call("create_chain", { ...example, creation_options: { overwrite_existing: true } });
+    assert.equal(created.isError, undefined, textOf(created));
+    const db = await w.mf.getD1Database("DB");
+    const record = (id) => db.prepare("SELECT data FROM collection_records WHERE collection = 'leads' AND id = ?1").bind(id).first();
+
+    const paused = await c.execute("lead-reply", { name: "Ana", message: "Lisbon in May?" });
+    assert.match(textOf(paused), /^Chain execution paused: a step needs input\.[\s\S]*Reply to Ana, who wrote: Lisbon in May\?/);
+    const id = idIn(paused);
+    const leadId = (await c.status(id)).steps[0].outputs.lead.id;
+    assert.match(leadId, /^rec-[0-9a-f]{32}$/);
+    assert.deepEqual(JSON.parse((await record(leadId)).data), { name: "Ana", message: "Lisbon in May?", status: "new" });
+    const done = await c.call("resume_chain", { execution_id: id, outputs: { reply: "Hi Ana, May is lovely." } });
+    assert.match(textOf(done), /^Chain execution completed successfully\.[\s\S]*Steps Completed: 3\/3/);
+    assert.deepEqual(JSON.parse((await record(leadId)).data), { name: "Ana", message: "Lisbon in May?", status: "answered", reply: "Hi Ana, May is lovely." });
+    const journal = await db.prepare("SELECT COUNT(*) AS n FROM record_changes WHERE execution_id = ?1").bind(id).first();
+    assert.equal(journal.n, 0, "an execution that ended keeps no journal");
+
+    const second = idIn(await c.execute("lead-reply", { name: "Ben", message: "Oslo?" }));
+    const secondLead = (await c.status(second)).steps[0].outputs.lead.id;
+    assert.ok(await record(secondLead));
+    const cancelled = (await c.call("cancel_chain", { execution_id: second })).structuredContent;
+    assert.equal(cancelled.status, "cancelled");
+    assert.deepEqual(cancelled.rollbacks, [{ id: 1, outcome: "rolled_back", error: null }]);
+    assert.equal(await record(secondLead), null, "the paused run's record was rolled back");
+  });
+
+  test("every seeded chain runs in the background, its instruction steps paused and resumed", async () => {
+    const runs = {
+      "corporate-booking-workflow": { company_name: "Acme", traveler_name: "Dana Lee", cost_center: "CC-7", trip_requirements: { city: "Berlin" }, budget_approval: 3000 },
+      "mobile-lead-processing": { raw_lead_message: "The Johnsons want Santorini for their 10th anniversary, $9,000 for 2, late September.", source_channel: "whatsapp" },
+      "client-followup-sequence": { client_id: "CL-1", days_since_proposal: 5, last_interaction_type: "email_opened" },
+    };
+    const value = (k) => (k === "validation_status" ? "approved" : k === "approval_required" ? false : `${k} value`);
+    for (const [chain, variables] of Object.entries(runs)) {
+      const started = await c.execute(chain, variables, { async_execution: true });
+      assert.match(textOf(started), /started asynchronously/, chain);
+      const id = idIn(started);
+      let resumes = 0;
+      for (;;) {
+        const s = await c.until(id, (s) => s.status !== "running");
+        if (s.status !== "awaiting_input") {
+          assert.equal(s.status, "completed", `${chain}: ${JSON.stringify(s)}`);
+          break;
+        }
+        const awaited = s.steps.filter((x) => x.state === "awaiting_input").flatMap((x) => x.awaiting.output_variables);
+        const r = await c.call("resume_chain", { execution_id: id, outputs: Object.fromEntries(awaited.map((k) => [k, value(k)])) });
+        assert.match(textOf(r), /resumed in the background/, chain);
+        resumes++;
+      }
+      assert.ok(resumes >= 2, `${chain}: ${resumes} pauses`);
+    }
   });
 
   test("ending the session cancels its open executions", async () => {

@@ -20,7 +20,8 @@ use crate::error::{Error, Result};
 use crate::random;
 use crate::registry::{JobMode, ToolContext, ToolOutput};
 
-/// A background execution whose run is interrupted this many times is failed, not resumed again.
+/// A background execution whose run is interrupted this many times (since it was started or last
+/// resumed) is failed, not continued again.
 const MAX_RUNS: i64 = 3;
 
 /// Where an execution runs.
@@ -156,6 +157,16 @@ async fn load(ctx: &dyn ToolContext, id: &str) -> Result<Record> {
     })
 }
 
+/// The run count an execution starts a leg with (at `execute_chain` or `resume_chain`): a background
+/// run counts itself as it starts; a synchronous one is running already. Only further starts in
+/// the same leg are continuations after an interruption.
+fn first_runs(mode: Mode) -> i64 {
+    match mode {
+        Mode::Async => 0,
+        Mode::Sync => 1,
+    }
+}
+
 /// Stores a new execution record (status `running`).
 pub async fn insert(
     ctx: &dyn ToolContext,
@@ -164,8 +175,6 @@ pub async fn insert(
     definition: &Value,
     variables: &Value,
 ) -> Result<()> {
-    // A background run counts its runs as it starts them; a synchronous one is running already.
-    let runs = if run.mode == Mode::Async { 0 } else { 1 };
     ctx.query(
         "INSERT INTO chain_executions (id, chain_id, chain_revision, owner, status, mode, definition, options, runs, variables)
          VALUES (?1, ?2, ?3, ?4, 'running', ?5, ?6, ?7, ?8, ?9)",
@@ -177,7 +186,7 @@ pub async fn insert(
             json!(run.mode.as_str()),
             json!(definition.to_string()),
             json!(serde_json::to_string(&run.options)?),
-            json!(runs),
+            json!(first_runs(run.mode)),
             json!(variables.to_string()),
         ],
     )
@@ -436,10 +445,14 @@ pub async fn resume(
     // Claim the pause atomically: of two concurrent resumes only one goes on.
     let claimed = ctx
         .query(
-            "UPDATE chain_executions SET status = 'running', report = ?2,
+            "UPDATE chain_executions SET status = 'running', report = ?2, runs = ?3,
                updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
              WHERE id = ?1 AND status = 'awaiting_input' RETURNING id",
-            vec![json!(id), json!(serde_json::to_string(&report)?)],
+            vec![
+                json!(id),
+                json!(serde_json::to_string(&report)?),
+                json!(first_runs(rec.run.mode)),
+            ],
         )
         .await?;
     if claimed.is_empty() {
