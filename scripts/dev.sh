@@ -20,6 +20,11 @@ done
 bash scripts/toolchain.sh
 # shellcheck source=/dev/null
 source .toolchain/env
+# A random HS256 secret for local tokens (`npm run token`), kept across runs; wrangler dev reads
+# .dev.vars as secrets. Never committed.
+if ! grep -qs '^JWT_SECRET=' .dev.vars; then
+  echo "JWT_SECRET=$(od -An -N32 -tx1 /dev/urandom | tr -d ' \n')" >> .dev.vars
+fi
 wrangler=("$root/node_modules/.bin/node" node_modules/wrangler/bin/wrangler.js)
 "${wrangler[@]}" d1 migrations apply DB --local --env "$env_name" "${persist[@]}"
 # wrangler builds the Worker with its [build] command (scripts/build.sh) before serving.

@@ -44,8 +44,16 @@ pub enum Error {
         /// The cap in bytes.
         limit: usize,
     },
-    /// The `Origin` or `Host` header is not allowed (HTTP 403).
+    /// The `Origin` or `Host` header is not allowed, or the session belongs to another user (HTTP
+    /// 403).
     Forbidden(String),
+    /// No bearer token where one is required, or an invalid one (HTTP 401 with `WWW-Authenticate`).
+    Unauthorized {
+        /// What is wrong, for the client.
+        message: String,
+        /// Whether a token was presented (`error="invalid_token"`), as opposed to missing.
+        invalid_token: bool,
+    },
     /// The HTTP method is not served on this path (HTTP 405).
     MethodNotAllowed(String),
     /// No route for this path (HTTP 404).
@@ -100,6 +108,7 @@ impl Error {
             | Error::UnsupportedMediaType(_)
             | Error::PayloadTooLarge { .. }
             | Error::Forbidden(_)
+            | Error::Unauthorized { .. }
             | Error::MethodNotAllowed(_)
             | Error::NotFound(_)
             | Error::SessionRequired
@@ -123,6 +132,7 @@ impl Error {
             Error::UnsupportedMediaType(_) => 415,
             Error::PayloadTooLarge { .. } => 413,
             Error::Forbidden(_) => 403,
+            Error::Unauthorized { .. } => 401,
             Error::MethodNotAllowed(_) => 405,
             Error::NotFound(_) | Error::SessionNotFound => 404,
             Error::SessionRequired
@@ -182,7 +192,8 @@ impl fmt::Display for Error {
             | Error::Timeout(m)
             | Error::Client(m)
             | Error::Storage(m)
-            | Error::Internal(m) => f.write_str(m),
+            | Error::Internal(m)
+            | Error::Unauthorized { message: m, .. } => f.write_str(m),
             Error::PayloadTooLarge { limit } => {
                 write!(f, "request body is larger than {limit} bytes; send a smaller message")
             }

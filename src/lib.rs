@@ -24,6 +24,12 @@ use worker::{event, Context, Env, Request, Response};
 async fn fetch(req: Request, env: Env, _ctx: Context) -> worker::Result<Response> {
     match req.path().as_str() {
         "/mcp" | "/mcp/" => edge::serve(req, env).await,
+        "/.well-known/oauth-protected-resource" | "/.well-known/oauth-protected-resource/mcp" => {
+            match edge::protected_resource_metadata(&req, &env) {
+                Ok(r) => Ok(r),
+                Err(e) => Ok(edge::http::error_response_for(&e, None)?),
+            }
+        }
         "/" | "/health" => Response::from_json(&serde_json::json!({
             "name": mcp::SERVER_NAME,
             "version": mcp::SERVER_VERSION,

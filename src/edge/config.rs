@@ -41,6 +41,17 @@ pub struct Config {
     /// it ran inside a call that ended (`JOB_LEASE_SECONDS`, default 30). Runs renew it every third
     /// of that.
     pub job_lease_secs: u32,
+    /// Requests without a bearer token are served as anonymous callers, who see only the tools that
+    /// need no identity (`ANONYMOUS_ACCESS=true`); otherwise they get 401. A token that is present
+    /// but invalid is refused either way.
+    pub anonymous_access: bool,
+    /// Required `iss` of tokens (`JWT_ISSUER`); also named as the authorization server in the
+    /// protected resource metadata.
+    pub jwt_issuer: Option<String>,
+    /// The audience tokens must name (`JWT_AUDIENCE`); by default this server's URL, `<origin>/mcp`.
+    pub jwt_audience: Option<String>,
+    /// Where the identity provider publishes its signing keys for RS256/ES256 tokens (`JWKS_URL`).
+    pub jwks_url: Option<String>,
 }
 
 impl Config {
@@ -55,6 +66,11 @@ impl Config {
                         .collect()
                 })
                 .unwrap_or_default()
+        };
+        let text = |name: &str| {
+            var(name)
+                .map(|v| v.trim().to_string())
+                .filter(|v| !v.is_empty())
         };
         let num = |name: &str, default: u32| -> u32 {
             var(name)
@@ -76,6 +92,10 @@ impl Config {
             keepalive_secs: num("SSE_KEEPALIVE_SECONDS", 15),
             max_stream_secs: num("SSE_MAX_STREAM_SECONDS", 300),
             job_lease_secs: num("JOB_LEASE_SECONDS", 30),
+            anonymous_access: var("ANONYMOUS_ACCESS").is_some_and(|v| v.trim() == "true"),
+            jwt_issuer: text("JWT_ISSUER"),
+            jwt_audience: text("JWT_AUDIENCE"),
+            jwks_url: text("JWKS_URL"),
         }
     }
 

@@ -3,8 +3,10 @@
 //! Everything that can be refused without a session is refused here, before a Durable Object is
 //! touched. What remains is forwarded to the session's object, addressed by `Mcp-Session-Id`.
 
+pub mod auth;
 pub mod config;
 pub mod http;
+pub mod jwt;
 
 use futures::StreamExt;
 use worker::web_sys;
@@ -14,7 +16,8 @@ use crate::error::{Error, Result};
 use crate::mcp::message::Incoming;
 use crate::mcp::version;
 use crate::random;
-use crate::session::{CORRELATION_HEADER, CREATE_HEADER};
+use crate::registry::Caller;
+use crate::session::{CORRELATION_HEADER, CREATE_HEADER, ROLES_HEADER, USER_HEADER};
 use config::Config;
 use http::header;
 
@@ -30,16 +33,71 @@ pub async fn serve(req: Request, env: Env) -> worker::Result<Response> {
     let cfg = Config::from_env(&env);
     let origin = header(&req, "origin");
     let cors_origin = origin.as_deref().filter(|o| cfg.origin_allowed(Some(o)));
+    let metadata_url = protected_resource_metadata_url(&req);
     let resp = match route(req, &env, &cfg).await {
         Ok(r) => r,
         Err(e) => {
             if !e.is_public() {
                 worker::console_error!("{}", serde_json::json!({ "error": e.to_string() }));
             }
-            http::error_response_for(&e, None)?
+            let resp = http::error_response_for(&e, None)?;
+            match &e {
+                Error::Unauthorized {
+                    message,
+                    invalid_token,
+                } => {
+                    let headers = http::mutable_headers(&resp)?;
+                    headers.set(
+                        "www-authenticate",
+                        &www_authenticate(&metadata_url, *invalid_token, message),
+                    )?;
+                    resp.with_headers(headers)
+                }
+                _ => resp,
+            }
         }
     };
     Ok(http::with_cors(resp, cors_origin)?)
+}
+
+/// Where this server's protected resource metadata is (RFC 9728 §3.1: the well-known prefix
+/// inserted before the resource's path, `/mcp`).
+fn protected_resource_metadata_url(req: &Request) -> String {
+    let origin = req
+        .url()
+        .map(|u| u.origin().ascii_serialization())
+        .unwrap_or_default();
+    format!("{origin}/.well-known/oauth-protected-resource/mcp")
+}
+
+/// The `WWW-Authenticate` challenge of a 401 (RFC 6750 §3, RFC 9728 §5.1).
+fn www_authenticate(metadata_url: &str, invalid_token: bool, message: &str) -> String {
+    let mut v = format!("Bearer resource_metadata=\"{metadata_url}\"");
+    if invalid_token {
+        let description: String = message
+            .chars()
+            .filter(|c| *c != '"' && *c != '\\' && !c.is_control())
+            .collect();
+        v.push_str(&format!(
+            ", error=\"invalid_token\", error_description=\"{description}\""
+        ));
+    }
+    v
+}
+
+/// The protected resource metadata document (RFC 9728) of `/mcp`.
+pub fn protected_resource_metadata(req: &Request, env: &Env) -> Result<Response> {
+    let cfg = Config::from_env(env);
+    let mut doc = serde_json::json!({
+        "resource": auth::resource_url(req, &cfg),
+        "bearer_methods_supported": ["header"],
+        "resource_name": "mcp-edge",
+        "resource_signing_alg_values_supported": ["HS256", "RS256", "ES256"],
+    });
+    if let Some(issuer) = &cfg.jwt_issuer {
+        doc["authorization_servers"] = serde_json::json!([issuer]);
+    }
+    Ok(Response::from_json(&doc)?)
 }
 
 async fn route(mut req: Request, env: &Env, cfg: &Config) -> Result<Response> {
@@ -65,17 +123,20 @@ async fn route(mut req: Request, env: &Env, cfg: &Config) -> Result<Response> {
             )));
         }
     }
+    if req.method() == Method::Options {
+        return http::preflight(origin.as_deref());
+    }
+    let caller = auth::authenticate(&req, env, cfg).await?;
     match req.method() {
-        Method::Options => Ok(http::preflight(origin.as_deref())?),
-        Method::Post => post(&mut req, env, cfg).await,
+        Method::Post => post(&mut req, env, cfg, &caller).await,
         Method::Get => {
             http::check_get_accept(header(&req, "accept").as_deref())?;
             let session = session_of(&req)?;
-            forward(env, &session, Method::Get, &req, None, false).await
+            forward(env, &session, Method::Get, &req, None, false, &caller).await
         }
         Method::Delete => {
             let session = session_of(&req)?;
-            forward(env, &session, Method::Delete, &req, None, false).await
+            forward(env, &session, Method::Delete, &req, None, false, &caller).await
         }
         other => Err(Error::MethodNotAllowed(format!(
             "Method Not Allowed: {other:?}; /mcp serves {}",
@@ -93,19 +154,19 @@ fn session_of(req: &Request) -> Result<String> {
     }
 }
 
-async fn post(req: &mut Request, env: &Env, cfg: &Config) -> Result<Response> {
+async fn post(req: &mut Request, env: &Env, cfg: &Config, caller: &Caller) -> Result<Response> {
     http::check_post_accept(header(req, "accept").as_deref())?;
     http::check_content_type(header(req, "content-type").as_deref())?;
     let body = read_body(req, cfg.max_body_bytes).await?;
     if header(req, "mcp-session-id").is_some() {
         let session = session_of(req)?;
-        return forward(env, &session, Method::Post, req, Some(body), false).await;
+        return forward(env, &session, Method::Post, req, Some(body), false, caller).await;
     }
     // Without a session only initialize is allowed; it creates one under a fresh id.
     match Incoming::parse(&body)? {
         Incoming::Request { method, .. } if method == "initialize" => {
             let session = random::hex(32)?;
-            let resp = forward(env, &session, Method::Post, req, Some(body), true).await?;
+            let resp = forward(env, &session, Method::Post, req, Some(body), true, caller).await?;
             if resp.status_code() != 200 {
                 return Ok(resp);
             }
@@ -140,7 +201,8 @@ async fn read_body(req: &mut Request, limit: usize) -> Result<String> {
 }
 
 /// Sends the request on to the session's Durable Object, keeping the client's abort signal so the
-/// object notices when the client disconnects.
+/// object notices when the client disconnects. The object gets the verified caller in internal
+/// headers; the request it receives is built here, so a client cannot supply those headers.
 async fn forward(
     env: &Env,
     session: &str,
@@ -148,6 +210,7 @@ async fn forward(
     req: &Request,
     body: Option<String>,
     create: bool,
+    caller: &Caller,
 ) -> Result<Response> {
     let headers = web_sys::Headers::new().map_err(|_| Error::Internal("headers".into()))?;
     let set = |k: &str, v: &str| {
@@ -173,6 +236,8 @@ async fn forward(
     if create {
         set(CREATE_HEADER, "1")?;
     }
+    set(USER_HEADER, caller.user.as_deref().unwrap_or(""))?;
+    set(ROLES_HEADER, &caller.roles.join(","))?;
     let init = web_sys::RequestInit::new();
     init.set_method(method.as_ref());
     init.set_headers(&headers);

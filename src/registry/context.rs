@@ -54,6 +54,27 @@ pub struct Inbound {
     pub body: String,
 }
 
+/// Who is calling: the verified token's user and roles, or nobody (anonymous).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Caller {
+    /// The token's `sub` (an employee id); `None` for anonymous callers.
+    pub user: Option<String>,
+    /// The roles the token grants (never taken from arguments).
+    pub roles: Vec<String>,
+}
+
+impl Caller {
+    /// A caller without a token.
+    pub fn anonymous() -> Caller {
+        Caller::default()
+    }
+
+    /// Whether the caller holds any of `roles`; an empty list asks for no role at all.
+    pub fn has_any(&self, roles: &[&str]) -> bool {
+        roles.is_empty() || self.roles.iter().any(|r| roles.contains(&r.as_str()))
+    }
+}
+
 /// How a tracked job runs (see [`Platform::job_start`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum JobMode {
@@ -170,6 +191,9 @@ pub trait ToolContext {
     /// the client resumes it with `GET` and `Last-Event-ID` and receives the rest, result included
     /// (MCP 2025-11-25 stream polling, SEP-1699). For long calls that should not pin a connection.
     fn end_connection(&self);
+
+    /// Who is calling (for a background job: the session's user).
+    fn caller(&self) -> Caller;
 
     /// The capabilities of the client that can be asked right now ([`ToolContext::ask_client`]):
     /// what it declared in `initialize`, or nothing for a background job.

@@ -14,7 +14,8 @@ use std::collections::HashMap;
 use serde_json::{json, Map, Value};
 
 pub use context::{
-    Handler, Heartbeat, Inbound, JobMode, Outbound, Platform, Statement, ToolContext, ToolOutput,
+    Caller, Handler, Heartbeat, Inbound, JobMode, Outbound, Platform, Statement, ToolContext,
+    ToolOutput,
 };
 pub use executor::{execute, CallOutcome};
 use validate::Validator;
@@ -64,6 +65,9 @@ pub struct ToolDef {
     pub output_schema: Option<&'static str>,
     /// How long one call may run before it is abandoned with a timeout error.
     pub timeout_ms: u32,
+    /// Roles that may use the tool (any one of them); empty: anyone, anonymous callers included.
+    /// Callers without one of them neither see the tool in `tools/list` nor can call it.
+    pub roles: &'static [&'static str],
     /// The code that runs the tool.
     pub handler: Handler,
 }
@@ -213,6 +217,12 @@ impl Registry {
         self.tools.iter().find(|t| t.def.id() == id)
     }
 
+    /// Finds a tool by MCP name that `caller` may use: a tool the caller's roles do not allow is
+    /// as absent as an unknown one.
+    pub fn get_for(&self, name: &str, caller: &Caller) -> Option<&Tool> {
+        self.get(name).filter(|t| caller.has_any(t.def.roles))
+    }
+
     /// Number of tools.
     pub fn len(&self) -> usize {
         self.tools.len()
@@ -227,10 +237,12 @@ impl Registry {
     ///
     /// A cursor names the last tool of the previous page, so pages stay stable when the server's
     /// tool set grows between calls. A cursor we did not issue is `-32602`.
+    /// Only the tools `caller` may use are listed.
     pub fn page(
         &self,
         cursor: Option<&str>,
         page_size: usize,
+        caller: &Caller,
     ) -> Result<(Vec<Value>, Option<String>)> {
         let start = match cursor {
             None => 0,
@@ -243,13 +255,14 @@ impl Registry {
                 self.tools.partition_point(|t| t.def.name <= name.as_str())
             }
         };
-        let page_size = page_size.max(1);
-        let end = (start + page_size).min(self.tools.len());
-        let items = self.tools[start..end]
+        let visible: Vec<&Tool> = self.tools[start..]
             .iter()
-            .map(|t| t.listing.clone())
+            .filter(|t| caller.has_any(t.def.roles))
             .collect();
-        let next = (end < self.tools.len()).then(|| encode_cursor(self.tools[end - 1].def.name));
+        let page_size = page_size.max(1);
+        let end = page_size.min(visible.len());
+        let items = visible[..end].iter().map(|t| t.listing.clone()).collect();
+        let next = (end < visible.len()).then(|| encode_cursor(visible[end - 1].def.name));
         Ok((items, next))
     }
 }
@@ -318,7 +331,7 @@ mod tests {
         let mut seen = Vec::new();
         let mut cursor = None;
         loop {
-            let (items, next) = r.page(cursor.as_deref(), 2).unwrap();
+            let (items, next) = r.page(cursor.as_deref(), 2, &Caller::anonymous()).unwrap();
             assert!(items.len() <= 2);
             seen.extend(
                 items
@@ -344,7 +357,13 @@ mod tests {
             if c.is_empty() {
                 continue;
             }
-            assert_eq!(r.page(Some(c), 2).unwrap_err().rpc_code(), -32602, "{c}");
+            assert_eq!(
+                r.page(Some(c), 2, &Caller::anonymous())
+                    .unwrap_err()
+                    .rpc_code(),
+                -32602,
+                "{c}"
+            );
         }
     }
 
@@ -362,5 +381,68 @@ mod tests {
             .to_string();
         assert!(e.contains("extra"), "{e}");
         assert!(t.check_input(&json!({"mode": "mobile-mode"})).is_ok());
+    }
+
+    fn nothing(
+        _: &dyn ToolContext,
+        _: Value,
+    ) -> futures::future::LocalBoxFuture<'_, Result<ToolOutput>> {
+        Box::pin(async { Ok(ToolOutput::Content(vec![])) })
+    }
+
+    const fn restricted(name: &'static str, roles: &'static [&'static str]) -> ToolDef {
+        ToolDef {
+            toolset: "test",
+            name,
+            title: name,
+            description: "a test tool",
+            annotations: Annotations::READ_ONLY,
+            input_schema: r#"{"type":"object"}"#,
+            output_schema: None,
+            timeout_ms: 1000,
+            roles,
+            handler: nothing,
+        }
+    }
+
+    static RESTRICTED: [ToolDef; 4] = [
+        restricted("a_open", &[]),
+        restricted("b_hr", &["hr-read", "executive"]),
+        restricted("c_sales", &["sales-read", "executive"]),
+        restricted("d_open", &[]),
+    ];
+
+    #[test]
+    fn callers_see_and_get_only_the_tools_their_roles_allow() {
+        let r = Registry::new(RESTRICTED.iter()).unwrap();
+        let names = |caller: &Caller| -> Vec<String> {
+            let mut all = Vec::new();
+            let mut cursor = None;
+            loop {
+                let (items, next) = r.page(cursor.as_deref(), 1, caller).unwrap();
+                all.extend(
+                    items
+                        .iter()
+                        .map(|t| t["name"].as_str().unwrap().to_string()),
+                );
+                match next {
+                    Some(c) => cursor = Some(c),
+                    None => return all,
+                }
+            }
+        };
+        let who = |roles: &[&str]| Caller {
+            user: Some("E1".into()),
+            roles: roles.iter().map(|r| r.to_string()).collect(),
+        };
+        assert_eq!(names(&Caller::anonymous()), vec!["a_open", "d_open"]);
+        assert_eq!(names(&who(&["hr-read"])), vec!["a_open", "b_hr", "d_open"]);
+        assert_eq!(
+            names(&who(&["executive"])),
+            vec!["a_open", "b_hr", "c_sales", "d_open"]
+        );
+        assert!(r.get_for("b_hr", &who(&["sales-read"])).is_none());
+        assert!(r.get_for("c_sales", &who(&["sales-read"])).is_some());
+        assert!(r.get_for("a_open", &Caller::anonymous()).is_some());
     }
 }

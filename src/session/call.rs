@@ -22,7 +22,7 @@ use crate::engine::expr::num;
 use crate::error::{Error, Result};
 use crate::mcp::logging::LogLevel;
 use crate::mcp::message::{notification, server_request, RequestId};
-use crate::registry::{Platform, ToolContext};
+use crate::registry::{Caller, Platform, ToolContext};
 
 /// How a request's reply starts.
 pub enum First {
@@ -53,6 +53,7 @@ pub struct Call {
     log_level: LogLevel,
     signal: Option<AbortSignal>,
     outbox: RefCell<Outbox>,
+    caller: Caller,
 }
 
 impl Call {
@@ -63,6 +64,7 @@ impl Call {
         tool: &str,
         progress_token: Option<Value>,
         signal: Option<AbortSignal>,
+        caller: Caller,
     ) -> (Call, oneshot::Receiver<First>) {
         let (tx, rx) = oneshot::channel();
         let log_level = core.log_level();
@@ -75,6 +77,7 @@ impl Call {
             log_level,
             signal,
             outbox: RefCell::new(Outbox::Waiting(tx)),
+            caller,
         };
         (call, rx)
     }
@@ -129,6 +132,11 @@ impl Call {
     /// The request id this call answers.
     pub fn id(&self) -> &RequestId {
         &self.id
+    }
+
+    /// Who made the request.
+    pub fn caller_ref(&self) -> &Caller {
+        &self.caller
     }
 }
 
@@ -221,6 +229,10 @@ impl ToolContext for Call {
             Ok(stream) => self.core.hub.detach(&stream),
             Err(e) => worker::console_error!("connection not ended: {e}"),
         }
+    }
+
+    fn caller(&self) -> Caller {
+        self.caller.clone()
     }
 
     fn client_capabilities(&self) -> Value {

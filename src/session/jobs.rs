@@ -14,7 +14,7 @@ use super::Core;
 use crate::clock;
 use crate::error::{Error, Result};
 use crate::mcp::logging::LogLevel;
-use crate::registry::{Platform, ToolContext};
+use crate::registry::{Caller, Platform, ToolContext};
 
 /// The context of a background run: the session's platform, and no caller to report to or ask.
 pub struct Background {
@@ -43,6 +43,10 @@ impl ToolContext for Background {
     }
 
     fn end_connection(&self) {}
+
+    fn caller(&self) -> Caller {
+        self.core.stored_caller()
+    }
 
     fn client_capabilities(&self) -> Value {
         json!({})

@@ -6,6 +6,7 @@ use super::Core;
 use crate::error::{Error, Result};
 use crate::mcp::logging::LogLevel;
 use crate::mcp::message::{params_object, required_str};
+use crate::registry::Caller;
 use crate::tools::conformance::fixtures;
 
 /// Handles a client notification.
@@ -24,7 +25,12 @@ pub fn notification(core: &Core, method: &str, params: Option<&Value>) -> Result
 }
 
 /// Answers a request that completes without streaming.
-pub fn request(core: &Core, method: &str, params: Option<&Value>) -> Result<Value> {
+pub fn request(
+    core: &Core,
+    method: &str,
+    params: Option<&Value>,
+    caller: &Caller,
+) -> Result<Value> {
     let p = params_object(params);
     match method {
         "ping" => Ok(json!({})),
@@ -38,7 +44,9 @@ pub fn request(core: &Core, method: &str, params: Option<&Value>) -> Result<Valu
                     ))
                 }
             };
-            let (tools, next) = core.registry.page(cursor, core.cfg.tools_page_size)?;
+            let (tools, next) = core
+                .registry
+                .page(cursor, core.cfg.tools_page_size, caller)?;
             let mut result = json!({ "tools": tools });
             if let Some(n) = next {
                 result["nextCursor"] = json!(n);

@@ -29,7 +29,7 @@ use crate::mcp::message::{
 };
 use crate::mcp::sse::{self, EventId, STANDALONE};
 use crate::mcp::{version, Initialize};
-use crate::registry::{execute, Registry};
+use crate::registry::{execute, Caller, Registry};
 use crate::store::session_db::SessionDb;
 use call::{Call, First};
 use hub::Hub;
@@ -37,6 +37,10 @@ use stream::{sse_response, StreamPlan};
 
 /// Internal header from the Worker: this POST creates the session named in `Mcp-Session-Id`.
 pub const CREATE_HEADER: &str = "x-mcp-edge-create";
+/// Internal header from the Worker: the verified caller's user id (empty: anonymous).
+pub const USER_HEADER: &str = "x-mcp-edge-user";
+/// Internal header from the Worker: the verified caller's roles, comma-separated.
+pub const ROLES_HEADER: &str = "x-mcp-edge-roles";
 /// Internal header from the Worker: correlation id for log lines.
 pub const CORRELATION_HEADER: &str = "x-correlation-id";
 
@@ -108,9 +112,37 @@ impl Core {
             .unwrap_or_else(|| json!({}))
     }
 
+    /// The session's user and the roles of its latest request: who a background job acts for.
+    fn stored_caller(&self) -> Caller {
+        Caller {
+            user: self.setting("user").filter(|u| !u.is_empty()),
+            roles: self
+                .setting("roles")
+                .map(|r| split_roles(&r))
+                .unwrap_or_default(),
+        }
+    }
+
     fn version(&self) -> String {
         self.setting("version")
             .unwrap_or_else(|| version::ASSUMED_WITHOUT_HEADER.to_string())
+    }
+}
+
+fn split_roles(list: &str) -> Vec<String> {
+    list.split(',')
+        .filter(|r| !r.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+/// The caller the Worker verified, from its internal headers.
+fn caller_of(req: &Request) -> Caller {
+    Caller {
+        user: header(req, USER_HEADER).filter(|u| !u.is_empty()),
+        roles: header(req, ROLES_HEADER)
+            .map(|r| split_roles(&r))
+            .unwrap_or_default(),
     }
 }
 
@@ -207,6 +239,7 @@ impl Session {
 
     async fn route(&self, mut req: Request, correlation: &str) -> Result<Response> {
         let core = self.core()?;
+        let caller = caller_of(&req);
         match req.method() {
             Method::Post => {
                 let body = req
@@ -215,35 +248,45 @@ impl Session {
                     .map_err(|e| Error::Internal(format!("read forwarded body: {e}")))?;
                 let signal = Some(req.inner().signal());
                 if header(&req, CREATE_HEADER).is_some() {
-                    self.create(&core, &body).await
+                    self.create(&core, &body, &caller).await
                 } else {
-                    self.post(&core, &body, signal, correlation).await
+                    self.post(&core, &body, signal, correlation, &caller).await
                 }
             }
             Method::Get => {
                 let last = header(&req, "last-event-id");
-                self.get(&core, last.as_deref(), Some(req.inner().signal()))
+                self.get(&core, last.as_deref(), Some(req.inner().signal()), &caller)
             }
-            Method::Delete => self.delete(&core).await,
+            Method::Delete => self.delete(&core, &caller).await,
             other => Err(Error::MethodNotAllowed(format!(
                 "Method Not Allowed: {other:?} is not served on /mcp"
             ))),
         }
     }
 
-    fn require_session(core: &Core) -> Result<()> {
-        match core.db.get("created_at")? {
-            Some(_) => {
-                core.db
-                    .set("last_seen", &(clock::now_ms() as i64).to_string())?;
-                Ok(())
-            }
-            None => Err(Error::SessionNotFound),
+    /// The session exists and belongs to `caller`: a session started by one user (or anonymously)
+    /// is refused to everyone else. Keeps the caller's current roles for background jobs.
+    fn require_session(core: &Core, caller: &Caller) -> Result<()> {
+        if core.db.get("created_at")?.is_none() {
+            return Err(Error::SessionNotFound);
+        }
+        let owner = core.db.get("user")?.unwrap_or_default();
+        if owner != caller.user.clone().unwrap_or_default() {
+            return Err(Error::Forbidden(
+                "Forbidden: this session was started by another user (or without a token); send initialize without Mcp-Session-Id to start your own session".into(),
+            ));
+        }
+        let roles = caller.roles.join(",");
+        let now = (clock::now_ms() as i64).to_string();
+        if core.db.get("roles")?.as_deref() == Some(roles.as_str()) {
+            core.db.set("last_seen", &now)
+        } else {
+            core.db.set_all(&[("last_seen", &now), ("roles", &roles)])
         }
     }
 
     /// `initialize` without a session id: the Worker minted the id; store the session's state.
-    async fn create(&self, core: &Rc<Core>, body: &str) -> Result<Response> {
+    async fn create(&self, core: &Rc<Core>, body: &str, caller: &Caller) -> Result<Response> {
         let Incoming::Request { id, method, params } = Incoming::parse(body)? else {
             return Err(Error::InvalidRequest(
                 "Invalid Request: expected initialize".into(),
@@ -270,6 +313,8 @@ impl Session {
             ("client_capabilities", &init.client_capabilities.to_string()),
             ("client_info", &init.client_info.to_string()),
             ("last_seen", &now),
+            ("user", caller.user.as_deref().unwrap_or("")),
+            ("roles", &caller.roles.join(",")),
             ("created_at", &now),
         ])?;
         self.schedule_housekeeping(core).await?;
@@ -282,8 +327,9 @@ impl Session {
         body: &str,
         signal: Option<worker::web_sys::AbortSignal>,
         correlation: &str,
+        caller: &Caller,
     ) -> Result<Response> {
-        Self::require_session(core)?;
+        Self::require_session(core, caller)?;
         let msg = Incoming::parse(body)?;
         match msg {
             Incoming::Notification { method, params } => {
@@ -304,7 +350,7 @@ impl Session {
             }
             Incoming::Request { id, method, params } if method == "tools/call" => {
                 match self
-                    .tools_call(core, id.clone(), params, signal, correlation)
+                    .tools_call(core, id.clone(), params, signal, correlation, caller)
                     .await
                 {
                     Ok(resp) => Ok(resp),
@@ -312,7 +358,7 @@ impl Session {
                 }
             }
             Incoming::Request { id, method, params } => {
-                match methods::request(core, &method, params.as_ref()) {
+                match methods::request(core, &method, params.as_ref(), caller) {
                     Ok(result) => json_response(&response(&id, result), 200),
                     Err(e) => error_response_for(&e, Some(&id)),
                 }
@@ -328,10 +374,11 @@ impl Session {
         params: Option<Value>,
         signal: Option<worker::web_sys::AbortSignal>,
         correlation: &str,
+        caller: &Caller,
     ) -> Result<Response> {
         let params = params_object(params.as_ref());
         let name = required_str(&params, "name")?.to_string();
-        if core.registry.get(&name).is_none() {
+        if core.registry.get_for(&name, caller).is_none() {
             return Err(Error::InvalidParams(format!(
                 "Invalid params: unknown tool {name:?}; call tools/list for the available tools"
             )));
@@ -344,14 +391,21 @@ impl Session {
             .get("_meta")
             .and_then(|m| m.get("progressToken"))
             .cloned();
-        let (call, first) = Call::new(core.clone(), id.clone(), &name, token, signal);
+        let (call, first) = Call::new(
+            core.clone(),
+            id.clone(),
+            &name,
+            token,
+            signal,
+            caller.clone(),
+        );
         let (abort, registration) = AbortHandle::new_pair();
         let key = id.key();
         let ticket = core.hub.track(&key, abort);
         let core2 = core.clone();
         let correlation = correlation.to_string();
         wasm_bindgen_futures::spawn_local(async move {
-            let Some(tool) = core2.registry.get(&name) else {
+            let Some(tool) = core2.registry.get_for(&name, call.caller_ref()) else {
                 return;
             };
             let run = Abortable::new(execute(tool, &call, args), registration).await;
@@ -401,8 +455,9 @@ impl Session {
         core: &Rc<Core>,
         last_event_id: Option<&str>,
         signal: Option<worker::web_sys::AbortSignal>,
+        caller: &Caller,
     ) -> Result<Response> {
-        Self::require_session(core)?;
+        Self::require_session(core, caller)?;
         let from = match last_event_id {
             Some(s) => EventId::parse(s)?,
             None => EventId {
@@ -444,10 +499,8 @@ impl Session {
     }
 
     /// `DELETE /mcp`: ends the session; its storage and alarm are deleted.
-    async fn delete(&self, core: &Rc<Core>) -> Result<Response> {
-        if core.db.get("created_at")?.is_none() {
-            return Err(Error::SessionNotFound);
-        }
+    async fn delete(&self, core: &Rc<Core>, caller: &Caller) -> Result<Response> {
+        Self::require_session(core, caller)?;
         self.end(core).await?;
         Ok(Response::empty()?.with_status(204))
     }

@@ -70,6 +70,7 @@ export async function startWorker(vars = {}, { quiet = false, persist } = {}) {
       ALLOWED_ORIGINS: "http://localhost:*",
       ALLOWED_HOSTS: "",
       MCP_CATALOG: "production",
+      ANONYMOUS_ACCESS: "true",
       ...vars,
     },
   });

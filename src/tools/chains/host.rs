@@ -52,7 +52,7 @@ use crate::engine::template::RenderOptions;
 use crate::error::{Error, Result};
 use crate::mcp::logging::LogLevel;
 use crate::random;
-use crate::registry::{self, Heartbeat, Outbound, Platform, ToolContext};
+use crate::registry::{self, Caller, Heartbeat, Outbound, Platform, ToolContext};
 use crate::tools::templates::Stored;
 
 /// Runs steps through a tool call's (or background job's) context, reporting progress and events
@@ -140,6 +140,10 @@ impl ToolContext for StepContext<'_> {
     }
 
     fn end_connection(&self) {}
+
+    fn caller(&self) -> Caller {
+        self.0.caller()
+    }
 
     fn client_capabilities(&self) -> Value {
         self.0.client_capabilities()
@@ -360,7 +364,7 @@ impl ChainHost<'_> {
         let name = step.tool.as_deref().unwrap_or_default();
         // create_chain checked the tool, but a stored chain may predate a tool's removal or the
         // chains-tool rule; the check is cheap, so it runs again.
-        let tool = steps::resolve_tool(self.ctx.platform().registry(), name)
+        let tool = steps::resolve_tool(self.ctx.platform().registry(), name, &self.ctx.caller())
             .map_err(|e| invalid(format!("step '{}': {e}", step.name)))?;
         let args = steps::json_object(
             &format!("step '{}': the tool arguments (input_template)", step.name),
@@ -489,8 +493,12 @@ impl ChainHost<'_> {
     ) -> Result<(), StepError> {
         let fail = |e: String| invalid(format!("step '{}': rollback_action {e}", step.name));
         let action = RollbackAction::parse(text).map_err(fail)?;
-        let tool =
-            steps::resolve_tool(self.ctx.platform().registry(), &action.tool).map_err(fail)?;
+        let tool = steps::resolve_tool(
+            self.ctx.platform().registry(),
+            &action.tool,
+            &self.ctx.caller(),
+        )
+        .map_err(fail)?;
         let args = match &action.arguments {
             None => Map::new(),
             Some(template) => {

@@ -140,7 +140,7 @@ fn create_chain(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result
         // run even without validate_references; refusing chain tools is a safety rule besides.
         refuse_if_any(
             "Chain definition validation failed",
-            &steps::tool_problems(ctx.platform().registry(), &def),
+            &steps::tool_problems(ctx.platform().registry(), &def, &ctx.caller()),
         )?;
         if opt_bool(&opts, "validate_references", true) {
             let (sets, templates) = references(&def);
@@ -375,6 +375,7 @@ pub static TOOLS: [ToolDef; 5] = [ToolDef {
     input_schema: include_str!("../../../schema/chains/create_chain.input.json"),
     output_schema: None,
     timeout_ms: 15_000,
+    roles: &[],
     handler: create_chain,
 }, ToolDef {
     toolset: TOOLSET,
@@ -385,6 +386,7 @@ pub static TOOLS: [ToolDef; 5] = [ToolDef {
     input_schema: include_str!("../../../schema/chains/execute_chain.input.json"),
     output_schema: None,
     timeout_ms: 610_000,
+    roles: &[],
     handler: execute_chain,
 }, ToolDef {
     toolset: TOOLSET,
@@ -395,6 +397,7 @@ pub static TOOLS: [ToolDef; 5] = [ToolDef {
     input_schema: include_str!("../../../schema/chains/get_chain_status.input.json"),
     output_schema: Some(include_str!("../../../schema/chains/get_chain_status.output.json")),
     timeout_ms: 10_000,
+    roles: &[],
     handler: get_chain_status,
 }, ToolDef {
     toolset: TOOLSET,
@@ -405,6 +408,7 @@ pub static TOOLS: [ToolDef; 5] = [ToolDef {
     input_schema: include_str!("../../../schema/chains/resume_chain.input.json"),
     output_schema: None,
     timeout_ms: 610_000,
+    roles: &[],
     handler: resume_chain,
 }, ToolDef {
     toolset: TOOLSET,
@@ -415,6 +419,7 @@ pub static TOOLS: [ToolDef; 5] = [ToolDef {
     input_schema: include_str!("../../../schema/chains/cancel_chain.input.json"),
     output_schema: Some(include_str!("../../../schema/chains/get_chain_status.output.json")),
     timeout_ms: 30_000,
+    roles: &[],
     handler: cancel_chain,
 }];
 

@@ -12,7 +12,7 @@ use serde_json::{Map, Value};
 
 use crate::engine::chain::{ChainDef, RecordAction, RollbackAction, StepDef, StepType};
 use crate::engine::run::{ErrorClass, StepError, StepOutcome};
-use crate::registry::{Registry, Statement, Tool};
+use crate::registry::{Caller, Registry, Statement, Tool};
 
 /// The toolset whose tools chains may not call: a chain step must not start, create or inspect
 /// chains (no recursion, no chains rewriting themselves).
@@ -30,12 +30,18 @@ pub fn invalid(message: String) -> StepError {
     StepError::new(ErrorClass::Validation, message)
 }
 
-/// The tool a step or `rollback_action` names (MCP name or registry id), unless it is unknown or a
+/// The tool a step or `rollback_action` names (MCP name or registry id), unless it is unknown, not
+/// allowed to `caller` (which looks the same: roles decide which tools exist for a caller) or a
 /// chains tool.
-pub fn resolve_tool<'r>(registry: &'r Registry, name: &str) -> Result<&'r Tool, String> {
+pub fn resolve_tool<'r>(
+    registry: &'r Registry,
+    name: &str,
+    caller: &Caller,
+) -> Result<&'r Tool, String> {
     let tool = registry
         .get(name)
         .or_else(|| registry.by_id(name))
+        .filter(|t| caller.has_any(t.def.roles))
         .ok_or_else(|| {
             format!(
                 "tool {name:?} does not exist on this server; tools/list shows the tools (give an MCP name such as process_template or a registry id such as templates::process-template)"
@@ -51,7 +57,7 @@ pub fn resolve_tool<'r>(registry: &'r Registry, name: &str) -> Result<&'r Tool, 
 
 /// Every tool reference of a chain that does not resolve: `tool` of external_api steps (and of
 /// steps with an external_api fallback) and the tool of each `rollback_action`.
-pub fn tool_problems(registry: &Registry, def: &ChainDef) -> Vec<String> {
+pub fn tool_problems(registry: &Registry, def: &ChainDef, caller: &Caller) -> Vec<String> {
     let mut problems = Vec::new();
     for s in &def.steps {
         let label = format!("step {} '{}'", s.id, s.name);
@@ -60,13 +66,13 @@ pub fn tool_problems(registry: &Registry, def: &ChainDef) -> Vec<String> {
                 .as_ref()
                 .is_some_and(|f| f.kind == "external_api");
         if let (true, Some(tool)) = (calls, &s.tool) {
-            if let Err(e) = resolve_tool(registry, tool) {
+            if let Err(e) = resolve_tool(registry, tool, caller) {
                 problems.push(format!("{label}: {e}"));
             }
         }
         // A rollback_action that does not parse is already the planner's error.
         if let Some(Ok(action)) = s.rollback_action.as_deref().map(RollbackAction::parse) {
-            if let Err(e) = resolve_tool(registry, &action.tool) {
+            if let Err(e) = resolve_tool(registry, &action.tool, caller) {
                 problems.push(format!("{label}: rollback_action {e}"));
             }
         }
@@ -469,17 +475,20 @@ mod tests {
     fn tools_resolve_by_name_or_id_but_never_to_chain_tools() {
         let r = registry();
         assert_eq!(
-            resolve_tool(&r, "process_template").unwrap().def.name,
-            "process_template"
-        );
-        assert_eq!(
-            resolve_tool(&r, "templates::process-template")
+            resolve_tool(&r, "process_template", &Caller::anonymous())
                 .unwrap()
                 .def
                 .name,
             "process_template"
         );
-        let e = resolve_tool(&r, "delete_everything").unwrap_err();
+        assert_eq!(
+            resolve_tool(&r, "templates::process-template", &Caller::anonymous())
+                .unwrap()
+                .def
+                .name,
+            "process_template"
+        );
+        let e = resolve_tool(&r, "delete_everything", &Caller::anonymous()).unwrap_err();
         assert!(
             e.contains("does not exist") && e.contains("tools/list"),
             "{e}"
@@ -490,7 +499,7 @@ mod tests {
             "get_chain_status",
             "chains::execute-chain",
         ] {
-            let e = resolve_tool(&r, name).unwrap_err();
+            let e = resolve_tool(&r, name, &Caller::anonymous()).unwrap_err();
             assert!(e.contains("chains toolset"), "{name}: {e}");
         }
     }
@@ -504,7 +513,7 @@ mod tests {
             { "id": 4, "name": "undo", "type": "data_transformation", "rollback_action": "discard" },
         ] }))
         .unwrap();
-        let p = tool_problems(&registry(), &def).join("\n");
+        let p = tool_problems(&registry(), &def, &Caller::anonymous()).join("\n");
         for part in [
             "step 1 'call': tool \"nope\" does not exist",
             "step 2 'nest': tool \"execute_chain\" belongs to the chains toolset",

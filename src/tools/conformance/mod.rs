@@ -232,6 +232,7 @@ const fn fixture(
         input_schema: input,
         output_schema: None,
         timeout_ms: 60_000,
+        roles: &[],
         handler,
     }
 }

@@ -218,6 +218,7 @@ pub static TOOLS: [ToolDef; 5] = [
         input_schema: include_str!("../../../schema/instructions/initialize_travel_assistant.input.json"),
         output_schema: Some(include_str!("../../../schema/instructions/initialize_travel_assistant.output.json")),
         timeout_ms: 10_000,
+        roles: &[],
         handler: initialize_travel_assistant,
     },
     ToolDef {
@@ -229,6 +230,7 @@ pub static TOOLS: [ToolDef; 5] = [
         input_schema: include_str!("../../../schema/instructions/get_instruction_set.input.json"),
         output_schema: Some(include_str!("../../../schema/instructions/get_instruction_set.output.json")),
         timeout_ms: 10_000,
+        roles: &[],
         handler: get_instruction_set,
     },
     ToolDef {
@@ -240,6 +242,7 @@ pub static TOOLS: [ToolDef; 5] = [
         input_schema: include_str!("../../../schema/instructions/list_instruction_sets.input.json"),
         output_schema: Some(include_str!("../../../schema/instructions/list_instruction_sets.output.json")),
         timeout_ms: 10_000,
+        roles: &[],
         handler: list_instruction_sets,
     },
     ToolDef {
@@ -251,6 +254,7 @@ pub static TOOLS: [ToolDef; 5] = [
         input_schema: include_str!("../../../schema/instructions/get_mode_indicator.input.json"),
         output_schema: Some(include_str!("../../../schema/instructions/get_mode_indicator.output.json")),
         timeout_ms: 5_000,
+        roles: &[],
         handler: get_mode_indicator,
     },
     ToolDef {
@@ -262,6 +266,7 @@ pub static TOOLS: [ToolDef; 5] = [
         input_schema: include_str!("../../../schema/instructions/switch_mode.input.json"),
         output_schema: Some(include_str!("../../../schema/instructions/switch_mode.output.json")),
         timeout_ms: 5_000,
+        roles: &[],
         handler: switch_mode,
     },
 ];

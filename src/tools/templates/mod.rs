@@ -452,6 +452,7 @@ pub static TOOLS: [ToolDef; 2] = [
         input_schema: include_str!("../../../schema/templates/create_template.input.json"),
         output_schema: None,
         timeout_ms: 15_000,
+        roles: &[],
         handler: create_template,
     },
     ToolDef {
@@ -463,6 +464,7 @@ pub static TOOLS: [ToolDef; 2] = [
         input_schema: include_str!("../../../schema/templates/process_template.input.json"),
         output_schema: None,
         timeout_ms: 15_000,
+        roles: &[],
         handler: process_template,
     },
 ];
