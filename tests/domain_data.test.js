@@ -87,6 +87,11 @@ describe("HR", () => {
     for (const id of ["E0006", "E0007", "E0008"]) assert.ok(team.includes(id), id);
     assert.ok(team.length >= 5);
     assert.deepEqual(await values("SELECT employee_id FROM hr_performance_reviews WHERE reviewer_id = 'E0005' AND status <> 'completed' AND employee_id IN ('E0006', 'E0007') ORDER BY 1"), ["E0006", "E0007"]);
+    assert.equal((await one("SELECT status FROM finance_expense_reports WHERE employee_id = 'E0006' AND month = '2026-10'")).status, "approved");
+    // Frank owns nothing outside HR, so delete_employee on him (the seed's example) can succeed.
+    assert.equal((await one(`SELECT (SELECT COUNT(*) FROM hr_employees WHERE manager_id = 'E0008')
+      + (SELECT COUNT(*) FROM finance_expense_reports WHERE employee_id = 'E0008') + (SELECT COUNT(*) FROM sales_deals WHERE owner_id = 'E0008')
+      + (SELECT COUNT(*) FROM support_tickets WHERE assigned_to = 'E0008') n`)).n, 0);
     // Victor (VP of Engineering) has a reporting chain three levels deep below him.
     const chain = await one(`WITH RECURSIVE down (id, depth) AS (
         SELECT id, 0 FROM hr_employees WHERE id = 'E0003'
