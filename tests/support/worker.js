@@ -7,7 +7,11 @@ import { Miniflare } from "miniflare";
 
 export const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 
-/** Splits a migration file into statements: on `;` outside quotes, ignoring `--` comments. */
+/**
+ * Splits a migration file into statements: on `;` outside quotes, ignoring `--` comments. A
+ * CREATE TRIGGER body holds `;`-terminated statements, so a trigger ends only at `END;` (as in
+ * wrangler's splitter).
+ */
 export function splitSql(text) {
   const out = [];
   let cur = "";
@@ -21,6 +25,10 @@ export function splitSql(text) {
     }
     if (c === "'") quoted = !quoted;
     if (c === ";" && !quoted) {
+      if (/^\s*CREATE\s+(TEMP\s+|TEMPORARY\s+)?TRIGGER\s/i.test(cur) && !/\sEND\s*$/i.test(cur)) {
+        cur += c;
+        continue;
+      }
       if (cur.trim()) out.push(cur.trim());
       cur = "";
       continue;

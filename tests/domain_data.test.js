@@ -1,0 +1,208 @@
+// The domain sample data (issue 4): the committed migration is what the generator writes, and the
+// data applied to D1 in workerd keeps the invariants the HR, Finance, Sales and Support tools
+// rely on (docs/domain-data.md).
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { root, startWorker } from "./support/worker.js";
+
+let w;
+let db;
+before(async () => {
+  w = await startWorker({}, { quiet: true });
+  db = await w.mf.getD1Database("DB");
+});
+after(() => w?.stop());
+
+const all = async (sql, ...params) => (await db.prepare(sql).bind(...params).all()).results;
+const one = async (sql, ...params) => (await all(sql, ...params))[0];
+const values = async (sql, ...params) => (await all(sql, ...params)).map((r) => Object.values(r)[0]);
+
+test("regenerating the sample data reproduces the committed migration byte for byte", () => {
+  const dir = mkdtempSync(join(tmpdir(), "domain-data-"));
+  try {
+    const out = join(dir, "data.sql");
+    execFileSync(process.execPath, [join(root, "scripts", "domain-data.js"), "--out", out], { stdio: "pipe" });
+    assert.ok(readFileSync(out).equals(readFileSync(join(root, "migrations", "0013_domain_sample_data.sql"))),
+      "run `npm run domain-data` and commit the result");
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("no statement of the migration reaches D1's 100 KB limit", () => {
+  const text = readFileSync(join(root, "migrations", "0013_domain_sample_data.sql"), "utf8");
+  for (const stmt of text.split(";\n")) assert.ok(Buffer.byteLength(stmt) < 100_000, stmt.slice(0, 80));
+});
+
+describe("HR", () => {
+  test("a company of at least 500 in about ten departments, each with a head", async () => {
+    assert.ok((await one("SELECT COUNT(*) n FROM hr_employees")).n >= 500);
+    const depts = await all("SELECT id, head_employee_id FROM hr_departments");
+    assert.ok(depts.length >= 9 && depts.length <= 12, `${depts.length} departments`);
+    for (const d of depts) assert.ok(d.head_employee_id, `${d.id} has a head`);
+    assert.deepEqual(await values("SELECT DISTINCT status FROM hr_employees ORDER BY 1"), ["active", "on_leave", "terminated"]);
+  });
+
+  test("one root (the CEO), every other manager exists, and the manager tree has no cycle", async () => {
+    assert.deepEqual(await values("SELECT id FROM hr_employees WHERE manager_id IS NULL"), ["E0001"]);
+    assert.equal((await one("SELECT COUNT(*) n FROM hr_employees e LEFT JOIN hr_employees m ON m.id = e.manager_id WHERE e.manager_id IS NOT NULL AND m.id IS NULL")).n, 0);
+    // Walking down from the CEO reaches everyone exactly once: a cycle would be unreachable.
+    const tree = await one(`WITH RECURSIVE org (id, depth) AS (
+        SELECT id, 0 FROM hr_employees WHERE manager_id IS NULL
+        UNION ALL SELECT e.id, org.depth + 1 FROM hr_employees e JOIN org ON e.manager_id = org.id WHERE org.depth < 50)
+      SELECT COUNT(*) n, COUNT(DISTINCT id) distinct_ids, MAX(depth) depth FROM org`);
+    const total = (await one("SELECT COUNT(*) n FROM hr_employees")).n;
+    assert.equal(tree.n, total);
+    assert.equal(tree.distinct_ids, total);
+    assert.ok(tree.depth >= 4, `CEO -> VP -> director -> manager -> staff, got depth ${tree.depth}`);
+  });
+
+  test("active employees report to active managers and earn within their grade's band", async () => {
+    assert.equal((await one("SELECT COUNT(*) n FROM hr_employees e JOIN hr_employees m ON m.id = e.manager_id WHERE e.status <> 'terminated' AND m.status = 'terminated'")).n, 0);
+    assert.equal((await one("SELECT COUNT(*) n FROM hr_employees e JOIN hr_grade_levels g USING (grade) WHERE e.salary_cents NOT BETWEEN g.salary_min_cents AND g.salary_max_cents")).n, 0);
+  });
+
+  test("the named users exist with the relationships docs/domain-data.md describes", async () => {
+    const people = Object.fromEntries((await all("SELECT id, first_name || ' ' || last_name name, job_title, department_id, manager_id, employment_type, pto_balance, active FROM hr_employees WHERE id <= 'E0015'")).map((p) => [p.id, p]));
+    const expect = {
+      E0001: ["Eve Thompson", "EXEC", null], E0002: ["Carol Johnson", "SALES", "E0001"], E0003: ["Victor Reyes", "ENG", "E0001"],
+      E0004: ["Grace Liu", "ENG", "E0003"], E0005: ["Nina Patel", "ENG", "E0004"], E0006: ["Marcus Johnson", "ENG", "E0005"],
+      E0007: ["Sarah Kim", "ENG", "E0005"], E0008: ["Frank Davis", "ENG", "E0005"], E0009: ["Helen Brooks", "HR", "E0001"],
+      E0010: ["Alice Chen", "HR", "E0009"], E0011: ["Raj Mehta", "FIN", "E0001"], E0012: ["Bob Martinez", "FIN", "E0011"],
+      E0013: ["Olivia Grant", "SUP", "E0001"], E0014: ["Dan Williams", "SUP", "E0013"], E0015: ["Ryan Lee", "SALES", "E0002"],
+    };
+    for (const [id, [name, dept, manager]] of Object.entries(expect)) {
+      assert.deepEqual([people[id]?.name, people[id]?.department_id, people[id]?.manager_id, people[id]?.active], [name, dept, manager, 1], id);
+    }
+    assert.equal(people.E0006.pto_balance, 15, "Marcus's PTO balance (seed §4)");
+    assert.equal(people.E0008.employment_type, "intern");
+    assert.equal((await one("SELECT email FROM hr_employees WHERE id = 'E0008'")).email, "frank.davis@tamshai.com");
+    assert.equal((await one("SELECT salary_cents FROM hr_employees WHERE id = 'E0007'")).salary_cents, 11_200_000, "Sarah, before the $120,000 raise");
+    // Nina's team includes Marcus, Sarah and Frank; Marcus and Sarah have 2026-H2 reviews due.
+    const team = await values("SELECT id FROM hr_employees WHERE manager_id = 'E0005'");
+    for (const id of ["E0006", "E0007", "E0008"]) assert.ok(team.includes(id), id);
+    assert.ok(team.length >= 5);
+    assert.deepEqual(await values("SELECT employee_id FROM hr_performance_reviews WHERE reviewer_id = 'E0005' AND status <> 'completed' AND employee_id IN ('E0006', 'E0007') ORDER BY 1"), ["E0006", "E0007"]);
+    assert.equal((await one("SELECT status FROM finance_expense_reports WHERE employee_id = 'E0006' AND month = '2026-10'")).status, "approved");
+    // Frank owns nothing outside HR, so delete_employee on him (the seed's example) can succeed.
+    assert.equal((await one(`SELECT (SELECT COUNT(*) FROM hr_employees WHERE manager_id = 'E0008')
+      + (SELECT COUNT(*) FROM finance_expense_reports WHERE employee_id = 'E0008') + (SELECT COUNT(*) FROM sales_deals WHERE owner_id = 'E0008')
+      + (SELECT COUNT(*) FROM support_tickets WHERE assigned_to = 'E0008') n`)).n, 0);
+    // Victor (VP of Engineering) has a reporting chain three levels deep below him.
+    const chain = await one(`WITH RECURSIVE down (id, depth) AS (
+        SELECT id, 0 FROM hr_employees WHERE id = 'E0003'
+        UNION ALL SELECT e.id, down.depth + 1 FROM hr_employees e JOIN down ON e.manager_id = down.id)
+      SELECT MAX(depth) depth, COUNT(*) - 1 reports FROM down`);
+    assert.equal(chain.depth, 3);
+    assert.ok(chain.reports >= 150);
+  });
+
+  test("most employees have one to three reviews; only completed ones are rated", async () => {
+    const counts = await values("SELECT COUNT(r.id) FROM hr_employees e LEFT JOIN hr_performance_reviews r ON r.employee_id = e.id GROUP BY e.id");
+    assert.ok(counts.every((n) => n <= 3));
+    assert.ok(counts.filter((n) => n >= 1).length / counts.length > 0.8);
+    assert.deepEqual(await values("SELECT DISTINCT status FROM hr_performance_reviews ORDER BY 1"), ["completed", "in_progress", "scheduled"]);
+  });
+});
+
+describe("Finance", () => {
+  test("invoices in every status the seed names, expense reports whose totals add up", async () => {
+    assert.ok((await one("SELECT COUNT(*) n FROM finance_invoices")).n >= 300);
+    assert.deepEqual(await values("SELECT DISTINCT status FROM finance_invoices ORDER BY 1"), ["approved", "overdue", "paid", "pending", "rejected"]);
+    assert.equal((await one("SELECT COUNT(*) n FROM finance_invoices WHERE status = 'overdue' AND due_date >= '2026-11-20'")).n, 0);
+    assert.deepEqual(await values("SELECT DISTINCT status FROM finance_expense_reports ORDER BY 1"), ["approved", "draft", "reimbursed", "rejected", "submitted"]);
+    assert.equal((await one(`SELECT COUNT(*) n FROM finance_expense_reports r
+      WHERE total_cents <> (SELECT SUM(json_extract(value, '$.amount_cents')) FROM json_each(r.items))`)).n, 0);
+  });
+
+  test("three fiscal years per department, exactly one pending approval each; spend is derived", async () => {
+    const rows = await all("SELECT department_id, group_concat(fiscal_year || ':' || status) s FROM (SELECT * FROM finance_budgets ORDER BY fiscal_year) GROUP BY department_id");
+    assert.equal(rows.length, (await one("SELECT COUNT(*) n FROM hr_departments")).n);
+    for (const r of rows) assert.equal(r.s, "2025:closed,2026:active,2027:pending_approval", r.department_id);
+    const eng = await one("SELECT * FROM finance_budget_summary WHERE department = 'engineering' AND fiscal_year = 2026");
+    const paid = await one("SELECT SUM(amount_cents) s FROM finance_invoices WHERE department_id = 'ENG' AND status = 'paid' AND paid_at LIKE '2026%'");
+    const reimbursed = await one("SELECT SUM(total_cents) s FROM finance_expense_reports WHERE department_id = 'ENG' AND status = 'reimbursed' AND month LIKE '2026%'");
+    assert.equal(eng.spent_cents, paid.s + reimbursed.s);
+    assert.equal(eng.remaining_cents, eng.allocated_cents - eng.spent_cents);
+    const q4 = await one("SELECT SUM(amount_cents) s FROM finance_department_spend WHERE fiscal_year = 2026 AND quarter = 4");
+    assert.ok(q4.s > 0, "Eve's Q4 budget vs actual has data");
+  });
+});
+
+describe("Sales", () => {
+  test("customers with contacts, deals in every stage across quarters, owned by employees", async () => {
+    assert.ok((await one("SELECT COUNT(*) n FROM sales_customers")).n >= 150);
+    assert.equal((await one("SELECT COUNT(*) n FROM sales_customers c WHERE NOT EXISTS (SELECT 1 FROM sales_contacts k WHERE k.customer_id = c.id AND k.is_primary = 1)")).n, 0);
+    assert.ok((await one("SELECT COUNT(*) n FROM sales_deals")).n >= 400);
+    assert.deepEqual(await values("SELECT DISTINCT stage FROM sales_deals ORDER BY 1"),
+      ["CLOSED_LOST", "CLOSED_WON", "DISCOVERY", "NEGOTIATION", "PROPOSAL", "PROSPECTING", "QUALIFICATION"]);
+    assert.ok((await values("SELECT DISTINCT quarter FROM sales_pipeline")).length >= 8);
+    assert.equal((await one("SELECT COUNT(*) n FROM sales_deals d JOIN hr_employees e ON e.id = d.owner_id WHERE e.department_id <> 'SALES'")).n, 0);
+    assert.ok((await one("SELECT COUNT(*) n FROM sales_deals WHERE owner_id = 'E0015'")).n > 0, "Ryan owns deals");
+    // Carol's "top 5 deals closing this month".
+    assert.ok((await one("SELECT COUNT(*) n FROM sales_deals WHERE expected_close_date LIKE '2026-11-%' AND stage NOT LIKE 'CLOSED%'")).n >= 5);
+  });
+});
+
+describe("Support", () => {
+  test("tickets in every status and priority, knowledge articles", async () => {
+    assert.ok((await one("SELECT COUNT(*) n FROM support_tickets")).n >= 600);
+    assert.deepEqual(await values("SELECT DISTINCT status FROM support_tickets ORDER BY 1"), ["closed", "in_progress", "open", "pending", "resolved"]);
+    assert.deepEqual(await values("SELECT DISTINCT priority FROM support_tickets ORDER BY 1"), ["critical", "high", "low", "medium"]);
+    assert.ok((await one("SELECT COUNT(*) n FROM support_knowledge_articles")).n >= 60);
+    assert.deepEqual(await values("SELECT DISTINCT status FROM support_knowledge_articles ORDER BY 1"), ["archived", "draft", "published"]);
+  });
+
+  test("FTS5 finds a ticket by a word of its description (stemmed) and an article by a tag", async () => {
+    const rows = await all(`SELECT t.id FROM support_tickets_fts JOIN support_tickets t ON t.ticket_no = support_tickets_fts.rowid
+      WHERE support_tickets_fts MATCH ?1 ORDER BY rank`, "quarantine");
+    assert.deepEqual(rows.map((r) => r.id), ["TKT-000004"]);
+    const kb = await values(`SELECT a.id FROM support_knowledge_articles_fts f JOIN support_knowledge_articles a ON a.article_no = f.rowid
+      WHERE support_knowledge_articles_fts MATCH ?1`, "tags:vat");
+    assert.ok(kb.length >= 1);
+  });
+
+  test("the FTS index follows updates and deletes of tickets", async () => {
+    const match = (word) => values("SELECT rowid FROM support_tickets_fts WHERE support_tickets_fts MATCH ?1", word);
+    await db.prepare("UPDATE support_tickets SET description = description || ' Zanzibar' WHERE id = 'TKT-000010'").run();
+    assert.deepEqual(await match("zanzibar"), [10]);
+    await db.prepare("UPDATE support_tickets SET description = replace(description, ' Zanzibar', '') WHERE id = 'TKT-000010'").run();
+    assert.deepEqual(await match("zanzibar"), []);
+    await db.prepare("INSERT INTO sales_customers (id, name, company, email, industry, tier, country) VALUES ('CUST-TEST', 'Test', 'Test Inc.', 'a@test.example', 'Technology', 'free', 'US')").run();
+    await db.prepare("INSERT INTO support_tickets (ticket_no, id, subject, description, status, priority, category, customer_id) VALUES (99999, 'TKT-099999', 'Kumquat outage', 'x', 'open', 'low', 'bug', 'CUST-TEST')").run();
+    assert.deepEqual(await match("kumquat"), [99999]);
+    await db.prepare("DELETE FROM sales_customers WHERE id = 'CUST-TEST'").run();
+    assert.deepEqual(await match("kumquat"), [], "deleting the customer cascades to the ticket and its index entry");
+    assert.deepEqual(await all("INSERT INTO support_tickets_fts (support_tickets_fts) VALUES ('integrity-check')"), []);
+  });
+});
+
+describe("search strings with SQL metacharacters", () => {
+  // LIKE with the input bound and its % and _ escaped matches them literally.
+  const like = (table, column, text) => values(
+    `SELECT ${column} FROM ${table} WHERE ${column} LIKE '%' || ?1 || '%' ESCAPE '\\' ORDER BY 1`,
+    text.replace(/[\\%_]/g, (c) => `\\${c}`));
+
+  test("% and _ are matched literally, not as wildcards", async () => {
+    assert.deepEqual(await like("finance_vendors", "name", "100%"), ["100% Organic Snacks Co."]);
+    // Unescaped, the same pattern also matches the decoy vendor.
+    assert.deepEqual(await values("SELECT name FROM finance_vendors WHERE name LIKE '%' || ?1 || '%' ORDER BY 1", "100%"), ["100% Organic Snacks Co.", "1000 Lakes Catering"]);
+    assert.deepEqual(await like("finance_vendors", "name", "Under_Score"), ["Under_Score Analytics"]);
+    assert.deepEqual(await like("sales_customers", "name", "Data_Driven"), ["Data_Driven Labs"]);
+    assert.deepEqual(await like("support_tickets", "id", "%"), []);
+    assert.deepEqual(await values("SELECT id FROM support_tickets WHERE subject LIKE '%' || ?1 || '%' ESCAPE '\\'", "100\\% off"), ["TKT-000001"]);
+  });
+
+  test("quotes and an injection attempt are plain text", async () => {
+    assert.deepEqual(await like("sales_customers", "name", "O'Malley"), ["O'Malley's Pubs"]);
+    assert.deepEqual(await values("SELECT id FROM support_tickets WHERE instr(subject, ?1) > 0", "'; DROP TABLE support_tickets; --"), ["TKT-000003"]);
+    assert.equal((await like("finance_vendors", "name", "'); DROP TABLE")).length, 1);
+    assert.ok((await one("SELECT COUNT(*) n FROM finance_invoices")).n >= 300, "nothing was dropped");
+    // FTS5 query syntax is not SQL: a quoted phrase is searched as words.
+    assert.deepEqual(await values("SELECT rowid FROM support_tickets_fts WHERE support_tickets_fts MATCH ?1", '"DROP TABLE support_tickets"'), [3]);
+  });
+});
