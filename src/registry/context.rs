@@ -69,9 +69,12 @@ impl Caller {
         Caller::default()
     }
 
-    /// Whether the caller holds any of `roles`; an empty list asks for no role at all.
+    /// Whether the caller holds any of `roles`; an empty list asks for no role at all, and `"*"`
+    /// in it admits any caller with a verified token.
     pub fn has_any(&self, roles: &[&str]) -> bool {
-        roles.is_empty() || self.roles.iter().any(|r| roles.contains(&r.as_str()))
+        roles.is_empty()
+            || (self.user.is_some() && roles.contains(&"*"))
+            || self.roles.iter().any(|r| roles.contains(&r.as_str()))
     }
 }
 
@@ -239,6 +242,14 @@ pub trait ToolContext {
 pub enum ToolOutput {
     /// A JSON object matching the tool's outputSchema; sent as `structuredContent` and as text.
     Structured(Value),
+    /// Like [`ToolOutput::Structured`], with a readable line as the first text block (the JSON
+    /// text follows, as the specification asks of structured results).
+    Described {
+        /// The structured content.
+        value: Value,
+        /// The readable line.
+        summary: String,
+    },
     /// Ready-made MCP content blocks (text, image, audio, resource links, embedded resources).
     Content(Vec<Value>),
 }

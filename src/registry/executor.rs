@@ -86,6 +86,14 @@ fn shape(tool: &Tool, out: ToolOutput) -> Result<Value> {
             let text = serde_json::to_string_pretty(&v)?;
             Ok(json!({ "content": [{ "type": "text", "text": text }], "structuredContent": v }))
         }
+        ToolOutput::Described { value, summary } => {
+            tool.check_output(&value)?;
+            let text = serde_json::to_string_pretty(&value)?;
+            Ok(json!({
+                "content": [{ "type": "text", "text": summary }, { "type": "text", "text": text }],
+                "structuredContent": value,
+            }))
+        }
         ToolOutput::Content(blocks) if !tool.has_output_schema() => {
             Ok(json!({ "content": blocks }))
         }

@@ -2,6 +2,8 @@
 
 pub mod chains;
 pub mod conformance;
+pub mod domain;
+pub mod hr;
 pub mod instructions;
 pub mod templates;
 
@@ -114,6 +116,7 @@ pub fn catalog(c: Catalog) -> Vec<&'static ToolDef> {
         .iter()
         .chain(templates::TOOLS.iter())
         .chain(chains::TOOLS.iter())
+        .chain(hr::TOOLS.iter())
         .collect();
     if c == Catalog::Conformance {
         defs.extend(conformance::TOOLS.iter());

@@ -1,0 +1,167 @@
+//! What the domain toolsets (`hr`, `finance`, `sales`, `support`; seed 002) share: the response
+//! union, access rules by role, PII masking, and signed pagination cursors.
+//!
+//! Access is decided twice, both times from the verified token only: a tool's `roles` decide
+//! whether the caller sees it at all (registry), and the SQL of each read restricts rows to those
+//! the caller may see (row-level access: `self`, the `manager`'s reporting chain, or everything
+//! for the domain's read roles). Nothing is filtered after the query.
+
+pub mod cursor;
+pub mod response;
+
+use serde_json::{json, Value};
+
+use crate::clock;
+use crate::registry::{Caller, ToolContext};
+pub use response::{Code, Page, Reply};
+
+/// The tool-level marker for "any caller with a verified token" (`Caller::has_any`).
+pub const SIGNED_IN: &str = "*";
+
+/// The value shown instead of a masked field.
+pub const HIDDEN: &str = "*** (Hidden)";
+
+/// Largest page of a list tool (seed: Article III.2).
+pub const MAX_LIMIT: u64 = 50;
+
+/// A caller's access to one domain, as the SQL of its tools needs it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Access {
+    /// The caller's user id ("" for anonymous, who never reach domain tools).
+    pub user: String,
+    /// Sees every row of the domain.
+    pub all: bool,
+    /// Sees the rows of their whole reporting chain.
+    pub manager: bool,
+}
+
+impl Access {
+    /// The access `caller` has when `all_roles` grant every row.
+    pub fn of(caller: &Caller, all_roles: &[&str]) -> Access {
+        Access {
+            user: caller.user.clone().unwrap_or_default(),
+            all: caller.roles.iter().any(|r| all_roles.contains(&r.as_str())),
+            manager: caller.roles.iter().any(|r| r == "manager"),
+        }
+    }
+
+    /// The SQL of the employees this access may see, as a recursive CTE named `visible(id)`;
+    /// its parameters are `?1` (user), `?2` (all: 0/1) and `?3` (manager: 0/1).
+    pub const VISIBLE_EMPLOYEES: &'static str = "WITH RECURSIVE chain(id) AS (
+           SELECT id FROM hr_employees WHERE manager_id = ?1 AND ?3 = 1
+           UNION ALL
+           SELECT e.id FROM hr_employees e JOIN chain c ON e.manager_id = c.id
+         ),
+         visible(id) AS (
+           SELECT id FROM hr_employees WHERE ?2 = 1
+           UNION SELECT ?1
+           UNION SELECT id FROM chain
+         )";
+
+    /// The parameters `?1`–`?3` of [`Access::VISIBLE_EMPLOYEES`].
+    pub fn params(&self) -> Vec<Value> {
+        vec![
+            json!(self.user),
+            json!(i64::from(self.all)),
+            json!(i64::from(self.manager)),
+        ]
+    }
+}
+
+/// Whether the caller holds one of `roles`.
+pub fn holds(caller: &Caller, roles: &[&str]) -> bool {
+    caller.roles.iter().any(|r| roles.contains(&r.as_str()))
+}
+
+/// The key cursors are signed with: `CURSOR_SECRET`, else `JWT_SECRET`.
+fn cursor_key(ctx: &dyn ToolContext) -> Option<Vec<u8>> {
+    let p = ctx.platform();
+    p.setting("CURSOR_SECRET")
+        .or_else(|| p.setting("JWT_SECRET"))
+        .map(String::into_bytes)
+}
+
+/// The keyset position a list tool continues after: `None` for the first page; a refused cursor
+/// is the `INVALID_INPUT` answer.
+pub fn resume_after(
+    ctx: &dyn ToolContext,
+    tool: &str,
+    filters: &Value,
+    cursor: Option<&str>,
+) -> Result<Option<Value>, Reply> {
+    let Some(cursor) = cursor else {
+        return Ok(None);
+    };
+    let key = cursor_key(ctx).ok_or_else(no_cursor_key)?;
+    let caller = ctx.caller();
+    let binding = cursor::Binding {
+        tool,
+        user: caller.user.as_deref().unwrap_or(""),
+        roles: &caller.roles,
+        filters,
+    };
+    cursor::open(&key, &binding, cursor, clock::now_ms())
+        .map(Some)
+        .map_err(|why| {
+            Reply::failure(
+                Code::InvalidInput,
+                why,
+                "Call the tool again without a cursor.",
+            )
+        })
+}
+
+/// The cursor of the page after `last` (its sort key values).
+pub fn next_cursor(
+    ctx: &dyn ToolContext,
+    tool: &str,
+    filters: &Value,
+    last: &Value,
+) -> Result<String, Reply> {
+    let key = cursor_key(ctx).ok_or_else(no_cursor_key)?;
+    let caller = ctx.caller();
+    let binding = cursor::Binding {
+        tool,
+        user: caller.user.as_deref().unwrap_or(""),
+        roles: &caller.roles,
+        filters,
+    };
+    Ok(cursor::issue(&key, &binding, last, clock::now_ms()))
+}
+
+fn no_cursor_key() -> Reply {
+    Reply::failure(
+        Code::OperationFailed,
+        "This server cannot page results: no CURSOR_SECRET (or JWT_SECRET) is configured.",
+        "Ask the operator to set the CURSOR_SECRET secret; meanwhile narrow the query with filters.",
+    )
+}
+
+/// The page size asked for, clamped to 1..=50.
+pub fn limit(args: &Value) -> u64 {
+    args.get("limit")
+        .and_then(Value::as_u64)
+        .unwrap_or(MAX_LIMIT)
+        .clamp(1, MAX_LIMIT)
+}
+
+/// Integer cents as a dollar amount.
+pub fn dollars(cents: &Value) -> Value {
+    match cents.as_i64() {
+        Some(c) => crate::engine::expr::num(c as f64 / 100.0),
+        None => Value::Null,
+    }
+}
+
+/// Runs a domain tool's body, whose early returns are answers too (`Err(reply)`).
+pub fn answer<'a>(
+    body: futures::future::LocalBoxFuture<'a, Result<Reply, Reply>>,
+) -> futures::future::LocalBoxFuture<'a, crate::error::Result<crate::registry::ToolOutput>> {
+    Box::pin(async move { Ok(body.await.unwrap_or_else(|r| r).into_output()) })
+}
+
+/// A storage fault as the answer the caller gets; the details go to the logs only.
+pub fn db(e: crate::error::Error) -> Reply {
+    worker::console_error!("{}", json!({ "domain_error": e.to_string() }));
+    Reply::from_error(&e)
+}

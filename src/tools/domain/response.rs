@@ -1,0 +1,224 @@
+//! The answer of every domain tool (seed 002, §9.1): `success` with data (and page metadata for
+//! lists), `error` with one of the seed's codes, a message and a suggested action, or
+//! `pending_confirmation` for a write that waits for a human. It is the tool's `structuredContent`
+//! (its `outputSchema` is `schema/domain/response.output.json`); a short readable line comes first
+//! in the text content. Technical details of failures go to the logs, never to the caller.
+
+use serde_json::{json, Value};
+
+use crate::error::Error;
+use crate::registry::ToolOutput;
+
+/// The error codes of the seed's response schema.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Code {
+    /// No such employee (or not one the caller may see).
+    EmployeeNotFound,
+    /// No such customer.
+    CustomerNotFound,
+    /// No such invoice.
+    InvoiceNotFound,
+    /// No such ticket.
+    TicketNotFound,
+    /// No such knowledge article.
+    ArticleNotFound,
+    /// No such budget.
+    BudgetNotFound,
+    /// The caller's roles do not allow this.
+    InsufficientPermissions,
+    /// A bad argument (including a rejected cursor).
+    InvalidInput,
+    /// Storage failed.
+    DatabaseError,
+    /// A business rule refused the change.
+    ValidationError,
+    /// The operation could not be carried out.
+    OperationFailed,
+    /// A confirmation was decided by someone other than who asked for it.
+    UserMismatch,
+}
+
+impl Code {
+    /// The code as the schema spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Code::EmployeeNotFound => "EMPLOYEE_NOT_FOUND",
+            Code::CustomerNotFound => "CUSTOMER_NOT_FOUND",
+            Code::InvoiceNotFound => "INVOICE_NOT_FOUND",
+            Code::TicketNotFound => "TICKET_NOT_FOUND",
+            Code::ArticleNotFound => "ARTICLE_NOT_FOUND",
+            Code::BudgetNotFound => "BUDGET_NOT_FOUND",
+            Code::InsufficientPermissions => "INSUFFICIENT_PERMISSIONS",
+            Code::InvalidInput => "INVALID_INPUT",
+            Code::DatabaseError => "DATABASE_ERROR",
+            Code::ValidationError => "VALIDATION_ERROR",
+            Code::OperationFailed => "OPERATION_FAILED",
+            Code::UserMismatch => "USER_MISMATCH",
+        }
+    }
+}
+
+/// Page metadata of a list answer (seed §3 `PaginationMetadata`, with the legacy aliases).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Page {
+    /// Rows in this answer.
+    pub returned: usize,
+    /// The cursor of the next page, when there is one.
+    pub next_cursor: Option<String>,
+    /// What to tell the user about the rest.
+    pub hint: Option<String>,
+}
+
+impl Page {
+    fn to_json(&self) -> Value {
+        let more = self.next_cursor.is_some();
+        let estimate = if more {
+            format!("{}+", self.returned)
+        } else {
+            self.returned.to_string()
+        };
+        let mut m = json!({
+            "hasMore": more,
+            "returnedCount": self.returned,
+            "totalEstimate": estimate,
+            "truncated": more,
+            "totalCount": estimate,
+        });
+        if let Some(c) = &self.next_cursor {
+            m["nextCursor"] = json!(c);
+        }
+        if let Some(h) = &self.hint {
+            m["hint"] = json!(h);
+            m["warning"] = json!(h);
+        }
+        m
+    }
+}
+
+/// A domain tool's answer.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reply {
+    /// The data asked for.
+    Success {
+        /// The data.
+        data: Value,
+        /// Page metadata, for lists.
+        page: Option<Page>,
+        /// One readable line about it.
+        summary: String,
+    },
+    /// Why not, and what to do instead.
+    Failure {
+        /// The code.
+        code: Code,
+        /// What happened.
+        message: String,
+        /// What the model should do next.
+        suggested_action: Option<String>,
+    },
+    /// A write waiting for a human's decision.
+    Pending {
+        /// The confirmation's id.
+        confirmation_id: String,
+        /// Exactly what will change.
+        message: String,
+        /// Action, target, user id, timestamp.
+        confirmation_data: Value,
+    },
+}
+
+impl Reply {
+    /// A failure with a suggested action.
+    pub fn failure(code: Code, message: impl Into<String>, action: impl Into<String>) -> Reply {
+        Reply::Failure {
+            code,
+            message: message.into(),
+            suggested_action: Some(action.into()),
+        }
+    }
+
+    /// The answer for a fault on our side: the details are logged (by the caller of this), the
+    /// caller gets the code and what to do.
+    pub fn from_error(e: &Error) -> Reply {
+        match e {
+            Error::Storage(_) | Error::Internal(_) => Reply::failure(
+                Code::DatabaseError,
+                "The data could not be read or written just now.",
+                "Retry in a moment; if it keeps failing, contact support.",
+            ),
+            Error::Timeout(m) => Reply::failure(
+                Code::OperationFailed,
+                m.clone(),
+                "Retry, or narrow the request.",
+            ),
+            other => Reply::failure(
+                Code::InvalidInput,
+                other.public_message(),
+                "Check the arguments and try again.",
+            ),
+        }
+    }
+
+    /// The JSON of the answer (the tool's `structuredContent`).
+    pub fn to_json(&self) -> Value {
+        match self {
+            Reply::Success { data, page, .. } => {
+                let mut v = json!({ "status": "success", "data": data });
+                if let Some(p) = page {
+                    v["metadata"] = p.to_json();
+                }
+                v
+            }
+            Reply::Failure {
+                code,
+                message,
+                suggested_action,
+            } => {
+                let mut v = json!({ "status": "error", "code": code.as_str(), "message": message });
+                if let Some(a) = suggested_action {
+                    v["suggestedAction"] = json!(a);
+                }
+                v
+            }
+            Reply::Pending {
+                confirmation_id,
+                message,
+                confirmation_data,
+            } => json!({
+                "status": "pending_confirmation",
+                "confirmationId": confirmation_id,
+                "message": message,
+                "confirmationData": confirmation_data,
+            }),
+        }
+    }
+
+    /// The readable line shown before the JSON.
+    pub fn summary(&self) -> String {
+        match self {
+            Reply::Success { summary, page, .. } => {
+                match page.as_ref().and_then(|p| p.hint.as_ref()) {
+                    Some(h) => format!("{summary} {h}"),
+                    None => summary.clone(),
+                }
+            }
+            Reply::Failure {
+                code,
+                message,
+                suggested_action,
+            } => match suggested_action {
+                Some(a) => format!("{}: {message} {a}", code.as_str()),
+                None => format!("{}: {message}", code.as_str()),
+            },
+            Reply::Pending { message, .. } => format!("Waiting for confirmation: {message}"),
+        }
+    }
+
+    /// The tool output: structured content with a readable line first.
+    pub fn into_output(self) -> ToolOutput {
+        ToolOutput::Described {
+            summary: self.summary(),
+            value: self.to_json(),
+        }
+    }
+}

@@ -1,0 +1,508 @@
+//! HR tools (seed 002): employees, the org chart and performance reviews, read with row-level
+//! access in the SQL and PII masked by role.
+//!
+//! | tool | who may call it | rows they see |
+//! | --- | --- | --- |
+//! | `get_employee` | anyone signed in | themself; a `manager` their whole reporting chain; `hr-read`, `hr-write`, `executive` everyone |
+//! | `list_employees` | `hr-read`, `executive`, `manager` | as above (active employees) |
+//! | `get_org_chart` | `hr-read`, `executive`, `manager` | as above; a manager's chart starts at themself |
+//! | `get_performance_reviews` | `hr-write`, `executive`, `manager` | reviews of the employees they see |
+//!
+//! Masking (every answer, whoever the row is): `salary` shows for the employee themself and
+//! `hr-write`, `finance-read`, `executive`; `ssn` only for `hr-write` and `executive`; `phone` and
+//! `personal_email` for the employee themself and `hr-read`, `hr-write`, `executive`. Others get
+//! `*** (Hidden)`. No tool filters or sorts by a masked field.
+
+use futures::future::LocalBoxFuture;
+use serde_json::{json, Map, Value};
+
+use super::domain::{self, Access, Code, Page, Reply, HIDDEN, SIGNED_IN};
+use crate::error::Result;
+use crate::registry::{Annotations, Caller, ToolContext, ToolDef, ToolOutput};
+
+const TOOLSET: &str = "hr";
+
+/// Roles that see every employee.
+const ALL_EMPLOYEES: &[&str] = &["hr-read", "hr-write", "executive"];
+
+/// The employee columns every HR answer reads (`e` is `hr_employees`, `d` `hr_departments`).
+const EMPLOYEE_COLUMNS: &str =
+    "e.id, e.first_name, e.last_name, e.email, d.name AS department, e.job_title,
+     e.manager_id, e.hire_date, e.salary_cents, e.ssn, e.phone, e.personal_email, e.location,
+     e.active, e.status, e.grade, e.employment_type, e.pto_balance, e.created_at, e.updated_at";
+
+fn not_found(id: &str) -> Reply {
+    Reply::failure(
+        Code::EmployeeNotFound,
+        format!("Employee {id} not found among the employees you may see."),
+        "Use list_employees to find valid employee IDs (it lists only the employees you may see).",
+    )
+}
+
+/// An employee row as the caller may see it.
+fn employee(row: &Value, caller: &Caller) -> Value {
+    let is_self = caller.user.as_deref() == row["id"].as_str();
+    let shown =
+        |roles: &[&str], with_self: bool| (with_self && is_self) || domain::holds(caller, roles);
+    let masked = |v: Value, visible: bool| if visible { v } else { json!(HIDDEN) };
+    json!({
+        "employee_id": row["id"],
+        "first_name": row["first_name"],
+        "last_name": row["last_name"],
+        "email": row["email"],
+        "department": row["department"],
+        "job_title": row["job_title"],
+        "manager_id": row["manager_id"],
+        "hire_date": row["hire_date"],
+        "salary": masked(domain::dollars(&row["salary_cents"]), shown(&["hr-write", "finance-read", "executive"], true)),
+        "ssn": masked(row["ssn"].clone(), shown(&["hr-write", "executive"], false)),
+        "phone": masked(row["phone"].clone(), shown(ALL_EMPLOYEES, true)),
+        "personal_email": masked(row["personal_email"].clone(), shown(ALL_EMPLOYEES, true)),
+        "location": row["location"],
+        "active": row["active"].as_i64() == Some(1),
+        "status": row["status"],
+        "grade": row["grade"],
+        "employment_type": row["employment_type"],
+        "pto_balance": row["pto_balance"],
+        "created_at": row["created_at"],
+        "updated_at": row["updated_at"],
+    })
+}
+
+fn get_employee(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+    domain::answer(Box::pin(async move {
+        let caller = ctx.caller();
+        let access = Access::of(&caller, ALL_EMPLOYEES);
+        let id = args["employee_id"].as_str().unwrap_or_default();
+        let mut params = access.params();
+        params.push(json!(id));
+        let rows = ctx
+                .query(
+                    &format!(
+                        "{} SELECT {EMPLOYEE_COLUMNS} FROM hr_employees e JOIN hr_departments d ON d.id = e.department_id
+                         WHERE e.id = ?4 AND e.id IN (SELECT id FROM visible)",
+                        Access::VISIBLE_EMPLOYEES
+                    ),
+                    params,
+                )
+                .await
+                .map_err(domain::db)?;
+        let row = rows.first().ok_or_else(|| not_found(id))?;
+        let data = employee(row, &caller);
+        Ok(Reply::Success {
+            summary: format!(
+                "Employee {} {} ({}, {}).",
+                row["first_name"].as_str().unwrap_or(""),
+                row["last_name"].as_str().unwrap_or(""),
+                row["job_title"].as_str().unwrap_or(""),
+                row["department"].as_str().unwrap_or("")
+            ),
+            data,
+            page: None,
+        })
+    }))
+}
+
+/// The department a filter names (its code or name, any case), or the `INVALID_INPUT` answer
+/// listing the departments.
+async fn department(ctx: &dyn ToolContext, given: &str) -> std::result::Result<String, Reply> {
+    let rows = ctx
+        .query("SELECT id, name FROM hr_departments ORDER BY name", vec![])
+        .await
+        .map_err(domain::db)?;
+    rows.iter()
+        .find(|r| {
+            r["id"]
+                .as_str()
+                .is_some_and(|c| c.eq_ignore_ascii_case(given))
+                || r["name"]
+                    .as_str()
+                    .is_some_and(|n| n.eq_ignore_ascii_case(given))
+        })
+        .and_then(|r| r["id"].as_str().map(str::to_string))
+        .ok_or_else(|| {
+            let names: Vec<&str> = rows.iter().filter_map(|r| r["name"].as_str()).collect();
+            Reply::failure(
+                Code::InvalidInput,
+                format!("There is no department {given:?}."),
+                format!("Use one of: {}.", names.join(", ")),
+            )
+        })
+}
+
+/// Builds the page answer of a keyset list: `rows` holds up to `limit + 1` rows.
+fn page_of(
+    ctx: &dyn ToolContext,
+    tool: &str,
+    filters: &Value,
+    mut rows: Vec<Value>,
+    limit: u64,
+    key: impl Fn(&Value) -> Value,
+    hint: &str,
+) -> std::result::Result<(Vec<Value>, Page), Reply> {
+    let more = rows.len() as u64 > limit;
+    rows.truncate(limit as usize);
+    let next_cursor = match (more, rows.last()) {
+        (true, Some(last)) => Some(domain::next_cursor(ctx, tool, filters, &key(last))?),
+        _ => None,
+    };
+    let page = Page {
+        returned: rows.len(),
+        hint: next_cursor.as_ref().map(|_| hint.to_string()),
+        next_cursor,
+    };
+    Ok((rows, page))
+}
+
+fn list_employees(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+    domain::answer(Box::pin(async move {
+        let caller = ctx.caller();
+        let access = Access::of(&caller, ALL_EMPLOYEES);
+        let limit = domain::limit(&args);
+        let filters = json!({ "department": args.get("department") });
+        let after = domain::resume_after(ctx, "list_employees", &filters, args["cursor"].as_str())?;
+        let dept = match args["department"].as_str() {
+            Some(d) => Some(department(ctx, d).await?),
+            None => None,
+        };
+        let after = after.unwrap_or(Value::Null);
+        let mut params = access.params();
+        params.extend([
+            json!(dept),
+            after[0].clone(),
+            after[1].clone(),
+            after[2].clone(),
+            json!(limit + 1),
+        ]);
+        let rows = ctx
+                .query(
+                    &format!(
+                        "{} SELECT {EMPLOYEE_COLUMNS} FROM hr_employees e JOIN hr_departments d ON d.id = e.department_id
+                         WHERE e.id IN (SELECT id FROM visible) AND e.active = 1
+                           AND (?4 IS NULL OR e.department_id = ?4)
+                           AND (?5 IS NULL OR (e.last_name, e.first_name, e.id) > (?5, ?6, ?7))
+                         ORDER BY e.last_name, e.first_name, e.id LIMIT ?8",
+                        Access::VISIBLE_EMPLOYEES
+                    ),
+                    params,
+                )
+                .await
+                .map_err(domain::db)?;
+        let (rows, page) = page_of(
+                ctx,
+                "list_employees",
+                &filters,
+                rows,
+                limit,
+                |r| json!([r["last_name"], r["first_name"], r["id"]]),
+                "More employees are available: call list_employees again with metadata.nextCursor as cursor, or narrow the list with department.",
+            )?;
+        let data: Vec<Value> = rows.iter().map(|r| employee(r, &caller)).collect();
+        Ok(Reply::Success {
+            summary: format!("{} employees.", data.len()),
+            data: Value::Array(data),
+            page: Some(page),
+        })
+    }))
+}
+
+fn get_org_chart(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+    domain::answer(Box::pin(async move {
+        let caller = ctx.caller();
+        let access = Access::of(&caller, ALL_EMPLOYEES);
+        let depth = args.get("depth").and_then(Value::as_u64).unwrap_or(3);
+        let root = match args["root_employee_id"].as_str() {
+            Some(r) => r.to_string(),
+            None if access.all => {
+                let top = ctx
+                    .query(
+                        "SELECT id FROM hr_employees WHERE manager_id IS NULL ORDER BY id LIMIT 1",
+                        vec![],
+                    )
+                    .await
+                    .map_err(domain::db)?;
+                top.first()
+                    .and_then(|r| r["id"].as_str())
+                    .unwrap_or_default()
+                    .to_string()
+            }
+            None => access.user.clone(),
+        };
+        let mut params = access.params();
+        params.extend([json!(root), json!(depth)]);
+        let rows = ctx
+                .query(
+                    &format!(
+                        "{}, tree(id, level) AS (
+                           SELECT id, 0 FROM hr_employees WHERE id = ?4 AND id IN (SELECT id FROM visible)
+                           UNION ALL
+                           SELECT e.id, t.level + 1 FROM hr_employees e JOIN tree t ON e.manager_id = t.id
+                           WHERE t.level < ?5 AND e.active = 1
+                         )
+                         SELECT e.id, e.first_name, e.last_name, e.job_title, d.name AS department, e.manager_id, t.level,
+                                (SELECT COUNT(*) FROM hr_employees r WHERE r.manager_id = e.id AND r.active = 1) AS direct_reports
+                         FROM tree t JOIN hr_employees e ON e.id = t.id JOIN hr_departments d ON d.id = e.department_id
+                         ORDER BY t.level, e.last_name, e.first_name, e.id",
+                        Access::VISIBLE_EMPLOYEES
+                    ),
+                    params,
+                )
+                .await
+                .map_err(domain::db)?;
+        if rows.is_empty() {
+            return Err(not_found(&root));
+        }
+        let count = rows.len();
+        let tree = org_tree(&rows, &root);
+        Ok(Reply::Success {
+            summary: format!(
+                "Org chart under {} {}: {count} people within {depth} levels.",
+                rows[0]["first_name"].as_str().unwrap_or(""),
+                rows[0]["last_name"].as_str().unwrap_or("")
+            ),
+            data: tree,
+            page: None,
+        })
+    }))
+}
+
+/// Nests rows (each with `id` and `manager_id`) into `OrgNode`s under `root`.
+fn org_tree(rows: &[Value], root: &str) -> Value {
+    let mut children: Map<String, Value> = Map::new();
+    for r in rows {
+        if let Some(m) = r["manager_id"].as_str() {
+            if let Value::Array(list) = children
+                .entry(m.to_string())
+                .or_insert_with(|| Value::Array(Vec::new()))
+            {
+                list.push(r.clone());
+            }
+        }
+    }
+    fn node(row: &Value, children: &Map<String, Value>) -> Value {
+        let id = row["id"].as_str().unwrap_or_default();
+        let reports: Vec<Value> = children
+            .get(id)
+            .and_then(Value::as_array)
+            .map(|list| list.iter().map(|c| node(c, children)).collect())
+            .unwrap_or_default();
+        json!({
+            "employee_id": id,
+            "name": format!("{} {}", row["first_name"].as_str().unwrap_or(""), row["last_name"].as_str().unwrap_or("")),
+            "job_title": row["job_title"],
+            "department": row["department"],
+            "direct_reports_count": row["direct_reports"],
+            "reports": reports,
+        })
+    }
+    rows.iter()
+        .find(|r| r["id"] == root)
+        .map(|r| node(r, &children))
+        .unwrap_or(Value::Null)
+}
+
+fn get_performance_reviews(
+    ctx: &dyn ToolContext,
+    args: Value,
+) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+    domain::answer(Box::pin(async move {
+        let caller = ctx.caller();
+        let access = Access::of(&caller, &["hr-write", "executive"]);
+        let limit = domain::limit(&args);
+        let filters =
+            json!({ "employee_id": args.get("employee_id"), "status": args.get("status") });
+        let after = domain::resume_after(
+            ctx,
+            "get_performance_reviews",
+            &filters,
+            args["cursor"].as_str(),
+        )?
+        .unwrap_or(Value::Null);
+        let employee_id = args["employee_id"].as_str();
+        let statuses: Vec<&str> = match args["status"].as_str() {
+            Some("due") => vec!["scheduled", "in_progress"],
+            Some(s) => vec![s],
+            None => vec!["scheduled", "in_progress", "completed"],
+        };
+        let mut params = access.params();
+        params.extend([
+            json!(employee_id),
+            json!(serde_json::to_string(&statuses).unwrap_or_default()),
+            after[0].clone(),
+            after[1].clone(),
+            json!(limit + 1),
+        ]);
+        let rows = ctx
+                .query(
+                    &format!(
+                        "{} SELECT r.id, r.employee_id, e.first_name || ' ' || e.last_name AS employee_name, r.reviewer_id,
+                                r.period, r.status, r.due_date, r.completed_date, r.overall_rating, r.goals,
+                                r.strengths, r.improvements, r.comments
+                         FROM hr_performance_reviews r JOIN hr_employees e ON e.id = r.employee_id
+                         WHERE r.employee_id IN (SELECT id FROM visible)
+                           AND (?4 IS NULL OR r.employee_id = ?4)
+                           AND r.status IN (SELECT value FROM json_each(?5))
+                           AND (?6 IS NULL OR (r.due_date, r.id) > (?6, ?7))
+                         ORDER BY r.due_date, r.id LIMIT ?8",
+                        Access::VISIBLE_EMPLOYEES
+                    ),
+                    params,
+                )
+                .await
+                .map_err(domain::db)?;
+        if rows.is_empty() && after.is_null() {
+            if let Some(id) = employee_id {
+                let mut p = access.params();
+                p.push(json!(id));
+                let seen = ctx
+                    .query(
+                        &format!(
+                            "{} SELECT 1 AS ok FROM visible WHERE id = ?4",
+                            Access::VISIBLE_EMPLOYEES
+                        ),
+                        p,
+                    )
+                    .await
+                    .map_err(domain::db)?;
+                if seen.is_empty() {
+                    return Err(not_found(id));
+                }
+            }
+        }
+        let (rows, page) = page_of(
+                ctx,
+                "get_performance_reviews",
+                &filters,
+                rows,
+                limit,
+                |r| json!([r["due_date"], r["id"]]),
+                "More reviews are available: call get_performance_reviews again with metadata.nextCursor as cursor.",
+            )?;
+        let data: Vec<Value> = rows
+            .iter()
+            .map(|r| {
+                let mut v = r.clone();
+                v["review_id"] = r["id"].clone();
+                v["goals"] = r["goals"]
+                    .as_str()
+                    .and_then(|g| serde_json::from_str(g).ok())
+                    .unwrap_or_else(|| json!([]));
+                if let Some(o) = v.as_object_mut() {
+                    o.remove("id");
+                }
+                v
+            })
+            .collect();
+        Ok(Reply::Success {
+            summary: format!("{} performance reviews.", data.len()),
+            data: Value::Array(data),
+            page: Some(page),
+        })
+    }))
+}
+
+const OUTPUT: Option<&str> = Some(include_str!("../../../schema/domain/response.output.json"));
+
+/// The toolset's tools.
+pub static TOOLS: [ToolDef; 4] = [
+    ToolDef {
+        toolset: TOOLSET,
+        name: "get_employee",
+        title: "Get employee",
+        description: "One employee's details by id. Everyone may read their own record; managers their reporting chain; hr-read, hr-write and executive everyone. Salary, SSN and contact details are masked unless the caller's role allows them.",
+        annotations: Annotations::READ_ONLY,
+        input_schema: include_str!("../../../schema/hr/get_employee.input.json"),
+        output_schema: OUTPUT,
+        timeout_ms: 10_000,
+        roles: &[SIGNED_IN],
+        handler: get_employee,
+    },
+    ToolDef {
+        toolset: TOOLSET,
+        name: "list_employees",
+        title: "List employees",
+        description: "Active employees the caller may see (managers: their reporting chain), optionally of one department, sorted by last name; up to 50 per page with a cursor for the next page.",
+        annotations: Annotations::READ_ONLY,
+        input_schema: include_str!("../../../schema/hr/list_employees.input.json"),
+        output_schema: OUTPUT,
+        timeout_ms: 10_000,
+        roles: &["hr-read", "executive", "manager"],
+        handler: list_employees,
+    },
+    ToolDef {
+        toolset: TOOLSET,
+        name: "get_org_chart",
+        title: "Get org chart",
+        description: "The reporting hierarchy under an employee (default: the CEO for hr-read and executive, the caller for managers), nested to a depth (default 3).",
+        annotations: Annotations::READ_ONLY,
+        input_schema: include_str!("../../../schema/hr/get_org_chart.input.json"),
+        output_schema: OUTPUT,
+        timeout_ms: 10_000,
+        roles: &["hr-read", "executive", "manager"],
+        handler: get_org_chart,
+    },
+    ToolDef {
+        toolset: TOOLSET,
+        name: "get_performance_reviews",
+        title: "Get performance reviews",
+        description: "Performance reviews of one employee, or of everyone the caller may see (managers: their reporting chain); status 'due' gives the scheduled and in-progress ones. Sorted by due date, 50 per page.",
+        annotations: Annotations::READ_ONLY,
+        input_schema: include_str!("../../../schema/hr/get_performance_reviews.input.json"),
+        output_schema: OUTPUT,
+        timeout_ms: 10_000,
+        roles: &["hr-write", "executive", "manager"],
+        handler: get_performance_reviews,
+    },
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn caller(user: &str, roles: &[&str]) -> Caller {
+        Caller {
+            user: Some(user.into()),
+            roles: roles.iter().map(|r| r.to_string()).collect(),
+        }
+    }
+
+    fn row() -> Value {
+        json!({ "id": "E7", "first_name": "Sarah", "last_name": "Kim", "salary_cents": 11_200_000, "ssn": "123-45-6789",
+                "phone": "+1 555", "personal_email": "s@home.example", "active": 1 })
+    }
+
+    #[test]
+    fn pii_is_masked_by_role_and_self() {
+        let peer = employee(&row(), &caller("E8", &["manager"]));
+        for f in ["salary", "ssn", "phone", "personal_email"] {
+            assert_eq!(peer[f], HIDDEN, "{f}");
+        }
+        let me = employee(&row(), &caller("E7", &[]));
+        assert_eq!(me["salary"], 112_000);
+        assert_eq!(me["ssn"], HIDDEN, "SSN only for hr-write and executive");
+        assert_eq!(me["phone"], "+1 555");
+        let hr_read = employee(&row(), &caller("E1", &["hr-read"]));
+        assert_eq!(hr_read["salary"], HIDDEN);
+        assert_eq!(hr_read["phone"], "+1 555");
+        let finance = employee(&row(), &caller("E1", &["finance-read"]));
+        assert_eq!(finance["salary"], 112_000);
+        assert_eq!(finance["ssn"], HIDDEN);
+        let hr_write = employee(&row(), &caller("E1", &["hr-write"]));
+        assert_eq!(hr_write["ssn"], "123-45-6789");
+        assert_eq!(hr_write["active"], true);
+    }
+
+    #[test]
+    fn org_rows_nest_under_the_root() {
+        let rows = vec![
+            json!({ "id": "A", "first_name": "A", "last_name": "One", "manager_id": null, "direct_reports": 2 }),
+            json!({ "id": "B", "first_name": "B", "last_name": "Two", "manager_id": "A", "direct_reports": 1 }),
+            json!({ "id": "C", "first_name": "C", "last_name": "Three", "manager_id": "A", "direct_reports": 0 }),
+            json!({ "id": "D", "first_name": "D", "last_name": "Four", "manager_id": "B", "direct_reports": 0 }),
+        ];
+        let t = org_tree(&rows, "A");
+        assert_eq!(t["name"], "A One");
+        assert_eq!(t["reports"].as_array().unwrap().len(), 2);
+        assert_eq!(t["reports"][0]["reports"][0]["employee_id"], "D");
+    }
+}
