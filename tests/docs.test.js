@@ -4,17 +4,57 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { root, startWorker } from "./support/worker.js";
-import { initialize, rpc } from "./support/mcp.js";
+import { LATEST, initialize, post, rpc } from "./support/mcp.js";
+import { hs256 } from "../scripts/token.js";
 
 let w;
-before(async () => (w = await startWorker()));
+const DOCS_SECRET = "docs-test-secret";
+before(async () => (w = await startWorker({ JWT_SECRET: DOCS_SECRET })));
 after(() => w?.stop());
+
+/** A row of the domain tools' table: tool | who may call it | "Name Surname (roles)" | `{args}`. */
+const DOMAIN_ROW = /^\| `([a-z0-9_]+)` \| [^|]+ \| ([A-Z][a-z]+ [A-Z][a-z]+) \((no roles|[a-z, -]+)\) \| `(\{.*\})` \|$/;
 
 const rows = readFileSync(join(root, "README.md"), "utf8")
   .split("\n")
+  .filter((line) => !DOMAIN_ROW.test(line))
   .map((line) => line.match(/^\| `([a-z0-9_]+)` \| .+ \| `(\{.*\})` \|$/))
   .filter(Boolean)
   .map(([, name, args]) => ({ name, args: JSON.parse(args.replaceAll("\\|", "|")) }));
+
+/** Rows of the domain tools' table: tool, the user it is called as (with roles), arguments. */
+const domainRows = readFileSync(join(root, "README.md"), "utf8")
+  .split("\n")
+  .map((line) => line.match(DOMAIN_ROW))
+  .filter(Boolean)
+  .map(([, name, user, roles, args]) => ({ name, user, roles: roles === "no roles" ? [] : roles.split(", "), args }));
+
+test("every domain tool's README example works for the user and roles it names", async () => {
+  assert.ok(domainRows.length >= 4, `${domainRows.length} domain rows`);
+  const db = await w.mf.getD1Database("DB");
+  const idOf = async (fullName) => {
+    const [first, last] = fullName.split(" ");
+    const row = await db.prepare("SELECT id FROM hr_employees WHERE first_name = ?1 AND last_name = ?2").bind(first, last).first();
+    assert.ok(row, fullName);
+    return row.id;
+  };
+  const aud = new URL("/mcp", w.url).href;
+  const listed = new Set();
+  for (const { name, user, roles, args } of domainRows) {
+    const token = hs256({ sub: await idOf(user), roles, aud, exp: Math.floor(Date.now() / 1000) + 600 }, DOCS_SECRET);
+    const headers = { authorization: `Bearer ${token}` };
+    const init = await post(w.mcpUrl, { jsonrpc: "2.0", id: 0, method: "initialize", params: { protocolVersion: LATEST, capabilities: {}, clientInfo: { name: "docs", version: "1" } } }, { headers });
+    const session = init.headers.get("mcp-session-id");
+    let filled = args;
+    for (const [, who] of args.matchAll(/\$EMPLOYEE\(([^)]+)\)/g)) filled = filled.replace(`$EMPLOYEE(${who})`, await idOf(who));
+    const r = await (await post(w.mcpUrl, { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name, arguments: JSON.parse(filled) } }, { session, headers, version: LATEST })).json();
+    assert.equal(r.result?.structuredContent?.status, "success", `${name} as ${user}: ${JSON.stringify(r)}`);
+    const tools = await (await post(w.mcpUrl, { jsonrpc: "2.0", id: 2, method: "tools/list" }, { session, headers, version: LATEST })).json();
+    for (const t of tools.result.tools) listed.add(t.name);
+  }
+  const documented = new Set([...rows.map((r) => r.name), ...domainRows.map((r) => r.name)]);
+  assert.deepEqual([...listed].filter((t) => !documented.has(t)), [], "every tool these users see is documented");
+});
 
 test("every listed tool is documented in the README", async () => {
   const { session } = await initialize(w.mcpUrl);
