@@ -7,6 +7,7 @@ import { gzipSync } from "node:zlib";
 import { root, startWorker } from "../tests/support/worker.js";
 import { initialize, post } from "../tests/support/mcp.js";
 import { tripVars } from "../tests/support/samples.js";
+import { hs256 } from "../scripts/token.js";
 
 const SEQUENTIAL = Number(process.env.BENCH_REQUESTS ?? 500);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 16);
@@ -21,12 +22,13 @@ console.log(`  index.js       raw ${kib(js.length)}  gzip ${kib(gzipSync(js, { l
 
 const pct = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
 
-async function callOnce(url, session, id, name, args) {
+/** Calls a tool in `client` ({ session, headers }); fails on an error result or a domain error. */
+async function callOnce(url, client, id, name, args) {
   args = typeof args === "function" ? args(id) : args;
   const t0 = performance.now();
-  const res = await post(url, { jsonrpc: "2.0", id, method: "tools/call", params: { name, arguments: args } }, { session, version: "2025-11-25" });
+  const res = await post(url, { jsonrpc: "2.0", id, method: "tools/call", params: { name, arguments: args } }, { session: client.session, headers: client.headers, version: "2025-11-25" });
   const body = await res.json();
-  if (!body.result || body.result.isError) throw new Error(`bench call failed: ${JSON.stringify(body)}`);
+  if (!body.result || body.result.isError || body.result.structuredContent?.status === "error") throw new Error(`bench call failed: ${JSON.stringify(body)}`);
   return performance.now() - t0;
 }
 
@@ -49,10 +51,21 @@ async function measure(label, url, sessions, name, args) {
   console.log(`  ${label.padEnd(36)} p50 ${pct(lat, 50).toFixed(2)} ms  p99 ${pct(lat, 99).toFixed(2)} ms  ${rps.toFixed(0)} rps (${CONCURRENCY} concurrent, ${sessions.length} sessions)`);
 }
 
-const w = await startWorker({}, { quiet: true });
+const SECRET = "bench-secret";
+const w = await startWorker({ JWT_SECRET: SECRET }, { quiet: true });
 try {
   const sessions = [];
-  for (let i = 0; i < SESSIONS; i++) sessions.push((await initialize(w.mcpUrl)).session);
+  for (let i = 0; i < SESSIONS; i++) sessions.push({ session: (await initialize(w.mcpUrl)).session, headers: {} });
+  // Domain tools need a token: sessions signed in as the sample company's CEO (executive).
+  const db = await w.mf.getD1Database("DB");
+  const ceo = (await db.prepare("SELECT id FROM hr_employees WHERE manager_id IS NULL").first()).id;
+  const token = hs256({ sub: ceo, roles: ["executive"], aud: new URL("/mcp", w.url).href, exp: Math.floor(Date.now() / 1000) + 3600 }, SECRET);
+  const executives = [];
+  for (let i = 0; i < SESSIONS; i++) {
+    const headers = { authorization: `Bearer ${token}` };
+    const init = await post(w.mcpUrl, { jsonrpc: "2.0", id: 0, method: "initialize", params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "bench", version: "1" } } }, { headers });
+    executives.push({ session: init.headers.get("mcp-session-id"), headers });
+  }
   console.log(`tools/call, ${SEQUENTIAL} sequential calls for latency, then ${SEQUENTIAL} with ${CONCURRENCY} in flight`);
   await measure("get_mode_indicator (session SQLite)", w.mcpUrl, sessions, "get_mode_indicator", {});
   await measure("get_instruction_set (D1)", w.mcpUrl, sessions, "get_instruction_set", { name: "vendor-search" });
@@ -84,6 +97,7 @@ try {
     creation_options: { overwrite_existing: true },
   }));
   await measure("execute_chain (2 steps, recorded)", w.mcpUrl, sessions, "execute_chain", { chain_name: "bench-chain-0", variables: approval });
+  await measure("list_employees (50, row-level SQL)", w.mcpUrl, executives, "list_employees", { department: "Engineering" });
 } finally {
   await w.stop();
 }

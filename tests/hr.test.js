@@ -225,5 +225,7 @@ describe("org chart and reviews", () => {
     assert.ok(due.data.every((r) => ["scheduled", "in_progress"].includes(r.status)));
     assert.ok(Array.isArray(due.data[0].goals));
     assert.equal((await nina.call("get_performance_reviews", { employee_id: ids.eve })).structuredContent.code, "EMPLOYEE_NOT_FOUND");
+    const nobody = (await (await as("eve")).call("get_performance_reviews", { employee_id: "00000000-0000-4000-8000-999999999999" })).structuredContent;
+    assert.equal(nobody.code, "EMPLOYEE_NOT_FOUND", "an id that does not exist is not an empty list, even for executives");
   });
 });

@@ -45,18 +45,22 @@ impl Access {
         }
     }
 
-    /// The SQL of the employees this access may see, as a recursive CTE named `visible(id)`;
-    /// its parameters are `?1` (user), `?2` (all: 0/1) and `?3` (manager: 0/1).
+    /// The SQL of the employees a caller without `all` sees, as a recursive CTE named
+    /// `visible(id)` (themself and their reporting chain); use it through [`Access::sees`]. Its
+    /// parameters are `?1` (user), `?2` (all: 0/1) and `?3` (manager: 0/1).
     pub const VISIBLE_EMPLOYEES: &'static str = "WITH RECURSIVE chain(id) AS (
            SELECT id FROM hr_employees WHERE manager_id = ?1 AND ?3 = 1
            UNION ALL
            SELECT e.id FROM hr_employees e JOIN chain c ON e.manager_id = c.id
          ),
-         visible(id) AS (
-           SELECT id FROM hr_employees WHERE ?2 = 1
-           UNION SELECT ?1
-           UNION SELECT id FROM chain
-         )";
+         visible(id) AS (SELECT ?1 UNION SELECT id FROM chain)";
+
+    /// The condition that employee column `col` is one the caller sees: everyone with `?2`, else
+    /// the caller and their chain. `?2` comes first so that SQLite never builds the chain for a
+    /// caller who sees everyone.
+    pub fn sees(col: &str) -> String {
+        format!("(?2 = 1 OR {col} IN (SELECT id FROM visible))")
+    }
 
     /// The parameters `?1`–`?3` of [`Access::VISIBLE_EMPLOYEES`].
     pub fn params(&self) -> Vec<Value> {

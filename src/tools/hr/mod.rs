@@ -80,8 +80,9 @@ fn get_employee(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result
                 .query(
                     &format!(
                         "{} SELECT {EMPLOYEE_COLUMNS} FROM hr_employees e JOIN hr_departments d ON d.id = e.department_id
-                         WHERE e.id = ?4 AND e.id IN (SELECT id FROM visible)",
-                        Access::VISIBLE_EMPLOYEES
+                         WHERE e.id = ?4 AND {}",
+                        Access::VISIBLE_EMPLOYEES,
+                        Access::sees("e.id")
                     ),
                     params,
                 )
@@ -178,11 +179,12 @@ fn list_employees(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Resu
                 .query(
                     &format!(
                         "{} SELECT {EMPLOYEE_COLUMNS} FROM hr_employees e JOIN hr_departments d ON d.id = e.department_id
-                         WHERE e.id IN (SELECT id FROM visible) AND e.active = 1
+                         WHERE {} AND e.active = 1
                            AND (?4 IS NULL OR e.department_id = ?4)
                            AND (?5 IS NULL OR (e.last_name, e.first_name, e.id) > (?5, ?6, ?7))
                          ORDER BY e.last_name, e.first_name, e.id LIMIT ?8",
-                        Access::VISIBLE_EMPLOYEES
+                        Access::VISIBLE_EMPLOYEES,
+                        Access::sees("e.id")
                     ),
                     params,
                 )
@@ -234,7 +236,7 @@ fn get_org_chart(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Resul
                 .query(
                     &format!(
                         "{}, tree(id, level) AS (
-                           SELECT id, 0 FROM hr_employees WHERE id = ?4 AND id IN (SELECT id FROM visible)
+                           SELECT id, 0 FROM hr_employees WHERE id = ?4 AND {}
                            UNION ALL
                            SELECT e.id, t.level + 1 FROM hr_employees e JOIN tree t ON e.manager_id = t.id
                            WHERE t.level < ?5 AND e.active = 1
@@ -243,7 +245,8 @@ fn get_org_chart(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Resul
                                 (SELECT COUNT(*) FROM hr_employees r WHERE r.manager_id = e.id AND r.active = 1) AS direct_reports
                          FROM tree t JOIN hr_employees e ON e.id = t.id JOIN hr_departments d ON d.id = e.department_id
                          ORDER BY t.level, e.last_name, e.first_name, e.id",
-                        Access::VISIBLE_EMPLOYEES
+                        Access::VISIBLE_EMPLOYEES,
+                        Access::sees("id")
                     ),
                     params,
                 )
@@ -339,12 +342,13 @@ fn get_performance_reviews(
                                 r.period, r.status, r.due_date, r.completed_date, r.overall_rating, r.goals,
                                 r.strengths, r.improvements, r.comments
                          FROM hr_performance_reviews r JOIN hr_employees e ON e.id = r.employee_id
-                         WHERE r.employee_id IN (SELECT id FROM visible)
+                         WHERE {}
                            AND (?4 IS NULL OR r.employee_id = ?4)
                            AND r.status IN (SELECT value FROM json_each(?5))
                            AND (?6 IS NULL OR (r.due_date, r.id) > (?6, ?7))
                          ORDER BY r.due_date, r.id LIMIT ?8",
-                        Access::VISIBLE_EMPLOYEES
+                        Access::VISIBLE_EMPLOYEES,
+                        Access::sees("r.employee_id")
                     ),
                     params,
                 )
@@ -357,8 +361,9 @@ fn get_performance_reviews(
                 let seen = ctx
                     .query(
                         &format!(
-                            "{} SELECT 1 AS ok FROM visible WHERE id = ?4",
-                            Access::VISIBLE_EMPLOYEES
+                            "{} SELECT 1 AS ok FROM hr_employees WHERE id = ?4 AND {}",
+                            Access::VISIBLE_EMPLOYEES,
+                            Access::sees("id")
                         ),
                         p,
                     )
