@@ -1,6 +1,8 @@
 -- HR domain (issue 4): departments, grade levels, employees and performance reviews. D1 has no
 -- schemas, so every domain's tables carry its prefix (hr_, finance_, sales_, support_).
--- Ids are readable text: an employee id is what a caller's JWT `sub` holds (E0001 is the CEO).
+-- An employee id is a lowercase version-4 UUID (seed §9: "format": "uuid"), and it is what a
+-- caller's JWT `sub` holds (00000000-0000-4000-8000-000000000001 is the CEO). Other HR ids are
+-- readable text.
 -- Money is integer cents (`_cents`), never floating point; tools divide by 100 for output.
 
 CREATE TABLE IF NOT EXISTS hr_departments (
@@ -29,7 +31,8 @@ CREATE TABLE IF NOT EXISTS hr_grade_levels (
 );
 
 CREATE TABLE IF NOT EXISTS hr_employees (
-  id               TEXT PRIMARY KEY CHECK (id GLOB 'E[0-9][0-9][0-9][0-9]'),
+  -- xxxxxxxx-xxxx-4xxx-[89ab]xxx-xxxxxxxxxxxx: exactly 32 lowercase hex digits around 4 hyphens.
+  id               TEXT PRIMARY KEY CHECK (id GLOB '????????-????-4???-[89ab]???-????????????' AND length(replace(id, '-', '')) = 32 AND replace(id, '-', '') NOT GLOB '*[^0-9a-f]*'),
   first_name       TEXT NOT NULL CHECK (length(first_name) BETWEEN 1 AND 50),
   last_name        TEXT NOT NULL CHECK (length(last_name) BETWEEN 1 AND 50),
   email            TEXT NOT NULL UNIQUE COLLATE NOCASE CHECK (email LIKE '_%@_%._%'),

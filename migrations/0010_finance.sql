@@ -1,6 +1,8 @@
 -- Finance domain (issue 4): vendors, invoices, expense reports and department budgets. Amounts are
 -- integer cents in USD. People are hr_employees ids; who approved or submitted something is kept
--- as NULL once that employee is deleted, so the financial record survives.
+-- as NULL once that employee is deleted, so the financial record survives. Invoice, expense-report
+-- and budget ids are lowercase version-4 UUIDs, like employee ids (seed §9: "format": "uuid");
+-- vendor ids are readable text.
 
 CREATE TABLE IF NOT EXISTS finance_vendors (
   id         TEXT PRIMARY KEY,
@@ -13,7 +15,7 @@ CREATE TABLE IF NOT EXISTS finance_vendors (
 -- Supplier invoices. pending: awaiting approval; approved: awaiting payment, not yet due;
 -- overdue: approved, unpaid and past due; paid; rejected (with a reason).
 CREATE TABLE IF NOT EXISTS finance_invoices (
-  id               TEXT PRIMARY KEY,
+  id               TEXT PRIMARY KEY CHECK (id GLOB '????????-????-4???-[89ab]???-????????????' AND length(replace(id, '-', '')) = 32 AND replace(id, '-', '') NOT GLOB '*[^0-9a-f]*'),
   vendor_id        TEXT NOT NULL REFERENCES finance_vendors (id),
   -- The vendor's own number, as printed on the invoice.
   vendor_reference TEXT NOT NULL,
@@ -46,7 +48,7 @@ CREATE INDEX IF NOT EXISTS finance_invoices_by_vendor ON finance_invoices (vendo
 -- department_id is the employee's department when the report was filed, so moving an employee
 -- does not move past spend. A report belongs to its employee and is deleted with them.
 CREATE TABLE IF NOT EXISTS finance_expense_reports (
-  id             TEXT PRIMARY KEY,
+  id             TEXT PRIMARY KEY CHECK (id GLOB '????????-????-4???-[89ab]???-????????????' AND length(replace(id, '-', '')) = 32 AND replace(id, '-', '') NOT GLOB '*[^0-9a-f]*'),
   employee_id    TEXT NOT NULL REFERENCES hr_employees (id) ON DELETE CASCADE,
   department_id  TEXT NOT NULL REFERENCES hr_departments (id),
   month          TEXT NOT NULL CHECK (month GLOB '[0-9][0-9][0-9][0-9]-[01][0-9]' AND date(month || '-01') = month || '-01'),
@@ -74,7 +76,7 @@ CREATE INDEX IF NOT EXISTS finance_expense_reports_by_department ON finance_expe
 -- may change it). Spend is not stored: finance_budget_summary derives it from paid invoices and
 -- reimbursed expense reports, so it cannot drift from them.
 CREATE TABLE IF NOT EXISTS finance_budgets (
-  id              TEXT PRIMARY KEY,
+  id              TEXT PRIMARY KEY CHECK (id GLOB '????????-????-4???-[89ab]???-????????????' AND length(replace(id, '-', '')) = 32 AND replace(id, '-', '') NOT GLOB '*[^0-9a-f]*'),
   department_id   TEXT NOT NULL REFERENCES hr_departments (id),
   fiscal_year     INTEGER NOT NULL CHECK (fiscal_year BETWEEN 2000 AND 2100),
   allocated_cents INTEGER NOT NULL CHECK (allocated_cents >= 0),

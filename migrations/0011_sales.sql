@@ -1,5 +1,6 @@
--- Sales domain (issue 4): customers, their contacts and deals. Owners are hr_employees ids (the
--- seed's `owner`/`account_owner` strings are that employee's email or name in tool output).
+-- Sales domain (issue 4): customers, their contacts and deals. Sales ids are readable text
+-- (CUST-0001, CON-00001, DEAL-00001). Owners are hr_employees ids, so UUIDs (the seed's
+-- `owner`/`account_owner` strings are that employee's email or name in tool output).
 -- A customer's contacts, deals and tickets belong to it: delete_customer removes them too.
 
 CREATE TABLE IF NOT EXISTS sales_customers (

@@ -3,7 +3,9 @@
 // and Support tools (issue 4). Deterministic: a fixed seed drives a mulberry32 generator and the
 // data is dated relative to a fixed AS_OF day, so a regeneration is byte-identical (the test
 // checks it). Usage: node scripts/domain-data.js [--out FILE]   (npm run domain-data)
-// The named sample users (fixed ids E0001-E0015) are documented in docs/domain-data.md.
+// Employee, budget, invoice and expense-report ids are lowercase version-4 UUIDs (seed §9 declares
+// them "format": "uuid"); the named sample users have fixed ones, 00000000-0000-4000-8000-000000000001
+// (Eve) to ...-000000000015 (Ryan), documented in docs/domain-data.md.
 import { writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -24,6 +26,26 @@ function mulberry32(seed) {
   };
 }
 const rand = mulberry32(0x7a35a1);
+// UUIDs come from a stream of their own, so drawing them does not shift the data drawn from `rand`.
+const idRand = mulberry32(0x1d5eed);
+const usedUuids = new Set();
+/** A random lowercase RFC 4122 version-4 UUID from `idRand` (never one already handed out). */
+function uuid() {
+  for (;;) {
+    const hex = Array.from({ length: 4 }, () => Math.floor(idRand() * 4294967296).toString(16).padStart(8, "0")).join("");
+    const id = `${hex.slice(0, 8)}-${hex.slice(8, 12)}-4${hex.slice(13, 16)}-${"89ab"[parseInt(hex[16], 16) & 3]}${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
+    if (!usedUuids.has(id)) {
+      usedUuids.add(id);
+      return id;
+    }
+  }
+}
+/** The fixed id of named sample user `n` (1-15): 00000000-0000-4000-8000-000000000001 and so on. */
+const namedId = (n) => {
+  const id = `00000000-0000-4000-8000-${String(n).padStart(12, "0")}`;
+  usedUuids.add(id);
+  return id;
+};
 const int = (lo, hi) => lo + Math.floor(rand() * (hi - lo + 1));
 const pick = (list) => list[Math.floor(rand() * list.length)];
 const chance = (p) => rand() < p;
@@ -125,23 +147,26 @@ const DEPARTMENTS = [
     areas: ["Commercial Legal"], manager: "Legal Manager", roles: ["Corporate Counsel", "Paralegal", "Compliance Analyst"] },
 ];
 
+// The named users' ids, in the order of the table in docs/domain-data.md.
+const [EVE, CAROL, VICTOR, GRACE, NINA, MARCUS, SARAH, FRANK, HELEN, ALICE, RAJ, BOB, OLIVIA, DAN, RYAN] =
+  Array.from({ length: 15 }, (_, i) => namedId(i + 1));
 // The seed's people (§4, §8) and one user per role, with fixed ids; `level` places them in the tree.
 const NAMED = [
-  { id: "E0001", first: "Eve", last: "Thompson", dept: "EXEC", level: "ceo", title: "Chief Executive Officer", grade: "E2", salary: 480000, hire: "2012-03-01" },
-  { id: "E0002", first: "Carol", last: "Johnson", dept: "SALES", level: "vp", manager: "E0001", title: "VP of Sales", grade: "E1", salary: 295000, hire: "2015-06-15" },
-  { id: "E0003", first: "Victor", last: "Reyes", dept: "ENG", level: "vp", manager: "E0001", title: "VP of Engineering", grade: "E1", salary: 310000, hire: "2013-01-07" },
-  { id: "E0004", first: "Grace", last: "Liu", dept: "ENG", level: "director", manager: "E0003", title: "Director of Platform Engineering", grade: "M2", salary: 228000, hire: "2016-04-11" },
-  { id: "E0005", first: "Nina", last: "Patel", dept: "ENG", level: "manager", manager: "E0004", title: "Engineering Manager", grade: "M1", salary: 176000, hire: "2018-09-04" },
-  { id: "E0006", first: "Marcus", last: "Johnson", dept: "ENG", level: "staff", manager: "E0005", title: "Software Engineer", grade: "L2", salary: 98000, hire: "2022-02-14", pto: 15 },
-  { id: "E0007", first: "Sarah", last: "Kim", dept: "ENG", level: "staff", manager: "E0005", title: "Senior Software Engineer", grade: "L3", salary: 112000, hire: "2019-11-18" },
-  { id: "E0008", first: "Frank", last: "Davis", dept: "ENG", level: "staff", manager: "E0005", title: "Software Engineering Intern", grade: "L0", salary: 48000, hire: "2026-06-01", type: "intern", pto: 2.5 },
-  { id: "E0009", first: "Helen", last: "Brooks", dept: "HR", level: "vp", manager: "E0001", title: "VP of People", grade: "E1", salary: 240000, hire: "2014-08-25" },
-  { id: "E0010", first: "Alice", last: "Chen", dept: "HR", level: "manager", manager: "E0009", title: "HR Manager", grade: "M1", salary: 142000, hire: "2017-05-22" },
-  { id: "E0011", first: "Raj", last: "Mehta", dept: "FIN", level: "vp", manager: "E0001", title: "Chief Financial Officer", grade: "E1", salary: 320000, hire: "2014-02-03" },
-  { id: "E0012", first: "Bob", last: "Martinez", dept: "FIN", level: "director", manager: "E0011", title: "Finance Director", grade: "M2", salary: 205000, hire: "2016-10-10" },
-  { id: "E0013", first: "Olivia", last: "Grant", dept: "SUP", level: "vp", manager: "E0001", title: "VP of Customer Support", grade: "E1", salary: 235000, hire: "2015-03-30" },
-  { id: "E0014", first: "Dan", last: "Williams", dept: "SUP", level: "manager", manager: "E0013", title: "Support Team Lead", grade: "M1", salary: 134000, hire: "2019-01-14" },
-  { id: "E0015", first: "Ryan", last: "Lee", dept: "SALES", level: "staff", manager: "E0002", title: "Account Executive", grade: "L2", salary: 92000, hire: "2021-07-06" },
+  { id: EVE, first: "Eve", last: "Thompson", dept: "EXEC", level: "ceo", title: "Chief Executive Officer", grade: "E2", salary: 480000, hire: "2012-03-01" },
+  { id: CAROL, first: "Carol", last: "Johnson", dept: "SALES", level: "vp", manager: EVE, title: "VP of Sales", grade: "E1", salary: 295000, hire: "2015-06-15" },
+  { id: VICTOR, first: "Victor", last: "Reyes", dept: "ENG", level: "vp", manager: EVE, title: "VP of Engineering", grade: "E1", salary: 310000, hire: "2013-01-07" },
+  { id: GRACE, first: "Grace", last: "Liu", dept: "ENG", level: "director", manager: VICTOR, title: "Director of Platform Engineering", grade: "M2", salary: 228000, hire: "2016-04-11" },
+  { id: NINA, first: "Nina", last: "Patel", dept: "ENG", level: "manager", manager: GRACE, title: "Engineering Manager", grade: "M1", salary: 176000, hire: "2018-09-04" },
+  { id: MARCUS, first: "Marcus", last: "Johnson", dept: "ENG", level: "staff", manager: NINA, title: "Software Engineer", grade: "L2", salary: 98000, hire: "2022-02-14", pto: 15 },
+  { id: SARAH, first: "Sarah", last: "Kim", dept: "ENG", level: "staff", manager: NINA, title: "Senior Software Engineer", grade: "L3", salary: 112000, hire: "2019-11-18" },
+  { id: FRANK, first: "Frank", last: "Davis", dept: "ENG", level: "staff", manager: NINA, title: "Software Engineering Intern", grade: "L0", salary: 48000, hire: "2026-06-01", type: "intern", pto: 2.5 },
+  { id: HELEN, first: "Helen", last: "Brooks", dept: "HR", level: "vp", manager: EVE, title: "VP of People", grade: "E1", salary: 240000, hire: "2014-08-25" },
+  { id: ALICE, first: "Alice", last: "Chen", dept: "HR", level: "manager", manager: HELEN, title: "HR Manager", grade: "M1", salary: 142000, hire: "2017-05-22" },
+  { id: RAJ, first: "Raj", last: "Mehta", dept: "FIN", level: "vp", manager: EVE, title: "Chief Financial Officer", grade: "E1", salary: 320000, hire: "2014-02-03" },
+  { id: BOB, first: "Bob", last: "Martinez", dept: "FIN", level: "director", manager: RAJ, title: "Finance Director", grade: "M2", salary: 205000, hire: "2016-10-10" },
+  { id: OLIVIA, first: "Olivia", last: "Grant", dept: "SUP", level: "vp", manager: EVE, title: "VP of Customer Support", grade: "E1", salary: 235000, hire: "2015-03-30" },
+  { id: DAN, first: "Dan", last: "Williams", dept: "SUP", level: "manager", manager: OLIVIA, title: "Support Team Lead", grade: "M1", salary: 134000, hire: "2019-01-14" },
+  { id: RYAN, first: "Ryan", last: "Lee", dept: "SALES", level: "staff", manager: CAROL, title: "Account Executive", grade: "L2", salary: 92000, hire: "2021-07-06" },
 ];
 
 const FIRST = ["James", "Mary", "John", "Patricia", "Robert", "Jennifer", "Michael", "Linda", "David", "Elizabeth", "William",
@@ -161,7 +186,6 @@ const LAST = ["Smith", "Johnson", "Williams", "Brown", "Jones", "Garcia", "Mille
 const employees = [];
 const byId = new Map();
 const usedEmails = new Set(NAMED.map((n) => `${slug(n.first)}.${slug(n.last)}@tamshai.com`));
-let nextEmployee = NAMED.length + 1;
 
 function salaryFor(grade) {
   const g = gradeOf[grade];
@@ -178,7 +202,9 @@ function addEmployee(p) {
   const dept = DEPARTMENTS.find((d) => d.id === p.dept);
   const hire = p.hire;
   const e = {
-    id: p.id ?? `E${pad(nextEmployee++, 4)}`,
+    id: p.id ?? uuid(),
+    // Creation order (the named users are 1-15): a stable order for sorting, as ids are random.
+    no: employees.length + 1,
     first_name: first,
     last_name: last,
     email,
@@ -208,7 +234,7 @@ function addEmployee(p) {
 }
 
 for (const n of NAMED) addEmployee({ ...n });
-const ceo = byId.get("E0001");
+const ceo = byId.get(EVE);
 // The rest of the executive office.
 addEmployee({ dept: "EXEC", level: "staff", manager: ceo.id, title: "Chief of Staff", grade: "M2", hire: randomDate("2016-01-01", "2021-12-31") });
 for (let i = 0; i < 2; i++) addEmployee({ dept: "EXEC", level: "staff", manager: ceo.id, title: "Executive Assistant", grade: "L2", hire: randomDate("2017-01-01", "2024-12-31") });
@@ -279,15 +305,15 @@ const reviews = [];
 for (const e of employees) {
   const end = e.termination_date ?? AS_OF;
   const eligible = CYCLES.filter((c) => addDays(e.hire_date, 60) <= c.due && c.due <= end);
-  const forcedOpen = { E0006: "scheduled", E0007: "in_progress" }[e.id];
-  const open = forcedOpen ?? (e.status !== "terminated" && e.hire_date < "2026-09-01" && e.id !== "E0001" && chance(0.7) ? weighted({ scheduled: 6, in_progress: 4 }) : null);
+  const forcedOpen = { [MARCUS]: "scheduled", [SARAH]: "in_progress" }[e.id];
+  const open = forcedOpen ?? (e.status !== "terminated" && e.hire_date < "2026-09-01" && e.id !== EVE && chance(0.7) ? weighted({ scheduled: 6, in_progress: 4 }) : null);
   const count = Math.min(eligible.length, open ? int(0, 2) : int(1, 3));
-  const done = e.id === "E0006" ? eligible.slice(-2) : eligible.slice(eligible.length - count);
+  const done = e.id === MARCUS ? eligible.slice(-2) : eligible.slice(eligible.length - count);
   for (const c of done) {
     const completed = addDays(c.due, -int(0, 20));
     reviews.push({
       employee_id: e.id, reviewer_id: e.manager_id, period: c.period, status: "completed", due_date: c.due, completed_date: completed,
-      overall_rating: e.id === "E0006" ? 4 : Number(weighted({ 1: 3, 2: 10, 3: 50, 4: 28, 5: 9 })),
+      overall_rating: e.id === MARCUS ? 4 : Number(weighted({ 1: 3, 2: 10, 3: 50, 4: 28, 5: 9 })),
       goals: JSON.stringify(sample(GOALS, int(2, 3))), strengths: pick(STRENGTHS), improvements: pick(IMPROVEMENTS),
       comments: chance(0.3) ? "Discussed growth plan; follow-up in the next one-on-one." : null,
       created_at: at(addDays(c.due, -45)), updated_at: at(completed),
@@ -302,7 +328,7 @@ for (const e of employees) {
     });
   }
 }
-reviews.sort((a, b) => (a.created_at < b.created_at ? -1 : a.created_at > b.created_at ? 1 : a.employee_id < b.employee_id ? -1 : 1));
+reviews.sort((a, b) => (a.created_at < b.created_at ? -1 : a.created_at > b.created_at ? 1 : byId.get(a.employee_id).no - byId.get(b.employee_id).no));
 reviews.forEach((r, i) => (r.id = `REV-${pad(i + 1, 5)}`));
 
 // ---------------------------------------------------------------- Finance
@@ -346,7 +372,7 @@ const CATEGORY_DEPTS = {
   software: ["ENG", "SALES", "SUP", "PROD", "FIN"], telecom: ["OPS", "SUP"], facilities: ["OPS"], training: ["HR", "SUP", "ENG"],
   catering: ["HR", "OPS", "EXEC"],
 };
-const approverFor = (amount, dept) => (amount > 2500000 ? "E0011" : dept === "FIN" ? "E0011" : pick(["E0012", heads[dept].id]));
+const approverFor = (amount, dept) => (amount > 2500000 ? RAJ : dept === "FIN" ? RAJ : pick([BOB, heads[dept].id]));
 const invoices = [];
 for (let i = 0; i < 420; i++) {
   const v = i < vendors.length ? vendors[i] : pick(vendors);
@@ -360,7 +386,7 @@ for (let i = 0; i < 420; i++) {
     : weighted({ pending: 40, approved: 40, paid: 12, rejected: 8 });
   const submitted = minDate(addDays(invoiceDate, int(0, 3)), AS_OF);
   const inv = {
-    id: `INV-${pad(i + 1, 5)}`, vendor_id: v.id, vendor_reference: `${v.name.replace(/[^A-Za-z]/g, "").slice(0, 3).toUpperCase()}-${int(10000, 99999)}`,
+    id: uuid(), vendor_id: v.id, vendor_reference: `${v.name.replace(/[^A-Za-z]/g, "").slice(0, 3).toUpperCase()}-${int(10000, 99999)}`,
     amount_cents: amount, currency: "USD", description: pick(INVOICE_LINES[v.category]), department_id: dept, status,
     invoice_date: invoiceDate, due_date: dueDate, submitted_by: pick(activeIn(dept)).id, submitted_at: at(submitted),
     approved_by: null, approved_at: null, paid_at: null, rejection_reason: null,
@@ -396,12 +422,12 @@ const expenseReports = [];
 for (const e of employees) {
   const travels = e.department_id === "SALES" || ["ceo", "vp", "director"].includes(e.level);
   // Frank has no finance records (deleting him is the seed's example); Marcus has October's report.
-  if (e.id === "E0008" || !(e.id === "E0006" || travels || (e.level === "manager" && chance(0.6)) || chance(0.08))) continue;
+  if (e.id === FRANK || !(e.id === MARCUS || travels || (e.level === "manager" && chance(0.6)) || chance(0.08))) continue;
   for (const month of MONTHS) {
     if (month < e.hire_date.slice(0, 7) || (e.termination_date && month > e.termination_date.slice(0, 7))) continue;
-    if (!(e.id === "E0006" && month === "2026-10") && !chance(travels ? 0.3 : 0.15)) continue;
+    if (!(e.id === MARCUS && month === "2026-10") && !chance(travels ? 0.3 : 0.15)) continue;
     const age = MONTHS.length - 1 - MONTHS.indexOf(month);
-    const status = e.id === "E0006" && month === "2026-10" ? "approved"
+    const status = e.id === MARCUS && month === "2026-10" ? "approved"
       : age >= 3 ? weighted({ reimbursed: 93, rejected: 7 })
       : age === 2 ? weighted({ reimbursed: 60, approved: 25, submitted: 10, rejected: 5 })
       : age === 1 ? weighted({ submitted: 50, approved: 25, draft: 15, reimbursed: 5, rejected: 5 })
@@ -420,14 +446,14 @@ for (const e of employees) {
     expenseReports.push({
       employee_id: e.id, department_id: e.department_id, month, status, items: JSON.stringify(items),
       total_cents: items.reduce((s, it) => s + it.amount_cents, 0),
-      submitted_at: submitted && at(submitted), approved_by: approved && (e.manager_id ?? "E0011"), approved_at: approved && at(approved),
+      submitted_at: submitted && at(submitted), approved_by: approved && (e.manager_id ?? RAJ), approved_at: approved && at(approved),
       reimbursed_at: reimbursed && at(reimbursed), notes: status === "rejected" ? "Receipts missing for some items; please resubmit." : null,
       created_at: `${month}-01T09:00:00Z`, updated_at: reimbursed ? at(reimbursed) : approved ? at(approved) : submitted ? at(submitted) : `${month}-01T09:00:00Z`,
     });
   }
 }
-expenseReports.sort((a, b) => (a.month < b.month ? -1 : a.month > b.month ? 1 : a.employee_id < b.employee_id ? -1 : 1));
-expenseReports.forEach((r, i) => (r.id = `EXP-${pad(i + 1, 5)}`));
+expenseReports.sort((a, b) => (a.month < b.month ? -1 : a.month > b.month ? 1 : byId.get(a.employee_id).no - byId.get(b.employee_id).no));
+for (const r of expenseReports) r.id = uuid();
 
 // Budgets follow the spend finance_budget_summary derives (paid invoices by payment year,
 // reimbursed reports by month): FY2025 is closed, FY2026 (the current year) is active, and every
@@ -444,16 +470,16 @@ for (const r of expenseReports.filter((r) => r.status === "reimbursed")) {
 const roundK = (cents) => Math.max(5000000, Math.round(cents / 100000) * 100000);
 const budgets = [];
 for (const d of DEPARTMENTS) {
-  const approver = d.id === "FIN" ? "E0001" : "E0011";
+  const approver = d.id === "FIN" ? EVE : RAJ;
   const fy2025 = roundK((spend[`${d.id}/2025`] ?? 0) * (0.9 + rand() * 0.3));
   const fy2026 = roundK((spend[`${d.id}/2026`] ?? 0) * (365 / 324) * (0.95 + rand() * 0.3));
   const fy2027 = roundK(fy2026 * (1.02 + rand() * 0.13));
   const base = { department_id: d.id, submitted_by: heads[d.id].id };
-  budgets.push({ ...base, id: `BUD-2025-${d.id}`, fiscal_year: 2025, allocated_cents: fy2025, status: "closed",
+  budgets.push({ ...base, id: uuid(), fiscal_year: 2025, allocated_cents: fy2025, status: "closed",
     submitted_at: at(randomDate("2024-11-01", "2024-11-20")), approved_by: approver, approved_at: at(randomDate("2024-12-01", "2024-12-15")), notes: null });
-  budgets.push({ ...base, id: `BUD-2026-${d.id}`, fiscal_year: 2026, allocated_cents: fy2026, status: "active",
+  budgets.push({ ...base, id: uuid(), fiscal_year: 2026, allocated_cents: fy2026, status: "active",
     submitted_at: at(randomDate("2025-11-01", "2025-11-20")), approved_by: approver, approved_at: at(randomDate("2025-12-01", "2025-12-15")), notes: null });
-  budgets.push({ ...base, id: `BUD-2027-${d.id}`, fiscal_year: 2027, allocated_cents: fy2027, status: "pending_approval",
+  budgets.push({ ...base, id: uuid(), fiscal_year: 2027, allocated_cents: fy2027, status: "pending_approval",
     submitted_at: at(randomDate("2026-11-02", "2026-11-16")), approved_by: null, approved_at: null,
     notes: `Requested ${((fy2027 / fy2026 - 1) * 100).toFixed(1)}% over FY2026.` });
 }
@@ -599,7 +625,7 @@ for (let i = 0; i < 660; i++) {
   ticketRows.push({
     ticket_no: i + 1, id: `TKT-${pad(i + 1, 6)}`, subject: issue.subject, description: issue.description, status, priority,
     category: issue.category, tags: JSON.stringify(issue.tags), customer_id: c.id, contact_id: contact.id,
-    assigned_to: fixed ? "E0014" : status === "open" && chance(0.4) ? null : pick(supportStaff).id,
+    assigned_to: fixed ? DAN : status === "open" && chance(0.4) ? null : pick(supportStaff).id,
     resolution: resolved ? issue.resolution : null,
     resolution_type: resolved ? (fixed ? "solved" : weighted({ solved: 70, workaround: 12, duplicate: 8, cannot_reproduce: 6, wont_fix: 4 })) : null,
     ...ticketTimes(status, priority, created),
@@ -674,7 +700,7 @@ out.push(header);
 insert("hr_grade_levels", ["grade", "title", "level", "track", "salary_min_cents", "salary_max_cents", "pto_days"], GRADES);
 insert("hr_departments", ["id", "name", "cost_center", "location", "created_at"], departmentsRows);
 // Managers before their reports: foreign keys are checked per statement.
-const ordered = [...employees].sort((a, b) => depthOf(a) - depthOf(b) || (a.id < b.id ? -1 : 1));
+const ordered = [...employees].sort((a, b) => depthOf(a) - depthOf(b) || a.no - b.no);
 insert("hr_employees", ["id", "first_name", "last_name", "email", "personal_email", "phone", "ssn", "salary_cents", "job_title",
   "department_id", "manager_id", "grade", "employment_type", "location", "hire_date", "status", "termination_date", "pto_balance",
   "created_at", "updated_at"], ordered);

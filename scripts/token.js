@@ -1,6 +1,7 @@
-// `npm run token -- --user E0001 --roles hr-read,manager`: mints an HS256 bearer token for local
-// development, signed with the JWT_SECRET that scripts/dev.sh keeps in .dev.vars (or $JWT_SECRET).
-// Options: --user ID (the sub: an employee id), --roles a,b (comma-separated), --ttl SECONDS
+// `npm run token -- --user 00000000-0000-4000-8000-000000000001 --roles hr-read,manager`: mints an
+// HS256 bearer token for local development, signed with the JWT_SECRET that scripts/dev.sh keeps in
+// .dev.vars (or $JWT_SECRET). The named sample users' ids are in docs/domain-data.md.
+// Options: --user ID (the sub: an employee id, a UUID), --roles a,b (comma-separated), --ttl SECONDS
 // (default 3600), --issuer ISS (default mcp-edge-dev, as wrangler.toml's dev env expects),
 // --audience AUD (default http://localhost:8787/mcp, the dev server's /mcp URL), --port N (sets
 // the default audience's port).

@@ -21,6 +21,13 @@ const all = async (sql, ...params) => (await db.prepare(sql).bind(...params).all
 const one = async (sql, ...params) => (await all(sql, ...params))[0];
 const values = async (sql, ...params) => (await all(sql, ...params)).map((r) => Object.values(r)[0]);
 
+// Employee, budget, invoice and expense-report ids are lowercase version-4 UUIDs (seed §9).
+const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+// The named users' fixed ids (docs/domain-data.md): 00000000-0000-4000-8000-000000000001 to ...015.
+const named = (n) => `00000000-0000-4000-8000-${String(n).padStart(12, "0")}`;
+const [EVE, CAROL, VICTOR, GRACE, NINA, MARCUS, SARAH, FRANK, HELEN, ALICE, RAJ, BOB, OLIVIA, DAN, RYAN] =
+  Array.from({ length: 15 }, (_, i) => named(i + 1));
+
 test("regenerating the sample data reproduces the committed migration byte for byte", () => {
   const dir = mkdtempSync(join(tmpdir(), "domain-data-"));
   try {
@@ -47,8 +54,23 @@ describe("HR", () => {
     assert.deepEqual(await values("SELECT DISTINCT status FROM hr_employees ORDER BY 1"), ["active", "on_leave", "terminated"]);
   });
 
+  test("every employee id is a lowercase v4 UUID, and the schema refuses any other shape", async () => {
+    const ids = await values("SELECT id FROM hr_employees");
+    for (const id of ids) assert.match(id, UUID_V4);
+    assert.equal(new Set(ids).size, ids.length);
+    const row = (id) => db.prepare(`INSERT INTO hr_employees (id, first_name, last_name, email, ssn, salary_cents, job_title,
+      department_id, manager_id, grade, location, hire_date) VALUES (?1, 'Test', 'Person', ?2, '900-00-0000', 5000000, 'Tester',
+      'ENG', ?3, 'L1', 'Remote (US)', '2026-11-01')`).bind(id, `test.${id.slice(-6)}@tamshai.com`, NINA).run();
+    for (const bad of ["E0016", "00000000-0000-4000-8000-00000000001", "00000000-0000-4000-8000-0000000000016", "00000000-0000-1000-8000-000000000016",
+      "00000000-0000-4000-c000-000000000016", "00000000-0000-4000-8000-00000000001G", "00000000-0000-4000-8000-00000000001F", "00000000-0000-4000-8000--00000000001"]) {
+      await assert.rejects(row(bad), /CHECK constraint failed/, bad);
+    }
+    await row("00000000-0000-4000-bfff-00000000abcd");
+    await db.prepare("DELETE FROM hr_employees WHERE id = '00000000-0000-4000-bfff-00000000abcd'").run();
+  });
+
   test("one root (the CEO), every other manager exists, and the manager tree has no cycle", async () => {
-    assert.deepEqual(await values("SELECT id FROM hr_employees WHERE manager_id IS NULL"), ["E0001"]);
+    assert.deepEqual(await values("SELECT id FROM hr_employees WHERE manager_id IS NULL"), [EVE]);
     assert.equal((await one("SELECT COUNT(*) n FROM hr_employees e LEFT JOIN hr_employees m ON m.id = e.manager_id WHERE e.manager_id IS NOT NULL AND m.id IS NULL")).n, 0);
     // Walking down from the CEO reaches everyone exactly once: a cycle would be unreachable.
     const tree = await one(`WITH RECURSIVE org (id, depth) AS (
@@ -67,36 +89,39 @@ describe("HR", () => {
   });
 
   test("the named users exist with the relationships docs/domain-data.md describes", async () => {
-    const people = Object.fromEntries((await all("SELECT id, first_name || ' ' || last_name name, job_title, department_id, manager_id, employment_type, pto_balance, active FROM hr_employees WHERE id <= 'E0015'")).map((p) => [p.id, p]));
-    const expect = {
-      E0001: ["Eve Thompson", "EXEC", null], E0002: ["Carol Johnson", "SALES", "E0001"], E0003: ["Victor Reyes", "ENG", "E0001"],
-      E0004: ["Grace Liu", "ENG", "E0003"], E0005: ["Nina Patel", "ENG", "E0004"], E0006: ["Marcus Johnson", "ENG", "E0005"],
-      E0007: ["Sarah Kim", "ENG", "E0005"], E0008: ["Frank Davis", "ENG", "E0005"], E0009: ["Helen Brooks", "HR", "E0001"],
-      E0010: ["Alice Chen", "HR", "E0009"], E0011: ["Raj Mehta", "FIN", "E0001"], E0012: ["Bob Martinez", "FIN", "E0011"],
-      E0013: ["Olivia Grant", "SUP", "E0001"], E0014: ["Dan Williams", "SUP", "E0013"], E0015: ["Ryan Lee", "SALES", "E0002"],
-    };
-    for (const [id, [name, dept, manager]] of Object.entries(expect)) {
+    const people = Object.fromEntries((await all(`SELECT id, first_name || ' ' || last_name name, job_title, department_id, manager_id,
+      employment_type, pto_balance, active FROM hr_employees WHERE id GLOB '00000000-0000-4000-8000-*'`)).map((p) => [p.id, p]));
+    assert.equal(Object.keys(people).length, 15, "only the named users have the fixed ids");
+    const expect = [
+      [EVE, "Eve Thompson", "EXEC", null], [CAROL, "Carol Johnson", "SALES", EVE], [VICTOR, "Victor Reyes", "ENG", EVE],
+      [GRACE, "Grace Liu", "ENG", VICTOR], [NINA, "Nina Patel", "ENG", GRACE], [MARCUS, "Marcus Johnson", "ENG", NINA],
+      [SARAH, "Sarah Kim", "ENG", NINA], [FRANK, "Frank Davis", "ENG", NINA], [HELEN, "Helen Brooks", "HR", EVE],
+      [ALICE, "Alice Chen", "HR", HELEN], [RAJ, "Raj Mehta", "FIN", EVE], [BOB, "Bob Martinez", "FIN", RAJ],
+      [OLIVIA, "Olivia Grant", "SUP", EVE], [DAN, "Dan Williams", "SUP", OLIVIA], [RYAN, "Ryan Lee", "SALES", CAROL],
+    ];
+    for (const [id, name, dept, manager] of expect) {
       assert.deepEqual([people[id]?.name, people[id]?.department_id, people[id]?.manager_id, people[id]?.active], [name, dept, manager, 1], id);
     }
-    assert.equal(people.E0006.pto_balance, 15, "Marcus's PTO balance (seed §4)");
-    assert.equal(people.E0008.employment_type, "intern");
-    assert.equal((await one("SELECT email FROM hr_employees WHERE id = 'E0008'")).email, "frank.davis@tamshai.com");
-    assert.equal((await one("SELECT salary_cents FROM hr_employees WHERE id = 'E0007'")).salary_cents, 11_200_000, "Sarah, before the $120,000 raise");
+    assert.equal(RYAN, "00000000-0000-4000-8000-000000000015");
+    assert.equal(people[MARCUS].pto_balance, 15, "Marcus's PTO balance (seed §4)");
+    assert.equal(people[FRANK].employment_type, "intern");
+    assert.equal((await one("SELECT email FROM hr_employees WHERE id = ?1", FRANK)).email, "frank.davis@tamshai.com");
+    assert.equal((await one("SELECT salary_cents FROM hr_employees WHERE id = ?1", SARAH)).salary_cents, 11_200_000, "Sarah, before the $120,000 raise");
     // Nina's team includes Marcus, Sarah and Frank; Marcus and Sarah have 2026-H2 reviews due.
-    const team = await values("SELECT id FROM hr_employees WHERE manager_id = 'E0005'");
-    for (const id of ["E0006", "E0007", "E0008"]) assert.ok(team.includes(id), id);
+    const team = await values("SELECT id FROM hr_employees WHERE manager_id = ?1", NINA);
+    for (const id of [MARCUS, SARAH, FRANK]) assert.ok(team.includes(id), id);
     assert.ok(team.length >= 5);
-    assert.deepEqual(await values("SELECT employee_id FROM hr_performance_reviews WHERE reviewer_id = 'E0005' AND status <> 'completed' AND employee_id IN ('E0006', 'E0007') ORDER BY 1"), ["E0006", "E0007"]);
-    assert.equal((await one("SELECT status FROM finance_expense_reports WHERE employee_id = 'E0006' AND month = '2026-10'")).status, "approved");
+    assert.deepEqual(await values("SELECT employee_id FROM hr_performance_reviews WHERE reviewer_id = ?1 AND status <> 'completed' AND employee_id IN (?2, ?3) ORDER BY 1", NINA, MARCUS, SARAH), [MARCUS, SARAH]);
+    assert.equal((await one("SELECT status FROM finance_expense_reports WHERE employee_id = ?1 AND month = '2026-10'", MARCUS)).status, "approved");
     // Frank owns nothing outside HR, so delete_employee on him (the seed's example) can succeed.
-    assert.equal((await one(`SELECT (SELECT COUNT(*) FROM hr_employees WHERE manager_id = 'E0008')
-      + (SELECT COUNT(*) FROM finance_expense_reports WHERE employee_id = 'E0008') + (SELECT COUNT(*) FROM sales_deals WHERE owner_id = 'E0008')
-      + (SELECT COUNT(*) FROM support_tickets WHERE assigned_to = 'E0008') n`)).n, 0);
+    assert.equal((await one(`SELECT (SELECT COUNT(*) FROM hr_employees WHERE manager_id = ?1)
+      + (SELECT COUNT(*) FROM finance_expense_reports WHERE employee_id = ?1) + (SELECT COUNT(*) FROM sales_deals WHERE owner_id = ?1)
+      + (SELECT COUNT(*) FROM support_tickets WHERE assigned_to = ?1) n`, FRANK)).n, 0);
     // Victor (VP of Engineering) has a reporting chain three levels deep below him.
     const chain = await one(`WITH RECURSIVE down (id, depth) AS (
-        SELECT id, 0 FROM hr_employees WHERE id = 'E0003'
+        SELECT id, 0 FROM hr_employees WHERE id = ?1
         UNION ALL SELECT e.id, down.depth + 1 FROM hr_employees e JOIN down ON e.manager_id = down.id)
-      SELECT MAX(depth) depth, COUNT(*) - 1 reports FROM down`);
+      SELECT MAX(depth) depth, COUNT(*) - 1 reports FROM down`, VICTOR);
     assert.equal(chain.depth, 3);
     assert.ok(chain.reports >= 150);
   });
@@ -110,6 +135,26 @@ describe("HR", () => {
 });
 
 describe("Finance", () => {
+  test("budget, invoice and expense-report ids are lowercase v4 UUIDs; people in them are employee ids", async () => {
+    const ids = await values("SELECT id FROM finance_budgets UNION ALL SELECT id FROM finance_invoices UNION ALL SELECT id FROM finance_expense_reports");
+    assert.ok(ids.length >= 1000);
+    for (const id of ids) assert.match(id, UUID_V4);
+    const employeeIds = new Set(await values("SELECT id FROM hr_employees"));
+    assert.equal(new Set([...ids, ...employeeIds]).size, ids.length + employeeIds.size, "no id is used twice");
+    // D1 allows few terms in a compound SELECT: one query per table.
+    const people = [
+      ...await all("SELECT submitted_by a, approved_by b FROM finance_invoices"),
+      ...await all("SELECT employee_id a, approved_by b FROM finance_expense_reports"),
+      ...await all("SELECT submitted_by a, approved_by b FROM finance_budgets"),
+    ].flatMap((r) => [r.a, r.b]).filter(Boolean);
+    assert.ok(people.length >= 2000);
+    for (const id of people) assert.ok(employeeIds.has(id), id);
+    // Raj (CFO) approves invoices over $25,000 and every budget but Finance's, which Eve approves.
+    assert.equal((await one("SELECT COUNT(*) n FROM finance_invoices WHERE amount_cents > 2500000 AND approved_by <> ?1", RAJ)).n, 0);
+    assert.deepEqual(await all("SELECT department_id = 'FIN' fin, approved_by FROM finance_budgets WHERE approved_by IS NOT NULL GROUP BY 1, 2 ORDER BY 1"),
+      [{ fin: 0, approved_by: RAJ }, { fin: 1, approved_by: EVE }]);
+  });
+
   test("invoices in every status the seed names, expense reports whose totals add up", async () => {
     assert.ok((await one("SELECT COUNT(*) n FROM finance_invoices")).n >= 300);
     assert.deepEqual(await values("SELECT DISTINCT status FROM finance_invoices ORDER BY 1"), ["approved", "overdue", "paid", "pending", "rejected"]);
@@ -134,6 +179,16 @@ describe("Finance", () => {
 });
 
 describe("Sales", () => {
+  test("customers, contacts and deals keep readable ids; their owners are employee UUIDs", async () => {
+    assert.equal((await one("SELECT COUNT(*) n FROM sales_customers WHERE id NOT GLOB 'CUST-[0-9][0-9][0-9][0-9]'")).n, 0);
+    assert.equal((await one("SELECT COUNT(*) n FROM sales_deals WHERE id NOT GLOB 'DEAL-[0-9][0-9][0-9][0-9][0-9]'")).n, 0);
+    const owners = await values("SELECT account_owner_id FROM sales_customers UNION SELECT owner_id FROM sales_deals");
+    assert.ok(owners.length > 5);
+    for (const id of owners) assert.match(id, UUID_V4);
+    assert.equal((await one("SELECT COUNT(*) n FROM sales_customers c JOIN hr_employees e ON e.id = c.account_owner_id WHERE e.department_id = 'SALES'")).n,
+      (await one("SELECT COUNT(*) n FROM sales_customers")).n, "every account owner is a Sales employee");
+  });
+
   test("customers with contacts, deals in every stage across quarters, owned by employees", async () => {
     assert.ok((await one("SELECT COUNT(*) n FROM sales_customers")).n >= 150);
     assert.equal((await one("SELECT COUNT(*) n FROM sales_customers c WHERE NOT EXISTS (SELECT 1 FROM sales_contacts k WHERE k.customer_id = c.id AND k.is_primary = 1)")).n, 0);
@@ -142,13 +197,20 @@ describe("Sales", () => {
       ["CLOSED_LOST", "CLOSED_WON", "DISCOVERY", "NEGOTIATION", "PROPOSAL", "PROSPECTING", "QUALIFICATION"]);
     assert.ok((await values("SELECT DISTINCT quarter FROM sales_pipeline")).length >= 8);
     assert.equal((await one("SELECT COUNT(*) n FROM sales_deals d JOIN hr_employees e ON e.id = d.owner_id WHERE e.department_id <> 'SALES'")).n, 0);
-    assert.ok((await one("SELECT COUNT(*) n FROM sales_deals WHERE owner_id = 'E0015'")).n > 0, "Ryan owns deals");
+    assert.ok((await one("SELECT COUNT(*) n FROM sales_deals WHERE owner_id = ?1", RYAN)).n > 0, "Ryan owns deals");
     // Carol's "top 5 deals closing this month".
     assert.ok((await one("SELECT COUNT(*) n FROM sales_deals WHERE expected_close_date LIKE '2026-11-%' AND stage NOT LIKE 'CLOSED%'")).n >= 5);
   });
 });
 
 describe("Support", () => {
+  test("tickets and articles keep readable ids; assignees and authors are employee UUIDs", async () => {
+    assert.equal((await one("SELECT COUNT(*) n FROM support_tickets WHERE id NOT GLOB 'TKT-[0-9][0-9][0-9][0-9][0-9][0-9]'")).n, 0);
+    const people = await values("SELECT assigned_to FROM support_tickets WHERE assigned_to IS NOT NULL UNION SELECT author_id FROM support_knowledge_articles WHERE author_id IS NOT NULL");
+    for (const id of people) assert.match(id, UUID_V4);
+    assert.deepEqual(await values("SELECT DISTINCT assigned_to FROM support_tickets WHERE ticket_no <= 4"), [DAN], "Dan has the fixture tickets");
+  });
+
   test("tickets in every status and priority, knowledge articles", async () => {
     assert.ok((await one("SELECT COUNT(*) n FROM support_tickets")).n >= 600);
     assert.deepEqual(await values("SELECT DISTINCT status FROM support_tickets ORDER BY 1"), ["closed", "in_progress", "open", "pending", "resolved"]);
