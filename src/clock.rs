@@ -17,3 +17,14 @@ pub fn now_ms() -> f64 {
         .map(|d| d.as_secs_f64() * 1000.0)
         .unwrap_or(0.0)
 }
+
+/// Today's date in UTC, `YYYY-MM-DD`.
+pub fn today() -> String {
+    use chrono::Datelike;
+    chrono::DateTime::from_timestamp_millis(now_ms() as i64)
+        .map(|d| {
+            let d = d.date_naive();
+            format!("{:04}-{:02}-{:02}", d.year(), d.month(), d.day())
+        })
+        .unwrap_or_default()
+}

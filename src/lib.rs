@@ -5,6 +5,7 @@
 //! architecture section for the module map.
 
 pub mod clock;
+pub mod confirm;
 pub mod edge;
 pub mod engine;
 pub mod error;
@@ -22,7 +23,12 @@ use worker::{event, Context, Env, Request, Response};
 /// The Worker entrypoint: `/mcp` is the MCP endpoint; `/` and `/health` describe the server.
 #[event(fetch)]
 async fn fetch(req: Request, env: Env, _ctx: Context) -> worker::Result<Response> {
-    match req.path().as_str() {
+    let path = req.path();
+    if let Some(id) = path.strip_prefix("/api/confirm/") {
+        let id = id.to_string();
+        return edge::serve_confirm(req, env, &id).await;
+    }
+    match path.as_str() {
         "/mcp" | "/mcp/" => edge::serve(req, env).await,
         "/.well-known/oauth-protected-resource" | "/.well-known/oauth-protected-resource/mcp" => {
             match edge::protected_resource_metadata(&req, &env) {

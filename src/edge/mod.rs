@@ -31,10 +31,44 @@ fn valid_session_id(s: &str) -> bool {
 /// Serves `/mcp`. Never fails: every error becomes its JSON-RPC error response.
 pub async fn serve(req: Request, env: Env) -> worker::Result<Response> {
     let cfg = Config::from_env(&env);
-    let origin = header(&req, "origin");
-    let cors_origin = origin.as_deref().filter(|o| cfg.origin_allowed(Some(o)));
-    let metadata_url = protected_resource_metadata_url(&req);
-    let resp = match route(req, &env, &cfg).await {
+    let (metadata_url, cors_origin) = response_context(&req, &cfg);
+    let result = route(req, &env, &cfg).await;
+    finish(result, &metadata_url, cors_origin.as_deref())
+}
+
+/// Serves `POST /api/confirm/:id` (human confirmation of a write, `crate::confirm`), behind the
+/// same host, origin and CORS rules as `/mcp`.
+pub async fn serve_confirm(req: Request, env: Env, id: &str) -> worker::Result<Response> {
+    let cfg = Config::from_env(&env);
+    let (metadata_url, cors_origin) = response_context(&req, &cfg);
+    let result = async {
+        check_host_and_origin(&req, &cfg)?;
+        match req.method() {
+            Method::Options => http::preflight(header(&req, "origin").as_deref()),
+            Method::Post => crate::confirm::serve(req, env, id).await,
+            other => Err(Error::MethodNotAllowed(format!(
+                "Method Not Allowed: {other:?}; /api/confirm/<id> takes POST {{\"approved\": true|false}}"
+            ))),
+        }
+    }
+    .await;
+    finish(result, &metadata_url, cors_origin.as_deref())
+}
+
+/// Where a 401 points, and the origin CORS headers may name.
+fn response_context(req: &Request, cfg: &Config) -> (String, Option<String>) {
+    let origin = header(req, "origin").filter(|o| cfg.origin_allowed(Some(o)));
+    (protected_resource_metadata_url(req), origin)
+}
+
+/// The response of a request: errors become their JSON-RPC error response (with the
+/// `WWW-Authenticate` challenge for 401), and CORS headers are added.
+fn finish(
+    result: Result<Response>,
+    metadata_url: &str,
+    cors_origin: Option<&str>,
+) -> worker::Result<Response> {
+    let resp = match result {
         Ok(r) => r,
         Err(e) => {
             if !e.is_public() {
@@ -49,7 +83,7 @@ pub async fn serve(req: Request, env: Env) -> worker::Result<Response> {
                     let headers = http::mutable_headers(&resp)?;
                     headers.set(
                         "www-authenticate",
-                        &www_authenticate(&metadata_url, *invalid_token, message),
+                        &www_authenticate(metadata_url, *invalid_token, message),
                     )?;
                     resp.with_headers(headers)
                 }
@@ -100,21 +134,28 @@ pub fn protected_resource_metadata(req: &Request, env: &Env) -> Result<Response>
     Ok(Response::from_json(&doc)?)
 }
 
-async fn route(mut req: Request, env: &Env, cfg: &Config) -> Result<Response> {
-    let host = header(&req, "host");
+/// DNS-rebinding protection (`Host`) and the browser origin rule (`Origin`).
+fn check_host_and_origin(req: &Request, cfg: &Config) -> Result<()> {
+    let host = header(req, "host");
     if !cfg.host_allowed(host.as_deref()) {
         return Err(Error::Forbidden(format!(
             "Forbidden: Host {} is not served here (DNS rebinding protection); use one of ALLOWED_HOSTS",
             host.unwrap_or_default()
         )));
     }
-    let origin = header(&req, "origin");
+    let origin = header(req, "origin");
     if !cfg.origin_allowed(origin.as_deref()) {
         return Err(Error::Forbidden(format!(
             "Forbidden: Origin {} is not allowed; add it to ALLOWED_ORIGINS",
             origin.unwrap_or_default()
         )));
     }
+    Ok(())
+}
+
+async fn route(mut req: Request, env: &Env, cfg: &Config) -> Result<Response> {
+    check_host_and_origin(&req, cfg)?;
+    let origin = header(&req, "origin");
     if let Some(v) = header(&req, "mcp-protocol-version") {
         if !version::is_supported(&v) {
             return Err(Error::BadHeader(format!(

@@ -154,6 +154,17 @@ pub trait Platform {
         mode: JobMode,
     ) -> LocalBoxFuture<'a, Result<()>>;
 
+    /// Sends `body` to the confirmation store's object of confirmation `id` (`op`: `create` or
+    /// `decide`) on behalf of `caller`; returns its HTTP status and JSON answer. The store is
+    /// strongly consistent (one Durable Object per confirmation), so a decision happens once.
+    fn confirmation<'a>(
+        &'a self,
+        id: &'a str,
+        op: &'a str,
+        body: &'a Value,
+        caller: &'a Caller,
+    ) -> LocalBoxFuture<'a, Result<(u16, Value)>>;
+
     /// How long a job's lease lasts after each heartbeat, in milliseconds. Runs heartbeat at least
     /// every third of it.
     fn job_lease_ms(&self) -> u32;

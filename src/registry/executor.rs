@@ -27,7 +27,10 @@ pub async fn execute(tool: &Tool, ctx: &dyn ToolContext, args: Value) -> CallOut
     let started = clock::now_ms();
     let name = tool.def.name;
     let events = |event: &str, data: Value| ctx.platform().emit(event, data);
-    events("tool_call", json!({ "tool": name, "arguments": args }));
+    events(
+        "tool_call",
+        json!({ "tool": name, "arguments": tool.redact(&args) }),
+    );
 
     let outcome = match tool.check_input(&args) {
         Err(e) => Err(e),

@@ -108,6 +108,25 @@ impl Tool {
         })
     }
 
+    /// The arguments as events may show them: every top-level argument the input schema marks
+    /// `"x-sensitive": true` (a new salary, say) is replaced by `*** (Hidden)`.
+    pub fn redact(&self, args: &Value) -> Value {
+        let mut shown = args.clone();
+        if let (Some(props), Some(obj)) = (
+            self.listing
+                .pointer("/inputSchema/properties")
+                .and_then(Value::as_object),
+            shown.as_object_mut(),
+        ) {
+            for (name, rule) in props {
+                if rule.get("x-sensitive") == Some(&Value::Bool(true)) && obj.contains_key(name) {
+                    obj.insert(name.clone(), Value::String("*** (Hidden)".into()));
+                }
+            }
+        }
+        shown
+    }
+
     /// Checks a handler's structured result against the output schema. A failure is our bug.
     pub fn check_output(&self, out: &Value) -> Result<()> {
         match &self.output {

@@ -21,6 +21,8 @@ impl Validator {
         let mut schemas = Schemas::new();
         let mut compiler = Compiler::new();
         compiler.set_default_draft(boon::Draft::V2020_12);
+        // Formats are checked, not just annotations: an employee id must be a UUID (seed 002).
+        compiler.enable_format_assertions();
         let url = format!("urn:mcp-edge:{}", name.replace("::", ":"));
         let broken = |e: boon::CompileError| {
             Error::Internal(format!("schema of {name} does not compile: {e}"))

@@ -30,6 +30,7 @@ use crate::mcp::message::{
 use crate::mcp::sse::{self, EventId, STANDALONE};
 use crate::mcp::{version, Initialize};
 use crate::registry::{execute, Caller, Registry};
+use crate::store::services::Services;
 use crate::store::session_db::SessionDb;
 use call::{Call, First};
 use hub::Hub;
@@ -37,10 +38,7 @@ use stream::{sse_response, StreamPlan};
 
 /// Internal header from the Worker: this POST creates the session named in `Mcp-Session-Id`.
 pub const CREATE_HEADER: &str = "x-mcp-edge-create";
-/// Internal header from the Worker: the verified caller's user id (empty: anonymous).
-pub const USER_HEADER: &str = "x-mcp-edge-user";
-/// Internal header from the Worker: the verified caller's roles, comma-separated.
-pub const ROLES_HEADER: &str = "x-mcp-edge-roles";
+pub use crate::store::services::{ROLES_HEADER, USER_HEADER};
 /// Internal header from the Worker: correlation id for log lines.
 pub const CORRELATION_HEADER: &str = "x-correlation-id";
 
@@ -51,10 +49,10 @@ const RETRY_MS: u32 = 1000;
 pub struct Core {
     /// The session id (the object's name).
     session: String,
-    env: Env,
     db: SessionDb,
     cfg: Config,
     registry: Rc<Registry>,
+    services: Services,
     hub: Hub,
     /// The object's state, for alarms.
     state: State,
@@ -74,20 +72,6 @@ impl Core {
         };
         self.hub.deliver(stream, &sse::frame(&id, event, data));
         Ok(())
-    }
-
-    /// The D1 database of shared records (binding `DB`).
-    fn db_binding(&self) -> Result<worker::D1Database> {
-        self.env
-            .d1("DB")
-            .map_err(|e| Error::Storage(format!("D1 binding DB: {e}")))
-    }
-
-    /// The KV namespace of cached results (binding `CACHE`).
-    fn cache(&self) -> Result<worker::kv::KvStore> {
-        self.env
-            .kv("CACHE")
-            .map_err(|e| Error::Storage(format!("KV binding CACHE: {e}")))
     }
 
     /// A session setting; a storage failure is logged and reads as unset, so callers fall back to
@@ -150,8 +134,9 @@ thread_local! {
     static REGISTRIES: RefCell<Vec<(crate::tools::Catalog, Rc<Registry>)>> = const { RefCell::new(Vec::new()) };
 }
 
-/// The registry of a catalog, compiled once per wasm instance.
-fn registry(catalog: crate::tools::Catalog) -> Result<Rc<Registry>> {
+/// The registry of a catalog, compiled once per wasm instance (shared with the confirmation
+/// objects, which run in the same instance).
+pub fn registry(catalog: crate::tools::Catalog) -> Result<Rc<Registry>> {
     if let Some(r) = REGISTRIES.with(|r| {
         r.borrow()
             .iter()
@@ -221,8 +206,8 @@ impl Session {
         let registry = registry(cfg.catalog)?;
         let core = Rc::new_cyclic(|me| Core {
             session: self.state.id().name().unwrap_or_default(),
-            env: self.env.clone(),
             db,
+            services: Services::new(self.env.clone(), registry.clone()),
             registry,
             cfg,
             hub: Hub::default(),

@@ -1,20 +1,23 @@
-//! The session's [`Platform`]: D1, KV, outbound fetch, the event stream and tracked jobs, shared by
-//! tool calls and background jobs.
-
-use std::time::Duration;
+//! The session's [`Platform`]: the env's services (D1, KV, fetch, …; `store::services`), plus what
+//! only a session has: its state, its event stream and tracked jobs. Shared by tool calls and
+//! background jobs.
 
 use futures::future::LocalBoxFuture;
 use serde_json::Value;
-use worker::{js_sys, Delay, Fetch, Headers, Method, Request, RequestInit};
+use worker::js_sys;
 
 use super::Core;
 use crate::clock;
 use crate::error::{Error, Result};
 use crate::mcp::sse::STANDALONE;
-use crate::registry::{Heartbeat, Inbound, JobMode, Outbound, Platform, Registry, Statement};
-use crate::store::d1;
+use crate::registry::{Heartbeat, JobMode, Platform};
+use crate::store::services::{delegate_services, Services};
 
 impl Core {
+    fn services(&self) -> &Services {
+        &self.services
+    }
+
     fn lease_end(&self) -> i64 {
         clock::now_ms() as i64 + i64::from(self.job_lease_ms())
     }
@@ -40,48 +43,7 @@ impl Core {
 }
 
 impl Platform for Core {
-    fn query<'a>(
-        &'a self,
-        sql: &'a str,
-        params: Vec<Value>,
-    ) -> LocalBoxFuture<'a, Result<Vec<Value>>> {
-        Box::pin(async move { d1::query(&self.db_binding()?, sql, &params).await })
-    }
-
-    fn batch(&self, statements: Vec<Statement>) -> LocalBoxFuture<'_, Result<Vec<Vec<Value>>>> {
-        Box::pin(async move {
-            let pairs: Vec<(String, Vec<Value>)> =
-                statements.into_iter().map(|s| (s.sql, s.params)).collect();
-            d1::batch(&self.db_binding()?, &pairs).await
-        })
-    }
-
-    fn cache_get<'a>(&'a self, key: &'a str) -> LocalBoxFuture<'a, Result<Option<String>>> {
-        Box::pin(async move {
-            self.cache()?
-                .get(key)
-                .text()
-                .await
-                .map_err(|e| Error::Storage(format!("KV get: {e}")))
-        })
-    }
-
-    fn cache_put<'a>(
-        &'a self,
-        key: &'a str,
-        value: &'a str,
-        ttl_secs: u64,
-    ) -> LocalBoxFuture<'a, Result<()>> {
-        Box::pin(async move {
-            self.cache()?
-                .put(key, value)
-                .map_err(|e| Error::Storage(format!("KV put: {e}")))?
-                .expiration_ttl(ttl_secs.max(60))
-                .execute()
-                .await
-                .map_err(|e| Error::Storage(format!("KV put: {e}")))
-        })
-    }
+    delegate_services!();
 
     fn session_get(&self, key: &str) -> Result<Option<String>> {
         self.db.get(&format!("tool:{key}"))
@@ -95,50 +57,10 @@ impl Platform for Core {
         self.session.clone()
     }
 
-    fn setting(&self, name: &str) -> Option<String> {
-        self.env
-            .secret(name)
-            .or_else(|_| self.env.var(name))
-            .ok()
-            .map(|v| v.to_string())
-            .filter(|v| !v.is_empty())
-    }
-
-    fn fetch(&self, request: Outbound) -> LocalBoxFuture<'_, Result<Inbound>> {
-        Box::pin(async move {
-            let unavailable = |e: worker::Error| Error::Client(format!("{}: {e}", request.url));
-            let headers = Headers::new();
-            for (k, v) in &request.headers {
-                headers.set(k, v).map_err(unavailable)?;
-            }
-            let mut init = RequestInit::new();
-            init.with_method(Method::from(request.method.to_string()))
-                .with_headers(headers);
-            if let Some(body) = &request.body {
-                init.with_body(Some(body.as_str().into()));
-            }
-            let req = Request::new_with_init(&request.url, &init).map_err(unavailable)?;
-            let mut resp = Fetch::Request(req).send().await.map_err(unavailable)?;
-            let body = resp.text().await.map_err(unavailable)?;
-            Ok(Inbound {
-                status: resp.status_code(),
-                body,
-            })
-        })
-    }
-
     fn emit(&self, event: &str, data: Value) {
         if let Err(e) = self.publish(STANDALONE, event, &data.to_string()) {
             worker::console_error!("event not logged: {e}");
         }
-    }
-
-    fn registry(&self) -> &Registry {
-        &self.registry
-    }
-
-    fn sleep(&self, ms: u32) -> LocalBoxFuture<'_, ()> {
-        Box::pin(Delay::from(Duration::from_millis(u64::from(ms))))
     }
 
     fn job_start<'a>(

@@ -21,6 +21,38 @@ pub async fn run_job(ctx: &dyn ToolContext, kind: &str, id: &str) -> Result<()> 
     }
 }
 
+/// Carries out a confirmed domain write (`src/confirm/`), if the deciding user's current roles
+/// still allow the tool that asked for it.
+pub async fn execute_confirmed(
+    ctx: &dyn ToolContext,
+    p: &domain::confirm::Pending,
+) -> domain::Reply {
+    let caller = ctx.caller();
+    if ctx
+        .platform()
+        .registry()
+        .get_for(&p.action, &caller)
+        .is_none()
+    {
+        return domain::Reply::failure(
+            domain::Code::InsufficientPermissions,
+            format!(
+                "Your roles no longer allow {}; nothing was changed.",
+                p.action
+            ),
+            "Ask someone with the right role to make the change.",
+        );
+    }
+    match p.server.as_str() {
+        "hr" => hr::execute(ctx, p).await,
+        other => domain::Reply::failure(
+            domain::Code::OperationFailed,
+            format!("no writes are defined for {other}"),
+            "Ask for the change again.",
+        ),
+    }
+}
+
 /// Closes a job whose run was attached to a call that ended before the run did.
 pub async fn abandon_job(ctx: &dyn ToolContext, kind: &str, id: &str) -> Result<()> {
     match kind {

@@ -71,7 +71,7 @@ export async function startWorker(vars = {}, { quiet = false, persist } = {}) {
     modulesRules: [{ type: "CompiledWasm", include: ["**/*.wasm"], fallthrough: true }],
     compatibilityDate: "2026-07-30",
     compatibilityFlags: ["enable_request_signal"],
-    durableObjects: { SESSION: { className: "Session", useSQLite: true } },
+    durableObjects: { SESSION: { className: "Session", useSQLite: true }, CONFIRMATIONS: { className: "Confirmation", useSQLite: true } },
     d1Databases: ["DB"],
     kvNamespaces: ["CACHE"],
     bindings: {

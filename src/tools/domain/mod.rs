@@ -6,6 +6,7 @@
 //! the caller may see (row-level access: `self`, the `manager`'s reporting chain, or everything
 //! for the domain's read roles). Nothing is filtered after the query.
 
+pub mod confirm;
 pub mod cursor;
 pub mod response;
 

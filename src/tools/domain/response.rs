@@ -116,6 +116,9 @@ pub enum Reply {
         /// What the model should do next.
         suggested_action: Option<String>,
     },
+    /// An answer already in the union's JSON form (a decision relayed from the confirmation
+    /// store).
+    Relayed(Value),
     /// A write waiting for a human's decision.
     Pending {
         /// The confirmation's id.
@@ -180,6 +183,7 @@ impl Reply {
                 }
                 v
             }
+            Reply::Relayed(v) => v.clone(),
             Reply::Pending {
                 confirmation_id,
                 message,
@@ -210,7 +214,14 @@ impl Reply {
                 Some(a) => format!("{}: {message} {a}", code.as_str()),
                 None => format!("{}: {message}", code.as_str()),
             },
-            Reply::Pending { message, .. } => format!("Waiting for confirmation: {message}"),
+            Reply::Pending { message, .. } => format!(
+                "Waiting for the user's confirmation (5 minutes; POST /api/confirm/<confirmationId> with {{\"approved\": true}} and their token): {message}"
+            ),
+            Reply::Relayed(v) => match (v["status"].as_str(), v["message"].as_str(), v.pointer("/data/message").and_then(Value::as_str)) {
+                (_, _, Some(m)) => m.to_string(),
+                (Some("error"), Some(m), _) => format!("{}: {m}", v["code"].as_str().unwrap_or("ERROR")),
+                _ => v.to_string(),
+            },
         }
     }
 

@@ -7,6 +7,7 @@
 //! | `list_employees` | `hr-read`, `executive`, `manager` | as above (active employees) |
 //! | `get_org_chart` | `hr-read`, `executive`, `manager` | as above; a manager's chart starts at themself |
 //! | `get_performance_reviews` | `hr-write`, `executive`, `manager` | reviews of the employees they see |
+//! | `delete_employee`, `update_salary` | `hr-write`, `executive` | everyone; the change waits for the user's confirmation (`domain::confirm`) |
 //!
 //! Masking (every answer, whoever the row is): `salary` shows for the employee themself and
 //! `hr-write`, `finance-read`, `executive`; `ssn` only for `hr-write` and `executive`; `phone` and
@@ -406,10 +407,198 @@ fn get_performance_reviews(
     }))
 }
 
+/// Who may change employees.
+const WRITERS: &[&str] = &["hr-write", "executive"];
+
+/// The employee a write names, as the caller may see them, or the not-found answer.
+async fn target(ctx: &dyn ToolContext, id: &str) -> std::result::Result<Value, Reply> {
+    let access = Access::of(&ctx.caller(), WRITERS);
+    let mut params = access.params();
+    params.push(json!(id));
+    let rows = ctx
+        .query(
+            &format!(
+                "{} SELECT {EMPLOYEE_COLUMNS},
+                   (SELECT COUNT(*) FROM hr_employees r WHERE r.manager_id = e.id) AS reports
+                 FROM hr_employees e JOIN hr_departments d ON d.id = e.department_id
+                 WHERE e.id = ?4 AND {}",
+                Access::VISIBLE_EMPLOYEES,
+                Access::sees("e.id")
+            ),
+            params,
+        )
+        .await
+        .map_err(domain::db)?;
+    rows.into_iter().next().ok_or_else(|| not_found(id))
+}
+
+fn full_name(row: &Value) -> String {
+    format!(
+        "{} {}",
+        row["first_name"].as_str().unwrap_or(""),
+        row["last_name"].as_str().unwrap_or("")
+    )
+}
+
+fn money(cents: i64) -> String {
+    let dollars = cents / 100;
+    let digits = dollars.abs().to_string();
+    let mut grouped = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            grouped.push(',');
+        }
+        grouped.push(c);
+    }
+    format!("${grouped}.{:02}", (cents % 100).abs())
+}
+
+fn delete_employee(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+    domain::answer(Box::pin(async move {
+        let id = args["employee_id"].as_str().unwrap_or_default();
+        let row = target(ctx, id).await?;
+        let reports = row["reports"].as_i64().unwrap_or(0);
+        if reports > 0 {
+            return Err(Reply::failure(
+                Code::ValidationError,
+                format!(
+                    "{} has {reports} direct reports, so the record cannot be deleted.",
+                    full_name(&row)
+                ),
+                "Reassign their reports to another manager first, then ask again.",
+            ));
+        }
+        let name = full_name(&row);
+        let email = row["email"].as_str().unwrap_or("");
+        let dept = row["department"].as_str().unwrap_or("");
+        let message = format!(
+            "Delete employee {name} ({email})? This permanently deletes the employee record, with their reviews and expense reports, and cannot be undone.\n\nDepartment: {dept}\nEmployee ID: {id}"
+        );
+        let details = json!({
+            "employeeId": id, "employeeName": name, "employeeEmail": email, "department": dept,
+            "reason": args["reason"].as_str().unwrap_or("No reason provided"),
+        });
+        Ok(domain::confirm::request(
+            ctx,
+            "delete_employee",
+            TOOLSET,
+            args.clone(),
+            message,
+            details,
+        )
+        .await)
+    }))
+}
+
+fn update_salary(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+    domain::answer(Box::pin(async move {
+        let id = args["employee_id"].as_str().unwrap_or_default();
+        let new_cents = (args["new_salary"].as_f64().unwrap_or(0.0) * 100.0).round() as i64;
+        if let Some(date) = args["effective_date"].as_str() {
+            let today = crate::clock::today();
+            if date > today.as_str() {
+                return Err(Reply::failure(
+                    Code::ValidationError,
+                    format!("effective_date {date} is in the future; salary changes apply when they are confirmed."),
+                    "Ask again on or after the effective date, or leave effective_date out to apply it now.",
+                ));
+            }
+        }
+        let row = target(ctx, id).await?;
+        let name = full_name(&row);
+        let old_cents = row["salary_cents"].as_i64().unwrap_or(0);
+        let message = format!(
+            "Change the salary of {name} from {} to {} (effective {})?",
+            money(old_cents),
+            money(new_cents),
+            args["effective_date"].as_str().unwrap_or("on confirmation"),
+        );
+        let details = json!({
+            "employeeId": id, "employeeName": name,
+            "currentSalary": domain::dollars(&json!(old_cents)), "newSalary": domain::dollars(&json!(new_cents)),
+            "effectiveDate": args["effective_date"], "reason": args["reason"].as_str().unwrap_or("No reason provided"),
+        });
+        Ok(domain::confirm::request(
+            ctx,
+            "update_salary",
+            TOOLSET,
+            args.clone(),
+            message,
+            details,
+        )
+        .await)
+    }))
+}
+
+/// Carries out a confirmed HR write.
+pub async fn execute(ctx: &dyn ToolContext, p: &domain::confirm::Pending) -> Reply {
+    let id = p.arguments["employee_id"].as_str().unwrap_or_default();
+    let gone = || {
+        Reply::failure(
+            Code::EmployeeNotFound,
+            format!("Employee {id} no longer exists; nothing was changed."),
+            "Use list_employees to check the current employees.",
+        )
+    };
+    match p.action.as_str() {
+        "delete_employee" => {
+            match ctx
+                .query(
+                    "DELETE FROM hr_employees WHERE id = ?1 RETURNING id",
+                    vec![json!(id)],
+                )
+                .await
+            {
+                Ok(rows) if rows.is_empty() => gone(),
+                Ok(_) => Reply::Success {
+                    summary: format!(
+                        "{} has been permanently deleted.",
+                        p.data["employeeName"].as_str().unwrap_or(id)
+                    ),
+                    data: json!({ "deleted": true, "employeeId": id, "employeeName": p.data["employeeName"],
+                                  "message": format!("Employee {} has been permanently deleted.", p.data["employeeName"].as_str().unwrap_or(id)) }),
+                    page: None,
+                },
+                Err(e) if e.to_string().contains("FOREIGN KEY") => Reply::failure(
+                    Code::ValidationError,
+                    "The employee now has direct reports, so the record was not deleted.",
+                    "Reassign their reports first, then ask again.",
+                ),
+                Err(e) => domain::db(e),
+            }
+        }
+        "update_salary" => {
+            let cents = (p.arguments["new_salary"].as_f64().unwrap_or(0.0) * 100.0).round() as i64;
+            match ctx
+                .query(
+                    "UPDATE hr_employees SET salary_cents = ?2, updated_at = strftime('%Y-%m-%dT%H:%M:%SZ', 'now') WHERE id = ?1 RETURNING salary_cents",
+                    vec![json!(id), json!(cents)],
+                )
+                .await
+            {
+                Ok(rows) if rows.is_empty() => gone(),
+                Ok(_) => Reply::Success {
+                    summary: format!("The salary of {} is now {}.", p.data["employeeName"].as_str().unwrap_or(id), money(cents)),
+                    data: json!({ "updated": true, "employeeId": id, "employeeName": p.data["employeeName"],
+                                  "newSalary": domain::dollars(&json!(cents)),
+                                  "message": format!("The salary of {} is now {}.", p.data["employeeName"].as_str().unwrap_or(id), money(cents)) }),
+                    page: None,
+                },
+                Err(e) => domain::db(e),
+            }
+        }
+        other => Reply::failure(
+            Code::OperationFailed,
+            format!("unknown HR action {other}"),
+            "Ask for the change again.",
+        ),
+    }
+}
+
 const OUTPUT: Option<&str> = Some(include_str!("../../../schema/domain/response.output.json"));
 
 /// The toolset's tools.
-pub static TOOLS: [ToolDef; 4] = [
+pub static TOOLS: [ToolDef; 6] = [
     ToolDef {
         toolset: TOOLSET,
         name: "get_employee",
@@ -458,6 +647,30 @@ pub static TOOLS: [ToolDef; 4] = [
         roles: &["hr-write", "executive", "manager"],
         handler: get_performance_reviews,
     },
+    ToolDef {
+        toolset: TOOLSET,
+        name: "delete_employee",
+        title: "Delete employee",
+        description: "Ask to delete an employee record (with their reviews and expense reports). Nothing changes until the user confirms: the answer is pending_confirmation with a confirmationId, decided with POST /api/confirm/<id> (or in a form when the client supports elicitation).",
+        annotations: Annotations { read_only: false, destructive: true, idempotent: false, open_world: false },
+        input_schema: include_str!("../../../schema/hr/delete_employee.input.json"),
+        output_schema: OUTPUT,
+        timeout_ms: 150_000,
+        roles: WRITERS,
+        handler: delete_employee,
+    },
+    ToolDef {
+        toolset: TOOLSET,
+        name: "update_salary",
+        title: "Update salary",
+        description: "Ask to change an employee's annual salary. Nothing changes until the user confirms (pending_confirmation, then POST /api/confirm/<id> or an elicitation form). Future effective dates are refused: changes apply when confirmed.",
+        annotations: Annotations { read_only: false, destructive: true, idempotent: true, open_world: false },
+        input_schema: include_str!("../../../schema/hr/update_salary.input.json"),
+        output_schema: OUTPUT,
+        timeout_ms: 150_000,
+        roles: WRITERS,
+        handler: update_salary,
+    },
 ];
 
 #[cfg(test)]
@@ -495,6 +708,13 @@ mod tests {
         let hr_write = employee(&row(), &caller("E1", &["hr-write"]));
         assert_eq!(hr_write["ssn"], "123-45-6789");
         assert_eq!(hr_write["active"], true);
+    }
+
+    #[test]
+    fn money_groups_thousands() {
+        assert_eq!(money(12_000_000), "$120,000.00");
+        assert_eq!(money(105), "$1.05");
+        assert_eq!(money(100_000_000_050), "$1,000,000,000.50");
     }
 
     #[test]

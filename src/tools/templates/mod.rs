@@ -9,7 +9,6 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
 
-use chrono::Datelike;
 use futures::future::LocalBoxFuture;
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
@@ -34,15 +33,6 @@ thread_local! {
     static COMPILED: RefCell<HashMap<(i64, i64), Rc<Template>>> = RefCell::new(HashMap::new());
 }
 
-fn today() -> String {
-    chrono::DateTime::from_timestamp_millis(clock::now_ms() as i64)
-        .map(|d| {
-            let d = d.date_naive();
-            format!("{:04}-{:02}-{:02}", d.year(), d.month(), d.day())
-        })
-        .unwrap_or_default()
-}
-
 /// The context a template sees besides its variables: `agent`, `session`, `current_date`.
 fn context(context_data: &Value) -> Value {
     let mut agent =
@@ -57,7 +47,7 @@ fn context(context_data: &Value) -> Value {
     if let Some(id) = session.get("session_id").cloned() {
         session["id"] = id;
     }
-    json!({ "agent": agent, "session": session, "current_date": today() })
+    json!({ "agent": agent, "session": session, "current_date": clock::today() })
 }
 
 fn parse_json_column(row: &Value, column: &str) -> Result<Value> {

@@ -1,0 +1,427 @@
+//! The `Confirmation` Durable Object: one per confirmation id, holding one pending write and its
+//! fate, and the `POST /api/confirm/:id` route that decides it.
+//!
+//! A Durable Object runs one request at a time up to its first await, and its SQLite writes are
+//! synchronous, so the state moves from `pending` to `executing` before any other decision can be
+//! read: of two simultaneous approvals exactly one executes, the other is told it was already
+//! handled. The object forgets everything an hour after the confirmation expires (its alarm).
+//!
+//! | answer | HTTP |
+//! | --- | --- |
+//! | executed (the tool's success or domain error), or denied | 200 |
+//! | the decision came from another user: `USER_MISMATCH` | 403 |
+//! | no such confirmation (never existed, or forgotten) | 404 |
+//! | already decided | 409 |
+//! | expired (5 minutes) | 410 |
+
+use futures::future::LocalBoxFuture;
+use serde::Deserialize;
+use serde_json::{json, Value};
+use worker::{durable_object, DurableObject, Env, Request, Response, SqlStorage, State};
+
+use crate::clock;
+use crate::edge::config::Config;
+use crate::edge::http::header;
+use crate::error::{Error, Result};
+use crate::mcp::logging::LogLevel;
+use crate::registry::{Caller, Heartbeat, JobMode, Platform, ToolContext};
+use crate::store::services::{delegate_services, Services, ROLES_HEADER, USER_HEADER};
+use crate::tools::domain::confirm::{audit, Pending};
+use crate::tools::domain::{Code, Reply};
+
+/// How long a decided or expired confirmation is remembered (to answer "already handled").
+const KEEP_MS: f64 = 60.0 * 60.0 * 1000.0;
+
+/// The platform of a confirmation: the env's services; no session, events or jobs.
+struct ConfirmPlatform {
+    services: Services,
+}
+
+impl ConfirmPlatform {
+    fn services(&self) -> &Services {
+        &self.services
+    }
+}
+
+fn no_session() -> Error {
+    Error::Internal("a confirmed write has no MCP session".into())
+}
+
+impl Platform for ConfirmPlatform {
+    delegate_services!();
+
+    fn session_get(&self, _key: &str) -> Result<Option<String>> {
+        Err(no_session())
+    }
+
+    fn session_set(&self, _key: &str, _value: &str) -> Result<()> {
+        Err(no_session())
+    }
+
+    fn session_id(&self) -> String {
+        String::new()
+    }
+
+    fn emit(&self, _event: &str, _data: Value) {}
+
+    fn job_start<'a>(
+        &'a self,
+        _kind: &'a str,
+        _id: &'a str,
+        _mode: JobMode,
+    ) -> LocalBoxFuture<'a, Result<()>> {
+        Box::pin(async { Err(no_session()) })
+    }
+
+    fn job_lease_ms(&self) -> u32 {
+        0
+    }
+
+    fn job_heartbeat(&self, _id: &str) -> Result<Heartbeat> {
+        Ok(Heartbeat::Continue)
+    }
+
+    fn job_finish(&self, _id: &str) -> Result<()> {
+        Ok(())
+    }
+
+    fn job_stop(&self, _id: &str, _reason: &str) -> Result<bool> {
+        Ok(false)
+    }
+}
+
+/// The context a confirmed write runs in: the deciding user, nobody to ask or report to.
+struct Decider {
+    platform: ConfirmPlatform,
+    caller: Caller,
+}
+
+impl ToolContext for Decider {
+    fn platform(&self) -> &dyn Platform {
+        &self.platform
+    }
+
+    fn progress(&self, _progress: f64, _total: Option<f64>, _message: Option<&str>) {}
+
+    fn log(&self, _level: LogLevel, _data: Value) {}
+
+    fn ask_client<'a>(
+        &'a self,
+        method: &'a str,
+        _params: Value,
+    ) -> LocalBoxFuture<'a, Result<Value>> {
+        Box::pin(async move {
+            Err(Error::Client(format!(
+                "{method}: a confirmed write has no client request to ask through"
+            )))
+        })
+    }
+
+    fn end_connection(&self) {}
+
+    fn caller(&self) -> Caller {
+        self.caller.clone()
+    }
+
+    fn client_capabilities(&self) -> Value {
+        json!({})
+    }
+}
+
+#[derive(Deserialize)]
+struct Row {
+    record: String,
+    state: String,
+    outcome: Option<String>,
+}
+
+/// The Durable Object class (`class_name = "Confirmation"` in wrangler.toml).
+#[durable_object]
+pub struct Confirmation {
+    state: State,
+    env: Env,
+}
+
+fn json_answer(status: u16, body: &Value) -> worker::Result<Response> {
+    Ok(Response::from_json(body)?.with_status(status))
+}
+
+fn failure(code: Code, message: &str, action: &str) -> Value {
+    Reply::failure(code, message, action).to_json()
+}
+
+impl DurableObject for Confirmation {
+    fn new(state: State, env: Env) -> Self {
+        Confirmation { state, env }
+    }
+
+    async fn fetch(&self, mut req: Request) -> worker::Result<Response> {
+        let result = match req.path().as_str() {
+            "/create" => match req.json::<Pending>().await {
+                Ok(p) => self.create(p).await,
+                Err(e) => Err(Error::InvalidRequest(format!("confirmation record: {e}"))),
+            },
+            "/decide" => {
+                let caller = Caller {
+                    user: header(&req, USER_HEADER).filter(|u| !u.is_empty()),
+                    roles: header(&req, ROLES_HEADER)
+                        .map(|r| {
+                            r.split(',')
+                                .filter(|x| !x.is_empty())
+                                .map(str::to_string)
+                                .collect()
+                        })
+                        .unwrap_or_default(),
+                };
+                match req.json::<Value>().await {
+                    Ok(body) => self.decide(caller, body).await,
+                    Err(_) => Ok((
+                        400,
+                        failure(Code::InvalidInput, "The body must be JSON: {\"approved\": true|false}.", "Send {\"approved\": true} to approve or {\"approved\": false} to deny."),
+                    )),
+                }
+            }
+            _ => Err(Error::NotFound("no such confirmation operation".into())),
+        };
+        match result {
+            Ok((status, body)) => json_answer(status, &body),
+            Err(e) => {
+                worker::console_error!("{}", json!({ "confirmation_error": e.to_string() }));
+                json_answer(500, &Reply::from_error(&e).to_json())
+            }
+        }
+    }
+
+    async fn alarm(&self) -> worker::Result<Response> {
+        if let Err(e) = self.on_alarm().await {
+            worker::console_error!("confirmation alarm: {e}");
+        }
+        Response::empty()
+    }
+}
+
+impl Confirmation {
+    fn sql(&self) -> Result<SqlStorage> {
+        let sql = self.state.storage().sql();
+        sql.exec(
+            "CREATE TABLE IF NOT EXISTS confirmation (
+               one INTEGER PRIMARY KEY CHECK (one = 1),
+               record TEXT NOT NULL,
+               state TEXT NOT NULL CHECK (state IN ('pending', 'denied', 'executing', 'done', 'expired')),
+               outcome TEXT)",
+            None,
+        )
+        .map_err(|e| Error::Storage(format!("confirmation storage: {e}")))?;
+        Ok(sql)
+    }
+
+    fn load(&self) -> Result<Option<(Pending, String, Option<String>)>> {
+        let rows: Vec<Row> = self
+            .sql()?
+            .exec("SELECT record, state, outcome FROM confirmation", None)
+            .and_then(|c| c.to_array())
+            .map_err(|e| Error::Storage(format!("confirmation read: {e}")))?;
+        match rows.into_iter().next() {
+            Some(r) => Ok(Some((serde_json::from_str(&r.record)?, r.state, r.outcome))),
+            None => Ok(None),
+        }
+    }
+
+    fn set_state(&self, state: &str, outcome: Option<&str>) -> Result<()> {
+        self.sql()?
+            .exec(
+                "UPDATE confirmation SET state = ?, outcome = ?",
+                vec![state.into(), outcome.map(str::to_string).into()],
+            )
+            .and_then(|c| c.to_array::<Value>())
+            .map(drop)
+            .map_err(|e| Error::Storage(format!("confirmation write: {e}")))
+    }
+
+    fn services(&self) -> Result<Services> {
+        let cfg = Config::from_env(&self.env);
+        Ok(Services::new(
+            self.env.clone(),
+            crate::session::registry(cfg.catalog)?,
+        ))
+    }
+
+    async fn create(&self, p: Pending) -> Result<(u16, Value)> {
+        if self.load()?.is_some() {
+            return Ok((
+                409,
+                json!({ "status": "error", "code": "OPERATION_FAILED", "message": "confirmation id in use" }),
+            ));
+        }
+        self.sql()?
+            .exec(
+                "INSERT INTO confirmation (one, record, state) VALUES (1, ?, 'pending')",
+                vec![serde_json::to_string(&p)?.into()],
+            )
+            .and_then(|c| c.to_array::<Value>())
+            .map_err(|e| Error::Storage(format!("confirmation write: {e}")))?;
+        self.state
+            .storage()
+            .set_alarm((p.expires_ms - clock::now_ms()).max(0.0) as i64 + 1000)
+            .await
+            .map_err(Error::from)?;
+        Ok((
+            201,
+            json!({ "status": "success", "data": { "confirmationId": p.id } }),
+        ))
+    }
+
+    async fn decide(&self, caller: Caller, body: Value) -> Result<(u16, Value)> {
+        let Some(approved) = body.get("approved").and_then(Value::as_bool) else {
+            return Ok((
+                400,
+                failure(
+                    Code::InvalidInput,
+                    "approved must be true or false.",
+                    "Send {\"approved\": true} to approve or {\"approved\": false} to deny.",
+                ),
+            ));
+        };
+        let Some((p, state, outcome)) = self.load()? else {
+            return Ok((
+                404,
+                failure(
+                    Code::OperationFailed,
+                    "There is no such confirmation: it never existed, or it expired long ago.",
+                    "Ask for the change again.",
+                ),
+            ));
+        };
+        let ctx = Decider {
+            platform: ConfirmPlatform {
+                services: self.services()?,
+            },
+            caller: caller.clone(),
+        };
+        if caller.user.as_deref() != Some(p.user.as_str()) {
+            audit(&ctx, &p, "refused", "USER_MISMATCH").await;
+            return Ok((
+                403,
+                failure(
+                    Code::UserMismatch,
+                    "This change was asked for by a different user; only they can decide it.",
+                    "Sign in as the user who asked, or ask for the change yourself.",
+                ),
+            ));
+        }
+        if state != "pending" {
+            let earlier = outcome
+                .and_then(|o| serde_json::from_str::<Value>(&o).ok())
+                .unwrap_or(Value::Null);
+            return Ok((
+                409,
+                json!({ "status": "error", "code": "OPERATION_FAILED",
+                        "message": format!("This confirmation was already handled ({state}); nothing more was done."),
+                        "suggestedAction": "Check the current data; ask for the change again if it is still needed.",
+                        "previous": earlier }),
+            ));
+        }
+        if clock::now_ms() > p.expires_ms {
+            self.set_state("expired", None)?;
+            audit(&ctx, &p, "expired", "").await;
+            return Ok((
+                410,
+                failure(
+                    Code::OperationFailed,
+                    "This confirmation expired (5 minutes); nothing was changed.",
+                    "Ask for the change again.",
+                ),
+            ));
+        }
+        if !approved {
+            let reply = json!({ "status": "success", "data": { "approved": false, "confirmationId": p.id, "message": "Cancelled; nothing was changed." } });
+            self.set_state("denied", Some(&reply.to_string()))?;
+            audit(&ctx, &p, "denied", "").await;
+            return Ok((200, reply));
+        }
+        // Claimed before the first await: a concurrent decision now sees `executing`.
+        self.set_state("executing", None)?;
+        audit(&ctx, &p, "approved", "").await;
+        let reply = crate::tools::execute_confirmed(&ctx, &p).await.to_json();
+        self.set_state("done", Some(&reply.to_string()))?;
+        let event = if reply["status"] == "success" {
+            "executed"
+        } else {
+            "failed"
+        };
+        audit(&ctx, &p, event, reply["code"].as_str().unwrap_or("")).await;
+        Ok((200, reply))
+    }
+
+    async fn on_alarm(&self) -> Result<()> {
+        let Some((p, state, _)) = self.load()? else {
+            return Ok(());
+        };
+        let now = clock::now_ms();
+        if now > p.expires_ms + KEEP_MS {
+            return self.state.storage().delete_all().await.map_err(Error::from);
+        }
+        if state == "pending" {
+            self.set_state("expired", None)?;
+            let ctx = Decider {
+                platform: ConfirmPlatform {
+                    services: self.services()?,
+                },
+                caller: Caller {
+                    user: Some(p.user.clone()),
+                    roles: Vec::new(),
+                },
+            };
+            audit(&ctx, &p, "expired", "").await;
+        }
+        self.state
+            .storage()
+            .set_alarm((p.expires_ms + KEEP_MS - now).max(0.0) as i64 + 1000)
+            .await
+            .map_err(Error::from)
+    }
+}
+
+/// `POST /api/confirm/:id` with `{"approved": true|false}` and the asking user's bearer token.
+pub async fn serve(req: Request, env: Env, id: &str) -> Result<Response> {
+    let mut req = req;
+    let cfg = Config::from_env(&env);
+    let caller = crate::edge::auth::authenticate(&req, &env, &cfg).await?;
+    if caller.user.is_none() {
+        return Err(Error::Unauthorized {
+            message:
+                "Unauthorized: deciding a confirmation needs the bearer token of the user who asked"
+                    .into(),
+            invalid_token: false,
+        });
+    }
+    let valid_id = id.len() == 36
+        && id
+            .bytes()
+            .all(|b| b == b'-' || b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+    if !valid_id {
+        return Ok(json_answer(
+            404,
+            &failure(
+                Code::OperationFailed,
+                "There is no such confirmation.",
+                "Use the confirmationId of a pending_confirmation answer.",
+            ),
+        )?);
+    }
+    let body: Value = match req.json().await {
+        Ok(v) => v,
+        Err(_) => Value::Null,
+    };
+    let services = Services::new(env, crate::session::registry(cfg.catalog)?);
+    let (status, answer) = services
+        .confirmation(
+            id,
+            "decide",
+            &body,
+            caller.user.as_deref().unwrap_or(""),
+            &caller.roles,
+        )
+        .await?;
+    Ok(json_answer(status, &answer)?)
+}

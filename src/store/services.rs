@@ -1,0 +1,227 @@
+//! The Worker environment's services as tools use them — D1, KV, settings and secrets, outbound
+//! fetch, timers, the tool registry, and the confirmation store — shared by every `Platform` the
+//! edge layer provides (a session object's, a confirmation object's).
+
+use std::rc::Rc;
+use std::time::Duration;
+
+use futures::future::LocalBoxFuture;
+use serde_json::Value;
+use worker::{Delay, Env, Fetch, Headers, Method, Request, RequestInit};
+
+use super::d1;
+use crate::error::{Error, Result};
+use crate::registry::{Inbound, Outbound, Registry, Statement};
+
+/// Internal header to a `Confirmation` object: the verified caller's user id.
+pub const USER_HEADER: &str = "x-mcp-edge-user";
+/// Internal header to a `Confirmation` object: the verified caller's roles, comma-separated.
+pub const ROLES_HEADER: &str = "x-mcp-edge-roles";
+
+/// Env-backed services.
+#[derive(Clone)]
+pub struct Services {
+    env: Env,
+    registry: Rc<Registry>,
+}
+
+impl Services {
+    /// Services over `env`, with the deployment's tools.
+    pub fn new(env: Env, registry: Rc<Registry>) -> Self {
+        Services { env, registry }
+    }
+
+    fn db(&self) -> Result<worker::D1Database> {
+        self.env
+            .d1("DB")
+            .map_err(|e| Error::Storage(format!("D1 binding DB: {e}")))
+    }
+
+    fn kv(&self) -> Result<worker::kv::KvStore> {
+        self.env
+            .kv("CACHE")
+            .map_err(|e| Error::Storage(format!("KV binding CACHE: {e}")))
+    }
+
+    /// See `Platform::query`.
+    pub async fn query(&self, sql: &str, params: Vec<Value>) -> Result<Vec<Value>> {
+        d1::query(&self.db()?, sql, &params).await
+    }
+
+    /// See `Platform::batch`.
+    pub async fn batch(&self, statements: Vec<Statement>) -> Result<Vec<Vec<Value>>> {
+        let pairs: Vec<(String, Vec<Value>)> =
+            statements.into_iter().map(|s| (s.sql, s.params)).collect();
+        d1::batch(&self.db()?, &pairs).await
+    }
+
+    /// See `Platform::cache_get`.
+    pub async fn cache_get(&self, key: &str) -> Result<Option<String>> {
+        self.kv()?
+            .get(key)
+            .text()
+            .await
+            .map_err(|e| Error::Storage(format!("KV get: {e}")))
+    }
+
+    /// See `Platform::cache_put`.
+    pub async fn cache_put(&self, key: &str, value: &str, ttl_secs: u64) -> Result<()> {
+        self.kv()?
+            .put(key, value)
+            .map_err(|e| Error::Storage(format!("KV put: {e}")))?
+            .expiration_ttl(ttl_secs.max(60))
+            .execute()
+            .await
+            .map_err(|e| Error::Storage(format!("KV put: {e}")))
+    }
+
+    /// See `Platform::setting`.
+    pub fn setting(&self, name: &str) -> Option<String> {
+        self.env
+            .secret(name)
+            .or_else(|_| self.env.var(name))
+            .ok()
+            .map(|v| v.to_string())
+            .filter(|v| !v.is_empty())
+    }
+
+    /// See `Platform::fetch`.
+    pub async fn fetch(&self, request: Outbound) -> Result<Inbound> {
+        let unavailable = |e: worker::Error| Error::Client(format!("{}: {e}", request.url));
+        let headers = Headers::new();
+        for (k, v) in &request.headers {
+            headers.set(k, v).map_err(unavailable)?;
+        }
+        let mut init = RequestInit::new();
+        init.with_method(Method::from(request.method.to_string()))
+            .with_headers(headers);
+        if let Some(body) = &request.body {
+            init.with_body(Some(body.as_str().into()));
+        }
+        let req = Request::new_with_init(&request.url, &init).map_err(unavailable)?;
+        let mut resp = Fetch::Request(req).send().await.map_err(unavailable)?;
+        let body = resp.text().await.map_err(unavailable)?;
+        Ok(Inbound {
+            status: resp.status_code(),
+            body,
+        })
+    }
+
+    /// See `Platform::registry`.
+    pub fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
+    /// See `Platform::sleep`.
+    pub fn sleep(ms: u32) -> LocalBoxFuture<'static, ()> {
+        Box::pin(Delay::from(Duration::from_millis(u64::from(ms))))
+    }
+
+    /// Sends `body` to the `Confirmation` object of `id` (`op`: `create` or `decide`), as
+    /// `caller_user` with `caller_roles`; returns its HTTP status and JSON answer.
+    pub async fn confirmation(
+        &self,
+        id: &str,
+        op: &str,
+        body: &Value,
+        caller_user: &str,
+        caller_roles: &[String],
+    ) -> Result<(u16, Value)> {
+        let headers = Headers::new();
+        let set = |k: &str, v: &str| headers.set(k, v).map_err(Error::from);
+        set("content-type", "application/json")?;
+        set(USER_HEADER, caller_user)?;
+        set(ROLES_HEADER, &caller_roles.join(","))?;
+        let mut init = RequestInit::new();
+        init.with_method(Method::Post)
+            .with_headers(headers)
+            .with_body(Some(body.to_string().into()));
+        let req = Request::new_with_init(&format!("https://confirmation.internal/{op}"), &init)?;
+        let stub = self
+            .env
+            .durable_object("CONFIRMATIONS")?
+            .id_from_name(id)?
+            .get_stub()?;
+        let mut resp = stub.fetch_with_request(req).await?;
+        let status = resp.status_code();
+        let answer = resp
+            .json::<Value>()
+            .await
+            .map_err(|e| Error::Internal(format!("confirmation {op}: {e}")))?;
+        Ok((status, answer))
+    }
+}
+
+/// Implements the env-backed methods of `Platform` (query, batch, cache, setting, fetch,
+/// registry, sleep, confirmation) through `self.services()`.
+macro_rules! delegate_services {
+    () => {
+        fn query<'a>(
+            &'a self,
+            sql: &'a str,
+            params: Vec<serde_json::Value>,
+        ) -> futures::future::LocalBoxFuture<'a, $crate::error::Result<Vec<serde_json::Value>>> {
+            Box::pin(self.services().query(sql, params))
+        }
+
+        fn batch(
+            &self,
+            statements: Vec<$crate::registry::Statement>,
+        ) -> futures::future::LocalBoxFuture<'_, $crate::error::Result<Vec<Vec<serde_json::Value>>>>
+        {
+            Box::pin(self.services().batch(statements))
+        }
+
+        fn cache_get<'a>(
+            &'a self,
+            key: &'a str,
+        ) -> futures::future::LocalBoxFuture<'a, $crate::error::Result<Option<String>>> {
+            Box::pin(self.services().cache_get(key))
+        }
+
+        fn cache_put<'a>(
+            &'a self,
+            key: &'a str,
+            value: &'a str,
+            ttl_secs: u64,
+        ) -> futures::future::LocalBoxFuture<'a, $crate::error::Result<()>> {
+            Box::pin(self.services().cache_put(key, value, ttl_secs))
+        }
+
+        fn setting(&self, name: &str) -> Option<String> {
+            self.services().setting(name)
+        }
+
+        fn fetch(
+            &self,
+            request: $crate::registry::Outbound,
+        ) -> futures::future::LocalBoxFuture<'_, $crate::error::Result<$crate::registry::Inbound>> {
+            Box::pin(self.services().fetch(request))
+        }
+
+        fn registry(&self) -> &$crate::registry::Registry {
+            self.services().registry()
+        }
+
+        fn sleep(&self, ms: u32) -> futures::future::LocalBoxFuture<'_, ()> {
+            $crate::store::services::Services::sleep(ms)
+        }
+
+        fn confirmation<'a>(
+            &'a self,
+            id: &'a str,
+            op: &'a str,
+            body: &'a serde_json::Value,
+            caller: &'a $crate::registry::Caller,
+        ) -> futures::future::LocalBoxFuture<'a, $crate::error::Result<(u16, serde_json::Value)>> {
+            Box::pin(self.services().confirmation(
+                id,
+                op,
+                body,
+                caller.user.as_deref().unwrap_or(""),
+                &caller.roles,
+            ))
+        }
+    };
+}
+pub(crate) use delegate_services;

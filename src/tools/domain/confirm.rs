@@ -1,0 +1,197 @@
+//! Human confirmation of domain writes (seed 002 §5.6). A write tool changes nothing when called:
+//! it stores what it would do in the confirmation store (one strongly consistent Durable Object per
+//! confirmation, see `src/confirm/`) and answers `pending_confirmation`. The user decides with
+//! `POST /api/confirm/:id` (their own token) or, when their client declared `elicitation`, in a
+//! form the tool call shows them; the model cannot decide, because no tool does. The store runs
+//! the write at most once, within its lifetime (5 minutes by default), for the user who asked, with their current roles.
+//! Every request, decision and execution goes to `audit_log`.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+
+use super::{Code, Reply};
+use crate::clock;
+use crate::registry::ToolContext;
+
+/// How long a confirmation can be decided: `CONFIRMATION_TTL_SECONDS`, 300 by default (the seed's
+/// 5 minutes).
+fn lifetime_ms(ctx: &dyn ToolContext) -> f64 {
+    ctx.platform()
+        .setting("CONFIRMATION_TTL_SECONDS")
+        .and_then(|s| s.trim().parse::<f64>().ok())
+        .filter(|s| *s > 0.0)
+        .unwrap_or(300.0)
+        * 1000.0
+}
+
+/// A write waiting for its decision, as the confirmation store keeps it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Pending {
+    /// The confirmation id (a random v4 UUID: 122 random bits).
+    pub id: String,
+    /// The seed's action name (`delete_employee`, …); the tool that asked has the same name.
+    pub action: String,
+    /// The domain (`hr`, `finance`, `sales`, `support`).
+    pub server: String,
+    /// The tool's validated arguments.
+    pub arguments: Value,
+    /// Who asked; only they can decide.
+    pub user: String,
+    /// What will change, as shown to the user.
+    pub message: String,
+    /// The seed's `confirmationData`.
+    pub data: Value,
+    /// When it was asked, ms since the epoch.
+    pub created_ms: f64,
+    /// Until when it can be decided.
+    pub expires_ms: f64,
+}
+
+/// A SHA-256 of the arguments (canonical JSON, keys sorted), for the audit log.
+pub fn arguments_hash(args: &Value) -> String {
+    Sha256::digest(args.to_string().as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Records an audit event; a failure is logged, never hidden from the operator, and does not undo
+/// the decision it records.
+pub async fn audit(ctx: &dyn ToolContext, p: &Pending, event: &str, outcome: &str) {
+    let r = ctx
+        .query(
+            "INSERT INTO audit_log (user_id, tool, confirmation_id, arguments_hash, event, outcome) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            vec![
+                json!(ctx.caller().user.unwrap_or_else(|| p.user.clone())),
+                json!(p.action),
+                json!(p.id),
+                json!(arguments_hash(&p.arguments)),
+                json!(event),
+                json!(outcome),
+            ],
+        )
+        .await;
+    if let Err(e) = r {
+        worker::console_error!(
+            "{}",
+            json!({ "audit_failed": e.to_string(), "confirmation": p.id, "event": event })
+        );
+    }
+}
+
+/// A random v4 UUID.
+fn uuid() -> crate::error::Result<String> {
+    let h = crate::random::hex(16)?;
+    let variant = ["8", "9", "a", "b"][usize::from(h.as_bytes()[16] % 4)];
+    Ok(format!(
+        "{}-{}-4{}-{variant}{}-{}",
+        &h[0..8],
+        &h[8..12],
+        &h[13..16],
+        &h[17..20],
+        &h[20..32]
+    ))
+}
+
+/// Asks for confirmation of a write: stores it, then either asks the user in an elicitation form
+/// (when the client supports it) and decides with their answer, or answers `pending_confirmation`.
+pub async fn request(
+    ctx: &dyn ToolContext,
+    action: &str,
+    server: &str,
+    arguments: Value,
+    message: String,
+    details: Value,
+) -> Reply {
+    let caller = ctx.caller();
+    let Some(user) = caller.user.clone() else {
+        return Reply::failure(
+            Code::InsufficientPermissions,
+            "Writes need a signed-in user to confirm them.",
+            "Sign in (a bearer token) and ask again.",
+        );
+    };
+    let id = match uuid() {
+        Ok(id) => id,
+        Err(e) => return super::db(e),
+    };
+    let now = clock::now_ms();
+    let mut data = details;
+    data["action"] = json!(action);
+    data["mcpServer"] = json!(server);
+    data["userId"] = json!(user);
+    data["timestamp"] = json!(now as i64);
+    let pending = Pending {
+        id: id.clone(),
+        action: action.to_string(),
+        server: server.to_string(),
+        arguments,
+        user,
+        message: message.clone(),
+        data: data.clone(),
+        created_ms: now,
+        expires_ms: now + lifetime_ms(ctx),
+    };
+    let body = match serde_json::to_value(&pending) {
+        Ok(b) => b,
+        Err(e) => return super::db(e.into()),
+    };
+    match ctx
+        .platform()
+        .confirmation(&id, "create", &body, &caller)
+        .await
+    {
+        Ok((201, _)) => {}
+        Ok((status, answer)) => {
+            worker::console_error!(
+                "{}",
+                json!({ "confirmation_create": status, "answer": answer })
+            );
+            return Reply::failure(
+                Code::OperationFailed,
+                "The confirmation could not be recorded.",
+                "Try again.",
+            );
+        }
+        Err(e) => return super::db(e),
+    }
+    audit(ctx, &pending, "requested", "").await;
+    if ctx.client_capabilities().get("elicitation").is_some() {
+        if let Some(reply) = ask_user(ctx, &pending).await {
+            return reply;
+        }
+    }
+    Reply::Pending {
+        confirmation_id: id,
+        message,
+        confirmation_data: data,
+    }
+}
+
+/// Shows the user the change in an elicitation form and sends their decision to the store; `None`
+/// when the form could not be shown (the pending answer then tells how to confirm).
+async fn ask_user(ctx: &dyn ToolContext, p: &Pending) -> Option<Reply> {
+    let form = json!({
+        "message": format!("{}\n\nApprove this change?", p.message),
+        "requestedSchema": {
+            "type": "object",
+            "properties": { "approve": { "type": "boolean", "title": "Approve", "description": "Yes to make this change now" } },
+            "required": ["approve"]
+        }
+    });
+    let answer = ctx.ask_client("elicitation/create", form).await.ok()?;
+    let approved =
+        answer["action"] == "accept" && answer.pointer("/content/approve") == Some(&json!(true));
+    let (_, reply) = ctx
+        .platform()
+        .confirmation(
+            &p.id,
+            "decide",
+            &json!({ "approved": approved }),
+            &ctx.caller(),
+        )
+        .await
+        .ok()?;
+    Some(Reply::Relayed(reply))
+}
