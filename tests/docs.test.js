@@ -48,7 +48,8 @@ test("every domain tool's README example works for the user and roles it names",
     let filled = args;
     for (const [, who] of args.matchAll(/\$EMPLOYEE\(([^)]+)\)/g)) filled = filled.replace(`$EMPLOYEE(${who})`, await idOf(who));
     const r = await (await post(w.mcpUrl, { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name, arguments: JSON.parse(filled) } }, { session, headers, version: LATEST })).json();
-    assert.equal(r.result?.structuredContent?.status, "success", `${name} as ${user}: ${JSON.stringify(r)}`);
+    // Reads succeed; writes wait for the user's confirmation.
+    assert.ok(["success", "pending_confirmation"].includes(r.result?.structuredContent?.status), `${name} as ${user}: ${JSON.stringify(r)}`);
     const tools = await (await post(w.mcpUrl, { jsonrpc: "2.0", id: 2, method: "tools/list" }, { session, headers, version: LATEST })).json();
     for (const t of tools.result.tools) listed.add(t.name);
   }
