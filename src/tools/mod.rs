@@ -5,6 +5,7 @@ pub mod conformance;
 pub mod domain;
 pub mod hr;
 pub mod instructions;
+pub mod support;
 pub mod templates;
 
 use serde_json::Value;
@@ -117,6 +118,7 @@ pub fn catalog(c: Catalog) -> Vec<&'static ToolDef> {
         .chain(templates::TOOLS.iter())
         .chain(chains::TOOLS.iter())
         .chain(hr::TOOLS.iter())
+        .chain(support::TOOLS.iter())
         .collect();
     if c == Catalog::Conformance {
         defs.extend(conformance::TOOLS.iter());
