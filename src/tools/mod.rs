@@ -3,6 +3,7 @@
 pub mod chains;
 pub mod conformance;
 pub mod domain;
+pub mod finance;
 pub mod hr;
 pub mod instructions;
 pub mod support;
@@ -118,6 +119,7 @@ pub fn catalog(c: Catalog) -> Vec<&'static ToolDef> {
         .chain(templates::TOOLS.iter())
         .chain(chains::TOOLS.iter())
         .chain(hr::TOOLS.iter())
+        .chain(finance::TOOLS.iter())
         .chain(support::TOOLS.iter())
         .collect();
     if c == Catalog::Conformance {
