@@ -6,6 +6,7 @@ pub mod domain;
 pub mod finance;
 pub mod hr;
 pub mod instructions;
+pub mod sales;
 pub mod support;
 pub mod templates;
 
@@ -120,6 +121,7 @@ pub fn catalog(c: Catalog) -> Vec<&'static ToolDef> {
         .chain(chains::TOOLS.iter())
         .chain(hr::TOOLS.iter())
         .chain(finance::TOOLS.iter())
+        .chain(sales::TOOLS.iter())
         .chain(support::TOOLS.iter())
         .collect();
     if c == Catalog::Conformance {
