@@ -36,9 +36,10 @@ const READERS: &[&str] = &["finance-read", "executive"];
 
 /// The current fiscal year (the calendar year, UTC).
 fn this_year() -> i32 {
+    // Out of range only beyond ±262,000 years; the epoch stands in for such a clock.
     chrono::DateTime::from_timestamp_millis(clock::now_ms() as i64)
-        .map(|d| d.year())
-        .unwrap_or(2026)
+        .unwrap_or_default()
+        .year()
 }
 
 /// A `YYYY-MM` month (month 01–12), as given; `None` for anything else.
@@ -124,7 +125,7 @@ fn get_budget(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<T
             .collect();
         Ok(Reply::Success {
             summary: format!(
-                "{} budget {}: {} allocated, {} spent, {} remaining ({}).",
+                "{} budget {}: ${} allocated, ${} spent, ${} remaining ({}).",
                 row["department"].as_str().unwrap_or(""),
                 row["fiscal_year"],
                 data["allocated_amount"],
@@ -328,7 +329,7 @@ fn get_expense_report(
         });
         Ok(Reply::Success {
             summary: format!(
-                "Expense report {} of {} for {month}: {} ({}).",
+                "Expense report {} of {} for {month}: ${} ({}).",
                 row["id"].as_str().unwrap_or(""),
                 row["employee_name"].as_str().unwrap_or(""),
                 data["total_amount"],
