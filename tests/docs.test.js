@@ -47,6 +47,13 @@ test("every domain tool's README example works for the user and roles it names",
     const session = init.headers.get("mcp-session-id");
     let filled = args;
     for (const [, who] of args.matchAll(/\$EMPLOYEE\(([^)]+)\)/g)) filled = filled.replace(`$EMPLOYEE(${who})`, await idOf(who));
+    // Other records by their name or title, so the examples hold whatever the id format is.
+    for (const [all, kind, key] of filled.matchAll(/\$(CUSTOMER|ARTICLE)\(([^)]+)\)/g)) {
+      const [table, column] = kind === "CUSTOMER" ? ["sales_customers", "name"] : ["support_knowledge_articles", "title"];
+      const row = await db.prepare(`SELECT id FROM ${table} WHERE ${column} = ?1`).bind(key).first();
+      assert.ok(row, all);
+      filled = filled.replace(all, row.id);
+    }
     const r = await (await post(w.mcpUrl, { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name, arguments: JSON.parse(filled) } }, { session, headers, version: LATEST })).json();
     // Reads succeed; writes wait for the user's confirmation.
     assert.ok(["success", "pending_confirmation"].includes(r.result?.structuredContent?.status), `${name} as ${user}: ${JSON.stringify(r)}`);

@@ -3,8 +3,11 @@
 pub mod chains;
 pub mod conformance;
 pub mod domain;
+pub mod finance;
 pub mod hr;
 pub mod instructions;
+pub mod sales;
+pub mod support;
 pub mod templates;
 
 use serde_json::Value;
@@ -149,6 +152,9 @@ pub fn catalog(c: Catalog) -> Vec<&'static ToolDef> {
         .chain(templates::TOOLS.iter())
         .chain(chains::TOOLS.iter())
         .chain(hr::TOOLS.iter())
+        .chain(finance::TOOLS.iter())
+        .chain(sales::TOOLS.iter())
+        .chain(support::TOOLS.iter())
         .collect();
     if c == Catalog::Conformance {
         defs.extend(conformance::TOOLS.iter());

@@ -142,6 +142,72 @@ fn no_cursor_key() -> Reply {
     )
 }
 
+/// Builds the page answer of a keyset list: `rows` holds up to `limit + 1` rows (the extra one
+/// only tells that there is more); `key` gives a row's sort key values for the next cursor.
+pub fn page_of(
+    ctx: &dyn ToolContext,
+    tool: &str,
+    filters: &Value,
+    mut rows: Vec<Value>,
+    limit: u64,
+    key: impl Fn(&Value) -> Value,
+    hint: &str,
+) -> Result<(Vec<Value>, Page), Reply> {
+    let more = rows.len() as u64 > limit;
+    rows.truncate(limit as usize);
+    let next_cursor = match (more, rows.last()) {
+        (true, Some(last)) => Some(next_cursor(ctx, tool, filters, &key(last))?),
+        _ => None,
+    };
+    let page = Page {
+        returned: rows.len(),
+        hint: next_cursor.as_ref().map(|_| hint.to_string()),
+        next_cursor,
+    };
+    Ok((rows, page))
+}
+
+/// The department a filter names (its code or name, any case), or the `INVALID_INPUT` answer
+/// listing the departments.
+pub async fn department(ctx: &dyn ToolContext, given: &str) -> Result<String, Reply> {
+    let rows = ctx
+        .query("SELECT id, name FROM hr_departments ORDER BY name", vec![])
+        .await
+        .map_err(db)?;
+    rows.iter()
+        .find(|r| {
+            r["id"]
+                .as_str()
+                .is_some_and(|c| c.eq_ignore_ascii_case(given))
+                || r["name"]
+                    .as_str()
+                    .is_some_and(|n| n.eq_ignore_ascii_case(given))
+        })
+        .and_then(|r| r["id"].as_str().map(str::to_string))
+        .ok_or_else(|| {
+            let names: Vec<&str> = rows.iter().filter_map(|r| r["name"].as_str()).collect();
+            Reply::failure(
+                Code::InvalidInput,
+                format!("There is no department {given:?}."),
+                format!("Use one of: {}.", names.join(", ")),
+            )
+        })
+}
+
+/// The user's text as a literal `LIKE` operand: `\`, `%` and `_` are prefixed with `\` so they
+/// match themselves. Bind the result and write `LIKE '%' || ?n || '%' ESCAPE '\'`; the text
+/// itself never becomes SQL.
+pub fn like_literal(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if matches!(c, '\\' | '%' | '_') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// The page size asked for, clamped to 1..=50.
 pub fn limit(args: &Value) -> u64 {
     args.get("limit")
@@ -169,4 +235,30 @@ pub fn answer<'a>(
 pub fn db(e: crate::error::Error) -> Reply {
     worker::console_error!("{}", json!({ "domain_error": e.to_string() }));
     Reply::from_error(&e)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn like_literal_escapes_the_wildcards_and_the_escape_itself() {
+        assert_eq!(like_literal("100%"), "100\\%");
+        assert_eq!(like_literal("Under_Score"), "Under\\_Score");
+        assert_eq!(like_literal(r"a\b"), r"a\\b");
+        assert_eq!(
+            like_literal("O'Brien"),
+            "O'Brien",
+            "quotes are data in a bound parameter"
+        );
+        assert_eq!(like_literal(""), "");
+    }
+
+    #[test]
+    fn limit_is_clamped() {
+        assert_eq!(limit(&json!({})), 50);
+        assert_eq!(limit(&json!({ "limit": 0 })), 1);
+        assert_eq!(limit(&json!({ "limit": 500 })), 50);
+        assert_eq!(limit(&json!({ "limit": 7 })), 7);
+    }
 }

@@ -17,7 +17,7 @@
 use futures::future::LocalBoxFuture;
 use serde_json::{json, Map, Value};
 
-use super::domain::{self, Access, Code, Page, Reply, HIDDEN, SIGNED_IN};
+use super::domain::{self, Access, Code, Reply, HIDDEN, SIGNED_IN};
 use crate::error::Result;
 use crate::registry::{Annotations, Caller, ToolContext, ToolDef, ToolOutput};
 
@@ -105,57 +105,6 @@ fn get_employee(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result
     }))
 }
 
-/// The department a filter names (its code or name, any case), or the `INVALID_INPUT` answer
-/// listing the departments.
-async fn department(ctx: &dyn ToolContext, given: &str) -> std::result::Result<String, Reply> {
-    let rows = ctx
-        .query("SELECT id, name FROM hr_departments ORDER BY name", vec![])
-        .await
-        .map_err(domain::db)?;
-    rows.iter()
-        .find(|r| {
-            r["id"]
-                .as_str()
-                .is_some_and(|c| c.eq_ignore_ascii_case(given))
-                || r["name"]
-                    .as_str()
-                    .is_some_and(|n| n.eq_ignore_ascii_case(given))
-        })
-        .and_then(|r| r["id"].as_str().map(str::to_string))
-        .ok_or_else(|| {
-            let names: Vec<&str> = rows.iter().filter_map(|r| r["name"].as_str()).collect();
-            Reply::failure(
-                Code::InvalidInput,
-                format!("There is no department {given:?}."),
-                format!("Use one of: {}.", names.join(", ")),
-            )
-        })
-}
-
-/// Builds the page answer of a keyset list: `rows` holds up to `limit + 1` rows.
-fn page_of(
-    ctx: &dyn ToolContext,
-    tool: &str,
-    filters: &Value,
-    mut rows: Vec<Value>,
-    limit: u64,
-    key: impl Fn(&Value) -> Value,
-    hint: &str,
-) -> std::result::Result<(Vec<Value>, Page), Reply> {
-    let more = rows.len() as u64 > limit;
-    rows.truncate(limit as usize);
-    let next_cursor = match (more, rows.last()) {
-        (true, Some(last)) => Some(domain::next_cursor(ctx, tool, filters, &key(last))?),
-        _ => None,
-    };
-    let page = Page {
-        returned: rows.len(),
-        hint: next_cursor.as_ref().map(|_| hint.to_string()),
-        next_cursor,
-    };
-    Ok((rows, page))
-}
-
 fn list_employees(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
     domain::answer(Box::pin(async move {
         let caller = ctx.caller();
@@ -164,7 +113,7 @@ fn list_employees(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Resu
         let filters = json!({ "department": args.get("department") });
         let after = domain::resume_after(ctx, "list_employees", &filters, args["cursor"].as_str())?;
         let dept = match args["department"].as_str() {
-            Some(d) => Some(department(ctx, d).await?),
+            Some(d) => Some(domain::department(ctx, d).await?),
             None => None,
         };
         let after = after.unwrap_or(Value::Null);
@@ -191,7 +140,7 @@ fn list_employees(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Resu
                 )
                 .await
                 .map_err(domain::db)?;
-        let (rows, page) = page_of(
+        let (rows, page) = domain::page_of(
                 ctx,
                 "list_employees",
                 &filters,
@@ -375,7 +324,7 @@ fn get_performance_reviews(
                 }
             }
         }
-        let (rows, page) = page_of(
+        let (rows, page) = domain::page_of(
                 ctx,
                 "get_performance_reviews",
                 &filters,
