@@ -17,5 +17,8 @@ if [ -f "$stamp" ] && [ -f build/index.js ] &&
   exit 0
 fi
 rm -f build/.built-*
+# The stamp carries the time the build started: a file edited while it runs is newer, so the
+# next build does not skip it.
+started="$(mktemp)"
 worker-build "--$profile"
-touch "$stamp"
+mv "$started" "$stamp"

@@ -48,6 +48,9 @@ pub async fn execute_confirmed(
     }
     match p.server.as_str() {
         "hr" => hr::execute(ctx, p).await,
+        "finance" => finance::writes::execute(ctx, p).await,
+        "sales" => sales::writes::execute(ctx, p).await,
+        "support" => support::writes::execute(ctx, p).await,
         other => domain::Reply::failure(
             domain::Code::OperationFailed,
             format!("no writes are defined for {other}"),
@@ -155,6 +158,9 @@ pub fn catalog(c: Catalog) -> Vec<&'static ToolDef> {
         .chain(finance::TOOLS.iter())
         .chain(sales::TOOLS.iter())
         .chain(support::TOOLS.iter())
+        .chain(finance::writes::TOOLS.iter())
+        .chain(sales::writes::TOOLS.iter())
+        .chain(support::writes::TOOLS.iter())
         .collect();
     if c == Catalog::Conformance {
         defs.extend(conformance::TOOLS.iter());

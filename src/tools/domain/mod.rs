@@ -237,9 +237,30 @@ pub fn db(e: crate::error::Error) -> Reply {
     Reply::from_error(&e)
 }
 
+/// Integer cents as `$1,234.56`, for messages people read.
+pub fn money(cents: i64) -> String {
+    let dollars = cents / 100;
+    let digits = dollars.abs().to_string();
+    let mut grouped = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            grouped.push(',');
+        }
+        grouped.push(c);
+    }
+    format!("${grouped}.{:02}", (cents % 100).abs())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn money_groups_thousands() {
+        assert_eq!(money(12_000_000), "$120,000.00");
+        assert_eq!(money(105), "$1.05");
+        assert_eq!(money(100_000_000_050), "$1,000,000,000.50");
+    }
 
     #[test]
     fn like_literal_escapes_the_wildcards_and_the_escape_itself() {

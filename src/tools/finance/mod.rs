@@ -20,6 +20,8 @@
 //! and its `%`, `_` and `\` are escaped ([`domain::like_literal`]), so `100%` does not also match
 //! `1000 Lakes`.
 
+pub mod writes;
+
 use chrono::Datelike;
 use futures::future::LocalBoxFuture;
 use serde_json::{json, Value};

@@ -389,19 +389,6 @@ fn full_name(row: &Value) -> String {
     )
 }
 
-fn money(cents: i64) -> String {
-    let dollars = cents / 100;
-    let digits = dollars.abs().to_string();
-    let mut grouped = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            grouped.push(',');
-        }
-        grouped.push(c);
-    }
-    format!("${grouped}.{:02}", (cents % 100).abs())
-}
-
 fn delete_employee(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
     domain::answer(Box::pin(async move {
         let id = args["employee_id"].as_str().unwrap_or_default();
@@ -458,8 +445,8 @@ fn update_salary(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Resul
         let old_cents = row["salary_cents"].as_i64().unwrap_or(0);
         let message = format!(
             "Change the salary of {name} from {} to {} (effective {})?",
-            money(old_cents),
-            money(new_cents),
+            domain::money(old_cents),
+            domain::money(new_cents),
             args["effective_date"].as_str().unwrap_or("on confirmation"),
         );
         let details = json!({
@@ -527,10 +514,10 @@ pub async fn execute(ctx: &dyn ToolContext, p: &domain::confirm::Pending) -> Rep
             {
                 Ok(rows) if rows.is_empty() => gone(),
                 Ok(_) => Reply::Success {
-                    summary: format!("The salary of {} is now {}.", p.data["employeeName"].as_str().unwrap_or(id), money(cents)),
+                    summary: format!("The salary of {} is now {}.", p.data["employeeName"].as_str().unwrap_or(id), domain::money(cents)),
                     data: json!({ "updated": true, "employeeId": id, "employeeName": p.data["employeeName"],
                                   "newSalary": domain::dollars(&json!(cents)),
-                                  "message": format!("The salary of {} is now {}.", p.data["employeeName"].as_str().unwrap_or(id), money(cents)) }),
+                                  "message": format!("The salary of {} is now {}.", p.data["employeeName"].as_str().unwrap_or(id), domain::money(cents)) }),
                     page: None,
                 },
                 Err(e) => domain::db(e),
@@ -657,13 +644,6 @@ mod tests {
         let hr_write = employee(&row(), &caller("E1", &["hr-write"]));
         assert_eq!(hr_write["ssn"], "123-45-6789");
         assert_eq!(hr_write["active"], true);
-    }
-
-    #[test]
-    fn money_groups_thousands() {
-        assert_eq!(money(12_000_000), "$120,000.00");
-        assert_eq!(money(105), "$1.05");
-        assert_eq!(money(100_000_000_050), "$1,000,000,000.50");
     }
 
     #[test]

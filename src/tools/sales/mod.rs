@@ -16,6 +16,8 @@
 //! address and revenue are business data and always shown. Deals carry no contact data; their
 //! `owner` is the owner's work email. No tool filters or sorts by a masked field.
 
+pub mod writes;
+
 use chrono::Datelike;
 use futures::future::LocalBoxFuture;
 use serde_json::{json, Value};

@@ -26,6 +26,8 @@
 //! ticket) changes every rank, so a page may then repeat or skip a hit; starting again without a
 //! cursor is exact.
 
+pub mod writes;
+
 use futures::future::LocalBoxFuture;
 use serde_json::{json, Value};
 

@@ -1,0 +1,247 @@
+//! Finance writes (seed 002 §5.6): `delete_invoice` and `approve_budget`, for `finance-write` and
+//! `executive`. Each asks for the user's confirmation (`domain::confirm`) and changes nothing
+//! until then; the state it checked is checked again in the same statement that writes.
+
+use futures::future::LocalBoxFuture;
+use serde_json::{json, Value};
+
+use super::TOOLSET;
+use crate::error::Result;
+use crate::registry::{Annotations, ToolContext, ToolDef, ToolOutput};
+use crate::tools::domain::{self, confirm, Code, Reply};
+
+/// Who may change finance records.
+const WRITERS: &[&str] = &["finance-write", "executive"];
+
+fn invoice_not_found(id: &str) -> Reply {
+    Reply::failure(
+        Code::InvoiceNotFound,
+        format!("Invoice {id} not found."),
+        "Use list_invoices to find the invoice's id.",
+    )
+}
+
+fn paid(id: &str) -> Reply {
+    Reply::failure(
+        Code::ValidationError,
+        format!(
+            "Invoice {id} is paid; paid invoices are kept for the accounts and cannot be deleted."
+        ),
+        "Record a credit note with the vendor instead.",
+    )
+}
+
+fn delete_invoice(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+    domain::answer(Box::pin(async move {
+        let id = args["invoice_id"].as_str().unwrap_or_default();
+        let rows = ctx
+            .query(
+                "SELECT i.id, i.vendor_reference, v.name AS vendor, i.amount_cents, i.status, i.due_date, d.name AS department
+                 FROM finance_invoices i JOIN finance_vendors v ON v.id = i.vendor_id JOIN hr_departments d ON d.id = i.department_id
+                 WHERE i.id = ?1",
+                vec![json!(id)],
+            )
+            .await
+            .map_err(domain::db)?;
+        let inv = rows.first().ok_or_else(|| invoice_not_found(id))?;
+        if inv["status"] == "paid" {
+            return Err(paid(id));
+        }
+        let vendor = inv["vendor"].as_str().unwrap_or("");
+        let amount = domain::money(inv["amount_cents"].as_i64().unwrap_or(0));
+        let message = format!(
+            "Delete invoice {} from {vendor} for {amount} ({}, due {}, {})? This cannot be undone.",
+            inv["vendor_reference"].as_str().unwrap_or(""),
+            inv["status"].as_str().unwrap_or(""),
+            inv["due_date"].as_str().unwrap_or(""),
+            inv["department"].as_str().unwrap_or(""),
+        );
+        let details = json!({
+            "invoiceId": id, "vendorName": vendor, "amount": domain::dollars(&inv["amount_cents"]),
+            "invoiceStatus": inv["status"], "reason": args["reason"].as_str().unwrap_or("No reason provided"),
+        });
+        Ok(confirm::request(
+            ctx,
+            "delete_invoice",
+            TOOLSET,
+            args.clone(),
+            message,
+            details,
+        )
+        .await)
+    }))
+}
+
+/// The budget `approve_budget` means: the department's budget for `year`, or its budget waiting
+/// for approval.
+async fn budget_to_approve(
+    ctx: &dyn ToolContext,
+    args: &Value,
+) -> std::result::Result<Value, Reply> {
+    let dept = domain::department(ctx, args["department"].as_str().unwrap_or_default()).await?;
+    let rows = ctx
+        .query(
+            "SELECT b.id, b.fiscal_year, b.allocated_cents, b.status, d.name AS department
+             FROM finance_budgets b JOIN hr_departments d ON d.id = b.department_id
+             WHERE b.department_id = ?1 AND (?2 IS NULL AND b.status IN ('draft', 'pending_approval') OR b.fiscal_year = ?2)
+             ORDER BY b.fiscal_year DESC LIMIT 1",
+            vec![json!(dept), args["fiscal_year"].clone()],
+        )
+        .await
+        .map_err(domain::db)?;
+    rows.into_iter().next().ok_or_else(|| {
+        Reply::failure(
+            Code::BudgetNotFound,
+            match args["fiscal_year"].as_i64() {
+                Some(y) => format!(
+                    "There is no {} budget for fiscal year {y}.",
+                    args["department"].as_str().unwrap_or("")
+                ),
+                None => format!(
+                    "No {} budget is waiting for approval.",
+                    args["department"].as_str().unwrap_or("")
+                ),
+            },
+            "Use list_budgets (status pending_approval) to see the budgets waiting for approval.",
+        )
+    })
+}
+
+fn approve_budget(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+    domain::answer(Box::pin(async move {
+        let b = budget_to_approve(ctx, &args).await?;
+        if !matches!(b["status"].as_str(), Some("draft" | "pending_approval")) {
+            return Err(Reply::failure(
+                Code::ValidationError,
+                format!(
+                    "The {} budget for fiscal year {} is already {}.",
+                    b["department"].as_str().unwrap_or(""),
+                    b["fiscal_year"],
+                    b["status"].as_str().unwrap_or("")
+                ),
+                "Only draft and pending_approval budgets can be approved.",
+            ));
+        }
+        let cents = (args["amount"].as_f64().unwrap_or(0.0) * 100.0).round() as i64;
+        let message = format!(
+            "Approve the {} budget for fiscal year {} at {} (requested {})?",
+            b["department"].as_str().unwrap_or(""),
+            b["fiscal_year"],
+            domain::money(cents),
+            domain::money(b["allocated_cents"].as_i64().unwrap_or(0)),
+        );
+        let details = json!({
+            "budgetId": b["id"], "department": b["department"], "fiscalYear": b["fiscal_year"],
+            "requestedAmount": domain::dollars(&b["allocated_cents"]), "approvedAmount": domain::dollars(&json!(cents)),
+            "notes": args["notes"],
+        });
+        let mut arguments = args.clone();
+        arguments["budget_id"] = b["id"].clone();
+        Ok(confirm::request(ctx, "approve_budget", TOOLSET, arguments, message, details).await)
+    }))
+}
+
+/// Carries out a confirmed finance write.
+pub async fn execute(ctx: &dyn ToolContext, p: &confirm::Pending) -> Reply {
+    let a = &p.arguments;
+    match p.action.as_str() {
+        "delete_invoice" => {
+            let id = a["invoice_id"].as_str().unwrap_or_default();
+            match ctx
+                .query(
+                    "DELETE FROM finance_invoices WHERE id = ?1 AND status <> 'paid' RETURNING id",
+                    vec![json!(id)],
+                )
+                .await
+            {
+                Ok(rows) if !rows.is_empty() => Reply::Success {
+                    summary: format!("Invoice {id} has been deleted."),
+                    data: json!({ "deleted": true, "invoiceId": id, "message": format!("Invoice {id} from {} has been deleted.", p.data["vendorName"].as_str().unwrap_or("")) }),
+                    page: None,
+                },
+                Ok(_) => match ctx
+                    .query(
+                        "SELECT status FROM finance_invoices WHERE id = ?1",
+                        vec![json!(id)],
+                    )
+                    .await
+                {
+                    Ok(r) if !r.is_empty() => paid(id),
+                    Ok(_) => invoice_not_found(id),
+                    Err(e) => domain::db(e),
+                },
+                Err(e) => domain::db(e),
+            }
+        }
+        "approve_budget" => {
+            let id = a["budget_id"].as_str().unwrap_or_default();
+            let cents = (a["amount"].as_f64().unwrap_or(0.0) * 100.0).round() as i64;
+            let approver = ctx.caller().user.unwrap_or_default();
+            match ctx
+                .query(
+                    "UPDATE finance_budgets SET status = 'approved', allocated_cents = ?2, approved_by = ?3,
+                       approved_at = strftime('%Y-%m-%dT%H:%M:%SZ', 'now'), notes = COALESCE(?4, notes),
+                       updated_at = strftime('%Y-%m-%dT%H:%M:%SZ', 'now')
+                     WHERE id = ?1 AND status IN ('draft', 'pending_approval') RETURNING id",
+                    vec![json!(id), json!(cents), json!(approver), a["notes"].clone()],
+                )
+                .await
+            {
+                Ok(rows) if !rows.is_empty() => {
+                    let text = format!(
+                        "The {} budget for fiscal year {} is approved at {}.",
+                        p.data["department"].as_str().unwrap_or(""),
+                        p.data["fiscalYear"],
+                        domain::money(cents)
+                    );
+                    Reply::Success {
+                        summary: text.clone(),
+                        data: json!({ "approved": true, "budgetId": id, "approvedAmount": domain::dollars(&json!(cents)), "message": text }),
+                        page: None,
+                    }
+                }
+                Ok(_) => Reply::failure(
+                    Code::BudgetNotFound,
+                    "The budget is no longer waiting for approval (approved or removed meanwhile); nothing was changed.",
+                    "Use get_budget to see its current state.",
+                ),
+                Err(e) => domain::db(e),
+            }
+        }
+        other => Reply::failure(
+            Code::OperationFailed,
+            format!("unknown finance action {other}"),
+            "Ask for the change again.",
+        ),
+    }
+}
+
+const OUTPUT: Option<&str> = Some(include_str!("../../../schema/domain/response.output.json"));
+
+/// The toolset's write tools.
+pub static TOOLS: [ToolDef; 2] = [
+    ToolDef {
+        toolset: TOOLSET,
+        name: "delete_invoice",
+        title: "Delete invoice",
+        description: "Ask to delete an unpaid invoice (paid ones are kept). Nothing changes until the user confirms: pending_confirmation, then POST /api/confirm/<id> (or an elicitation form).",
+        annotations: Annotations { read_only: false, destructive: true, idempotent: false, open_world: false },
+        input_schema: include_str!("../../../schema/finance/delete_invoice.input.json"),
+        output_schema: OUTPUT,
+        timeout_ms: 150_000,
+        roles: WRITERS,
+        handler: delete_invoice,
+    },
+    ToolDef {
+        toolset: TOOLSET,
+        name: "approve_budget",
+        title: "Approve budget",
+        description: "Ask to approve a department's budget at an amount: the one waiting for approval, or the given fiscal year's. Nothing changes until the user confirms (pending_confirmation, then POST /api/confirm/<id> or an elicitation form).",
+        annotations: Annotations { read_only: false, destructive: false, idempotent: true, open_world: false },
+        input_schema: include_str!("../../../schema/finance/approve_budget.input.json"),
+        output_schema: OUTPUT,
+        timeout_ms: 150_000,
+        roles: WRITERS,
+        handler: approve_budget,
+    },
+];

@@ -1,0 +1,236 @@
+//! Sales writes (seed 002 §5.6): `delete_customer` and `close_deal`, for `sales-write` and
+//! `executive`. Each asks for the user's confirmation (`domain::confirm`) and changes nothing
+//! until then; the state it checked is checked again in the statement that writes.
+
+use futures::future::LocalBoxFuture;
+use serde_json::{json, Value};
+
+use super::TOOLSET;
+use crate::error::Result;
+use crate::registry::{Annotations, ToolContext, ToolDef, ToolOutput};
+use crate::tools::domain::{self, confirm, Code, Reply};
+
+/// Who may change customers and deals.
+const WRITERS: &[&str] = &["sales-write", "executive"];
+
+fn customer_not_found(id: &str) -> Reply {
+    Reply::failure(
+        Code::CustomerNotFound,
+        format!("Customer {id} not found."),
+        "Use list_deals or get_customer to find the customer's id.",
+    )
+}
+
+fn deal_not_found(id: &str) -> Reply {
+    Reply::failure(
+        Code::InvalidInput,
+        format!("There is no deal {id}."),
+        "Use list_deals to find the deal's id.",
+    )
+}
+
+fn delete_customer(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+    domain::answer(Box::pin(async move {
+        let id = args["customer_id"].as_str().unwrap_or_default();
+        let rows = ctx
+            .query(
+                "SELECT c.id, c.name, c.company,
+                   (SELECT COUNT(*) FROM sales_contacts x WHERE x.customer_id = c.id) AS contacts,
+                   (SELECT COUNT(*) FROM sales_deals d WHERE d.customer_id = c.id) AS deals,
+                   (SELECT COUNT(*) FROM support_tickets t WHERE t.customer_id = c.id) AS tickets
+                 FROM sales_customers c WHERE c.id = ?1",
+                vec![json!(id)],
+            )
+            .await
+            .map_err(domain::db)?;
+        let c = rows.first().ok_or_else(|| customer_not_found(id))?;
+        let name = c["name"].as_str().unwrap_or("");
+        let message = format!(
+            "Delete customer {name} ({})? This also deletes their {} contacts, {} deals and {} support tickets, and cannot be undone.",
+            c["company"].as_str().unwrap_or(""),
+            c["contacts"], c["deals"], c["tickets"],
+        );
+        let details = json!({
+            "customerId": id, "customerName": name, "contacts": c["contacts"], "deals": c["deals"], "tickets": c["tickets"],
+            "reason": args["reason"].as_str().unwrap_or("No reason provided"),
+        });
+        Ok(confirm::request(
+            ctx,
+            "delete_customer",
+            TOOLSET,
+            args.clone(),
+            message,
+            details,
+        )
+        .await)
+    }))
+}
+
+fn close_deal(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+    domain::answer(Box::pin(async move {
+        let id = args["deal_id"].as_str().unwrap_or_default();
+        let won = args["outcome"] == "won";
+        if !won && args.get("actual_value").is_some() {
+            return Err(Reply::failure(
+                Code::ValidationError,
+                "actual_value is the final value of a won deal; a lost deal has none.",
+                "Leave actual_value out, or close the deal as won.",
+            ));
+        }
+        let rows = ctx
+            .query(
+                "SELECT d.id, d.name, d.value_cents, d.stage, c.name AS customer
+                 FROM sales_deals d JOIN sales_customers c ON c.id = d.customer_id WHERE d.id = ?1",
+                vec![json!(id)],
+            )
+            .await
+            .map_err(domain::db)?;
+        let d = rows.first().ok_or_else(|| deal_not_found(id))?;
+        if matches!(d["stage"].as_str(), Some("CLOSED_WON" | "CLOSED_LOST")) {
+            return Err(Reply::failure(
+                Code::ValidationError,
+                format!(
+                    "Deal {id} is already closed ({}).",
+                    d["stage"].as_str().unwrap_or("")
+                ),
+                "Closed deals stay as they are; open a new deal for new business.",
+            ));
+        }
+        let value = args["actual_value"]
+            .as_f64()
+            .map(|v| (v * 100.0).round() as i64)
+            .unwrap_or_else(|| d["value_cents"].as_i64().unwrap_or(0));
+        let message = if won {
+            format!(
+                "Close deal {} ({}) as won at {}?",
+                d["name"].as_str().unwrap_or(""),
+                d["customer"].as_str().unwrap_or(""),
+                domain::money(value)
+            )
+        } else {
+            format!(
+                "Close deal {} ({}) as lost{}?",
+                d["name"].as_str().unwrap_or(""),
+                d["customer"].as_str().unwrap_or(""),
+                args["loss_reason"]
+                    .as_str()
+                    .map(|r| format!(" ({r})"))
+                    .unwrap_or_default()
+            )
+        };
+        let details = json!({
+            "dealId": id, "dealName": d["name"], "customerName": d["customer"], "outcome": args["outcome"],
+            "finalValue": domain::dollars(&json!(value)), "lossReason": args["loss_reason"],
+        });
+        Ok(confirm::request(ctx, "close_deal", TOOLSET, args.clone(), message, details).await)
+    }))
+}
+
+/// Carries out a confirmed sales write.
+pub async fn execute(ctx: &dyn ToolContext, p: &confirm::Pending) -> Reply {
+    let a = &p.arguments;
+    match p.action.as_str() {
+        "delete_customer" => {
+            let id = a["customer_id"].as_str().unwrap_or_default();
+            match ctx
+                .query(
+                    "DELETE FROM sales_customers WHERE id = ?1 RETURNING id",
+                    vec![json!(id)],
+                )
+                .await
+            {
+                Ok(rows) if rows.is_empty() => customer_not_found(id),
+                Ok(_) => {
+                    let text = format!(
+                        "Customer {} has been deleted.",
+                        p.data["customerName"].as_str().unwrap_or(id)
+                    );
+                    Reply::Success {
+                        summary: text.clone(),
+                        data: json!({ "deleted": true, "customerId": id, "message": text }),
+                        page: None,
+                    }
+                }
+                Err(e) => domain::db(e),
+            }
+        }
+        "close_deal" => {
+            let id = a["deal_id"].as_str().unwrap_or_default();
+            let won = a["outcome"] == "won";
+            let value = a["actual_value"]
+                .as_f64()
+                .map(|v| (v * 100.0).round() as i64);
+            match ctx
+                .query(
+                    "UPDATE sales_deals SET stage = ?2, probability = ?3, value_cents = COALESCE(?4, value_cents),
+                       loss_reason = ?5, notes = COALESCE(?6, notes), closed_at = strftime('%Y-%m-%dT%H:%M:%SZ', 'now'),
+                       updated_at = strftime('%Y-%m-%dT%H:%M:%SZ', 'now')
+                     WHERE id = ?1 AND stage NOT IN ('CLOSED_WON', 'CLOSED_LOST') RETURNING id",
+                    vec![
+                        json!(id),
+                        json!(if won { "CLOSED_WON" } else { "CLOSED_LOST" }),
+                        json!(if won { 100 } else { 0 }),
+                        json!(value),
+                        if won { Value::Null } else { a["loss_reason"].clone() },
+                        a["notes"].clone(),
+                    ],
+                )
+                .await
+            {
+                Ok(rows) if !rows.is_empty() => {
+                    let text = format!(
+                        "Deal {} is closed as {}.",
+                        p.data["dealName"].as_str().unwrap_or(id),
+                        if won { "won" } else { "lost" }
+                    );
+                    Reply::Success {
+                        summary: text.clone(),
+                        data: json!({ "closed": true, "dealId": id, "outcome": a["outcome"], "message": text }),
+                        page: None,
+                    }
+                }
+                Ok(_) => Reply::failure(
+                    Code::ValidationError,
+                    format!("Deal {id} was closed or removed meanwhile; nothing was changed."),
+                    "Use list_deals to see its current stage.",
+                ),
+                Err(e) => domain::db(e),
+            }
+        }
+        other => Reply::failure(
+            Code::OperationFailed,
+            format!("unknown sales action {other}"),
+            "Ask for the change again.",
+        ),
+    }
+}
+
+const OUTPUT: Option<&str> = Some(include_str!("../../../schema/domain/response.output.json"));
+
+/// The toolset's write tools.
+pub static TOOLS: [ToolDef; 2] = [
+    ToolDef {
+        toolset: TOOLSET,
+        name: "delete_customer",
+        title: "Delete customer",
+        description: "Ask to delete a customer with their contacts, deals and support tickets. Nothing changes until the user confirms: pending_confirmation, then POST /api/confirm/<id> (or an elicitation form).",
+        annotations: Annotations { read_only: false, destructive: true, idempotent: false, open_world: false },
+        input_schema: include_str!("../../../schema/sales/delete_customer.input.json"),
+        output_schema: OUTPUT,
+        timeout_ms: 150_000,
+        roles: WRITERS,
+        handler: delete_customer,
+    },
+    ToolDef {
+        toolset: TOOLSET,
+        name: "close_deal",
+        title: "Close deal",
+        description: "Ask to close an open deal as won (optionally at its final value) or lost (optionally with the reason). Nothing changes until the user confirms (pending_confirmation, then POST /api/confirm/<id> or an elicitation form).",
+        annotations: Annotations { read_only: false, destructive: false, idempotent: true, open_world: false },
+        input_schema: include_str!("../../../schema/sales/close_deal.input.json"),
+        output_schema: OUTPUT,
+        timeout_ms: 150_000,
+        roles: WRITERS,
+        handler: close_deal,
+    },
+];
