@@ -48,8 +48,9 @@ test("every domain tool's README example works for the user and roles it names",
     let filled = args;
     for (const [, who] of args.matchAll(/\$EMPLOYEE\(([^)]+)\)/g)) filled = filled.replace(`$EMPLOYEE(${who})`, await idOf(who));
     // Other records by their name or title, so the examples hold whatever the id format is.
-    for (const [all, kind, key] of filled.matchAll(/\$(CUSTOMER|ARTICLE)\(([^)]+)\)/g)) {
-      const [table, column] = kind === "CUSTOMER" ? ["sales_customers", "name"] : ["support_knowledge_articles", "title"];
+    const lookups = { CUSTOMER: ["sales_customers", "name"], ARTICLE: ["support_knowledge_articles", "title"], INVOICE: ["finance_invoices", "vendor_reference"] };
+    for (const [all, kind, key] of filled.matchAll(/\$(CUSTOMER|ARTICLE|INVOICE)\(([^)]+)\)/g)) {
+      const [table, column] = lookups[kind];
       const row = await db.prepare(`SELECT id FROM ${table} WHERE ${column} = ?1`).bind(key).first();
       assert.ok(row, all);
       filled = filled.replace(all, row.id);
