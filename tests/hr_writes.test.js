@@ -164,6 +164,31 @@ describe("deciding with POST /api/confirm/:id", () => {
   });
 });
 
+describe("the read cache", () => {
+  test("reads are cached per caller and roles, and a confirmed write makes them stale at once", async () => {
+    const eve = await session("eve", ["executive"]);
+    const read = async (s) => {
+      const r = await (await post(w.mcpUrl, { jsonrpc: "2.0", id: 77, method: "tools/call", params: { name: "get_employee", arguments: { employee_id: ids.sarah } } }, { session: s.id, headers: s.headers, version: LATEST })).json();
+      return { text: r.result.content[0].text, data: r.result.structuredContent.data };
+    };
+    const first = await read(eve);
+    const second = await read(eve);
+    assert.doesNotMatch(first.text, /\(cached\)$/);
+    assert.match(second.text, /\(cached\)$/);
+    assert.deepEqual(second.data, first.data);
+    const nina = await session("nina", ["manager"]);
+    assert.equal((await read(nina)).data.salary, "*** (Hidden)", "another caller's cached answer is never served");
+    assert.equal(typeof (await read(eve)).data.salary, "number");
+
+    const alice = await session("alice", HR_WRITE);
+    const pending = await alice.call("update_salary", { employee_id: ids.sarah, new_salary: 141000 });
+    assert.equal((await (await decide(pending.confirmationId, true, auth("alice", HR_WRITE))).json()).status, "success");
+    const after = await read(eve);
+    assert.doesNotMatch(after.text, /\(cached\)$/, "the write invalidated the cache");
+    assert.equal(after.data.salary, 141000);
+  });
+});
+
 describe("inside the MCP client", () => {
   test("a client with elicitation asks the user in a form and applies their answer", async () => {
     for (const [approve, expected] of [[true, 13000000], [false, 13000000]]) {

@@ -260,6 +260,8 @@ pub enum ToolOutput {
         value: Value,
         /// The readable line.
         summary: String,
+        /// Whether it was served from the result cache (reported in the `tool_result` event).
+        cached: bool,
     },
     /// Ready-made MCP content blocks (text, image, audio, resource links, embedded resources).
     Content(Vec<Value>),

@@ -32,6 +32,7 @@ pub async fn execute(tool: &Tool, ctx: &dyn ToolContext, args: Value) -> CallOut
         json!({ "tool": name, "arguments": tool.redact(&args) }),
     );
 
+    let mut cached = false;
     let outcome = match tool.check_input(&args) {
         Err(e) => Err(e),
         Ok(()) => {
@@ -45,14 +46,17 @@ pub async fn execute(tool: &Tool, ctx: &dyn ToolContext, args: Value) -> CallOut
             }
         }
     }
-    .and_then(|out| shape(tool, out));
+    .and_then(|out| {
+        cached = matches!(out, ToolOutput::Described { cached: true, .. });
+        shape(tool, out)
+    });
     let duration_ms = clock::now_ms() - started;
 
     match outcome {
         Ok(result) => {
             events(
                 "tool_result",
-                json!({ "tool": name, "duration_ms": duration_ms, "cached": false, "result": result }),
+                json!({ "tool": name, "duration_ms": duration_ms, "cached": cached, "result": result }),
             );
             CallOutcome {
                 result,
@@ -89,7 +93,7 @@ fn shape(tool: &Tool, out: ToolOutput) -> Result<Value> {
             let text = serde_json::to_string_pretty(&v)?;
             Ok(json!({ "content": [{ "type": "text", "text": text }], "structuredContent": v }))
         }
-        ToolOutput::Described { value, summary } => {
+        ToolOutput::Described { value, summary, .. } => {
             tool.check_output(&value)?;
             let text = serde_json::to_string_pretty(&value)?;
             Ok(json!({

@@ -46,7 +46,7 @@ pub async fn execute_confirmed(
             "Ask someone with the right role to make the change.",
         );
     }
-    match p.server.as_str() {
+    let reply = match p.server.as_str() {
         "hr" => hr::execute(ctx, p).await,
         "finance" => finance::writes::execute(ctx, p).await,
         "sales" => sales::writes::execute(ctx, p).await,
@@ -56,7 +56,18 @@ pub async fn execute_confirmed(
             format!("no writes are defined for {other}"),
             "Ask for the change again.",
         ),
+    };
+    // Writes reach across domains (deleting an employee deletes their expense reports), so every
+    // cached read goes; a failure here would serve stale reads, so it is logged loudly.
+    if matches!(reply, domain::Reply::Success { .. }) {
+        if let Err(e) = domain::invalidate(ctx).await {
+            worker::console_error!(
+                "{}",
+                serde_json::json!({ "cache_invalidation_failed": e.to_string() })
+            );
+        }
     }
+    reply
 }
 
 /// Closes a job whose run was attached to a call that ended before the run did.

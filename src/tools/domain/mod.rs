@@ -231,6 +231,87 @@ pub fn answer<'a>(
     Box::pin(async move { Ok(body.await.unwrap_or_else(|r| r).into_output()) })
 }
 
+/// How long a domain read stays cached, in seconds (a confirmed write makes it unreachable sooner).
+const CACHE_TTL_SECS: u64 = 300;
+
+/// The cache key of a read: the tool, its arguments (canonical JSON: keys sorted), the caller's
+/// user and roles (what they may see and what is masked depends on them) and the data generation.
+async fn cache_key(
+    ctx: &dyn ToolContext,
+    tool: &str,
+    args: &Value,
+) -> crate::error::Result<String> {
+    use sha2::{Digest, Sha256};
+    let generation = ctx
+        .query(
+            "SELECT generation FROM domain_generation WHERE id = 1",
+            vec![],
+        )
+        .await?
+        .first()
+        .and_then(|r| r["generation"].as_i64())
+        .unwrap_or(0);
+    let caller = ctx.caller();
+    let mut roles = caller.roles.clone();
+    roles.sort();
+    let text = json!([tool, args, caller.user, roles, generation]).to_string();
+    let digest: String = Sha256::digest(text.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    Ok(format!("domain-read:{digest}"))
+}
+
+/// Runs a domain read through the KV cache: a hit is answered as stored (its `tool_result` event
+/// says `cached`); a successful answer is stored. The cache failing never fails the read.
+pub fn read<'a>(
+    ctx: &'a dyn ToolContext,
+    tool: &'static str,
+    args: Value,
+    body: futures::future::LocalBoxFuture<'a, Result<Reply, Reply>>,
+) -> futures::future::LocalBoxFuture<'a, crate::error::Result<crate::registry::ToolOutput>> {
+    Box::pin(async move {
+        let key = cache_key(ctx, tool, &args)
+            .await
+            .map_err(|e| worker::console_error!("{}", json!({ "cache_key": e.to_string() })))
+            .ok();
+        if let Some(k) = &key {
+            if let Some(hit) = ctx
+                .cache_get(k)
+                .await
+                .ok()
+                .flatten()
+                .and_then(|h| serde_json::from_str::<Value>(&h).ok())
+            {
+                return Ok(crate::registry::ToolOutput::Described {
+                    summary: format!("{} (cached)", hit["summary"].as_str().unwrap_or("")),
+                    value: hit["reply"].clone(),
+                    cached: true,
+                });
+            }
+        }
+        let reply = body.await.unwrap_or_else(|r| r);
+        if let (Some(k), Reply::Success { .. }) = (&key, &reply) {
+            let stored =
+                json!({ "reply": reply.to_json(), "summary": reply.summary() }).to_string();
+            if let Err(e) = ctx.cache_put(k, &stored, CACHE_TTL_SECS).await {
+                worker::console_error!("{}", json!({ "cache_put": e.to_string() }));
+            }
+        }
+        Ok(reply.into_output())
+    })
+}
+
+/// Makes every cached domain read unreachable (after a write).
+pub async fn invalidate(ctx: &dyn ToolContext) -> crate::error::Result<()> {
+    ctx.query(
+        "UPDATE domain_generation SET generation = generation + 1 WHERE id = 1",
+        vec![],
+    )
+    .await
+    .map(drop)
+}
+
 /// A storage fault as the answer the caller gets; the details go to the logs only.
 pub fn db(e: crate::error::Error) -> Reply {
     worker::console_error!("{}", json!({ "domain_error": e.to_string() }));

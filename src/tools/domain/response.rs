@@ -230,6 +230,7 @@ impl Reply {
         ToolOutput::Described {
             summary: self.summary(),
             value: self.to_json(),
+            cached: false,
         }
     }
 }
