@@ -97,7 +97,21 @@ try {
     creation_options: { overwrite_existing: true },
   }));
   await measure("execute_chain (2 steps, recorded)", w.mcpUrl, sessions, "execute_chain", { chain_name: "bench-chain-0", variables: approval });
-  await measure("list_employees (50, row-level SQL)", w.mcpUrl, executives, "list_employees", { department: "Engineering" });
+  // Distinct arguments on every call (until the combinations run out, after the latency run), so
+  // the KV read cache does not answer: these latencies are the SQL's.
+  const departments = (await db.prepare("SELECT name FROM hr_departments ORDER BY name").all()).results.map((r) => r.name);
+  let k = 0;
+  await measure("list_employees (row-level SQL, uncached)", w.mcpUrl, executives, "list_employees", () => {
+    k++;
+    return { department: departments[k % departments.length], limit: 1 + (Math.floor(k / departments.length) % 50) };
+  });
+  const words = ["sync", "login", "error", "invoice", "export", "dashboard", "slow", "password", "billing", "timeout"];
+  k = 0;
+  await measure("search_tickets (FTS5 bm25, uncached)", w.mcpUrl, executives, "search_tickets", () => {
+    k++;
+    return { query: `${words[k % 10]} ${words[Math.floor(k / 10) % 10]}`, limit: 1 + (Math.floor(k / 100) % 50) };
+  });
+  await measure("list_employees (KV cache hit)", w.mcpUrl, executives, "list_employees", { department: "Engineering" });
 } finally {
   await w.stop();
 }

@@ -23,8 +23,7 @@ use crate::clock;
 use crate::edge::config::Config;
 use crate::edge::http::header;
 use crate::error::{Error, Result};
-use crate::mcp::logging::LogLevel;
-use crate::registry::{Caller, Heartbeat, JobMode, Platform, ToolContext};
+use crate::registry::{Caller, Heartbeat, JobMode, Platform, Unattended};
 use crate::store::services::{delegate_services, Services, ROLES_HEADER, USER_HEADER};
 use crate::tools::domain::confirm::{audit, Pending};
 use crate::tools::domain::{Code, Reply};
@@ -87,44 +86,6 @@ impl Platform for ConfirmPlatform {
 
     fn job_stop(&self, _id: &str, _reason: &str) -> Result<bool> {
         Ok(false)
-    }
-}
-
-/// The context a confirmed write runs in: the deciding user, nobody to ask or report to.
-struct Decider {
-    platform: ConfirmPlatform,
-    caller: Caller,
-}
-
-impl ToolContext for Decider {
-    fn platform(&self) -> &dyn Platform {
-        &self.platform
-    }
-
-    fn progress(&self, _progress: f64, _total: Option<f64>, _message: Option<&str>) {}
-
-    fn log(&self, _level: LogLevel, _data: Value) {}
-
-    fn ask_client<'a>(
-        &'a self,
-        method: &'a str,
-        _params: Value,
-    ) -> LocalBoxFuture<'a, Result<Value>> {
-        Box::pin(async move {
-            Err(Error::Client(format!(
-                "{method}: a confirmed write has no client request to ask through"
-            )))
-        })
-    }
-
-    fn end_connection(&self) {}
-
-    fn caller(&self) -> Caller {
-        self.caller.clone()
-    }
-
-    fn client_capabilities(&self) -> Value {
-        json!({})
     }
 }
 
@@ -292,11 +253,13 @@ impl Confirmation {
                 ),
             ));
         };
-        let ctx = Decider {
-            platform: ConfirmPlatform {
-                services: self.services()?,
-            },
+        let platform = ConfirmPlatform {
+            services: self.services()?,
+        };
+        let ctx = Unattended {
+            platform: &platform,
             caller: caller.clone(),
+            what: "a confirmed write",
         };
         if caller.user.as_deref() != Some(p.user.as_str()) {
             audit(&ctx, &p, "refused", "USER_MISMATCH").await;
@@ -363,14 +326,16 @@ impl Confirmation {
         }
         if state == "pending" {
             self.set_state("expired", None)?;
-            let ctx = Decider {
-                platform: ConfirmPlatform {
-                    services: self.services()?,
-                },
+            let platform = ConfirmPlatform {
+                services: self.services()?,
+            };
+            let ctx = Unattended {
+                platform: &platform,
                 caller: Caller {
                     user: Some(p.user.clone()),
                     roles: Vec::new(),
                 },
+                what: "a confirmed write",
             };
             audit(&ctx, &p, "expired", "").await;
         }

@@ -248,6 +248,50 @@ pub trait ToolContext {
     }
 }
 
+/// The context of work nobody waits on: a background job or a confirmed write. It has the
+/// platform and acts for `caller`, but has no client to report progress to or to ask.
+pub struct Unattended<'a> {
+    /// The services.
+    pub platform: &'a dyn Platform,
+    /// Who the work is done for.
+    pub caller: Caller,
+    /// What the work is, for the error when a tool tries to ask the client.
+    pub what: &'static str,
+}
+
+impl ToolContext for Unattended<'_> {
+    fn platform(&self) -> &dyn Platform {
+        self.platform
+    }
+
+    fn progress(&self, _progress: f64, _total: Option<f64>, _message: Option<&str>) {}
+
+    fn log(&self, _level: LogLevel, _data: Value) {}
+
+    fn ask_client<'a>(
+        &'a self,
+        method: &'a str,
+        _params: Value,
+    ) -> LocalBoxFuture<'a, Result<Value>> {
+        Box::pin(async move {
+            Err(crate::error::Error::Client(format!(
+                "{} cannot send {method}: no client request is waiting for it",
+                self.what
+            )))
+        })
+    }
+
+    fn end_connection(&self) {}
+
+    fn caller(&self) -> Caller {
+        self.caller.clone()
+    }
+
+    fn client_capabilities(&self) -> Value {
+        Value::Object(serde_json::Map::new())
+    }
+}
+
 /// What a handler returns.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ToolOutput {

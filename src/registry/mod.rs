@@ -15,7 +15,7 @@ use serde_json::{json, Map, Value};
 
 pub use context::{
     Caller, Handler, Heartbeat, Inbound, JobMode, Outbound, Platform, Statement, ToolContext,
-    ToolOutput,
+    ToolOutput, Unattended,
 };
 pub use executor::{execute, CallOutcome};
 use validate::Validator;

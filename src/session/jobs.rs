@@ -8,48 +8,19 @@
 use std::rc::Rc;
 
 use futures::future::{AbortHandle, Abortable, LocalBoxFuture};
-use serde_json::{json, Value};
+use serde_json::json;
 
 use super::Core;
 use crate::clock;
-use crate::error::{Error, Result};
-use crate::mcp::logging::LogLevel;
-use crate::registry::{Caller, Platform, ToolContext};
+use crate::error::Result;
+use crate::registry::Unattended;
 
-/// The context of a background run: the session's platform, and no caller to report to or ask.
-pub struct Background {
-    core: Rc<Core>,
-}
-
-impl ToolContext for Background {
-    fn platform(&self) -> &dyn Platform {
-        &*self.core
-    }
-
-    fn progress(&self, _progress: f64, _total: Option<f64>, _message: Option<&str>) {}
-
-    fn log(&self, _level: LogLevel, _data: Value) {}
-
-    fn ask_client<'a>(
-        &'a self,
-        method: &'a str,
-        _params: Value,
-    ) -> LocalBoxFuture<'a, Result<Value>> {
-        Box::pin(async move {
-            Err(Error::Client(format!(
-                "a background run cannot send {method}: no client request is waiting for it"
-            )))
-        })
-    }
-
-    fn end_connection(&self) {}
-
-    fn caller(&self) -> Caller {
-        self.core.stored_caller()
-    }
-
-    fn client_capabilities(&self) -> Value {
-        json!({})
+/// The context of a background run: the session's platform, acting for the session's user.
+fn unattended(core: &Core) -> Unattended<'_> {
+    Unattended {
+        platform: core,
+        caller: core.stored_caller(),
+        what: "a background run",
     }
 }
 
@@ -60,7 +31,7 @@ fn run(core: Rc<Core>, kind: String, id: String) -> Option<LocalBoxFuture<'stati
         return None;
     }
     Some(Box::pin(async move {
-        let ctx = Background { core: core.clone() };
+        let ctx = unattended(&core);
         let outcome = Abortable::new(crate::tools::run_job(&ctx, &kind, &id), registration).await;
         core.hub.job_end(&id);
         if let Ok(Err(e)) = outcome {
@@ -93,8 +64,7 @@ pub async fn lapsed(core: &Rc<Core>) -> Result<Vec<LocalBoxFuture<'static, ()>>>
             core.db.job_renew(&job.id, now + lease)?;
             runs.extend(run(core.clone(), job.kind, job.id));
         } else {
-            let ctx = Background { core: core.clone() };
-            crate::tools::abandon_job(&ctx, &job.kind, &job.id).await?;
+            crate::tools::abandon_job(&unattended(core), &job.kind, &job.id).await?;
             core.db.job_delete(&job.id)?;
         }
     }
@@ -103,8 +73,7 @@ pub async fn lapsed(core: &Rc<Core>) -> Result<Vec<LocalBoxFuture<'static, ()>>>
 
 /// The session is ending: every toolset closes what it keeps open for it.
 pub async fn session_ending(core: &Rc<Core>) {
-    let ctx = Background { core: core.clone() };
-    if let Err(e) = crate::tools::session_ending(&ctx).await {
+    if let Err(e) = crate::tools::session_ending(&unattended(core)).await {
         worker::console_error!("session end: {e}");
     }
 }

@@ -97,23 +97,17 @@ pub fn resume_after(
     let Some(cursor) = cursor else {
         return Ok(None);
     };
-    let key = cursor_key(ctx).ok_or_else(no_cursor_key)?;
-    let caller = ctx.caller();
-    let binding = cursor::Binding {
-        tool,
-        user: caller.user.as_deref().unwrap_or(""),
-        roles: &caller.roles,
-        filters,
-    };
-    cursor::open(&key, &binding, cursor, clock::now_ms())
-        .map(Some)
-        .map_err(|why| {
-            Reply::failure(
-                Code::InvalidInput,
-                why,
-                "Call the tool again without a cursor.",
-            )
-        })
+    with_binding(ctx, tool, filters, |key, binding| {
+        cursor::open(key, binding, cursor, clock::now_ms())
+    })?
+    .map(Some)
+    .map_err(|why| {
+        Reply::failure(
+            Code::InvalidInput,
+            why,
+            "Call the tool again without a cursor.",
+        )
+    })
 }
 
 /// The cursor of the page after `last` (its sort key values).
@@ -123,6 +117,18 @@ pub fn next_cursor(
     filters: &Value,
     last: &Value,
 ) -> Result<String, Reply> {
+    with_binding(ctx, tool, filters, |key, binding| {
+        cursor::issue(key, binding, last, clock::now_ms())
+    })
+}
+
+/// Runs `f` with the cursor key and the binding of the caller's cursors for `tool` and `filters`.
+fn with_binding<T>(
+    ctx: &dyn ToolContext,
+    tool: &str,
+    filters: &Value,
+    f: impl FnOnce(&[u8], &cursor::Binding<'_>) -> T,
+) -> Result<T, Reply> {
     let key = cursor_key(ctx).ok_or_else(no_cursor_key)?;
     let caller = ctx.caller();
     let binding = cursor::Binding {
@@ -131,7 +137,7 @@ pub fn next_cursor(
         roles: &caller.roles,
         filters,
     };
-    Ok(cursor::issue(&key, &binding, last, clock::now_ms()))
+    Ok(f(&key, &binding))
 }
 
 fn no_cursor_key() -> Reply {
