@@ -145,6 +145,8 @@ describe("deciding with POST /api/confirm/:id", () => {
     assert.equal((await decide("not-an-id", true, auth("alice", HR_WRITE))).status, 404);
     const badBody = await fetch(new URL(`/api/confirm/${denied}`, w.url), { method: "POST", headers: { "content-type": "application/json", ...auth("alice", HR_WRITE) }, body: "{\"approved\": \"yes\"}" });
     assert.equal(badBody.status, 400);
+    const huge = await fetch(new URL(`/api/confirm/${denied}`, w.url), { method: "POST", headers: { "content-type": "application/json", ...auth("alice", HR_WRITE) }, body: JSON.stringify({ approved: true, pad: "x".repeat(5000) }) });
+    assert.equal(huge.status, 413, "a decision body is a few bytes");
   });
 
   test("a confirmation expires; roles are checked again when deciding", async () => {

@@ -374,10 +374,9 @@ pub async fn serve(req: Request, env: Env, id: &str) -> Result<Response> {
             ),
         )?);
     }
-    let body: Value = match req.json().await {
-        Ok(v) => v,
-        Err(_) => Value::Null,
-    };
+    // A decision is a few bytes; the body cap keeps a large one from being read into memory.
+    let text = crate::edge::read_body(&mut req, 4096).await?;
+    let body: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
     let services = Services::new(env, crate::session::registry(cfg.catalog)?);
     let (status, answer) = services
         .confirmation(

@@ -221,7 +221,7 @@ async fn post(req: &mut Request, env: &Env, cfg: &Config, caller: &Caller) -> Re
 
 /// Reads the body up to `limit` bytes: `Content-Length` is checked first, then the bytes are
 /// counted as they arrive, so a lying or absent length cannot push more into memory.
-async fn read_body(req: &mut Request, limit: usize) -> Result<String> {
+pub(crate) async fn read_body(req: &mut Request, limit: usize) -> Result<String> {
     if let Some(len) = header(req, "content-length").and_then(|l| l.parse::<usize>().ok()) {
         if len > limit {
             return Err(Error::PayloadTooLarge { limit });
