@@ -112,6 +112,17 @@ describe("list_deals", () => {
     assert.ok(big.rows.every((d) => d.stage === "NEGOTIATION" && d.value >= 100000));
   });
 
+  test("deals closing this month: the closing date range filters, sorted by close date", async () => {
+    const s = await carol();
+    const month = await s.all("list_deals", { closing_from: "2026-11-01", closing_to: "2026-11-30" });
+    const n = (await db.prepare("SELECT COUNT(*) AS n FROM sales_deals WHERE expected_close_date BETWEEN '2026-11-01' AND '2026-11-30'").first()).n;
+    assert.ok(n > 0, "the sample data has deals closing in November 2026");
+    assert.equal(month.rows.length, n);
+    assert.ok(month.rows.every((d) => d.expected_close_date >= "2026-11-01" && d.expected_close_date <= "2026-11-30"));
+    const bad = await s.call("list_deals", { closing_to: "November" });
+    assert.match(bad.content[0].text, /Invalid arguments for tool list_deals.*closing_to/);
+  });
+
   test("tampered, foreign and other-filter cursors are refused", async () => {
     await refusesForeignCursors("list_deals", await ryan(), await carol(), {}, { stage: "PROPOSAL" });
   });

@@ -151,6 +151,8 @@ fn list_deals(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<T
                 "stage": args.get("stage"),
                 "owner": args.get("owner"),
                 "min_value": args.get("min_value"),
+                "closing_from": args.get("closing_from"),
+                "closing_to": args.get("closing_to"),
             });
             let after = domain::resume_after(ctx, "list_deals", &filters, args["cursor"].as_str())?
                 .unwrap_or(Value::Null);
@@ -169,6 +171,8 @@ fn list_deals(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<T
                    AND (?2 IS NULL OR d.owner_id = ?2 OR lower(o.email) = lower(?2))
                    AND (?3 IS NULL OR d.value_cents >= ?3)
                    AND (?4 IS NULL OR (d.expected_close_date, d.id) > (?4, ?5))
+                   AND (?7 IS NULL OR d.expected_close_date >= ?7)
+                   AND (?8 IS NULL OR d.expected_close_date <= ?8)
                  ORDER BY d.expected_close_date, d.id LIMIT ?6",
                 vec![
                     args["stage"].clone(),
@@ -177,6 +181,8 @@ fn list_deals(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<T
                     after[0].clone(),
                     after[1].clone(),
                     json!(limit + 1),
+                    args["closing_from"].clone(),
+                    args["closing_to"].clone(),
                 ],
             )
             .await
@@ -188,7 +194,7 @@ fn list_deals(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<T
             rows,
             limit,
             |r| json!([r["expected_close_date"], r["id"]]),
-            "More deals are available: call list_deals again with metadata.nextCursor as cursor, or narrow the list with stage, owner or min_value.",
+            "More deals are available: call list_deals again with metadata.nextCursor as cursor, or narrow the list with stage, owner, min_value or the closing dates.",
         )?;
             let data: Vec<Value> = rows
                 .iter()
