@@ -29,8 +29,9 @@ const domainRows = readFileSync(join(root, "README.md"), "utf8")
   .filter(Boolean)
   .map(([, name, user, roles, args]) => ({ name, user, roles: roles === "no roles" ? [] : roles.split(", "), args }));
 
-test("every domain tool's README example works for the user and roles it names", async () => {
-  assert.ok(domainRows.length >= 4, `${domainRows.length} domain rows`);
+/** Calls `name` with `args` (text with $EMPLOYEE(…) and similar placeholders) as the named user
+ * with exactly `roles`; returns the JSON-RPC reply and the tools that user sees. */
+async function callAs(user, roles, name, args) {
   const db = await w.mf.getD1Database("DB");
   const idOf = async (fullName) => {
     const [first, last] = fullName.split(" ");
@@ -39,30 +40,53 @@ test("every domain tool's README example works for the user and roles it names",
     return row.id;
   };
   const aud = new URL("/mcp", w.url).href;
+  const token = hs256({ sub: await idOf(user), roles, aud, exp: Math.floor(Date.now() / 1000) + 600 }, DOCS_SECRET);
+  const headers = { authorization: `Bearer ${token}` };
+  const init = await post(w.mcpUrl, { jsonrpc: "2.0", id: 0, method: "initialize", params: { protocolVersion: LATEST, capabilities: {}, clientInfo: { name: "docs", version: "1" } } }, { headers });
+  const session = init.headers.get("mcp-session-id");
+  let filled = args;
+  for (const [, who] of args.matchAll(/\$EMPLOYEE\(([^)]+)\)/g)) filled = filled.replace(`$EMPLOYEE(${who})`, await idOf(who));
+  // Other records by their name or title, so the examples hold whatever the id format is.
+  const lookups = { CUSTOMER: ["sales_customers", "name"], ARTICLE: ["support_knowledge_articles", "title"], INVOICE: ["finance_invoices", "vendor_reference"] };
+  for (const [all, kind, key] of filled.matchAll(/\$(CUSTOMER|ARTICLE|INVOICE)\(([^)]+)\)/g)) {
+    const [table, column] = lookups[kind];
+    const row = await db.prepare(`SELECT id FROM ${table} WHERE ${column} = ?1`).bind(key).first();
+    assert.ok(row, all);
+    filled = filled.replace(all, row.id);
+  }
+  const reply = await (await post(w.mcpUrl, { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name, arguments: JSON.parse(filled) } }, { session, headers, version: LATEST })).json();
+  const tools = await (await post(w.mcpUrl, { jsonrpc: "2.0", id: 2, method: "tools/list" }, { session, headers, version: LATEST })).json();
+  return { reply, tools: tools.result.tools.map((t) => t.name) };
+}
+
+test("every domain tool's README example works for the user and roles it names", async () => {
+  assert.ok(domainRows.length >= 4, `${domainRows.length} domain rows`);
   const listed = new Set();
   for (const { name, user, roles, args } of domainRows) {
-    const token = hs256({ sub: await idOf(user), roles, aud, exp: Math.floor(Date.now() / 1000) + 600 }, DOCS_SECRET);
-    const headers = { authorization: `Bearer ${token}` };
-    const init = await post(w.mcpUrl, { jsonrpc: "2.0", id: 0, method: "initialize", params: { protocolVersion: LATEST, capabilities: {}, clientInfo: { name: "docs", version: "1" } } }, { headers });
-    const session = init.headers.get("mcp-session-id");
-    let filled = args;
-    for (const [, who] of args.matchAll(/\$EMPLOYEE\(([^)]+)\)/g)) filled = filled.replace(`$EMPLOYEE(${who})`, await idOf(who));
-    // Other records by their name or title, so the examples hold whatever the id format is.
-    const lookups = { CUSTOMER: ["sales_customers", "name"], ARTICLE: ["support_knowledge_articles", "title"], INVOICE: ["finance_invoices", "vendor_reference"] };
-    for (const [all, kind, key] of filled.matchAll(/\$(CUSTOMER|ARTICLE|INVOICE)\(([^)]+)\)/g)) {
-      const [table, column] = lookups[kind];
-      const row = await db.prepare(`SELECT id FROM ${table} WHERE ${column} = ?1`).bind(key).first();
-      assert.ok(row, all);
-      filled = filled.replace(all, row.id);
-    }
-    const r = await (await post(w.mcpUrl, { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name, arguments: JSON.parse(filled) } }, { session, headers, version: LATEST })).json();
+    const { reply: r, tools } = await callAs(user, roles, name, args);
     // Reads succeed; writes wait for the user's confirmation.
     assert.ok(["success", "pending_confirmation"].includes(r.result?.structuredContent?.status), `${name} as ${user}: ${JSON.stringify(r)}`);
-    const tools = await (await post(w.mcpUrl, { jsonrpc: "2.0", id: 2, method: "tools/list" }, { session, headers, version: LATEST })).json();
-    for (const t of tools.result.tools) listed.add(t.name);
+    for (const t of tools) listed.add(t);
   }
   const documented = new Set([...rows.map((r) => r.name), ...domainRows.map((r) => r.name)]);
   assert.deepEqual([...listed].filter((t) => !documented.has(t)), [], "every tool these users see is documented");
+});
+
+test("docs/domain.md: every call answers as the page says for the role it names", async () => {
+  const calls = readFileSync(join(root, "docs", "domain.md"), "utf8")
+    .split("\n")
+    .map((line) => line.match(/^\| ([A-Z][a-z]+ [A-Z][a-z]+) \((no roles|[a-z, -]+)\) \| `([a-z_]+)` \| `(\{.*\})` \| ([a-zA-Z_ ]+) \|$/))
+    .filter(Boolean);
+  assert.ok(calls.length >= 20, `${calls.length} calls`);
+  for (const [, user, roles, name, args, answer] of calls) {
+    const { reply } = await callAs(user, roles === "no roles" ? [] : roles.split(", "), name, args);
+    const got = reply.error
+      ? (reply.error.code === -32602 && /unknown tool/.test(reply.error.message) ? "unknown tool" : JSON.stringify(reply.error))
+      : reply.result.structuredContent?.status === "error"
+        ? reply.result.structuredContent.code
+        : reply.result.structuredContent?.status;
+    assert.equal(got, answer, `${name} as ${user} (${roles}): ${JSON.stringify(reply)}`);
+  }
 });
 
 test("every listed tool is documented in the README", async () => {
