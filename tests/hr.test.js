@@ -4,7 +4,7 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { startWorker } from "./support/worker.js";
-import { LATEST, post } from "./support/mcp.js";
+import { LATEST, post, sseEvents } from "./support/mcp.js";
 import { hs256 } from "../scripts/token.js";
 
 const SECRET = "hr-test-secret";
@@ -116,6 +116,26 @@ describe("get_employee", () => {
     assert.equal((await nina.call("get_employee", { employee_id: ids.eve })).structuredContent.code, "EMPLOYEE_NOT_FOUND");
     const victor = await as("victor");
     assert.equal((await victor.data("get_employee", { employee_id: ids.marcus })).data.first_name, "Marcus", "three levels down");
+  });
+
+  test("masked fields stay masked on the session's event stream", async () => {
+    const headers = { authorization: `Bearer ${hs256({ sub: ids.nina, roles: ["manager"], aud, exp: Math.floor(Date.now() / 1000) + 600 }, SECRET)}` };
+    const init = await post(w.mcpUrl, { jsonrpc: "2.0", id: 0, method: "initialize", params: { protocolVersion: LATEST, capabilities: {}, clientInfo: { name: "hr-events", version: "1" } } }, { headers });
+    const session = init.headers.get("mcp-session-id");
+    const stream = await fetch(w.mcpUrl, { headers: { accept: "text/event-stream", "mcp-session-id": session, "mcp-protocol-version": LATEST, ...headers } });
+    const events = sseEvents(stream, { timeoutMs: 5000 });
+    await post(w.mcpUrl, { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "get_employee", arguments: { employee_id: ids.sarah } } }, { session, headers, version: LATEST });
+    let result;
+    while (!result) {
+      const ev = await events.next();
+      assert.ok(ev, "tool_result event arrives");
+      if (ev.event === "tool_result") result = ev.data;
+    }
+    events.close();
+    const { salary_cents, ssn } = await db.prepare("SELECT salary_cents, ssn FROM hr_employees WHERE id = ?1").bind(ids.sarah).first();
+    assert.match(result, /\*\*\* \(Hidden\)/);
+    assert.equal(result.includes(ssn), false, "no SSN in the event");
+    assert.equal(result.includes(String(salary_cents / 100)), false, "no salary in the event");
   });
 
   test("hr-write and executive see everyone unmasked; finance-read sees salaries of rows it may read", async () => {
