@@ -28,6 +28,13 @@ async fn fetch(req: Request, env: Env, _ctx: Context) -> worker::Result<Response
         let id = id.to_string();
         return edge::serve_confirm(req, env, &id).await;
     }
+    if let Some(id) = path
+        .strip_prefix("/sessions/")
+        .and_then(|rest| rest.strip_suffix("/events"))
+    {
+        let id = id.to_string();
+        return edge::serve_events(req, env, &id).await;
+    }
     match path.as_str() {
         "/mcp" | "/mcp/" => edge::serve(req, env).await,
         "/.well-known/oauth-protected-resource" | "/.well-known/oauth-protected-resource/mcp" => {

@@ -17,7 +17,7 @@ use crate::mcp::message::Incoming;
 use crate::mcp::version;
 use crate::random;
 use crate::registry::Caller;
-use crate::session::{CORRELATION_HEADER, CREATE_HEADER, ROLES_HEADER, USER_HEADER};
+use crate::session::{CORRELATION_HEADER, CREATE_HEADER, ROLES_HEADER, USER_HEADER, WATCH_HEADER};
 use config::Config;
 use http::header;
 
@@ -48,6 +48,41 @@ pub async fn serve_confirm(req: Request, env: Env, id: &str) -> worker::Result<R
             Method::Post => crate::confirm::serve(req, env, id).await,
             other => Err(Error::MethodNotAllowed(format!(
                 "Method Not Allowed: {other:?}; /api/confirm/<id> takes POST {{\"approved\": true|false}}"
+            ))),
+        }
+    }
+    .await;
+    finish(result, &metadata_url, cors_origin.as_deref())
+}
+
+/// Serves `GET /sessions/:id/events`: the session's tool events as SSE for dashboards, behind the
+/// same host, origin, CORS and token rules as `/mcp` (`session::Session::watch` says who may watch).
+pub async fn serve_events(req: Request, env: Env, id: &str) -> worker::Result<Response> {
+    let cfg = Config::from_env(&env);
+    let (metadata_url, cors_origin) = response_context(&req, &cfg);
+    let result = async {
+        check_host_and_origin(&req, &cfg)?;
+        match req.method() {
+            Method::Options => http::preflight(header(&req, "origin").as_deref()),
+            Method::Get => {
+                let caller = auth::authenticate(&req, &env, &cfg).await?;
+                if !valid_session_id(id) {
+                    return Err(Error::SessionNotFound);
+                }
+                forward_with(
+                    &env,
+                    id,
+                    Method::Get,
+                    &req,
+                    None,
+                    false,
+                    &caller,
+                    &[(WATCH_HEADER, "1")],
+                )
+                .await
+            }
+            other => Err(Error::MethodNotAllowed(format!(
+                "Method Not Allowed: {other:?}; /sessions/<id>/events takes GET"
             ))),
         }
     }
@@ -253,6 +288,21 @@ async fn forward(
     create: bool,
     caller: &Caller,
 ) -> Result<Response> {
+    forward_with(env, session, method, req, body, create, caller, &[]).await
+}
+
+/// [`forward`] with more internal headers.
+#[allow(clippy::too_many_arguments)]
+async fn forward_with(
+    env: &Env,
+    session: &str,
+    method: Method,
+    req: &Request,
+    body: Option<String>,
+    create: bool,
+    caller: &Caller,
+    internal: &[(&str, &str)],
+) -> Result<Response> {
     let headers = web_sys::Headers::new().map_err(|_| Error::Internal("headers".into()))?;
     let set = |k: &str, v: &str| {
         headers
@@ -279,6 +329,9 @@ async fn forward(
     }
     set(USER_HEADER, caller.user.as_deref().unwrap_or(""))?;
     set(ROLES_HEADER, &caller.roles.join(","))?;
+    for (k, v) in internal {
+        set(k, v)?;
+    }
     let init = web_sys::RequestInit::new();
     init.set_method(method.as_ref());
     init.set_headers(&headers);

@@ -36,6 +36,9 @@ pub struct Hub {
     next_token: std::cell::Cell<u64>,
     pending: RefCell<HashMap<String, oneshot::Sender<ClientAnswer>>>,
     jobs: RefCell<HashMap<String, AbortHandle>>,
+    /// Dashboards reading the session's tool events (`GET /sessions/:id/events`); unlike a
+    /// stream's reader, any number of them.
+    watchers: RefCell<Vec<Subscriber>>,
 }
 
 impl Hub {
@@ -61,6 +64,18 @@ impl Hub {
                 subs.remove(stream);
             }
         }
+    }
+
+    /// Adds a dashboard reader of the session's tool events.
+    pub fn watch(&self, tx: UnboundedSender<Vec<u8>>, signal: Option<AbortSignal>) {
+        self.watchers.borrow_mut().push(Subscriber { tx, signal });
+    }
+
+    /// Sends a tool event frame to every dashboard reader, dropping those that have gone.
+    pub fn deliver_to_watchers(&self, frame: &[u8]) {
+        self.watchers
+            .borrow_mut()
+            .retain(|w| !w.gone() && w.tx.unbounded_send(frame.to_vec()).is_ok());
     }
 
     /// Marks a POST stream as still producing events (its call is running).
@@ -166,6 +181,7 @@ impl Hub {
             .for_each(|(_, l)| l.iter().for_each(|(_, h)| h.abort()));
         self.pending.borrow_mut().clear();
         self.subscribers.borrow_mut().clear();
+        self.watchers.borrow_mut().clear();
         self.running.borrow_mut().clear();
     }
 }

@@ -39,6 +39,8 @@ use stream::{sse_response, StreamPlan};
 /// Internal header from the Worker: this POST creates the session named in `Mcp-Session-Id`.
 pub const CREATE_HEADER: &str = "x-mcp-edge-create";
 pub use crate::store::services::{ROLES_HEADER, USER_HEADER};
+/// Internal header from the Worker: this GET is a dashboard watching the session's tool events.
+pub const WATCH_HEADER: &str = "x-mcp-edge-watch";
 /// Internal header from the Worker: correlation id for log lines.
 pub const CORRELATION_HEADER: &str = "x-correlation-id";
 
@@ -70,7 +72,11 @@ impl Core {
             stream: stream.to_string(),
             seq,
         };
-        self.hub.deliver(stream, &sse::frame(&id, event, data));
+        let frame = sse::frame(&id, event, data);
+        if stream == STANDALONE && is_tool_event(event) {
+            self.hub.deliver_to_watchers(&frame);
+        }
+        self.hub.deliver(stream, &frame);
         Ok(())
     }
 
@@ -128,6 +134,11 @@ fn caller_of(req: &Request) -> Caller {
             .map(|r| split_roles(&r))
             .unwrap_or_default(),
     }
+}
+
+/// The events a dashboard sees: what tools did, not the protocol's messages.
+fn is_tool_event(event: &str) -> bool {
+    matches!(event, "tool_call" | "tool_result" | "error")
 }
 
 thread_local! {
@@ -240,7 +251,12 @@ impl Session {
             }
             Method::Get => {
                 let last = header(&req, "last-event-id");
-                self.get(&core, last.as_deref(), Some(req.inner().signal()), &caller)
+                let signal = Some(req.inner().signal());
+                if header(&req, WATCH_HEADER).is_some() {
+                    self.watch(&core, last.as_deref(), signal, &caller)
+                } else {
+                    self.get(&core, last.as_deref(), signal, &caller)
+                }
             }
             Method::Delete => self.delete(&core, &caller).await,
             other => Err(Error::MethodNotAllowed(format!(
@@ -478,6 +494,73 @@ impl Session {
                 prefix,
                 keepalive_secs: core.cfg.keepalive_secs,
                 max_secs,
+            },
+            rx,
+        )
+    }
+
+    /// `GET /sessions/:id/events`: the session's tool events (`tool_call`, `tool_result`, `error`)
+    /// for dashboards, live, or from after `Last-Event-ID` (an id of this stream) first. A session
+    /// opened with a token is watched with a token of the same user; an anonymous one by whoever
+    /// holds its id. Any number of dashboards may watch, beside the MCP client's own streams.
+    fn watch(
+        &self,
+        core: &Rc<Core>,
+        last_event_id: Option<&str>,
+        signal: Option<worker::web_sys::AbortSignal>,
+        caller: &Caller,
+    ) -> Result<Response> {
+        if core.db.get("created_at")?.is_none() {
+            return Err(Error::SessionNotFound);
+        }
+        let owner = core.db.get("user")?.unwrap_or_default();
+        if !owner.is_empty() && caller.user.as_deref() != Some(owner.as_str()) {
+            return Err(Error::Forbidden(
+                "Forbidden: this session's events are shown only to the user who started it".into(),
+            ));
+        }
+        let after = match last_event_id {
+            Some(s) => {
+                let id = EventId::parse(s)?;
+                if id.stream != STANDALONE {
+                    return Err(Error::BadHeader(format!(
+                        "Bad Request: Last-Event-ID {s:?} is not an event of this stream"
+                    )));
+                }
+                id.seq
+            }
+            None => core.db.last_seq()?,
+        };
+        let mut prefix = sse::priming(
+            &EventId {
+                stream: STANDALONE.to_string(),
+                seq: after,
+            },
+            RETRY_MS,
+        );
+        for ev in core
+            .db
+            .replay(STANDALONE, after)?
+            .into_iter()
+            .filter(|e| is_tool_event(&e.event))
+        {
+            prefix.extend(sse::frame(
+                &EventId {
+                    stream: STANDALONE.to_string(),
+                    seq: ev.seq,
+                },
+                &ev.event,
+                &ev.data,
+            ));
+        }
+        let (tx, rx) = unbounded();
+        // Replay and subscription happen without an await between them, so no event is missed.
+        core.hub.watch(tx, signal);
+        sse_response(
+            StreamPlan {
+                prefix,
+                keepalive_secs: core.cfg.keepalive_secs,
+                max_secs: Some(core.cfg.max_stream_secs),
             },
             rx,
         )

@@ -1,0 +1,85 @@
+// GET /sessions/:id/events: a dashboard watches an MCP session's tool events (the Mcp-Session-Id
+// is the :id), live and replayable with Last-Event-ID, beside the MCP client's own streams; only
+// the session's user may watch a session opened with a token.
+import { after, before, test } from "node:test";
+import assert from "node:assert/strict";
+import { startWorker } from "./support/worker.js";
+import { LATEST, initialize, post, sseEvents } from "./support/mcp.js";
+import { hs256 } from "../scripts/token.js";
+
+const SECRET = "events-secret";
+let w, aud;
+before(async () => {
+  w = await startWorker({ JWT_SECRET: SECRET }, { quiet: true });
+  aud = new URL("/mcp", w.url).href;
+});
+after(() => w?.stop());
+
+const watch = (id, headers = {}) => fetch(new URL(`/sessions/${id}/events`, w.url), { headers: { accept: "text/event-stream", ...headers } });
+const call = (session, name, args, headers = {}) =>
+  post(w.mcpUrl, { jsonrpc: "2.0", id: Math.floor(Math.random() * 1e9), method: "tools/call", params: { name, arguments: args } }, { session, headers, version: LATEST }).then((r) => r.json());
+
+/** Reads events until `n` tool events arrived; returns them with their ids. */
+async function toolEvents(it, n) {
+  const out = [];
+  while (out.length < n) {
+    const ev = await it.next();
+    assert.ok(ev, `stream ended after ${JSON.stringify(out)}`);
+    if (["tool_call", "tool_result", "error"].includes(ev.event)) out.push({ id: ev.id, event: ev.event, data: JSON.parse(ev.data) });
+  }
+  return out;
+}
+
+test("a dashboard sees the session's tool calls as they happen, beside the MCP client's own stream", async () => {
+  const { session } = await initialize(w.mcpUrl);
+  const dash = await watch(session);
+  assert.equal(dash.status, 200);
+  assert.match(dash.headers.get("content-type"), /^text\/event-stream/);
+  const mine = await fetch(w.mcpUrl, { headers: { accept: "text/event-stream", "mcp-session-id": session, "mcp-protocol-version": LATEST } });
+  assert.equal(mine.status, 200);
+  const seen = sseEvents(dash, { timeoutMs: 5000 });
+  const client = sseEvents(mine, { timeoutMs: 5000 });
+  await call(session, "switch_mode", { mode: "interactive-mode" });
+  const events = await toolEvents(seen, 2);
+  assert.deepEqual(events.map((e) => [e.event, e.data.tool]), [["tool_call", "switch_mode"], ["tool_result", "switch_mode"]]);
+  assert.deepEqual(events[0].data.arguments, { mode: "interactive-mode" });
+  assert.equal(events[1].data.cached, false);
+  assert.equal((await toolEvents(client, 2)).length, 2, "the MCP client's stream still gets them");
+  seen.close();
+  client.close();
+
+  // Resume after the tool_call: the tool_result is replayed, then new events follow live.
+  const again = await watch(session, { "last-event-id": events[0].id });
+  const resumed = sseEvents(again, { timeoutMs: 5000 });
+  const replayed = await toolEvents(resumed, 1);
+  assert.equal(replayed[0].event, "tool_result");
+  assert.equal(replayed[0].id, events[1].id);
+  await call(session, "get_mode_indicator", {});
+  assert.deepEqual((await toolEvents(resumed, 2)).map((e) => e.data.tool), ["get_mode_indicator", "get_mode_indicator"]);
+  resumed.close();
+});
+
+test("event data is JSON, so no argument can forge an SSE frame", async () => {
+  const { session } = await initialize(w.mcpUrl);
+  const dash = sseEvents(await watch(session), { timeoutMs: 5000 });
+  await call(session, "get_instruction_set", { name: "x\n\nevent: forged\ndata: {}\n\n" });
+  const events = await toolEvents(dash, 2);
+  assert.equal(events[0].data.arguments.name, "x\n\nevent: forged\ndata: {}\n\n");
+  assert.ok(events.every((e) => e.event !== "forged"));
+  dash.close();
+});
+
+test("who may watch: the session's user for a token session; unknown ids are 404", async () => {
+  const token = (sub) => ({ authorization: `Bearer ${hs256({ sub, roles: [], aud, exp: Math.floor(Date.now() / 1000) + 600 }, SECRET)}` });
+  const alice = token("00000000-0000-4000-8000-000000000010");
+  const init = await post(w.mcpUrl, { jsonrpc: "2.0", id: 0, method: "initialize", params: { protocolVersion: LATEST, capabilities: {}, clientInfo: { name: "t", version: "1" } } }, { headers: alice });
+  const session = init.headers.get("mcp-session-id");
+  assert.equal((await watch(session, alice)).status, 200);
+  assert.equal((await watch(session, token("00000000-0000-4000-8000-000000000011"))).status, 403);
+  assert.equal((await watch(session)).status, 403, "without a token");
+  assert.equal((await watch(session, { authorization: "Bearer nope" })).status, 401);
+  assert.equal((await watch("a".repeat(64))).status, 404);
+  assert.equal((await watch("not-a-session")).status, 404);
+  const bad = await watch(session, { ...alice, "last-event-id": "r1-1" });
+  assert.equal(bad.status, 400, "an id of another stream");
+});
