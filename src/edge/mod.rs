@@ -36,55 +36,74 @@ pub async fn serve(req: Request, env: Env) -> worker::Result<Response> {
     finish(result, &metadata_url, cors_origin.as_deref())
 }
 
-/// Serves `POST /api/confirm/:id` (human confirmation of a write, `crate::confirm`), behind the
-/// same host, origin and CORS rules as `/mcp`.
+/// Serves `POST /api/confirm/:id` (human confirmation of a write, `crate::confirm`).
 pub async fn serve_confirm(req: Request, env: Env, id: &str) -> worker::Result<Response> {
-    let cfg = Config::from_env(&env);
-    let (metadata_url, cors_origin) = response_context(&req, &cfg);
-    let result = async {
-        check_host_and_origin(&req, &cfg)?;
-        match req.method() {
-            Method::Options => http::preflight(header(&req, "origin").as_deref()),
-            Method::Post => crate::confirm::serve(req, env, id).await,
-            other => Err(Error::MethodNotAllowed(format!(
-                "Method Not Allowed: {other:?}; /api/confirm/<id> takes POST {{\"approved\": true|false}}"
-            ))),
-        }
-    }
-    .await;
-    finish(result, &metadata_url, cors_origin.as_deref())
+    serve_one(
+        req,
+        env,
+        Method::Post,
+        "/api/confirm/<id> takes POST {\"approved\": true|false}",
+        |req, env, _| async move { crate::confirm::serve(req, env, id).await },
+    )
+    .await
 }
 
-/// Serves `GET /sessions/:id/events`: the session's tool events as SSE for dashboards, behind the
-/// same host, origin, CORS and token rules as `/mcp` (`session::Session::watch` says who may watch).
+/// Serves `GET /sessions/:id/events`: the session's tool events as SSE for dashboards, with the
+/// same token rules as `/mcp` (`session::Session::watch` says who may watch).
 pub async fn serve_events(req: Request, env: Env, id: &str) -> worker::Result<Response> {
+    serve_one(
+        req,
+        env,
+        Method::Get,
+        "/sessions/<id>/events takes GET",
+        |req, env, cfg| async move {
+            let caller = auth::authenticate(&req, &env, &cfg).await?;
+            if !valid_session_id(id) {
+                return Err(Error::SessionNotFound);
+            }
+            forward_with(
+                &env,
+                id,
+                Method::Get,
+                &req,
+                None,
+                false,
+                &caller,
+                &[(WATCH_HEADER, "1")],
+            )
+            .await
+        },
+    )
+    .await
+}
+
+/// Serves a route of one method besides `/mcp`, behind the same host, origin and CORS rules:
+/// `OPTIONS` is the preflight, other methods are 405 with `usage`.
+async fn serve_one<F, Fut>(
+    req: Request,
+    env: Env,
+    method: Method,
+    usage: &str,
+    handle: F,
+) -> worker::Result<Response>
+where
+    F: FnOnce(Request, Env, Config) -> Fut,
+    Fut: std::future::Future<Output = Result<Response>>,
+{
     let cfg = Config::from_env(&env);
     let (metadata_url, cors_origin) = response_context(&req, &cfg);
     let result = async {
         check_host_and_origin(&req, &cfg)?;
-        match req.method() {
-            Method::Options => http::preflight(header(&req, "origin").as_deref()),
-            Method::Get => {
-                let caller = auth::authenticate(&req, &env, &cfg).await?;
-                if !valid_session_id(id) {
-                    return Err(Error::SessionNotFound);
-                }
-                forward_with(
-                    &env,
-                    id,
-                    Method::Get,
-                    &req,
-                    None,
-                    false,
-                    &caller,
-                    &[(WATCH_HEADER, "1")],
-                )
-                .await
-            }
-            other => Err(Error::MethodNotAllowed(format!(
-                "Method Not Allowed: {other:?}; /sessions/<id>/events takes GET"
-            ))),
+        let m = req.method();
+        if m == Method::Options {
+            return http::preflight(header(&req, "origin").as_deref());
         }
+        if m != method {
+            return Err(Error::MethodNotAllowed(format!(
+                "Method Not Allowed: {m:?}; {usage}"
+            )));
+        }
+        handle(req, env, cfg.clone()).await
     }
     .await;
     finish(result, &metadata_url, cors_origin.as_deref())

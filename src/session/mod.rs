@@ -136,6 +136,22 @@ fn caller_of(req: &Request) -> Caller {
     }
 }
 
+/// The logged events of `from.stream` after `from.seq` that `keep` (by event name) accepts, as
+/// SSE frames.
+fn replay(core: &Core, from: &EventId, keep: impl Fn(&str) -> bool) -> Result<Vec<u8>> {
+    let mut frames = Vec::new();
+    for ev in core.db.replay(&from.stream, from.seq)? {
+        if keep(&ev.event) {
+            let id = EventId {
+                stream: from.stream.clone(),
+                seq: ev.seq,
+            };
+            frames.extend(sse::frame(&id, &ev.event, &ev.data));
+        }
+    }
+    Ok(frames)
+}
+
 /// The events a dashboard sees: what tools did, not the protocol's messages.
 fn is_tool_event(event: &str) -> bool {
     matches!(event, "tool_call" | "tool_result" | "error")
@@ -470,16 +486,7 @@ impl Session {
         if version::primes_streams(&core.version()) {
             prefix.extend(sse::priming(&from, RETRY_MS));
         }
-        for ev in core.db.replay(&from.stream, from.seq)? {
-            prefix.extend(sse::frame(
-                &EventId {
-                    stream: from.stream.clone(),
-                    seq: ev.seq,
-                },
-                &ev.event,
-                &ev.data,
-            ));
-        }
+        prefix.extend(replay(core, &from, |_| true)?);
         let (tx, rx) = unbounded();
         let standalone = from.stream == STANDALONE;
         if standalone || core.hub.is_running(&from.stream) {
@@ -531,28 +538,12 @@ impl Session {
             }
             None => core.db.last_seq()?,
         };
-        let mut prefix = sse::priming(
-            &EventId {
-                stream: STANDALONE.to_string(),
-                seq: after,
-            },
-            RETRY_MS,
-        );
-        for ev in core
-            .db
-            .replay(STANDALONE, after)?
-            .into_iter()
-            .filter(|e| is_tool_event(&e.event))
-        {
-            prefix.extend(sse::frame(
-                &EventId {
-                    stream: STANDALONE.to_string(),
-                    seq: ev.seq,
-                },
-                &ev.event,
-                &ev.data,
-            ));
-        }
+        let from = EventId {
+            stream: STANDALONE.to_string(),
+            seq: after,
+        };
+        let mut prefix = sse::priming(&from, RETRY_MS);
+        prefix.extend(replay(core, &from, is_tool_event)?);
         let (tx, rx) = unbounded();
         // Replay and subscription happen without an await between them, so no event is missed.
         core.hub.watch(tx, signal);
