@@ -1,14 +1,17 @@
 //! Every toolset, one folder each. A deployment serves the tools of one [`Catalog`].
 
+pub mod calendar;
 pub mod chains;
 pub mod conformance;
 pub mod domain;
 pub mod finance;
+pub mod flights;
 pub mod hr;
 pub mod instructions;
 pub mod sales;
 pub mod support;
 pub mod templates;
+pub mod upstream;
 
 use serde_json::Value;
 
@@ -172,6 +175,8 @@ pub fn catalog(c: Catalog) -> Vec<&'static ToolDef> {
         .chain(finance::writes::TOOLS.iter())
         .chain(sales::writes::TOOLS.iter())
         .chain(support::writes::TOOLS.iter())
+        .chain(flights::TOOLS.iter())
+        .chain(calendar::TOOLS.iter())
         .collect();
     if c == Catalog::Conformance {
         defs.extend(conformance::TOOLS.iter());

@@ -1,0 +1,197 @@
+//! Calendar events through the Google Calendar API (seed 003, "Calendar Events"): `list_events`
+//! lists a calendar's events in a time window, recurring events expanded, in start order.
+//!
+//! Settings: `GOOGLE_CALENDAR_ACCESS_TOKEN` (secret, an OAuth access token),
+//! `GOOGLE_CALENDAR_BASE_URL` (defaults to Google's API; tests point it at a local stand-in).
+//! Minting tokens from a service account (a signed JWT exchanged at Google's token endpoint) is not
+//! done yet: the token is taken as given.
+
+use chrono::DateTime;
+use futures::future::LocalBoxFuture;
+use serde_json::{json, Value};
+
+use crate::error::{Error, Result};
+use crate::registry::{Annotations, Outbound, ToolContext, ToolDef, ToolOutput};
+use crate::tools::upstream::{encode, Api};
+
+const TOOLSET: &str = "calendar";
+
+/// Google's API: errors come as `{"error":{"code":…,"message":…}}`.
+const GOOGLE_CALENDAR: Api = Api {
+    name: "Google Calendar",
+    token_setting: "GOOGLE_CALENDAR_ACCESS_TOKEN",
+    base_url_setting: "GOOGLE_CALENDAR_BASE_URL",
+    default_base_url: "https://www.googleapis.com",
+    error_message: google_error,
+};
+
+fn google_error(body: &Value) -> Option<String> {
+    body.pointer("/error/message")
+        .and_then(Value::as_str)
+        // OAuth endpoints answer `{"error":"invalid_grant","error_description":…}` instead.
+        .or_else(|| body["error_description"].as_str())
+        .or_else(|| body["error"].as_str())
+        .map(str::to_string)
+}
+
+/// The events URL (path and query) for validated arguments; refuses a window that ends before it
+/// starts, which the schema cannot express.
+fn events_path(args: &Value) -> Result<String> {
+    let time_min = args["time_min"].as_str().unwrap_or_default();
+    let time_max = args["time_max"].as_str().unwrap_or_default();
+    let parse = |field: &str, text: &str| {
+        DateTime::parse_from_rfc3339(text).map_err(|_| {
+            Error::InvalidArguments(format!(
+                "{field} must be an RFC 3339 time like 2025-05-10T00:00:00Z, got {text:?}"
+            ))
+        })
+    };
+    if parse("time_max", time_max)? <= parse("time_min", time_min)? {
+        return Err(Error::InvalidArguments(format!(
+            "time_max {time_max} is not after time_min {time_min}; give a window that ends after it starts"
+        )));
+    }
+    let calendar = args["calendar_id"].as_str().unwrap_or("primary");
+    let max_results = args["max_results"].as_u64().unwrap_or(250);
+    Ok(format!(
+        "/calendar/v3/calendars/{}/events?timeMin={}&timeMax={}&maxResults={max_results}&singleEvents=true&orderBy=startTime",
+        encode(calendar),
+        encode(time_min),
+        encode(time_max)
+    ))
+}
+
+/// An event's start or end: `dateTime` for timed events, `date` for all-day ones.
+fn when(v: &Value) -> Value {
+    v.get("dateTime")
+        .or_else(|| v.get("date"))
+        .cloned()
+        .unwrap_or(Value::Null)
+}
+
+/// The tool's answer from Google's events list.
+fn normalize(reply: &Value) -> Result<Value> {
+    let items = reply["items"].as_array().ok_or_else(|| {
+        Error::ToolFailed("Google Calendar's answer has no items list; try again later.".into())
+    })?;
+    let events: Vec<Value> = items
+        .iter()
+        .map(|e| {
+            let attendees: Vec<Value> = e["attendees"]
+                .as_array()
+                .map(|a| a.iter().filter_map(|p| p.get("email").cloned()).collect())
+                .unwrap_or_default();
+            json!({
+                "id": e["id"],
+                "summary": e["summary"],
+                "start": when(&e["start"]),
+                "end": when(&e["end"]),
+                "location": e["location"],
+                "attendees": attendees,
+                "status": e["status"],
+            })
+        })
+        .collect();
+    Ok(json!({
+        "events": events,
+        "count": events.len(),
+        // Google pages beyond maxResults; a later window or a higher max_results shows the rest.
+        "has_more": reply.get("nextPageToken").is_some_and(|t| !t.is_null()),
+        "status": "ok",
+    }))
+}
+
+fn list_events(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+    Box::pin(async move {
+        let path = events_path(&args)?;
+        let token = GOOGLE_CALENDAR.token(ctx)?;
+        let reply = GOOGLE_CALENDAR
+            .send(
+                ctx,
+                Outbound {
+                    method: "GET",
+                    url: format!("{}{path}", GOOGLE_CALENDAR.base_url(ctx)),
+                    headers: vec![
+                        ("Authorization".into(), format!("Bearer {token}")),
+                        ("Accept".into(), "application/json".into()),
+                    ],
+                    body: None,
+                },
+            )
+            .await?;
+        let value = normalize(&reply)?;
+        let summary = format!(
+            "{} events between {} and {}",
+            value["count"],
+            args["time_min"].as_str().unwrap_or_default(),
+            args["time_max"].as_str().unwrap_or_default()
+        );
+        Ok(ToolOutput::Described {
+            value,
+            summary,
+            cached: false,
+        })
+    })
+}
+
+/// The toolset's tools.
+pub static TOOLS: [ToolDef; 1] = [ToolDef {
+    toolset: TOOLSET,
+    name: "list_events",
+    title: "List calendar events",
+    description: "List the events of a Google Calendar (primary by default) between time_min and time_max (RFC 3339), recurring events expanded, in start order: id, summary, start, end, location, attendee emails and status.",
+    annotations: Annotations { read_only: true, destructive: false, idempotent: true, open_world: true },
+    input_schema: include_str!("../../../schema/calendar/list_events.input.json"),
+    output_schema: Some(include_str!("../../../schema/calendar/list_events.output.json")),
+    timeout_ms: 20_000,
+    roles: &[],
+    handler: list_events,
+}];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builds_the_events_url_with_defaults_and_encoding() {
+        let path = events_path(
+            &json!({"time_min":"2025-05-10T00:00:00Z","time_max":"2025-05-15T23:59:59+02:00"}),
+        )
+        .unwrap();
+        assert_eq!(path, "/calendar/v3/calendars/primary/events?timeMin=2025-05-10T00%3A00%3A00Z&timeMax=2025-05-15T23%3A59%3A59%2B02%3A00&maxResults=250&singleEvents=true&orderBy=startTime");
+        let path = events_path(&json!({"calendar_id":"team@group.calendar.google.com","time_min":"2025-05-10T00:00:00Z","time_max":"2025-05-11T00:00:00Z","max_results":5})).unwrap();
+        assert!(
+            path.starts_with("/calendar/v3/calendars/team%40group.calendar.google.com/events?"),
+            "{path}"
+        );
+        assert!(path.contains("maxResults=5&"), "{path}");
+    }
+
+    #[test]
+    fn refuses_a_window_that_does_not_end_after_it_starts() {
+        // The same instant written in two offsets is an empty window.
+        let e = events_path(
+            &json!({"time_min":"2025-05-10T02:00:00+02:00","time_max":"2025-05-10T00:00:00Z"}),
+        );
+        assert!(matches!(e, Err(Error::InvalidArguments(m)) if m.contains("not after time_min")));
+    }
+
+    #[test]
+    fn normalizes_timed_and_all_day_events() {
+        let reply = json!({"items":[
+            {"id":"e1","summary":"Standup","start":{"dateTime":"2025-05-10T09:00:00Z"},"end":{"dateTime":"2025-05-10T09:15:00Z"},"attendees":[{"email":"a@x.com"},{"displayName":"no email"}],"status":"confirmed"},
+            {"id":"e2","start":{"date":"2025-05-11"},"end":{"date":"2025-05-12"},"location":"Berlin","status":"tentative"}
+        ],"nextPageToken":"abc"});
+        let out = normalize(&reply).unwrap();
+        assert_eq!(out["count"], 2);
+        assert_eq!(out["has_more"], true);
+        assert_eq!(out["events"][0]["attendees"], json!(["a@x.com"]));
+        assert_eq!(out["events"][1]["start"], "2025-05-11");
+        assert_eq!(out["events"][1]["summary"], Value::Null);
+        assert!(normalize(&json!({})).is_err());
+        assert_eq!(
+            google_error(&json!({"error":{"code":404,"message":"Not Found"}})).as_deref(),
+            Some("Not Found")
+        );
+    }
+}

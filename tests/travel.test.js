@@ -1,0 +1,263 @@
+// search_flights (Duffel) and list_events (Google Calendar) against local stand-ins that speak
+// those APIs' formats: the exact request each tool sends, the normalized answer, and every way
+// the call can fail (missing token, the API's 4xx message, 503, a body that is not JSON, bad
+// arguments).
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { createServer } from "node:http";
+import { startWorker } from "./support/worker.js";
+import { initialize, rpc } from "./support/mcp.js";
+
+const textOf = (r) => r.content.map((c) => c.text).join("\n");
+
+/** A local HTTP API: records each request and answers with `p.reply` ({status, body}). */
+function stubApi() {
+  const p = { requests: [], reply: { status: 200, body: "{}" } };
+  p.server = createServer((req, res) => {
+    let body = "";
+    req.on("data", (d) => (body += d));
+    req.on("end", () => {
+      const url = new URL(req.url, "http://stub");
+      p.requests.push({ method: req.method, path: url.pathname, query: Object.fromEntries(url.searchParams), rawQuery: url.search, headers: req.headers, body });
+      const { status, body: out } = typeof p.reply === "function" ? p.reply() : p.reply;
+      res.writeHead(status, { "content-type": "application/json" }).end(typeof out === "string" ? out : JSON.stringify(out));
+    });
+  });
+  return new Promise((resolve) => p.server.listen(0, "127.0.0.1", () => {
+    p.url = `http://127.0.0.1:${p.server.address().port}`;
+    resolve(p);
+  }));
+}
+
+const segment = (from, to, code, number, departs, arrives) => ({
+  origin: { iata_code: from }, destination: { iata_code: to }, departing_at: departs, arriving_at: arrives,
+  marketing_carrier: { iata_code: code, name: { AF: "Air France", UA: "United Airlines" }[code] }, marketing_carrier_flight_number: number,
+});
+const offers = {
+  data: {
+    id: "orq_1",
+    offers: [
+      { id: "off_b", total_amount: "1210.40", total_currency: "USD", slices: [
+        { duration: "PT13H30M", segments: [segment("SFO", "EWR", "UA", "1234", "2025-05-10T08:00:00", "2025-05-10T16:30:00"), segment("EWR", "CDG", "UA", "57", "2025-05-10T18:00:00", "2025-05-11T07:30:00")] },
+        { duration: "PT11H", segments: [segment("CDG", "SFO", "AF", "84", "2025-05-17T13:00:00", "2025-05-17T15:00:00")] },
+      ] },
+      { id: "off_a", total_amount: "980.00", total_currency: "USD", slices: [
+        { duration: "PT10H55M", segments: [segment("SFO", "CDG", "AF", "83", "2025-05-10T15:40:00", "2025-05-11T11:35:00")] },
+        { duration: "PT11H", segments: [segment("CDG", "SFO", "AF", "84", "2025-05-17T13:00:00", "2025-05-17T15:00:00")] },
+      ] },
+    ],
+  },
+};
+const events = {
+  kind: "calendar#events",
+  items: [
+    { id: "ev1", status: "confirmed", summary: "Flight to Paris", location: "SFO", start: { dateTime: "2025-05-10T15:40:00-07:00" }, end: { dateTime: "2025-05-11T11:35:00+02:00" }, attendees: [{ email: "dana@example.com", responseStatus: "accepted" }] },
+    { id: "ev2", status: "tentative", start: { date: "2025-05-12" }, end: { date: "2025-05-13" } },
+  ],
+};
+
+describe("travel tools", () => {
+  let duffel, google, w, session, bare, bareSession;
+  const call = async (name, args, s = session, worker = w) => (await rpc(worker.mcpUrl, s, "tools/call", { name, arguments: args })).reply;
+  before(async () => {
+    [duffel, google] = await Promise.all([stubApi(), stubApi()]);
+    w = await startWorker({
+      DUFFEL_BASE_URL: duffel.url, DUFFEL_API_TOKEN: "duffel_test_token",
+      GOOGLE_CALENDAR_BASE_URL: `${google.url}/`, GOOGLE_CALENDAR_ACCESS_TOKEN: "ya29.test",
+    }, { quiet: true });
+    ({ session } = await initialize(w.mcpUrl));
+    // A deployment with the base URLs but no tokens.
+    bare = await startWorker({ DUFFEL_BASE_URL: duffel.url, GOOGLE_CALENDAR_BASE_URL: google.url }, { quiet: true });
+    ({ session: bareSession } = await initialize(bare.mcpUrl));
+  });
+  after(async () => {
+    await w?.stop();
+    await bare?.stop();
+    duffel?.server.close();
+    google?.server.close();
+  });
+
+  test("both tools are listed for anonymous callers, with output schemas", async () => {
+    const tools = (await rpc(w.mcpUrl, session, "tools/list")).reply.result.tools;
+    for (const name of ["search_flights", "list_events"]) {
+      const t = tools.find((x) => x.name === name);
+      assert.ok(t, name);
+      assert.equal(t.outputSchema.type, "object");
+      assert.equal(t.annotations.openWorldHint, true);
+    }
+  });
+
+  test("search_flights sends Duffel's offer request and returns the offers cheapest first", async () => {
+    duffel.requests.length = 0;
+    duffel.reply = { status: 201, body: offers };
+    const r = await call("search_flights", { origin: "SFO", destination: "CDG", departure_date: "2025-05-10", return_date: "2025-05-17", adults: 2, cabin_class: "business" });
+    assert.equal(r.result.isError, undefined, JSON.stringify(r));
+    assert.equal(duffel.requests.length, 1);
+    const req = duffel.requests[0];
+    assert.equal(req.method, "POST");
+    assert.equal(req.path, "/air/offer_requests");
+    assert.deepEqual(req.query, { return_offers: "true" });
+    assert.equal(req.headers.authorization, "Bearer duffel_test_token");
+    assert.equal(req.headers["duffel-version"], "v2");
+    assert.equal(req.headers["content-type"], "application/json");
+    assert.equal(req.headers.accept, "application/json");
+    assert.deepEqual(JSON.parse(req.body), {
+      data: {
+        slices: [
+          { origin: "SFO", destination: "CDG", departure_date: "2025-05-10" },
+          { origin: "CDG", destination: "SFO", departure_date: "2025-05-17" },
+        ],
+        passengers: [{ type: "adult" }, { type: "adult" }],
+        cabin_class: "business",
+      },
+    });
+    const out = r.result.structuredContent;
+    assert.deepEqual(out, {
+      flights: [
+        { id: "off_a", price: "980.00", currency: "USD", carriers: ["Air France"], duration: "PT21H55M", stops: 0, segments: [
+          { from: "SFO", to: "CDG", departs_at: "2025-05-10T15:40:00", arrives_at: "2025-05-11T11:35:00", carrier: "AF", flight_number: "AF83" },
+          { from: "CDG", to: "SFO", departs_at: "2025-05-17T13:00:00", arrives_at: "2025-05-17T15:00:00", carrier: "AF", flight_number: "AF84" },
+        ] },
+        { id: "off_b", price: "1210.40", currency: "USD", carriers: ["United Airlines", "Air France"], duration: "PT24H30M", stops: 1, segments: [
+          { from: "SFO", to: "EWR", departs_at: "2025-05-10T08:00:00", arrives_at: "2025-05-10T16:30:00", carrier: "UA", flight_number: "UA1234" },
+          { from: "EWR", to: "CDG", departs_at: "2025-05-10T18:00:00", arrives_at: "2025-05-11T07:30:00", carrier: "UA", flight_number: "UA57" },
+          { from: "CDG", to: "SFO", departs_at: "2025-05-17T13:00:00", arrives_at: "2025-05-17T15:00:00", carrier: "AF", flight_number: "AF84" },
+        ] },
+      ],
+      count: 2,
+      total_offers: 2,
+      status: "ok",
+    });
+    assert.match(textOf(r.result), /2 flight offers from SFO to CDG/);
+  });
+
+  test("search_flights defaults: one way, one adult, economy", async () => {
+    duffel.requests.length = 0;
+    duffel.reply = { status: 201, body: { data: { offers: [] } } };
+    const r = await call("search_flights", { origin: "SFO", destination: "CDG", departure_date: "2025-05-10" });
+    assert.deepEqual(r.result.structuredContent, { flights: [], count: 0, total_offers: 0, status: "ok" });
+    assert.deepEqual(JSON.parse(duffel.requests[0].body), {
+      data: { slices: [{ origin: "SFO", destination: "CDG", departure_date: "2025-05-10" }], passengers: [{ type: "adult" }], cabin_class: "economy" },
+    });
+  });
+
+  test("search_flights: Duffel's errors become tool errors the model can act on, never retried", async () => {
+    const args = { origin: "SFO", destination: "CDG", departure_date: "2025-05-10" };
+    const cases = [
+      [{ status: 422, body: { errors: [{ title: "Invalid date", message: "The departure_date must be in the future", code: "invalid_date" }] } }, /Duffel rejected the request \(HTTP 422\): The departure_date must be in the future/],
+      [{ status: 401, body: { errors: [{ message: "The access token is invalid" }] } }, /HTTP 401\): The access token is invalid.*DUFFEL_API_TOKEN/],
+      [{ status: 503, body: "upstream busy" }, /temporarily unavailable \(HTTP 503\).*try again later/],
+      [{ status: 429, body: { errors: [{ message: "rate limited" }] } }, /temporarily unavailable \(HTTP 429\)/],
+      [{ status: 201, body: "<html>oops" }, /Duffel answered HTTP 201 with a body that is not JSON \(<html>oops\)/],
+      [{ status: 201, body: { data: {} } }, /no data\.offers/],
+    ];
+    for (const [reply, message] of cases) {
+      duffel.requests.length = 0;
+      duffel.reply = reply;
+      const r = await call("search_flights", args);
+      assert.equal(r.result.isError, true, JSON.stringify(r));
+      assert.match(textOf(r.result), message);
+      assert.equal(duffel.requests.length, 1, "sent once, not retried");
+    }
+  });
+
+  test("search_flights: invalid arguments are refused before anything is sent", async () => {
+    duffel.requests.length = 0;
+    const cases = [
+      [{ origin: "sfo", destination: "CDG", departure_date: "2025-05-10" }, /\/origin/],
+      [{ origin: "SFO", destination: "CDGX", departure_date: "2025-05-10" }, /\/destination/],
+      [{ origin: "SFO", destination: "CDG", departure_date: "10/05/2025" }, /\/departure_date/],
+      [{ origin: "SFO", destination: "CDG", departure_date: "2025-05-10", return_date: "2025-05-09" }, /return_date 2025-05-09 is before departure_date 2025-05-10/],
+      [{ origin: "SFO", destination: "SFO", departure_date: "2025-05-10" }, /two different airports/],
+      [{ origin: "SFO", destination: "CDG", departure_date: "2025-05-10", adults: 10 }, /\/adults/],
+      [{ origin: "SFO", destination: "CDG", departure_date: "2025-05-10", adults: 0 }, /\/adults/],
+      [{ origin: "SFO", destination: "CDG", departure_date: "2025-05-10", cabin_class: "coach" }, /\/cabin_class/],
+      [{ origin: "SFO", departure_date: "2025-05-10" }, /destination/],
+    ];
+    for (const [args, message] of cases) {
+      const r = await call("search_flights", args);
+      assert.equal(r.result?.isError, true, `${JSON.stringify(args)}: ${JSON.stringify(r)}`);
+      assert.match(textOf(r.result), message, JSON.stringify(args));
+    }
+    assert.equal(duffel.requests.length, 0);
+  });
+
+  test("list_events sends Google's events request and normalizes the events", async () => {
+    google.requests.length = 0;
+    google.reply = { status: 200, body: events };
+    const r = await call("list_events", { calendar_id: "team@group.calendar.google.com", time_min: "2025-05-10T00:00:00+02:00", time_max: "2025-05-15T23:59:59Z", max_results: 50 });
+    assert.equal(r.result.isError, undefined, JSON.stringify(r));
+    assert.equal(google.requests.length, 1);
+    const req = google.requests[0];
+    assert.equal(req.method, "GET");
+    assert.equal(req.path, "/calendar/v3/calendars/team%40group.calendar.google.com/events");
+    assert.equal(req.rawQuery, "?timeMin=2025-05-10T00%3A00%3A00%2B02%3A00&timeMax=2025-05-15T23%3A59%3A59Z&maxResults=50&singleEvents=true&orderBy=startTime");
+    assert.deepEqual(req.query, { timeMin: "2025-05-10T00:00:00+02:00", timeMax: "2025-05-15T23:59:59Z", maxResults: "50", singleEvents: "true", orderBy: "startTime" });
+    assert.equal(req.headers.authorization, "Bearer ya29.test");
+    assert.equal(req.body, "");
+    assert.deepEqual(r.result.structuredContent, {
+      events: [
+        { id: "ev1", summary: "Flight to Paris", start: "2025-05-10T15:40:00-07:00", end: "2025-05-11T11:35:00+02:00", location: "SFO", attendees: ["dana@example.com"], status: "confirmed" },
+        { id: "ev2", summary: null, start: "2025-05-12", end: "2025-05-13", location: null, attendees: [], status: "tentative" },
+      ],
+      count: 2,
+      has_more: false,
+      status: "ok",
+    });
+  });
+
+  test("list_events defaults: the primary calendar, 250 events", async () => {
+    google.requests.length = 0;
+    google.reply = { status: 200, body: { items: [], nextPageToken: "next" } };
+    const r = await call("list_events", { time_min: "2025-05-10T00:00:00Z", time_max: "2025-05-11T00:00:00Z" });
+    assert.deepEqual(r.result.structuredContent, { events: [], count: 0, has_more: true, status: "ok" });
+    assert.equal(google.requests[0].path, "/calendar/v3/calendars/primary/events");
+    assert.equal(google.requests[0].query.maxResults, "250");
+  });
+
+  test("list_events: Google's errors become tool errors", async () => {
+    const args = { time_min: "2025-05-10T00:00:00Z", time_max: "2025-05-11T00:00:00Z" };
+    const cases = [
+      [{ status: 404, body: { error: { code: 404, message: "Not Found", errors: [{ reason: "notFound" }] } } }, /Google Calendar rejected the request \(HTTP 404\): Not Found/],
+      [{ status: 401, body: { error: { code: 401, message: "Request had invalid authentication credentials." } } }, /invalid authentication credentials.*GOOGLE_CALENDAR_ACCESS_TOKEN/],
+      [{ status: 503, body: { error: { code: 503, message: "Backend Error" } } }, /temporarily unavailable \(HTTP 503\).*try again later/],
+      [{ status: 200, body: "not json" }, /not JSON/],
+    ];
+    for (const [reply, message] of cases) {
+      google.reply = reply;
+      const r = await call("list_events", args);
+      assert.equal(r.result.isError, true, JSON.stringify(r));
+      assert.match(textOf(r.result), message);
+    }
+  });
+
+  test("list_events: invalid arguments are refused before anything is sent", async () => {
+    google.requests.length = 0;
+    const cases = [
+      [{ time_min: "2025-05-11T00:00:00Z", time_max: "2025-05-10T00:00:00Z" }, /time_max 2025-05-10T00:00:00Z is not after time_min/],
+      [{ time_min: "2025-05-10T00:00:00Z", time_max: "2025-05-10T00:00:00Z" }, /not after time_min/],
+      [{ time_min: "2025-05-10", time_max: "2025-05-11T00:00:00Z" }, /\/time_min/],
+      [{ time_min: "2025-05-10T00:00:00Z", time_max: "2025-05-11T00:00:00Z", max_results: 2501 }, /\/max_results/],
+      [{ time_min: "2025-05-10T00:00:00Z", time_max: "2025-05-11T00:00:00Z", max_results: 0 }, /\/max_results/],
+      [{ time_max: "2025-05-11T00:00:00Z" }, /time_min/],
+    ];
+    for (const [args, message] of cases) {
+      const r = await call("list_events", args);
+      assert.equal(r.result?.isError, true, `${JSON.stringify(args)}: ${JSON.stringify(r)}`);
+      assert.match(textOf(r.result), message, JSON.stringify(args));
+    }
+    assert.equal(google.requests.length, 0);
+  });
+
+  test("without tokens, both tools name the secret to set and send nothing", async () => {
+    duffel.requests.length = 0;
+    google.requests.length = 0;
+    const f = await call("search_flights", { origin: "SFO", destination: "CDG", departure_date: "2025-05-10" }, bareSession, bare);
+    assert.equal(f.result.isError, true);
+    assert.match(textOf(f.result), /Duffel is not configured.*set the secret DUFFEL_API_TOKEN/);
+    const e = await call("list_events", { time_min: "2025-05-10T00:00:00Z", time_max: "2025-05-11T00:00:00Z" }, bareSession, bare);
+    assert.equal(e.result.isError, true);
+    assert.match(textOf(e.result), /set the secret GOOGLE_CALENDAR_ACCESS_TOKEN/);
+    assert.equal(duffel.requests.length + google.requests.length, 0);
+  });
+});
