@@ -61,13 +61,12 @@ pub async fn serve_events(req: Request, env: Env, id: &str) -> worker::Result<Re
             if !valid_session_id(id) {
                 return Err(Error::SessionNotFound);
             }
-            forward_with(
+            forward(
                 &env,
                 id,
                 Method::Get,
                 &req,
                 None,
-                false,
                 &caller,
                 &[(WATCH_HEADER, "1")],
             )
@@ -227,11 +226,11 @@ async fn route(mut req: Request, env: &Env, cfg: &Config) -> Result<Response> {
         Method::Get => {
             http::check_get_accept(header(&req, "accept").as_deref())?;
             let session = session_of(&req)?;
-            forward(env, &session, Method::Get, &req, None, false, &caller).await
+            forward(env, &session, Method::Get, &req, None, &caller, &[]).await
         }
         Method::Delete => {
             let session = session_of(&req)?;
-            forward(env, &session, Method::Delete, &req, None, false, &caller).await
+            forward(env, &session, Method::Delete, &req, None, &caller, &[]).await
         }
         other => Err(Error::MethodNotAllowed(format!(
             "Method Not Allowed: {other:?}; /mcp serves {}",
@@ -255,13 +254,22 @@ async fn post(req: &mut Request, env: &Env, cfg: &Config, caller: &Caller) -> Re
     let body = read_body(req, cfg.max_body_bytes).await?;
     if header(req, "mcp-session-id").is_some() {
         let session = session_of(req)?;
-        return forward(env, &session, Method::Post, req, Some(body), false, caller).await;
+        return forward(env, &session, Method::Post, req, Some(body), caller, &[]).await;
     }
     // Without a session only initialize is allowed; it creates one under a fresh id.
     match Incoming::parse(&body)? {
         Incoming::Request { method, .. } if method == "initialize" => {
             let session = random::hex(32)?;
-            let resp = forward(env, &session, Method::Post, req, Some(body), true, caller).await?;
+            let resp = forward(
+                env,
+                &session,
+                Method::Post,
+                req,
+                Some(body),
+                caller,
+                &[(CREATE_HEADER, "1")],
+            )
+            .await?;
             if resp.status_code() != 200 {
                 return Ok(resp);
             }
@@ -296,29 +304,15 @@ pub(crate) async fn read_body(req: &mut Request, limit: usize) -> Result<String>
 }
 
 /// Sends the request on to the session's Durable Object, keeping the client's abort signal so the
-/// object notices when the client disconnects. The object gets the verified caller in internal
-/// headers; the request it receives is built here, so a client cannot supply those headers.
+/// object notices when the client disconnects. The object gets the verified caller and any
+/// `internal` headers (create the session, watch it); the request it receives is built here, so a
+/// client cannot supply those headers.
 async fn forward(
     env: &Env,
     session: &str,
     method: Method,
     req: &Request,
     body: Option<String>,
-    create: bool,
-    caller: &Caller,
-) -> Result<Response> {
-    forward_with(env, session, method, req, body, create, caller, &[]).await
-}
-
-/// [`forward`] with more internal headers.
-#[allow(clippy::too_many_arguments)]
-async fn forward_with(
-    env: &Env,
-    session: &str,
-    method: Method,
-    req: &Request,
-    body: Option<String>,
-    create: bool,
     caller: &Caller,
     internal: &[(&str, &str)],
 ) -> Result<Response> {
@@ -342,9 +336,6 @@ async fn forward_with(
         if let Some(v) = header(req, name) {
             set(name, &v)?;
         }
-    }
-    if create {
-        set(CREATE_HEADER, "1")?;
     }
     set(USER_HEADER, caller.user.as_deref().unwrap_or(""))?;
     set(ROLES_HEADER, &caller.roles.join(","))?;
