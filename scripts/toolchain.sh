@@ -21,7 +21,8 @@ mkdir -p "$state/bin"
 WORKER_BUILD_VERSION="0.8.7"
 TARGET="wasm32-unknown-unknown"
 # Debian's rustc-web and the lld that rust-lld points to; the std sources build the wasm32 std.
-DEBIAN_PACKAGES=(rustc-web cargo-web rust-web-src lld-22)
+# chromium: the dashboard page test drives it headless through playwright-core (tests/page.test.js).
+DEBIAN_PACKAGES=(rustc-web cargo-web rust-web-src lld-22 chromium)
 
 say() { printf '[toolchain] %s\n' "$*" >&2; }
 
