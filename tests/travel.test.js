@@ -5,21 +5,28 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { createServer } from "node:http";
+import { generateKeyPairSync, verify } from "node:crypto";
 import { startWorker } from "./support/worker.js";
 import { initialize, rpc } from "./support/mcp.js";
 
 const textOf = (r) => r.content.map((c) => c.text).join("\n");
 
-/** A local HTTP API: records each request and answers with `p.reply` ({status, body}). */
+/**
+ * A local HTTP API: records each request and answers with `p.reply` ({status, body}), or with
+ * `p.reply(request)` when it is a function; a `null` answer leaves the request hanging.
+ */
 function stubApi() {
-  const p = { requests: [], reply: { status: 200, body: "{}" } };
+  const p = { requests: [], hung: [], reply: { status: 200, body: "{}" } };
   p.server = createServer((req, res) => {
     let body = "";
     req.on("data", (d) => (body += d));
     req.on("end", () => {
       const url = new URL(req.url, "http://stub");
       p.requests.push({ method: req.method, path: url.pathname, query: Object.fromEntries(url.searchParams), rawQuery: url.search, headers: req.headers, body });
-      const { status, body: out } = typeof p.reply === "function" ? p.reply() : p.reply;
+      const answer = typeof p.reply === "function" ? p.reply(p.requests.at(-1)) : p.reply;
+      // null: never answer (a hung upstream); the socket is closed when the server is.
+      if (answer === null) return p.hung.push(res);
+      const { status, body: out } = answer;
       res.writeHead(status, { "content-type": "application/json" }).end(typeof out === "string" ? out : JSON.stringify(out));
     });
   });
@@ -73,8 +80,10 @@ describe("travel tools", () => {
   after(async () => {
     await w?.stop();
     await bare?.stop();
-    duffel?.server.close();
-    google?.server.close();
+    for (const api of [duffel, google]) {
+      api?.server.closeAllConnections();
+      api?.server.close();
+    }
   });
 
   test("both tools are listed for anonymous callers, with output schemas", async () => {
@@ -215,20 +224,49 @@ describe("travel tools", () => {
     assert.equal(google.requests[0].query.maxResults, "250");
   });
 
-  test("list_events: Google's errors become tool errors", async () => {
+  test("list_events: Google's errors become tool errors; only temporary ones are retried, three tries in all", async () => {
     const args = { time_min: "2025-05-10T00:00:00Z", time_max: "2025-05-11T00:00:00Z" };
     const cases = [
-      [{ status: 404, body: { error: { code: 404, message: "Not Found", errors: [{ reason: "notFound" }] } } }, /Google Calendar rejected the request \(HTTP 404\): Not Found/],
-      [{ status: 401, body: { error: { code: 401, message: "Request had invalid authentication credentials." } } }, /invalid authentication credentials.*GOOGLE_CALENDAR_ACCESS_TOKEN/],
-      [{ status: 503, body: { error: { code: 503, message: "Backend Error" } } }, /temporarily unavailable \(HTTP 503\).*try again later/],
-      [{ status: 200, body: "not json" }, /not JSON/],
+      [{ status: 404, body: { error: { code: 404, message: "Not Found", errors: [{ reason: "notFound" }] } } }, /Google Calendar rejected the request \(HTTP 404\): Not Found/, 1],
+      [{ status: 401, body: { error: { code: 401, message: "Request had invalid authentication credentials." } } }, /invalid authentication credentials.*GOOGLE_CALENDAR_ACCESS_TOKEN/, 1],
+      [{ status: 503, body: { error: { code: 503, message: "Backend Error" } } }, /temporarily unavailable \(HTTP 503\).*try again later\. \(tried 3 times\)/, 3],
+      [{ status: 429, body: { error: { code: 429, message: "Rate Limit Exceeded" } } }, /temporarily unavailable \(HTTP 429\).*\(tried 3 times\)/, 3],
+      [{ status: 200, body: "not json" }, /not JSON/, 1],
     ];
-    for (const [reply, message] of cases) {
+    for (const [reply, message, tries] of cases) {
+      google.requests.length = 0;
       google.reply = reply;
       const r = await call("list_events", args);
       assert.equal(r.result.isError, true, JSON.stringify(r));
       assert.match(textOf(r.result), message);
+      assert.equal(google.requests.length, tries, JSON.stringify(reply));
     }
+  });
+
+  test("list_events: a temporary failure, then an answer: the retry's answer is the result", async () => {
+    google.requests.length = 0;
+    const answers = [{ status: 503, body: { error: { code: 503, message: "Backend Error" } } }, { status: 200, body: events }];
+    google.reply = () => answers.shift() ?? { status: 500, body: "called too often" };
+    const r = await call("list_events", { time_min: "2025-05-10T00:00:00Z", time_max: "2025-05-11T00:00:00Z" });
+    assert.equal(r.result.isError, undefined, JSON.stringify(r));
+    assert.equal(r.result.structuredContent.count, 2);
+    assert.equal(google.requests.length, 2);
+    assert.deepEqual(google.requests[1].query, google.requests[0].query, "the same request again");
+  });
+
+  test("list_events: an attempt that never answers is abandoned after 6 s and tried again", async () => {
+    google.requests.length = 0;
+    let first = true;
+    google.reply = () => {
+      if (first) {
+        first = false;
+        return null;
+      }
+      return { status: 200, body: events };
+    };
+    const r = await call("list_events", { time_min: "2025-05-10T00:00:00Z", time_max: "2025-05-11T00:00:00Z" });
+    assert.equal(r.result.isError, undefined, JSON.stringify(r));
+    assert.equal(google.requests.length, 2);
   });
 
   test("list_events: invalid arguments are refused before anything is sent", async () => {
@@ -257,7 +295,89 @@ describe("travel tools", () => {
     assert.match(textOf(f.result), /Duffel is not configured.*set the secret DUFFEL_API_TOKEN/);
     const e = await call("list_events", { time_min: "2025-05-10T00:00:00Z", time_max: "2025-05-11T00:00:00Z" }, bareSession, bare);
     assert.equal(e.result.isError, true);
-    assert.match(textOf(e.result), /set the secret GOOGLE_CALENDAR_ACCESS_TOKEN/);
+    assert.match(textOf(e.result), /set the secret GOOGLE_CALENDAR_ACCESS_TOKEN .* or GOOGLE_SERVICE_ACCOUNT_KEY/);
     assert.equal(duffel.requests.length + google.requests.length, 0);
+  });
+});
+
+describe("list_events with a service account key", () => {
+  // The server signs its own RS256 assertion with the key and trades it at the key's token_uri;
+  // the stand-in token endpoint checks the signature with the public half, as Google does.
+  const { privateKey, publicKey } = generateKeyPairSync("rsa", {
+    modulusLength: 2048,
+    privateKeyEncoding: { type: "pkcs8", format: "pem" },
+    publicKeyEncoding: { type: "spki", format: "pem" },
+  });
+  const args = { time_min: "2025-05-10T00:00:00Z", time_max: "2025-05-11T00:00:00Z" };
+  const b64url = (part) => JSON.parse(Buffer.from(part, "base64url").toString());
+  let api, w, session, broken, brokenSession, minted = 0;
+  const keyFile = (over = {}) => JSON.stringify({
+    type: "service_account", project_id: "p", private_key_id: "k1", client_email: "reader@p.iam.gserviceaccount.com",
+    private_key: privateKey, token_uri: `${api.url}/token`, ...over,
+  });
+  const call = async (s, worker) => (await rpc(worker.mcpUrl, s, "tools/call", { name: "list_events", arguments: args })).reply;
+  before(async () => {
+    api = await stubApi();
+    api.tokenReply = null;
+    api.reply = (req) => {
+      if (req.path !== "/token") return { status: 200, body: { items: [] } };
+      if (api.tokenReply) return api.tokenReply;
+      minted += 1;
+      return { status: 200, body: { access_token: `ya29.minted-${minted}`, expires_in: 3599, token_type: "Bearer" } };
+    };
+    w = await startWorker({ GOOGLE_CALENDAR_BASE_URL: api.url, GOOGLE_SERVICE_ACCOUNT_KEY: keyFile(), GOOGLE_CALENDAR_SUBJECT: "dana@example.com" }, { quiet: true });
+    ({ session } = await initialize(w.mcpUrl));
+    // Valid PEM and base64, but not a key WebCrypto can import.
+    broken = await startWorker({ GOOGLE_CALENDAR_BASE_URL: api.url, GOOGLE_SERVICE_ACCOUNT_KEY: keyFile({ private_key: "-----BEGIN PRIVATE KEY-----\nAAECAwQ=\n-----END PRIVATE KEY-----\n" }) }, { quiet: true });
+    ({ session: brokenSession } = await initialize(broken.mcpUrl));
+  });
+  after(async () => {
+    await w?.stop();
+    await broken?.stop();
+    api?.server.close();
+  });
+
+  test("a token endpoint refusal is a tool error that points at the key, not at the arguments", async () => {
+    api.requests.length = 0;
+    api.tokenReply = { status: 400, body: { error: "invalid_grant", error_description: "Invalid JWT Signature." } };
+    const r = await call(session, w);
+    assert.equal(r.result.isError, true, JSON.stringify(r));
+    assert.match(textOf(r.result), /Google's token endpoint rejected the request \(HTTP 400\): Invalid JWT Signature\. Check the secret GOOGLE_SERVICE_ACCOUNT_KEY/);
+    assert.deepEqual(api.requests.map((q) => q.path), ["/token"], "no calendar request without a token");
+    api.tokenReply = null;
+  });
+
+  test("the server mints a token with a signed RS256 assertion and reuses it until it expires", async () => {
+    api.requests.length = 0;
+    api.tokenReply = null;
+    for (let i = 0; i < 2; i++) {
+      const r = await call(session, w);
+      assert.equal(r.result.isError, undefined, JSON.stringify(r));
+    }
+    assert.deepEqual(api.requests.map((q) => q.path), ["/token", "/calendar/v3/calendars/primary/events", "/calendar/v3/calendars/primary/events"]);
+    const grant = api.requests[0];
+    assert.equal(grant.method, "POST");
+    assert.equal(grant.headers["content-type"], "application/x-www-form-urlencoded");
+    const form = new URLSearchParams(grant.body);
+    assert.equal(form.get("grant_type"), "urn:ietf:params:oauth:grant-type:jwt-bearer");
+    const [header, claims, signature] = form.get("assertion").split(".");
+    assert.deepEqual(b64url(header), { alg: "RS256", typ: "JWT" });
+    const c = b64url(claims);
+    assert.equal(c.iss, "reader@p.iam.gserviceaccount.com");
+    assert.equal(c.scope, "https://www.googleapis.com/auth/calendar.readonly");
+    assert.equal(c.aud, `${api.url}/token`);
+    assert.equal(c.sub, "dana@example.com");
+    assert.equal(c.exp - c.iat, 3600);
+    assert.ok(Math.abs(c.iat - Date.now() / 1000) < 120, "issued now");
+    assert.ok(verify("RSA-SHA256", Buffer.from(`${header}.${claims}`), publicKey, Buffer.from(signature, "base64url")), "signature verifies with the public key");
+    for (const q of api.requests.slice(1)) assert.equal(q.headers.authorization, "Bearer ya29.minted-1");
+  });
+
+  test("a key WebCrypto cannot use names the secret and sends nothing", async () => {
+    api.requests.length = 0;
+    const r = await call(brokenSession, broken);
+    assert.equal(r.result.isError, true, JSON.stringify(r));
+    assert.match(textOf(r.result), /The secret GOOGLE_SERVICE_ACCOUNT_KEY is not a usable service account key: .*RSA private key could not be used/);
+    assert.equal(api.requests.length, 0);
   });
 });

@@ -184,20 +184,59 @@ fn js_json(text: &str) -> Result<JsValue> {
     js_sys::JSON::parse(text).map_err(|e| Error::Internal(format!("WebCrypto argument: {e:?}")))
 }
 
-async fn promise(p: std::result::Result<js_sys::Promise, JsValue>) -> Result<JsValue> {
+/// Awaits a WebCrypto promise; a rejection (an unusable key, mostly) becomes `rejected(reason)`.
+async fn settle(
+    p: std::result::Result<js_sys::Promise, JsValue>,
+    rejected: impl Fn(String) -> Error,
+) -> Result<JsValue> {
     let p = p.map_err(|e| Error::Internal(format!("WebCrypto: {e:?}")))?;
     JsFuture::from(p)
         .await
-        .map_err(|e| invalid(format!("the token's key could not be used ({e:?})")))
+        .map_err(|e| rejected(format!("{e:?}")))
 }
 
-/// Checks `signature` over `data` with WebCrypto.
-async fn verify(alg: Alg, key: &Key, signature: &[u8], data: &[u8]) -> Result<bool> {
+async fn promise(p: std::result::Result<js_sys::Promise, JsValue>) -> Result<JsValue> {
+    settle(p, |e| {
+        invalid(format!("the token's key could not be used ({e})"))
+    })
+    .await
+}
+
+fn subtle() -> Result<web_sys::SubtleCrypto> {
     let crypto: web_sys::Crypto =
         js_sys::Reflect::get(&js_sys::global(), &JsValue::from_str("crypto"))
             .map_err(|_| Error::Internal("WebCrypto is not available".into()))?
             .unchecked_into();
-    let subtle = crypto.subtle();
+    Ok(crypto.subtle())
+}
+
+/// Signs `message` with RSASSA-PKCS1-v1_5 / SHA-256 (JWT `RS256`) under a PKCS#8 private key, for
+/// credentials that mint their own tokens (Google service accounts). A key WebCrypto refuses is
+/// `ToolFailed`: the fix is in the operator's secret, not in the call.
+pub(crate) async fn sign_rs256(pkcs8_der: &[u8], message: &[u8]) -> Result<Vec<u8>> {
+    let subtle = subtle()?;
+    let algorithm: js_sys::Object =
+        js_json(r#"{"name":"RSASSA-PKCS1-v1_5","hash":"SHA-256"}"#)?.unchecked_into();
+    let der: js_sys::Object = js_sys::Uint8Array::from(pkcs8_der).into();
+    let unusable =
+        |e: String| Error::ToolFailed(format!("the RSA private key could not be used ({e})"));
+    let key: web_sys::CryptoKey = settle(
+        subtle.import_key_with_object("pkcs8", &der, &algorithm, false, &js_json(r#"["sign"]"#)?),
+        unusable,
+    )
+    .await?
+    .unchecked_into();
+    let signature = settle(
+        subtle.sign_with_object_and_u8_array(&algorithm, &key, message),
+        unusable,
+    )
+    .await?;
+    Ok(js_sys::Uint8Array::new(&signature).to_vec())
+}
+
+/// Checks `signature` over `data` with WebCrypto.
+async fn verify(alg: Alg, key: &Key, signature: &[u8], data: &[u8]) -> Result<bool> {
+    let subtle = subtle()?;
     let (import, check) = match alg {
         Alg::Hs256 => (r#"{"name":"HMAC","hash":"SHA-256"}"#, r#"{"name":"HMAC"}"#),
         Alg::Rs256 => (

@@ -136,6 +136,14 @@ pub trait Platform {
     /// Sends an HTTP request to another service.
     fn fetch(&self, request: Outbound) -> LocalBoxFuture<'_, Result<Inbound>>;
 
+    /// Signs `message` with RS256 (RSASSA-PKCS1-v1_5, SHA-256) under a PKCS#8 DER private key, for
+    /// credentials that mint their own bearer tokens (Google service accounts).
+    fn sign_rs256<'a>(
+        &'a self,
+        pkcs8_der: &'a [u8],
+        message: &'a [u8],
+    ) -> LocalBoxFuture<'a, Result<Vec<u8>>>;
+
     /// Records an event (`tool_call`, `tool_result`, `error`) on the session's event stream.
     fn emit(&self, event: &str, data: Value);
 

@@ -153,7 +153,7 @@ impl Services {
 }
 
 /// Implements the env-backed methods of `Platform` (query, batch, cache, setting, fetch,
-/// registry, sleep, confirmation) through `self.services()`.
+/// sign_rs256, registry, sleep, confirmation) through `self.services()`.
 macro_rules! delegate_services {
     () => {
         fn query<'a>(
@@ -197,6 +197,14 @@ macro_rules! delegate_services {
             request: $crate::registry::Outbound,
         ) -> futures::future::LocalBoxFuture<'_, $crate::error::Result<$crate::registry::Inbound>> {
             Box::pin(self.services().fetch(request))
+        }
+
+        fn sign_rs256<'a>(
+            &'a self,
+            pkcs8_der: &'a [u8],
+            message: &'a [u8],
+        ) -> futures::future::LocalBoxFuture<'a, $crate::error::Result<Vec<u8>>> {
+            Box::pin($crate::edge::auth::sign_rs256(pkcs8_der, message))
         }
 
         fn registry(&self) -> &$crate::registry::Registry {

@@ -2,10 +2,21 @@
 //! credential and base URL, and turning the API's answer into JSON or a tool error the model can
 //! act on.
 
+use futures::future::{select, Either};
 use serde_json::Value;
 
 use crate::error::{Error, Result};
 use crate::registry::{Inbound, Outbound, ToolContext};
+
+/// Tries an idempotent request gets before its failure is final.
+const ATTEMPTS: u32 = 3;
+/// Pause before the second try, in milliseconds; doubled before each further one.
+const BACKOFF_MS: u32 = 250;
+/// How long one try waits for an answer. Three tries and their pauses fit in a 20 s tool timeout.
+const ATTEMPT_TIMEOUT_MS: u32 = 6_000;
+
+/// The usual advice for a 4xx refusal of a call's request.
+pub const FIX_ARGUMENTS: &str = "Fix the arguments and try again.";
 
 /// A third-party API as the errors name it.
 pub struct Api {
@@ -13,6 +24,10 @@ pub struct Api {
     pub name: &'static str,
     /// The secret holding its token, named in errors so an operator knows what to set.
     pub token_setting: &'static str,
+    /// What an operator should check when the API refuses the credentials (HTTP 401 or 403).
+    pub auth_hint: &'static str,
+    /// What to do about any other 4xx refusal (for most APIs: fix the arguments).
+    pub refusal_hint: &'static str,
     /// The setting that overrides its base URL (tests point it at a local stand-in).
     pub base_url_setting: &'static str,
     /// The base URL used when that setting is empty.
@@ -41,17 +56,57 @@ impl Api {
             .to_string()
     }
 
-    /// Sends `request` once (POSTs are not retried: a retry could repeat work upstream) and returns
-    /// the JSON body of a 2xx answer; anything else becomes a tool error.
+    /// Sends `request` once (a POST that creates something upstream is not retried: a retry could
+    /// repeat the work) and returns the JSON body of a 2xx answer; anything else becomes a tool error.
     pub async fn send(&self, ctx: &dyn ToolContext, request: Outbound) -> Result<Value> {
-        let reply = ctx.platform().fetch(request).await.map_err(|e| {
-            Error::ToolFailed(format!(
-                "{} could not be reached ({}); this is usually temporary, try again later.",
-                self.name,
-                e.public_message()
-            ))
-        })?;
-        self.read(&reply)
+        self.attempt(ctx, request).await.0
+    }
+
+    /// Sends a request that may safely be repeated (a read, a token grant): an answer that says
+    /// "temporarily" (HTTP 429, 5xx), an unreachable API or an attempt that hangs is tried again
+    /// after a growing pause, [`ATTEMPTS`] times in all; a 4xx other than 429 is final at once.
+    pub async fn send_idempotent(&self, ctx: &dyn ToolContext, request: Outbound) -> Result<Value> {
+        let mut pause = BACKOFF_MS;
+        for _ in 1..ATTEMPTS {
+            match self.attempt(ctx, request.clone()).await {
+                (Err(_), true) => {
+                    ctx.sleep(pause).await;
+                    pause *= 2;
+                }
+                (answer, _) => return answer,
+            }
+        }
+        self.attempt(ctx, request).await.0.map_err(|e| match e {
+            Error::ToolFailed(m) => Error::ToolFailed(format!("{m} (tried {ATTEMPTS} times)")),
+            other => other,
+        })
+    }
+
+    /// One try: the answer, and whether a failure is worth another try.
+    async fn attempt(&self, ctx: &dyn ToolContext, request: Outbound) -> (Result<Value>, bool) {
+        let fetch = ctx.platform().fetch(request);
+        match select(fetch, ctx.sleep(ATTEMPT_TIMEOUT_MS)).await {
+            Either::Left((Ok(reply), _)) => (
+                self.read(&reply),
+                reply.status == 429 || reply.status >= 500,
+            ),
+            Either::Left((Err(e), _)) => (
+                Err(Error::ToolFailed(format!(
+                    "{} could not be reached ({}); this is usually temporary, try again later.",
+                    self.name,
+                    e.public_message()
+                ))),
+                true,
+            ),
+            Either::Right(_) => (
+                Err(Error::ToolFailed(format!(
+                    "{} did not answer within {} s; this is usually temporary, try again later.",
+                    self.name,
+                    ATTEMPT_TIMEOUT_MS / 1000
+                ))),
+                true,
+            ),
+        }
     }
 
     /// Classifies an answer: JSON of a 2xx, or the tool error for its status.
@@ -70,13 +125,14 @@ impl Api {
                 .and_then(self.error_message)
                 .unwrap_or_else(|| excerpt(&reply.body));
             let hint = if status == 401 || status == 403 {
-                format!(" Check the secret {}.", self.token_setting)
+                format!(" {}", self.auth_hint)
             } else {
-                " Fix the arguments and try again.".to_string()
+                format!(" {}", self.refusal_hint)
             };
             return Err(Error::ToolFailed(format!(
-                "{} rejected the request (HTTP {status}): {message}.{hint}",
-                self.name
+                "{} rejected the request (HTTP {status}): {}.{hint}",
+                self.name,
+                message.trim_end_matches('.')
             )));
         }
         if !(200..300).contains(&status) {
@@ -127,6 +183,8 @@ mod tests {
         Api {
             name: "Test API",
             token_setting: "TEST_TOKEN",
+            auth_hint: "Check the secret TEST_TOKEN.",
+            refusal_hint: FIX_ARGUMENTS,
             base_url_setting: "TEST_BASE_URL",
             default_base_url: "https://example.com",
             error_message: |v| v["message"].as_str().map(str::to_string),
@@ -164,6 +222,8 @@ mod tests {
         };
         let m = msg(a.read(&reply(400, r#"{"message":"bad date"}"#)));
         assert!(m.contains("HTTP 400") && m.contains("bad date"), "{m}");
+        let m = msg(a.read(&reply(400, r#"{"message":"Bad date."}"#)));
+        assert!(m.contains("Bad date. Fix the arguments"), "{m}");
         let m = msg(a.read(&reply(401, "nope")));
         assert!(m.contains("nope") && m.contains("TEST_TOKEN"), "{m}");
         for status in [429, 500, 503] {

@@ -1,10 +1,12 @@
 //! Calendar events through the Google Calendar API (seed 003, "Calendar Events"): `list_events`
 //! lists a calendar's events in a time window, recurring events expanded, in start order.
 //!
-//! Settings: `GOOGLE_CALENDAR_ACCESS_TOKEN` (secret, an OAuth access token),
-//! `GOOGLE_CALENDAR_BASE_URL` (defaults to Google's API; tests point it at a local stand-in).
-//! Minting tokens from a service account (a signed JWT exchanged at Google's token endpoint) is not
-//! done yet: the token is taken as given.
+//! Credentials, first found wins: `GOOGLE_CALENDAR_ACCESS_TOKEN` (secret, an OAuth access token,
+//! used as given), or `GOOGLE_SERVICE_ACCOUNT_KEY` (secret, a service account's JSON key: the
+//! server mints its own tokens, see [`service_account`]). `GOOGLE_CALENDAR_BASE_URL` defaults to
+//! Google's API; tests point it at a local stand-in.
+
+mod service_account;
 
 use chrono::DateTime;
 use futures::future::LocalBoxFuture;
@@ -12,7 +14,7 @@ use serde_json::{json, Value};
 
 use crate::error::{Error, Result};
 use crate::registry::{Annotations, Outbound, ToolContext, ToolDef, ToolOutput};
-use crate::tools::upstream::{encode, Api};
+use crate::tools::upstream::{encode, Api, FIX_ARGUMENTS};
 
 const TOOLSET: &str = "calendar";
 
@@ -20,6 +22,8 @@ const TOOLSET: &str = "calendar";
 const GOOGLE_CALENDAR: Api = Api {
     name: "Google Calendar",
     token_setting: "GOOGLE_CALENDAR_ACCESS_TOKEN",
+    auth_hint: "Check the secret GOOGLE_CALENDAR_ACCESS_TOKEN, or with GOOGLE_SERVICE_ACCOUNT_KEY that the calendar is shared with the service account's client_email.",
+    refusal_hint: FIX_ARGUMENTS,
     base_url_setting: "GOOGLE_CALENDAR_BASE_URL",
     default_base_url: "https://www.googleapis.com",
     error_message: google_error,
@@ -101,12 +105,30 @@ fn normalize(reply: &Value) -> Result<Value> {
     }))
 }
 
+/// The access token for Google: the configured one, else one minted for the service account.
+async fn bearer(ctx: &dyn ToolContext) -> Result<String> {
+    if let Some(token) = ctx.platform().setting(GOOGLE_CALENDAR.token_setting) {
+        return Ok(token);
+    }
+    match ctx.platform().setting(service_account::KEY_SETTING) {
+        Some(key) => service_account::access_token(ctx, &key).await,
+        None => Err(Error::ToolFailed(format!(
+            "Google Calendar is not configured on this server: set the secret {} (an OAuth access \
+             token) or {} (a service account's JSON key; share the calendar with its client_email), \
+             e.g. npx wrangler secret put {}.",
+            GOOGLE_CALENDAR.token_setting,
+            service_account::KEY_SETTING,
+            service_account::KEY_SETTING
+        ))),
+    }
+}
+
 fn list_events(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
     Box::pin(async move {
         let path = events_path(&args)?;
-        let token = GOOGLE_CALENDAR.token(ctx)?;
+        let token = bearer(ctx).await?;
         let reply = GOOGLE_CALENDAR
-            .send(
+            .send_idempotent(
                 ctx,
                 Outbound {
                     method: "GET",

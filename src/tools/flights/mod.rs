@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 
 use crate::error::{Error, Result};
 use crate::registry::{Annotations, Outbound, ToolContext, ToolDef, ToolOutput};
-use crate::tools::upstream::Api;
+use crate::tools::upstream::{Api, FIX_ARGUMENTS};
 
 const TOOLSET: &str = "flights";
 /// Most offers returned: Duffel can answer hundreds, far more than a model can weigh.
@@ -20,6 +20,8 @@ const MAX_OFFERS: usize = 50;
 const DUFFEL: Api = Api {
     name: "Duffel",
     token_setting: "DUFFEL_API_TOKEN",
+    auth_hint: "Check the secret DUFFEL_API_TOKEN.",
+    refusal_hint: FIX_ARGUMENTS,
     base_url_setting: "DUFFEL_BASE_URL",
     default_base_url: "https://api.duffel.com",
     error_message: duffel_error,
