@@ -333,6 +333,20 @@ describe("server-to-client requests and cancellation", () => {
     assert.equal(reply.result.content[0].text, "LLM response: Hi there");
   });
 
+  test("calls on one session run in parallel: a call waiting for the client does not hold up the next", async () => {
+    const { session } = await initialize(w.mcpUrl, { capabilities: { sampling: {} } });
+    const res = await startCall(session, "test_sampling", { prompt: "Slow?" }, "slow");
+    const it = sseEvents(res);
+    const request = await waitForMessage(it, (m) => m.method === "sampling/createMessage");
+    // The first call is now parked until the client answers; a second one completes meanwhile.
+    const quick = await rpc(w.mcpUrl, session, "tools/call", { name: "test_simple_text", arguments: {} });
+    assert.match(quick.reply.result.content[0].text, /simple text/i);
+    await post(w.mcpUrl, { jsonrpc: "2.0", id: request.id, result: { role: "assistant", model: "m", content: { type: "text", text: "Done" } } }, { session });
+    const reply = await waitForMessage(it, (m) => m.id === "slow");
+    it.close();
+    assert.equal(reply.result.content[0].text, "LLM response: Done");
+  });
+
   test("a client that did not declare sampling gets an isError result naming the capability", async () => {
     const { session } = await initialize(w.mcpUrl);
     const r = await rpc(w.mcpUrl, session, "tools/call", { name: "test_sampling", arguments: { prompt: "x" } });
