@@ -1,9 +1,9 @@
 //! The semantic matcher behind FlowMind's `field_request`: which catalog contexts fit a request,
 //! how sure we are, and what the caller should do next.
 //!
-//! Three signals per candidate — text similarity ([`bm25`]), how many of the context's variables
-//! the caller already extracted ([`variable_alignment`]) and whether the caller's domain is the
-//! context's — are combined by a logistic model into a confidence in [0, 1] ([`Model`]). A logistic
+//! Four signals per candidate — text similarity ([`bm25`]), that similarity relative to the
+//! request's best hit, how many of the context's variables the caller already extracted
+//! ([`variable_alignment`]) and whether the caller's domain is the context's — are combined by a logistic model into a confidence in [0, 1] ([`Model`]). A logistic
 //! model is what Platt scaling fits, so its coefficients can be re-fitted on a labelled set of
 //! requests and its output read as a probability that the match is right. [`decide`] turns the
 //! ranked confidences into the response status. [`Matcher`] ties them together over a catalog;
