@@ -26,7 +26,7 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use futures::channel::mpsc::{unbounded, UnboundedSender};
-use futures::future::{join_all, select, Either, LocalBoxFuture};
+use futures::future::{join_all, select, Either};
 use futures::stream::LocalBoxStream;
 use futures::StreamExt;
 use serde::{Deserialize, Serialize};
@@ -521,28 +521,23 @@ impl Turn {
         }
     }
 
-    fn open_once<'a>(
-        &'a self,
-        history: &'a [Message],
-    ) -> LocalBoxFuture<'a, std::result::Result<ByteStream, ModelError>> {
-        Box::pin(async move {
-            let timeout = self.core.cfg.model_timeout_ms;
-            let request = async {
-                match &self.provider {
-                    Provider::Http { url, key, model } => {
-                        self.open_http(url, key.as_deref(), model, history).await
-                    }
-                    Provider::WorkersAi { model } => self.open_workers_ai(model, history).await,
+    async fn open_once(&self, history: &[Message]) -> std::result::Result<ByteStream, ModelError> {
+        let timeout = self.core.cfg.model_timeout_ms;
+        let request = async {
+            match &self.provider {
+                Provider::Http { url, key, model } => {
+                    self.open_http(url, key.as_deref(), model, history).await
                 }
-            };
-            let wait = Delay::from(Duration::from_millis(u64::from(timeout)));
-            match select(Box::pin(request), wait).await {
-                Either::Left((r, _)) => r,
-                Either::Right(_) => Err(ModelError::transient(format!(
-                    "The model provider did not answer within {timeout} ms (MODEL_PROVIDER_TIMEOUT_MS)."
-                ))),
+                Provider::WorkersAi { model } => self.open_workers_ai(model, history).await,
             }
-        })
+        };
+        let wait = Delay::from(Duration::from_millis(u64::from(timeout)));
+        match select(Box::pin(request), wait).await {
+            Either::Left((r, _)) => r,
+            Either::Right(_) => Err(ModelError::transient(format!(
+                "The model provider did not answer within {timeout} ms (MODEL_PROVIDER_TIMEOUT_MS)."
+            ))),
+        }
     }
 
     async fn open_http(
@@ -653,5 +648,45 @@ impl Turn {
             .await
             .map_err(|e| ModelError::transient(format!("Workers AI failed: {e}.")))?;
         Ok(stream.map(|r| r.map_err(|e| e.to_string())).boxed_local())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_message_must_be_a_non_empty_string_within_the_limit() {
+        assert_eq!(
+            user_message(r#"{"message":"Hi"}"#, 10).ok().as_deref(),
+            Some("Hi")
+        );
+        assert_eq!(
+            user_message(r#"{"message":"ééé"}"#, 3).ok().as_deref(),
+            Some("ééé")
+        );
+        for (body, want) in [
+            ("nope", "must be a JSON object"),
+            (r#"{"text":"Hi"}"#, "must be a JSON object"),
+            (r#"{"message":5}"#, "must be a string"),
+            (r#"{"message":" \n"}"#, "is empty"),
+            (r#"{"message":"abcd"}"#, "4 characters long; at most 3"),
+        ] {
+            let Err(e) = user_message(body, 3) else {
+                panic!("{body} was accepted")
+            };
+            assert_eq!(e.http_status(), 400);
+            assert!(e.to_string().contains(want), "{body}: {e}");
+        }
+    }
+
+    #[test]
+    fn one_turn_per_session_until_it_ends() {
+        let first = TurnLock::take("s1").unwrap();
+        assert!(matches!(TurnLock::take("s1"), Err(Error::Conflict(_))));
+        let other = TurnLock::take("s2");
+        assert!(other.is_ok());
+        drop(first);
+        assert!(TurnLock::take("s1").is_ok());
     }
 }
