@@ -15,8 +15,9 @@ const SECRET = "chat-secret";
 /**
  * The stand-in provider. `script` is a queue of answers, one per request: `{ chunks: [text…] }`
  * streams each text as one `delta.content` (every SSE line is also written in two halves, so lines
- * arrive split), optionally waiting for `hold` (a promise) after the first chunk; `{ status, body }`
- * answers an error. `requests` records { auth, body } of each request.
+ * arrive split), optionally waiting for `hold` (a promise) after the first chunk, then `tail` (raw SSE
+ * text) if given; `{ completion }` answers one non-streamed completion (a provider that ignores
+ * `stream: true`); `{ status, body }` answers an error. `requests` records { auth, body } of each request.
  */
 function modelProvider() {
   const p = { requests: [], script: [] };
@@ -27,6 +28,7 @@ function modelProvider() {
       p.requests.push({ auth: req.headers.authorization, body: JSON.parse(body) });
       const next = p.script.shift() ?? { status: 500, body: "script exhausted" };
       if (next.status) return res.writeHead(next.status, { "content-type": "application/json" }).end(next.body);
+      if (next.completion) return res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ choices: [{ message: { role: "assistant", content: next.completion } }] }));
       res.writeHead(200, { "content-type": "text/event-stream" });
       const write = async (line) => {
         const half = Math.floor(line.length / 2);
@@ -39,6 +41,7 @@ function modelProvider() {
         await write(`data: ${JSON.stringify({ choices: [{ delta: { content } }] })}\n\n`);
         if (i === 0 && next.hold) await next.hold;
       }
+      if (next.tail) await write(next.tail);
       await write("data: [DONE]\n\n");
       res.end();
     });
@@ -262,6 +265,20 @@ describe("the conversation", () => {
     events = await turn(id, "Hello?");
     assert.match(events.at(-2).data.message, /earlier steps of this turn .* are saved: send a message such as "continue"/);
     assert.deepEqual((await history(id)).messages.map((m) => m.role), ["user", "assistant", "tool"], "the completed step stays, with its result");
+  });
+
+  test("a provider that ignores stream: true, and one that reports an error mid-stream", async () => {
+    const id = await newSession();
+    provider.script.push({ completion: '<tool_call name="get_mode_indicator" args={}></tool_call>' }, { completion: "All at once." });
+    const events = await turn(id, "Mode?");
+    assert.deepEqual(events.map((e) => e.event), ["tool_call", "tool_result", "text", "done"]);
+    assert.equal(texts(events), "All at once.");
+
+    provider.script.push({ chunks: ["Half an ans"], tail: `data: ${JSON.stringify({ error: { message: "model overloaded" } })}\n\n` });
+    const broken = await turn(id, "Again?");
+    assert.deepEqual(broken.map((e) => e.event), ["text", "error", "done"]);
+    assert.match(broken[1].data.message, /the model provider reported an error: model overloaded\..*try again in a moment.*Nothing of this turn was saved/);
+    assert.deepEqual((await history(id)).messages.map((m) => m.content).at(-1), "All at once.", "the broken turn stored nothing");
   });
 
   test("one turn at a time: a second message while one runs gets 409", async () => {
