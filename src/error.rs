@@ -85,6 +85,10 @@ pub enum Error {
     ToolFailed(String),
     /// The operation did not finish in time.
     Timeout(String),
+    /// The resource is busy with another request, such as a chat turn already running (HTTP 409).
+    Conflict(String),
+    /// A service this request needs is not configured, such as a model provider (HTTP 503).
+    Unavailable(String),
     /// The client did not answer a server-to-client request, or declined it.
     Client(String),
     /// A storage binding (D1, KV, Durable Object SQLite) failed. The text is for logs, not clients.
@@ -112,7 +116,9 @@ impl Error {
             | Error::MethodNotAllowed(_)
             | Error::NotFound(_)
             | Error::SessionRequired
-            | Error::BadHeader(_) => code::SERVER_ERROR,
+            | Error::BadHeader(_)
+            | Error::Conflict(_)
+            | Error::Unavailable(_) => code::SERVER_ERROR,
             Error::NoSuchRecord(_)
             | Error::ToolFailed(_)
             | Error::Timeout(_)
@@ -135,6 +141,8 @@ impl Error {
             Error::Unauthorized { .. } => 401,
             Error::MethodNotAllowed(_) => 405,
             Error::NotFound(_) | Error::SessionNotFound => 404,
+            Error::Conflict(_) => 409,
+            Error::Unavailable(_) => 503,
             Error::SessionRequired
             | Error::BadHeader(_)
             | Error::Parse(_)
@@ -190,6 +198,8 @@ impl fmt::Display for Error {
             | Error::NoSuchRecord(m)
             | Error::ToolFailed(m)
             | Error::Timeout(m)
+            | Error::Conflict(m)
+            | Error::Unavailable(m)
             | Error::Client(m)
             | Error::Storage(m)
             | Error::Internal(m)
@@ -250,6 +260,8 @@ mod tests {
         assert_eq!(Error::Parse("x".into()).rpc_code(), -32700);
         assert_eq!(Error::MethodNotFound("x".into()).http_status(), 200);
         assert_eq!(Error::InvalidParams("x".into()).rpc_code(), -32602);
+        assert_eq!(Error::Conflict("x".into()).http_status(), 409);
+        assert_eq!(Error::Unavailable("x".into()).http_status(), 503);
     }
 
     #[test]

@@ -20,13 +20,24 @@ pub use error::{Error, Result};
 
 use worker::{event, Context, Env, Request, Response};
 
-/// The Worker entrypoint: `/mcp` is the MCP endpoint; `/` and `/health` describe the server.
+/// The Worker entrypoint: `/mcp` is the MCP endpoint; `/sessions/…` watch a session and chat in it;
+/// `/` and `/health` describe the server.
 #[event(fetch)]
 async fn fetch(req: Request, env: Env, _ctx: Context) -> worker::Result<Response> {
     let path = req.path();
     if let Some(id) = path.strip_prefix("/api/confirm/") {
         let id = id.to_string();
         return edge::serve_confirm(req, env, &id).await;
+    }
+    if path == "/sessions" {
+        return edge::chat::serve_create(req, env).await;
+    }
+    if let Some(id) = path
+        .strip_prefix("/sessions/")
+        .and_then(|rest| rest.strip_suffix("/chat"))
+    {
+        let id = id.to_string();
+        return edge::chat::serve_chat(req, env, &id).await;
     }
     if let Some(id) = path
         .strip_prefix("/sessions/")

@@ -52,6 +52,15 @@ pub struct Config {
     pub jwt_audience: Option<String>,
     /// Where the identity provider publishes its signing keys for RS256/ES256 tokens (`JWKS_URL`).
     pub jwks_url: Option<String>,
+    /// Most model requests of one chat turn (`CHAT_MAX_STEPS`, default 8): a turn whose model still
+    /// calls tools after this many stops with an error event.
+    pub chat_max_steps: u32,
+    /// Longest chat message a user may send, in characters (`CHAT_MAX_MESSAGE_CHARS`, default
+    /// 8000).
+    pub chat_max_message_chars: u32,
+    /// How long a model request may wait for its response or between two chunks of it, in
+    /// milliseconds (`MODEL_PROVIDER_TIMEOUT_MS`, default 60000).
+    pub model_timeout_ms: u32,
 }
 
 impl Config {
@@ -96,6 +105,9 @@ impl Config {
             jwt_issuer: text("JWT_ISSUER"),
             jwt_audience: text("JWT_AUDIENCE"),
             jwks_url: text("JWKS_URL"),
+            chat_max_steps: num("CHAT_MAX_STEPS", 8),
+            chat_max_message_chars: num("CHAT_MAX_MESSAGE_CHARS", 8000),
+            model_timeout_ms: num("MODEL_PROVIDER_TIMEOUT_MS", 60_000),
         }
     }
 

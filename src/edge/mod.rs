@@ -4,6 +4,7 @@
 //! touched. What remains is forwarded to the session's object, addressed by `Mcp-Session-Id`.
 
 pub mod auth;
+pub mod chat;
 pub mod config;
 pub mod http;
 pub mod jwt;

@@ -1,8 +1,10 @@
 //! Pure engines, free of Worker types so `cargo test` runs them natively: the expression language
-//! (shared by templates and chain conditions), the template engine, its output formats, template variables, the chain planner and the chain runner, and the
-//! semantic matcher (BM25F and a calibrated confidence) behind FlowMind's `field_request`.
+//! (shared by templates and chain conditions), the template engine, its output formats, template
+//! variables, the chain planner and the chain runner, the chat loop's parsers and decisions, and
+//! the semantic matcher (BM25F and a calibrated confidence) behind FlowMind's `field_request`.
 
 pub mod chain;
+pub mod chat;
 pub mod expr;
 pub mod matcher;
 pub mod output;

@@ -51,14 +51,27 @@ impl std::fmt::Display for EventId {
 /// One SSE event. `data` is split on newlines into several `data:` lines, so no payload can end an
 /// event early or forge another one; serde_json output never contains raw newlines anyway.
 pub fn frame(id: &EventId, event: &str, data: &str) -> Vec<u8> {
-    let mut out = format!("id: {id}\nevent: {event}\n");
+    let mut out = format!("id: {id}\n");
+    push_event(&mut out, event, data);
+    out.into_bytes()
+}
+
+/// One SSE event without an id, for streams that are not resumable (a chat turn's reply); `data`
+/// is split as in [`frame`].
+pub fn unnumbered_frame(event: &str, data: &str) -> Vec<u8> {
+    let mut out = String::new();
+    push_event(&mut out, event, data);
+    out.into_bytes()
+}
+
+fn push_event(out: &mut String, event: &str, data: &str) {
+    out.push_str(&format!("event: {event}\n"));
     for line in data.split('\n') {
         out.push_str("data: ");
         out.push_str(line.trim_end_matches('\r'));
         out.push('\n');
     }
     out.push('\n');
-    out.into_bytes()
 }
 
 /// The priming event of 2025-11-25: an id and empty data, plus the reconnection delay.
@@ -102,5 +115,9 @@ mod tests {
             "id: g-1\nevent: message\ndata: a\ndata: \ndata: data: {}\n\n"
         );
         assert_eq!(f.matches("\n\n").count(), 1);
+        assert_eq!(
+            String::from_utf8(unnumbered_frame("text", "a\nb")).unwrap(),
+            "event: text\ndata: a\ndata: b\n\n"
+        );
     }
 }

@@ -5,6 +5,7 @@
 //! and forwards only requests that belong to a session (or create one).
 
 mod call;
+mod chat;
 mod hub;
 mod jobs;
 mod methods;
@@ -35,6 +36,8 @@ use crate::store::session_db::SessionDb;
 use call::{Call, First};
 use hub::Hub;
 use stream::{sse_response, StreamPlan};
+
+pub use chat::CHAT_HEADER;
 
 /// Internal header from the Worker: this POST creates the session named in `Mcp-Session-Id`.
 pub const CREATE_HEADER: &str = "x-mcp-edge-create";
@@ -259,7 +262,13 @@ impl Session {
                     .await
                     .map_err(|e| Error::Internal(format!("read forwarded body: {e}")))?;
                 let signal = Some(req.inner().signal());
-                if header(&req, CREATE_HEADER).is_some() {
+                let chat = header(&req, CHAT_HEADER).is_some();
+                let create = header(&req, CREATE_HEADER).is_some();
+                if chat && create {
+                    self.create_chat(&core, &caller).await
+                } else if chat {
+                    self.chat(&core, &body, signal, &caller)
+                } else if create {
                     self.create(&core, &body, &caller).await
                 } else {
                     self.post(&core, &body, signal, correlation, &caller).await
@@ -268,7 +277,9 @@ impl Session {
             Method::Get => {
                 let last = header(&req, "last-event-id");
                 let signal = Some(req.inner().signal());
-                if header(&req, WATCH_HEADER).is_some() {
+                if header(&req, CHAT_HEADER).is_some() {
+                    self.chat_history(&core, &caller)
+                } else if header(&req, WATCH_HEADER).is_some() {
                     self.watch(&core, last.as_deref(), signal, &caller)
                 } else {
                     self.get(&core, last.as_deref(), signal, &caller)

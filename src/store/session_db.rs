@@ -1,4 +1,5 @@
-//! The session Durable Object's SQLite: protocol state (`meta`) and the event log (`events`).
+//! The session Durable Object's SQLite: protocol state (`meta`), the event log (`events`), tracked
+//! jobs (`jobs`) and the chat conversation (`chat_messages`).
 //!
 //! State lives here rather than in struct fields because any panic or uncaught JS exception resets
 //! the wasm instance and wipes Durable Object memory; storage survives. Cursors are always drained
@@ -24,7 +25,25 @@ const SCHEMA: &[&str] = &[
         background INTEGER NOT NULL,
         lease_until INTEGER NOT NULL,
         stop TEXT)",
+    "CREATE TABLE IF NOT EXISTS chat_messages (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        role TEXT NOT NULL,
+        content TEXT NOT NULL,
+        at INTEGER NOT NULL)",
 ];
+
+/// One stored chat message (see `engine::chat::Message`).
+#[derive(Debug, Clone, Deserialize)]
+pub struct ChatRow {
+    /// Position in the conversation.
+    pub seq: i64,
+    /// `user`, `assistant` or `tool`.
+    pub role: String,
+    /// The text.
+    pub content: String,
+    /// When it was stored (ms since the epoch).
+    pub at: i64,
+}
 
 /// A tracked job (see `registry::Platform::job_start`).
 #[derive(Debug, Clone, Deserialize)]
@@ -193,6 +212,44 @@ impl SessionDb {
             .and_then(|c| c.to_array::<serde_json::Value>())
             .map(drop)
             .map_err(storage_err("prune events"))
+    }
+
+    /// Appends chat messages (role, content) in one statement: all of them or none, so the
+    /// conversation never holds half of a step.
+    pub fn chat_append(&self, messages: &[(&str, &str)], at_ms: i64) -> Result<()> {
+        if messages.is_empty() {
+            return Ok(());
+        }
+        let rows = vec!["(?, ?, ?)"; messages.len()].join(", ");
+        let bindings = messages
+            .iter()
+            .flat_map(|(role, content)| {
+                [
+                    (*role).into(),
+                    (*content).into(),
+                    SqlStorageValue::Integer(at_ms),
+                ]
+            })
+            .collect::<Vec<SqlStorageValue>>();
+        self.sql
+            .exec(
+                &format!("INSERT INTO chat_messages (role, content, at) VALUES {rows}"),
+                bindings,
+            )
+            .and_then(|c| c.to_array::<serde_json::Value>())
+            .map(drop)
+            .map_err(storage_err("append chat messages"))
+    }
+
+    /// The conversation, oldest first.
+    pub fn chat_history(&self) -> Result<Vec<ChatRow>> {
+        self.sql
+            .exec(
+                "SELECT seq, role, content, at FROM chat_messages ORDER BY seq",
+                None,
+            )
+            .and_then(|c| c.to_array())
+            .map_err(storage_err("read chat messages"))
     }
 
     /// Starts tracking a job whose lease ends at `lease_until` (ms). A job with this id that is

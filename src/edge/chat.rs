@@ -1,0 +1,87 @@
+//! The Worker side of chat: `POST /sessions` (a chat-only session), `POST /sessions/:id/chat` (a
+//! turn, answered as SSE) and `GET /sessions/:id/chat` (the conversation). Host, origin, CORS and
+//! token rules are those of `/mcp`; the session's object does the rest (`session::chat`).
+
+use worker::{Env, Method, Request, Response};
+
+use super::{auth, forward, http, read_body, serve_one, valid_session_id};
+use crate::error::Error;
+use crate::random;
+use crate::session::{CHAT_HEADER, CREATE_HEADER};
+
+const USAGE: &str =
+    "/sessions/<id>/chat takes POST {\"message\": \"…\"} (a chat turn) or GET (the conversation)";
+
+/// Serves `POST /sessions`: creates a session for chatting without an MCP client and answers 201
+/// with its id. The session belongs to the caller's user (or is anonymous).
+pub async fn serve_create(req: Request, env: Env) -> worker::Result<Response> {
+    serve_one(
+        req,
+        env,
+        Method::Post,
+        "/sessions takes POST (creates a chat session)",
+        |req, env, cfg| async move {
+            let caller = auth::authenticate(&req, &env, &cfg).await?;
+            let id = random::hex(32)?;
+            forward(
+                &env,
+                &id,
+                Method::Post,
+                &req,
+                None,
+                &caller,
+                &[(CREATE_HEADER, "1"), (CHAT_HEADER, "1")],
+            )
+            .await
+        },
+    )
+    .await
+}
+
+/// Serves `/sessions/:id/chat`: `POST` runs a turn, `GET` returns the stored conversation.
+pub async fn serve_chat(req: Request, env: Env, id: &str) -> worker::Result<Response> {
+    if req.method() == Method::Get {
+        return serve_one(req, env, Method::Get, USAGE, |req, env, cfg| async move {
+            let caller = auth::authenticate(&req, &env, &cfg).await?;
+            if !valid_session_id(id) {
+                return Err(Error::SessionNotFound);
+            }
+            forward(
+                &env,
+                id,
+                Method::Get,
+                &req,
+                None,
+                &caller,
+                &[(CHAT_HEADER, "1")],
+            )
+            .await
+        })
+        .await;
+    }
+    serve_one(
+        req,
+        env,
+        Method::Post,
+        USAGE,
+        |mut req, env, cfg| async move {
+            let caller = auth::authenticate(&req, &env, &cfg).await?;
+            if !valid_session_id(id) {
+                return Err(Error::SessionNotFound);
+            }
+            http::check_content_type(http::header(&req, "content-type").as_deref())?;
+            let body = read_body(&mut req, cfg.max_body_bytes).await?;
+            forward(
+                &env,
+                id,
+                Method::Post,
+                &req,
+                Some(body),
+                &caller,
+                &[(CHAT_HEADER, "1")],
+            )
+            .await
+        },
+    )
+    .await
+}
