@@ -20,8 +20,9 @@ pub use error::{Error, Result};
 
 use worker::{event, Context, Env, Request, Response};
 
-/// The Worker entrypoint: `/mcp` is the MCP endpoint; `/sessions/…` watch a session and chat in it;
-/// `/` and `/health` describe the server.
+/// The Worker entrypoint: `/mcp` is the MCP endpoint; `/sessions/:id` is the page that watches a
+/// session, `/sessions/:id/events` its event stream, `/sessions/:id/chat` (and `POST /sessions`) chat
+/// in it; `/` and `/health` describe the server.
 #[event(fetch)]
 async fn fetch(req: Request, env: Env, _ctx: Context) -> worker::Result<Response> {
     let path = req.path();
@@ -45,6 +46,13 @@ async fn fetch(req: Request, env: Env, _ctx: Context) -> worker::Result<Response
     {
         let id = id.to_string();
         return edge::serve_events(req, env, &id).await;
+    }
+    if let Some(id) = path
+        .strip_prefix("/sessions/")
+        .filter(|rest| !rest.contains('/'))
+    {
+        let id = id.to_string();
+        return edge::serve_page(req, env, &id).await;
     }
     match path.as_str() {
         "/mcp" | "/mcp/" => edge::serve(req, env).await,

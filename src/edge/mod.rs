@@ -8,6 +8,7 @@ pub mod chat;
 pub mod config;
 pub mod http;
 pub mod jwt;
+pub mod page;
 
 use futures::StreamExt;
 use worker::web_sys;
@@ -72,6 +73,30 @@ pub async fn serve_events(req: Request, env: Env, id: &str) -> worker::Result<Re
                 &[(WATCH_HEADER, "1")],
             )
             .await
+        },
+    )
+    .await
+}
+
+/// Serves `GET /sessions/:id`: the page that watches the session's events (`page`). It is the same
+/// static document for every session and carries no session data, so it needs no token; an id
+/// that cannot name a session is the 404 of `/sessions/:id/events`.
+pub async fn serve_page(req: Request, env: Env, id: &str) -> worker::Result<Response> {
+    serve_one(
+        req,
+        env,
+        Method::Get,
+        "/sessions/<id> takes GET",
+        |_, _, _| async move {
+            if !valid_session_id(id) {
+                return Err(Error::SessionNotFound);
+            }
+            let page = page::page();
+            let headers = worker::Headers::new();
+            for (k, v) in &page.headers {
+                headers.set(k, v)?;
+            }
+            Ok(Response::from_bytes(page.html.clone().into_bytes())?.with_headers(headers))
         },
     )
     .await
