@@ -85,6 +85,12 @@ pub enum Error {
     ToolFailed(String),
     /// The operation did not finish in time.
     Timeout(String),
+    /// The caller used up a tool's rate limit; the text says which limit and when to try again
+    /// (a tool result with `isError: true`).
+    RateLimited(String),
+    /// A deployment setting is invalid; the text names it and what is expected (HTTP 500). Shown
+    /// to clients, since it holds no secret and tells the operator what to fix.
+    Misconfigured(String),
     /// The client did not answer a server-to-client request, or declined it.
     Client(String),
     /// A storage binding (D1, KV, Durable Object SQLite) failed. The text is for logs, not clients.
@@ -116,7 +122,9 @@ impl Error {
             Error::NoSuchRecord(_)
             | Error::ToolFailed(_)
             | Error::Timeout(_)
+            | Error::RateLimited(_)
             | Error::Client(_)
+            | Error::Misconfigured(_)
             | Error::Storage(_)
             | Error::Internal(_) => code::INTERNAL_ERROR,
         }
@@ -147,8 +155,9 @@ impl Error {
             | Error::NoSuchRecord(_)
             | Error::ToolFailed(_)
             | Error::Timeout(_)
+            | Error::RateLimited(_)
             | Error::Client(_) => 200,
-            Error::Storage(_) | Error::Internal(_) => 500,
+            Error::Misconfigured(_) | Error::Storage(_) | Error::Internal(_) => 500,
         }
     }
 
@@ -190,7 +199,9 @@ impl fmt::Display for Error {
             | Error::NoSuchRecord(m)
             | Error::ToolFailed(m)
             | Error::Timeout(m)
+            | Error::RateLimited(m)
             | Error::Client(m)
+            | Error::Misconfigured(m)
             | Error::Storage(m)
             | Error::Internal(m)
             | Error::Unauthorized { message: m, .. } => f.write_str(m),

@@ -233,11 +233,7 @@ fn search_flights(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Resu
                 format!(" (cheapest of {})", value["total_offers"])
             }
         );
-        Ok(ToolOutput::Described {
-            value,
-            summary,
-            cached: false,
-        })
+        Ok(ToolOutput::Described { value, summary })
     })
 }
 
@@ -254,6 +250,7 @@ pub static TOOLS: [ToolDef; 1] = [ToolDef {
     timeout_ms: 45_000,
     roles: &[],
     handler: search_flights,
+    cache: None,
 }];
 
 #[cfg(test)]

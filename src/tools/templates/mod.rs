@@ -444,6 +444,7 @@ pub static TOOLS: [ToolDef; 2] = [
         timeout_ms: 15_000,
         roles: &[],
         handler: create_template,
+        cache: None,
     },
     ToolDef {
         toolset: TOOLSET,
@@ -456,6 +457,7 @@ pub static TOOLS: [ToolDef; 2] = [
         timeout_ms: 15_000,
         roles: &[],
         handler: process_template,
+        cache: None,
     },
 ];
 
