@@ -89,6 +89,12 @@ pub enum Error {
     Conflict(String),
     /// A service this request needs is not configured, such as a model provider (HTTP 503).
     Unavailable(String),
+    /// The caller used up a tool's rate limit; the text says which limit and when to try again
+    /// (a tool result with `isError: true`).
+    RateLimited(String),
+    /// A deployment setting is invalid; the text names it and what is expected (HTTP 500). Shown
+    /// to clients, since it holds no secret and tells the operator what to fix.
+    Misconfigured(String),
     /// The client did not answer a server-to-client request, or declined it.
     Client(String),
     /// A storage binding (D1, KV, Durable Object SQLite) failed. The text is for logs, not clients.
@@ -122,7 +128,9 @@ impl Error {
             Error::NoSuchRecord(_)
             | Error::ToolFailed(_)
             | Error::Timeout(_)
+            | Error::RateLimited(_)
             | Error::Client(_)
+            | Error::Misconfigured(_)
             | Error::Storage(_)
             | Error::Internal(_) => code::INTERNAL_ERROR,
         }
@@ -155,8 +163,9 @@ impl Error {
             | Error::NoSuchRecord(_)
             | Error::ToolFailed(_)
             | Error::Timeout(_)
+            | Error::RateLimited(_)
             | Error::Client(_) => 200,
-            Error::Storage(_) | Error::Internal(_) => 500,
+            Error::Misconfigured(_) | Error::Storage(_) | Error::Internal(_) => 500,
         }
     }
 
@@ -200,7 +209,9 @@ impl fmt::Display for Error {
             | Error::Timeout(m)
             | Error::Conflict(m)
             | Error::Unavailable(m)
+            | Error::RateLimited(m)
             | Error::Client(m)
+            | Error::Misconfigured(m)
             | Error::Storage(m)
             | Error::Internal(m)
             | Error::Unauthorized { message: m, .. } => f.write_str(m),

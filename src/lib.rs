@@ -9,6 +9,7 @@ pub mod confirm;
 pub mod edge;
 pub mod engine;
 pub mod error;
+pub mod limiter;
 pub mod mcp;
 pub mod random;
 pub mod registry;

@@ -1,5 +1,8 @@
 //! Deployment settings, read from wrangler `[vars]` (see README, "Configuration").
 
+use crate::error::{Error, Result};
+use crate::registry::limits::RateLimits;
+use crate::registry::Registry;
 use crate::tools::Catalog;
 
 /// Settings of one deployment.
@@ -61,10 +64,16 @@ pub struct Config {
     /// How long a model request may wait for its response or between two chunks of it, in
     /// milliseconds (`MODEL_PROVIDER_TIMEOUT_MS`, default 60000).
     pub model_timeout_ms: u32,
+    /// Per-caller, per-tool rate limits (`RATE_LIMITS`; format in `registry::limits`).
+    pub rate_limits: RateLimits,
+    /// Why a setting could not be used, naming it; while set, [`Config::check`] refuses to serve.
+    pub invalid: Option<String>,
 }
 
 impl Config {
     /// Builds the config from a variable lookup; unset or unparsable numbers take their defaults.
+    /// An invalid `RATE_LIMITS` is kept in [`Config::invalid`] instead: a limit silently dropped
+    /// would leave tools unprotected.
     pub fn from_lookup(var: impl Fn(&str) -> Option<String>) -> Config {
         let list = |name: &str| -> Vec<String> {
             var(name)
@@ -87,6 +96,11 @@ impl Config {
                 .filter(|n| *n > 0)
                 .unwrap_or(default)
         };
+        let (rate_limits, invalid) =
+            match RateLimits::parse(&var("RATE_LIMITS").unwrap_or_default()) {
+                Ok(limits) => (limits, None),
+                Err(why) => (RateLimits::default(), Some(why)),
+            };
         Config {
             allowed_origins: list("ALLOWED_ORIGINS"),
             allowed_hosts: list("ALLOWED_HOSTS"),
@@ -108,6 +122,35 @@ impl Config {
             chat_max_steps: num("CHAT_MAX_STEPS", 8),
             chat_max_message_chars: num("CHAT_MAX_MESSAGE_CHARS", 8000),
             model_timeout_ms: num("MODEL_PROVIDER_TIMEOUT_MS", 60_000),
+            rate_limits,
+            invalid,
+        }
+    }
+
+    /// Refuses to serve with a config a setting of which is invalid; the error names it.
+    pub fn check(&self) -> Result<()> {
+        match &self.invalid {
+            Some(why) => Err(Error::Misconfigured(format!(
+                "Server misconfigured: {why}. The operator must fix this wrangler var."
+            ))),
+            None => Ok(()),
+        }
+    }
+
+    /// [`Config::check`], and that `RATE_LIMITS` names only tools of `registry` (a typo would
+    /// otherwise leave the tool at the default limit without a word).
+    pub fn check_with(&self, registry: &Registry) -> Result<()> {
+        self.check()?;
+        let unknown = self
+            .rate_limits
+            .unknown_tools(|name| registry.get(name).is_some());
+        if unknown.is_empty() {
+            Ok(())
+        } else {
+            Err(Error::Misconfigured(format!(
+                "Server misconfigured: RATE_LIMITS names tools this deployment does not have: {}; use the names tools/list shows. The operator must fix this wrangler var.",
+                unknown.join(", ")
+            )))
         }
     }
 
@@ -177,6 +220,26 @@ mod tests {
         assert_eq!(c.max_body_bytes, 1 << 20);
         assert_eq!(c.tools_page_size, 50);
         assert_eq!(c.catalog, Catalog::Production);
+    }
+
+    #[test]
+    fn a_bad_rate_limit_entry_stops_the_server_with_its_name() {
+        assert!(cfg(&[]).check().is_ok());
+        let c = cfg(&[("RATE_LIMITS", "*=10/m, search_flights=lots")]);
+        let e = c.check().unwrap_err();
+        assert_eq!(e.http_status(), 500);
+        assert!(
+            e.public_message().contains("\"search_flights=lots\""),
+            "{e}"
+        );
+        let registry = Registry::new(crate::tools::catalog(Catalog::Production)).unwrap();
+        let typo = cfg(&[("RATE_LIMITS", "serch_flights=1/m")]);
+        assert!(typo.check().is_ok());
+        let e = typo.check_with(&registry).unwrap_err().to_string();
+        assert!(e.contains("serch_flights"), "{e}");
+        assert!(cfg(&[("RATE_LIMITS", "search_flights=1/m")])
+            .check_with(&registry)
+            .is_ok());
     }
 
     #[test]

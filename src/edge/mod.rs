@@ -34,7 +34,10 @@ fn valid_session_id(s: &str) -> bool {
 pub async fn serve(req: Request, env: Env) -> worker::Result<Response> {
     let cfg = Config::from_env(&env);
     let (metadata_url, cors_origin) = response_context(&req, &cfg);
-    let result = route(req, &env, &cfg).await;
+    let result = match cfg.check() {
+        Ok(()) => route(req, &env, &cfg).await,
+        Err(e) => Err(e),
+    };
     finish(result, &metadata_url, cors_origin.as_deref())
 }
 

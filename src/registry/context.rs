@@ -9,6 +9,7 @@
 use futures::future::LocalBoxFuture;
 use serde_json::Value;
 
+use super::limits::{Admission, Limit};
 use super::Registry;
 use crate::error::Result;
 use crate::mcp::logging::LogLevel;
@@ -181,6 +182,15 @@ pub trait Platform {
     /// it is no longer tracked.
     fn job_heartbeat(&self, id: &str) -> Result<Heartbeat>;
 
+    /// Takes a token from `caller`'s bucket of `tool` (an MCP name) in the rate limiter, under
+    /// the deployment's `RATE_LIMITS`: `None` when the tool has no limit, else the limit and
+    /// whether the call may run. `caller` names the bucket's owner (`user:<id>`, `session:<id>`).
+    fn rate_limit<'a>(
+        &'a self,
+        caller: &'a str,
+        tool: &'a str,
+    ) -> LocalBoxFuture<'a, Result<Option<(Limit, Admission)>>>;
+
     /// Stops tracking a job (it finished, paused or was cancelled).
     fn job_finish(&self, id: &str) -> Result<()>;
 
@@ -220,6 +230,12 @@ pub trait ToolContext {
     /// The capabilities of the client that can be asked right now ([`ToolContext::ask_client`]):
     /// what it declared in `initialize`, or nothing for a background job.
     fn client_capabilities(&self) -> Value;
+
+    /// Whether this call asked to skip the result cache (`params._meta["mcp-edge/cache"]:
+    /// "bypass"`): the tool runs, and its result replaces the cached one.
+    fn cache_bypass(&self) -> bool {
+        false
+    }
 
     /// See [`Platform::query`].
     fn query<'a>(
@@ -310,10 +326,8 @@ pub enum ToolOutput {
     Described {
         /// The structured content.
         value: Value,
-        /// The readable line.
+        /// The readable line (a result cache hit appends `(cached)` to it).
         summary: String,
-        /// Whether it was served from the result cache (reported in the `tool_result` event).
-        cached: bool,
     },
     /// Ready-made MCP content blocks (text, image, audio, resource links, embedded resources).
     Content(Vec<Value>),

@@ -1,8 +1,11 @@
-//! Runs one tool call: validate → run with a timeout → shape the MCP result, recording events around it.
+//! Runs one tool call: validate → rate limit → result cache → run with a timeout → shape the MCP
+//! result, recording events around it.
 
 use futures::future::{select, Either};
 use serde_json::{json, Value};
 
+use super::cache::{self, CachePolicy};
+use super::limits::Admission;
 use super::{Tool, ToolContext, ToolOutput};
 use crate::clock;
 use crate::error::{Error, Result};
@@ -12,8 +15,8 @@ use crate::error::{Error, Result};
 pub struct CallOutcome {
     /// The `CallToolResult` to send.
     pub result: Value,
-    /// `ok`, `invalid_arguments`, `timeout`, `unavailable` (storage, internal or client faults: worth
-    /// another try) or `tool_error`.
+    /// `ok`, `invalid_arguments`, `rate_limited`, `timeout`, `unavailable` (storage, internal or
+    /// client faults: worth another try) or `tool_error`.
     pub outcome: &'static str,
     /// Wall time of the call in milliseconds.
     pub duration_ms: f64,
@@ -23,6 +26,10 @@ pub struct CallOutcome {
 /// session's event stream. Never fails: every failure becomes an `isError: true` result whose text
 /// says what went wrong and what to do, because MCP reports tool failures to the model, not as
 /// protocol errors (2025-11-25, SEP-1303).
+///
+/// Arguments are validated before the rate limit is consulted, so a malformed call costs the
+/// caller no token; every valid call takes one, whether the cache answers it or the handler does
+/// (a limit counts calls, not work).
 pub async fn execute(tool: &Tool, ctx: &dyn ToolContext, args: Value) -> CallOutcome {
     let started = clock::now_ms();
     let name = tool.def.name;
@@ -32,28 +39,22 @@ pub async fn execute(tool: &Tool, ctx: &dyn ToolContext, args: Value) -> CallOut
         json!({ "tool": name, "arguments": tool.redact(&args) }),
     );
 
-    let mut cached = false;
     let outcome = match tool.check_input(&args) {
         Err(e) => Err(e),
-        Ok(()) => {
-            let run = (tool.def.handler)(ctx, args);
-            let limit = tool.def.timeout_ms;
-            match select(run, ctx.sleep(limit)).await {
-                Either::Left((r, _)) => r,
-                Either::Right(_) => Err(Error::Timeout(format!(
-                    "tool {name} did not finish within {limit} ms and was stopped; try again, or narrow the request"
-                ))),
-            }
-        }
-    }
-    .and_then(|out| {
-        cached = matches!(out, ToolOutput::Described { cached: true, .. });
-        shape(tool, out)
-    });
+        Ok(()) => match admit(tool, ctx).await {
+            Err(e) => Err(e),
+            Ok(()) => match tool.def.cache {
+                Some(policy) => cached(tool, ctx, args, policy).await,
+                None => run(tool, ctx, args)
+                    .await
+                    .map(|(result, _)| (result, false)),
+            },
+        },
+    };
     let duration_ms = clock::now_ms() - started;
 
     match outcome {
-        Ok(result) => {
+        Ok((result, cached)) => {
             events(
                 "tool_result",
                 json!({ "tool": name, "duration_ms": duration_ms, "cached": cached, "result": result }),
@@ -67,6 +68,7 @@ pub async fn execute(tool: &Tool, ctx: &dyn ToolContext, args: Value) -> CallOut
         Err(e) => {
             let label = match e {
                 Error::InvalidArguments(_) => "invalid_arguments",
+                Error::RateLimited(_) => "rate_limited",
                 Error::Timeout(_) => "timeout",
                 Error::Storage(_) | Error::Internal(_) | Error::Client(_) => "unavailable",
                 _ => "tool_error",
@@ -86,6 +88,112 @@ pub async fn execute(tool: &Tool, ctx: &dyn ToolContext, args: Value) -> CallOut
     }
 }
 
+/// Takes a rate-limit token for this call. Buckets belong to the caller, not the MCP session: a
+/// signed-in user shares them across sessions (and with background runs acting for them); an
+/// anonymous caller, who has no identity beyond the session, gets the session's.
+async fn admit(tool: &Tool, ctx: &dyn ToolContext) -> Result<()> {
+    let owner = match ctx.caller().user {
+        Some(user) => format!("user:{user}"),
+        None => format!("session:{}", ctx.session_id()),
+    };
+    match ctx.platform().rate_limit(&owner, tool.def.name).await {
+        Ok(Some((limit, Admission::Refused { retry_after_secs }))) => Err(Error::RateLimited(format!(
+            "Rate limit reached for tool {}: {limit} per caller. Try again in {retry_after_secs} s.",
+            tool.def.name
+        ))),
+        Ok(_) => Ok(()),
+        // Fail open: the limiter guards capacity, it is not an access rule, so losing it for a
+        // moment must not take every tool down with it. The line makes an outage visible.
+        Err(e) => {
+            worker::console_error!(
+                "{}",
+                json!({ "rate_limiter_unavailable": e.to_string(), "tool": tool.def.name })
+            );
+            Ok(())
+        }
+    }
+}
+
+/// Answers from the result cache when it holds this call, else runs the tool and stores a
+/// successful result. The cache failing never fails the call: it only costs the handler's work.
+async fn cached(
+    tool: &Tool,
+    ctx: &dyn ToolContext,
+    args: Value,
+    policy: CachePolicy,
+) -> Result<(Value, bool)> {
+    let key = match cache_key(tool, ctx, &args, policy).await {
+        Ok(k) => Some(k),
+        Err(e) => {
+            log_cache_fault("key", &e);
+            None
+        }
+    };
+    let bypass = ctx.cache_bypass();
+    if let (Some(k), false) = (&key, bypass) {
+        match ctx.cache_get(k).await {
+            Ok(Some(stored)) => {
+                if let Some(hit) = cache::hit(&stored) {
+                    return Ok((hit, true));
+                }
+            }
+            Ok(None) => {}
+            Err(e) => log_cache_fault("get", &e),
+        }
+    }
+    let (mut result, summarized) = run(tool, ctx, args).await?;
+    if let (Some(k), true) = (&key, cache::storable(&result)) {
+        let entry = cache::entry(&result, summarized);
+        if let Err(e) = ctx.cache_put(k, &entry, policy.ttl_secs).await {
+            log_cache_fault("put", &e);
+        }
+    }
+    cache::mark(&mut result, if bypass { "bypass" } else { "miss" });
+    Ok((result, false))
+}
+
+/// The cache key of this call under `policy`: scoped by the caller and the data generation when
+/// the policy says the result depends on them.
+async fn cache_key(
+    tool: &Tool,
+    ctx: &dyn ToolContext,
+    args: &Value,
+    policy: CachePolicy,
+) -> Result<String> {
+    let generation = match policy.generation {
+        Some(read) => Some(read(ctx).await?),
+        None => None,
+    };
+    let caller = policy.per_caller.then(|| ctx.caller());
+    Ok(cache::key(
+        &tool.def.id(),
+        args,
+        caller.as_ref(),
+        generation,
+    ))
+}
+
+fn log_cache_fault(op: &str, e: &Error) {
+    worker::console_error!("{}", json!({ "result_cache": op, "error": e.to_string() }));
+}
+
+/// Runs the handler under the tool's timeout and shapes its output; also says whether the
+/// result's first text block is a summary line.
+async fn run(tool: &Tool, ctx: &dyn ToolContext, args: Value) -> Result<(Value, bool)> {
+    let name = tool.def.name;
+    let limit = tool.def.timeout_ms;
+    let out = match select((tool.def.handler)(ctx, args), ctx.sleep(limit)).await {
+        Either::Left((r, _)) => r?,
+        Either::Right(_) => {
+            return Err(Error::Timeout(format!(
+                "tool {name} did not finish within {limit} ms and was stopped; try again, or narrow the request"
+            )))
+        }
+    };
+    let summarized = matches!(out, ToolOutput::Described { .. });
+    Ok((shape(tool, out)?, summarized))
+}
+
 fn shape(tool: &Tool, out: ToolOutput) -> Result<Value> {
     match out {
         ToolOutput::Structured(v) => {
@@ -93,7 +201,7 @@ fn shape(tool: &Tool, out: ToolOutput) -> Result<Value> {
             let text = serde_json::to_string_pretty(&v)?;
             Ok(json!({ "content": [{ "type": "text", "text": text }], "structuredContent": v }))
         }
-        ToolOutput::Described { value, summary, .. } => {
+        ToolOutput::Described { value, summary } => {
             tool.check_output(&value)?;
             let text = serde_json::to_string_pretty(&value)?;
             Ok(json!({

@@ -5,14 +5,17 @@
 //! the same compiled schemas validate calls and are what `tools/list` shows. The registry id
 //! (`toolset::tool-name`) is derived from the toolset and the MCP name, never written down twice.
 
+pub mod cache;
 mod context;
 mod executor;
+pub mod limits;
 mod validate;
 
 use std::collections::HashMap;
 
 use serde_json::{json, Map, Value};
 
+pub use cache::CachePolicy;
 pub use context::{
     Caller, Handler, Heartbeat, Inbound, JobMode, Outbound, Platform, Statement, ToolContext,
     ToolOutput, Unattended,
@@ -70,6 +73,9 @@ pub struct ToolDef {
     pub roles: &'static [&'static str],
     /// The code that runs the tool.
     pub handler: Handler,
+    /// How the executor caches the tool's results (`cache::CachePolicy`); `None`: never cached.
+    /// Only read-only tools may be cached.
+    pub cache: Option<CachePolicy>,
 }
 
 impl ToolDef {
@@ -173,6 +179,21 @@ impl Registry {
                     "tool name {:?} is not 1-64 of [A-Za-z0-9_.-]",
                     def.name
                 )));
+            }
+            if let Some(policy) = &def.cache {
+                if !def.annotations.read_only {
+                    return Err(Error::Internal(format!(
+                        "{}: only read-only tools may be cached (a hit skips the handler and its effects)",
+                        def.id()
+                    )));
+                }
+                if policy.ttl_secs < cache::MIN_TTL_SECS {
+                    return Err(Error::Internal(format!(
+                        "{}: cache ttl_secs must be at least {} (KV's shortest expiration)",
+                        def.id(),
+                        cache::MIN_TTL_SECS
+                    )));
+                }
             }
             let input_json = parse_schema(def, "input", def.input_schema)?;
             if input_json.get("type").and_then(Value::as_str) != Some("object") {
@@ -425,7 +446,39 @@ mod tests {
             timeout_ms: 1000,
             roles,
             handler: nothing,
+            cache: None,
         }
+    }
+
+    #[test]
+    fn only_read_only_tools_may_be_cached_and_not_below_kv_minimum() {
+        static WRITER: ToolDef = ToolDef {
+            annotations: Annotations {
+                read_only: false,
+                destructive: false,
+                idempotent: true,
+                open_world: false,
+            },
+            cache: Some(CachePolicy::SHARED),
+            ..restricted("writer", &[])
+        };
+        static SHORT: ToolDef = ToolDef {
+            cache: Some(CachePolicy {
+                ttl_secs: 59,
+                ..CachePolicy::SHARED
+            }),
+            ..restricted("short", &[])
+        };
+        let e = Registry::new([&WRITER]).unwrap_err().to_string();
+        assert!(e.contains("only read-only tools may be cached"), "{e}");
+        let e = Registry::new([&SHORT]).unwrap_err().to_string();
+        assert!(e.contains("at least 60"), "{e}");
+        let ok = ToolDef {
+            cache: Some(CachePolicy::SHARED),
+            ..restricted("fine", &[])
+        };
+        let ok: &'static ToolDef = Box::leak(Box::new(ok));
+        assert!(Registry::new([ok]).is_ok());
     }
 
     static RESTRICTED: [ToolDef; 4] = [

@@ -22,7 +22,7 @@ use crate::engine::expr::num;
 use crate::error::{Error, Result};
 use crate::mcp::logging::LogLevel;
 use crate::mcp::message::{notification, server_request, RequestId};
-use crate::registry::{Caller, Platform, ToolContext};
+use crate::registry::{cache, Caller, Platform, ToolContext};
 
 /// How a request's reply starts.
 pub enum First {
@@ -54,18 +54,32 @@ pub struct Call {
     signal: Option<AbortSignal>,
     outbox: RefCell<Outbox>,
     caller: Caller,
+    cache_bypass: bool,
 }
 
 impl Call {
-    /// Starts a call; the receiver yields how its reply begins.
+    /// Starts a call with the request's `params._meta` (`progressToken`, and the cache directive
+    /// `"mcp-edge/cache": "bypass"`); the receiver yields how its reply begins. An unknown cache
+    /// directive is invalid params, so a typo does not silently serve a cached result.
     pub fn new(
         core: Rc<Core>,
         id: RequestId,
         tool: &str,
-        progress_token: Option<Value>,
+        meta: &Value,
         signal: Option<AbortSignal>,
         caller: Caller,
-    ) -> (Call, oneshot::Receiver<First>) {
+    ) -> Result<(Call, oneshot::Receiver<First>)> {
+        let cache_bypass = match meta.get(cache::META_KEY) {
+            None => false,
+            Some(v) if v == "bypass" => true,
+            Some(other) => {
+                return Err(Error::InvalidParams(format!(
+                    "Invalid params: _meta[{:?}] is {other}; the only value is \"bypass\" (run the tool instead of answering from the result cache); leave it out otherwise",
+                    cache::META_KEY
+                )))
+            }
+        };
+        let progress_token = meta.get("progressToken").cloned();
         let (tx, rx) = oneshot::channel();
         let log_level = core.log_level();
         let call = Call {
@@ -78,8 +92,9 @@ impl Call {
             signal,
             outbox: RefCell::new(Outbox::Waiting(tx)),
             caller,
+            cache_bypass,
         };
-        (call, rx)
+        Ok((call, rx))
     }
 
     /// The stream of this call, opening it on first use.
@@ -237,6 +252,10 @@ impl ToolContext for Call {
 
     fn client_capabilities(&self) -> Value {
         self.core.client_capabilities()
+    }
+
+    fn cache_bypass(&self) -> bool {
+        self.cache_bypass
     }
 }
 

@@ -234,6 +234,7 @@ impl Session {
         let cfg = Config::from_env(&self.env);
         let db = SessionDb::open(self.state.storage().sql())?;
         let registry = registry(cfg.catalog)?;
+        cfg.check_with(&registry)?;
         let core = Rc::new_cyclic(|me| Core {
             session: self.state.id().name().unwrap_or_default(),
             db,
@@ -415,18 +416,15 @@ impl Session {
             .get("arguments")
             .cloned()
             .unwrap_or_else(|| json!({}));
-        let token = params
-            .get("_meta")
-            .and_then(|m| m.get("progressToken"))
-            .cloned();
+        let meta = params.get("_meta").cloned().unwrap_or(Value::Null);
         let (call, first) = Call::new(
             core.clone(),
             id.clone(),
             &name,
-            token,
+            &meta,
             signal,
             caller.clone(),
-        );
+        )?;
         let (abort, registration) = AbortHandle::new_pair();
         let key = id.key();
         let ticket = core.hub.track(&key, abort);

@@ -1,6 +1,6 @@
 //! The Worker environment's services as tools use them — D1, KV, settings and secrets, outbound
-//! fetch, timers, the tool registry, and the confirmation store — shared by every `Platform` the
-//! edge layer provides (a session object's, a confirmation object's).
+//! fetch, timers, the tool registry, the confirmation store and the rate limiter — shared by every
+//! `Platform` the edge layer provides (a session object's, a confirmation object's).
 
 use std::rc::Rc;
 use std::time::Duration;
@@ -10,7 +10,10 @@ use serde_json::Value;
 use worker::{Delay, Env, Fetch, Headers, Method, Request, RequestInit};
 
 use super::d1;
+use crate::edge::config::Config;
 use crate::error::{Error, Result};
+use crate::limiter::{Take, Taken, TAKE_URL};
+use crate::registry::limits::{Admission, Limit, RateLimits};
 use crate::registry::{Inbound, Outbound, Registry, Statement};
 
 /// Internal header to a `Confirmation` object: the verified caller's user id.
@@ -23,12 +26,18 @@ pub const ROLES_HEADER: &str = "x-mcp-edge-roles";
 pub struct Services {
     env: Env,
     registry: Rc<Registry>,
+    limits: Rc<RateLimits>,
 }
 
 impl Services {
-    /// Services over `env`, with the deployment's tools.
+    /// Services over `env`, with the deployment's tools and its `RATE_LIMITS`.
     pub fn new(env: Env, registry: Rc<Registry>) -> Self {
-        Services { env, registry }
+        let limits = Rc::new(Config::from_env(&env).rate_limits);
+        Services {
+            env,
+            registry,
+            limits,
+        }
     }
 
     fn db(&self) -> Result<worker::D1Database> {
@@ -150,10 +159,50 @@ impl Services {
             .map_err(|e| Error::Internal(format!("confirmation {op}: {e}")))?;
         Ok((status, answer))
     }
+
+    /// See `Platform::rate_limit`: one request to the `RateLimiter` object named `caller`.
+    pub async fn rate_limit(&self, caller: &str, tool: &str) -> Result<Option<(Limit, Admission)>> {
+        let Some(limit) = self.limits.for_tool(tool) else {
+            return Ok(None);
+        };
+        let body = serde_json::to_string(&Take {
+            tool: tool.to_string(),
+            capacity: limit.capacity,
+            period_ms: limit.period_ms,
+        })?;
+        let headers = Headers::new();
+        headers.set("content-type", "application/json")?;
+        let mut init = RequestInit::new();
+        init.with_method(Method::Post)
+            .with_headers(headers)
+            .with_body(Some(body.into()));
+        let req = Request::new_with_init(TAKE_URL, &init)?;
+        let stub = self
+            .env
+            .durable_object("RATE_LIMITER")?
+            .id_from_name(caller)?
+            .get_stub()?;
+        let mut resp = stub.fetch_with_request(req).await?;
+        if resp.status_code() != 200 {
+            return Err(Error::Internal(format!(
+                "rate limiter answered HTTP {}",
+                resp.status_code()
+            )));
+        }
+        let taken: Taken = serde_json::from_str(&resp.text().await?)?;
+        let admission = if taken.allowed {
+            Admission::Allowed
+        } else {
+            Admission::Refused {
+                retry_after_secs: taken.retry_after_secs.max(1),
+            }
+        };
+        Ok(Some((limit, admission)))
+    }
 }
 
 /// Implements the env-backed methods of `Platform` (query, batch, cache, setting, fetch,
-/// sign_rs256, registry, sleep, confirmation) through `self.services()`.
+/// sign_rs256, registry, sleep, confirmation, rate limit) through `self.services()`.
 macro_rules! delegate_services {
     () => {
         fn query<'a>(
@@ -229,6 +278,22 @@ macro_rules! delegate_services {
                 caller.user.as_deref().unwrap_or(""),
                 &caller.roles,
             ))
+        }
+
+        fn rate_limit<'a>(
+            &'a self,
+            caller: &'a str,
+            tool: &'a str,
+        ) -> futures::future::LocalBoxFuture<
+            'a,
+            $crate::error::Result<
+                Option<(
+                    $crate::registry::limits::Limit,
+                    $crate::registry::limits::Admission,
+                )>,
+            >,
+        > {
+            Box::pin(self.services().rate_limit(caller, tool))
         }
     };
 }

@@ -57,21 +57,35 @@ export async function migrate(db) {
 
 /**
  * Starts the Worker. `vars` override the wrangler [vars]; with `quiet`, the Worker's stdout (one log
- * line per tool call) is dropped; with `persist` (a directory), D1, KV and Durable Object storage
- * live there, so a second Worker started on it continues where the first stopped.
+ * line per tool call) is dropped; with `logs` (an array), its stdout lines are collected there
+ * instead; with `persist` (a directory), D1, KV and Durable Object storage live there, so a second
+ * Worker started on it continues where the first stopped.
  * Returns { url, mcpUrl, mf, stop }.
  */
-export async function startWorker(vars = {}, { quiet = false, persist } = {}) {
+export async function startWorker(vars = {}, { quiet = false, logs, persist } = {}) {
+  const collect = (stdout) => {
+    let rest = "";
+    stdout.setEncoding("utf8");
+    stdout.on("data", (chunk) => {
+      const lines = (rest + chunk).split("\n");
+      rest = lines.pop();
+      logs.push(...lines);
+    });
+  };
   const mf = new Miniflare({
     ...(persist ? { d1Persist: join(persist, "d1"), kvPersist: join(persist, "kv"), durableObjectsPersist: join(persist, "do") } : {}),
-    ...(quiet ? { handleRuntimeStdio: (stdout, stderr) => { stdout.resume(); stderr.pipe(process.stderr); } } : {}),
+    ...(quiet || logs ? { handleRuntimeStdio: (stdout, stderr) => { logs ? collect(stdout) : stdout.resume(); stderr.pipe(process.stderr); } } : {}),
     rootPath: root,
     scriptPath: join(root, "build", "index.js"),
     modules: true,
     modulesRules: [{ type: "CompiledWasm", include: ["**/*.wasm"], fallthrough: true }],
     compatibilityDate: "2026-07-30",
     compatibilityFlags: ["enable_request_signal"],
-    durableObjects: { SESSION: { className: "Session", useSQLite: true }, CONFIRMATIONS: { className: "Confirmation", useSQLite: true } },
+    durableObjects: {
+      SESSION: { className: "Session", useSQLite: true },
+      CONFIRMATIONS: { className: "Confirmation", useSQLite: true },
+      RATE_LIMITER: { className: "RateLimiter", useSQLite: true },
+    },
     d1Databases: ["DB"],
     kvNamespaces: ["CACHE"],
     bindings: {

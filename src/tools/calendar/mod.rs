@@ -148,11 +148,7 @@ fn list_events(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<
             args["time_min"].as_str().unwrap_or_default(),
             args["time_max"].as_str().unwrap_or_default()
         );
-        Ok(ToolOutput::Described {
-            value,
-            summary,
-            cached: false,
-        })
+        Ok(ToolOutput::Described { value, summary })
     })
 }
 
@@ -168,6 +164,7 @@ pub static TOOLS: [ToolDef; 1] = [ToolDef {
     timeout_ms: 20_000,
     roles: &[],
     handler: list_events,
+    cache: None,
 }];
 
 #[cfg(test)]

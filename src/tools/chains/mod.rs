@@ -377,6 +377,7 @@ pub static TOOLS: [ToolDef; 5] = [ToolDef {
     timeout_ms: 15_000,
     roles: &[],
     handler: create_chain,
+    cache: None,
 }, ToolDef {
     toolset: TOOLSET,
     name: "execute_chain",
@@ -388,6 +389,7 @@ pub static TOOLS: [ToolDef; 5] = [ToolDef {
     timeout_ms: 610_000,
     roles: &[],
     handler: execute_chain,
+    cache: None,
 }, ToolDef {
     toolset: TOOLSET,
     name: "get_chain_status",
@@ -399,6 +401,7 @@ pub static TOOLS: [ToolDef; 5] = [ToolDef {
     timeout_ms: 10_000,
     roles: &[],
     handler: get_chain_status,
+    cache: None,
 }, ToolDef {
     toolset: TOOLSET,
     name: "resume_chain",
@@ -410,6 +413,7 @@ pub static TOOLS: [ToolDef; 5] = [ToolDef {
     timeout_ms: 610_000,
     roles: &[],
     handler: resume_chain,
+    cache: None,
 }, ToolDef {
     toolset: TOOLSET,
     name: "cancel_chain",
@@ -421,6 +425,7 @@ pub static TOOLS: [ToolDef; 5] = [ToolDef {
     timeout_ms: 30_000,
     roles: &[],
     handler: cancel_chain,
+    cache: None,
 }];
 
 #[cfg(test)]

@@ -164,13 +164,15 @@ fn result_text(result: &Value) -> String {
 }
 
 /// The step error for a `CallToolResult` with `isError`, classed by the executor's outcome:
-/// `timeout` and `unavailable` are worth retrying, anything else is not. None when it succeeded.
+/// `timeout`, `unavailable` and `rate_limited` are worth retrying, anything else is not. None when
+/// it succeeded.
 pub fn tool_failure(what: &str, result: &Value, outcome: &str) -> Option<StepError> {
     if result["isError"] != Value::Bool(true) {
         return None;
     }
     let class = match outcome {
-        "timeout" | "unavailable" => ErrorClass::Transient(outcome.to_string()),
+        // A rate-limited call took no token, so the step's retries (with backoff) may get one.
+        "timeout" | "unavailable" | "rate_limited" => ErrorClass::Transient(outcome.to_string()),
         _ => ErrorClass::Validation,
     };
     Some(StepError::new(
@@ -582,6 +584,10 @@ mod tests {
         assert_eq!(
             class("unavailable"),
             ErrorClass::Transient("unavailable".into())
+        );
+        assert_eq!(
+            class("rate_limited"),
+            ErrorClass::Transient("rate_limited".into())
         );
         assert_eq!(class("tool_error"), ErrorClass::Validation);
         assert_eq!(class("invalid_arguments"), ErrorClass::Validation);

@@ -234,6 +234,7 @@ const fn fixture(
         timeout_ms: 60_000,
         roles: &[],
         handler,
+        cache: None,
     }
 }
 

@@ -1,5 +1,6 @@
 //! What the domain toolsets (`hr`, `finance`, `sales`, `support`; seed 002) share: the response
-//! union, access rules by role, PII masking, and signed pagination cursors.
+//! union, access rules by role, PII masking, signed pagination cursors, and the read cache's
+//! policy and data generation.
 //!
 //! Access is decided twice, both times from the verified token only: a tool's `roles` decide
 //! whether the caller sees it at all (registry), and the SQL of each read restricts rows to those
@@ -13,7 +14,7 @@ pub mod response;
 use serde_json::{json, Value};
 
 use crate::clock;
-use crate::registry::{Caller, ToolContext};
+use crate::registry::{CachePolicy, Caller, ToolContext};
 pub use response::{Code, Page, Reply};
 
 /// The tool-level marker for "any caller with a verified token" (`Caller::has_any`).
@@ -237,74 +238,29 @@ pub fn answer<'a>(
     Box::pin(async move { Ok(body.await.unwrap_or_else(|r| r).into_output()) })
 }
 
-/// How long a domain read stays cached, in seconds (a confirmed write makes it unreachable sooner).
-const CACHE_TTL_SECS: u64 = 300;
+/// How the executor caches every domain read (`registry::cache`): per caller, since rows and
+/// masking depend on the caller's user and roles; five minutes, or until a confirmed write bumps
+/// the data generation ([`invalidate`]).
+pub const READ_CACHE: Option<CachePolicy> = Some(CachePolicy {
+    ttl_secs: crate::registry::cache::DEFAULT_TTL_SECS,
+    per_caller: true,
+    generation: Some(generation),
+});
 
-/// The cache key of a read: the tool, its arguments (canonical JSON: keys sorted), the caller's
-/// user and roles (what they may see and what is masked depends on them) and the data generation.
-async fn cache_key(
+/// The generation of the domain data: bumped by every confirmed write.
+fn generation(
     ctx: &dyn ToolContext,
-    tool: &str,
-    args: &Value,
-) -> crate::error::Result<String> {
-    use sha2::{Digest, Sha256};
-    let generation = ctx
-        .query(
-            "SELECT generation FROM domain_generation WHERE id = 1",
-            vec![],
-        )
-        .await?
-        .first()
-        .and_then(|r| r["generation"].as_i64())
-        .unwrap_or(0);
-    let caller = ctx.caller();
-    let mut roles = caller.roles.clone();
-    roles.sort();
-    let text = json!([tool, args, caller.user, roles, generation]).to_string();
-    let digest: String = Sha256::digest(text.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
-    Ok(format!("domain-read:{digest}"))
-}
-
-/// Runs a domain read through the KV cache: a hit is answered as stored (its `tool_result` event
-/// says `cached`); a successful answer is stored. The cache failing never fails the read.
-pub fn read<'a>(
-    ctx: &'a dyn ToolContext,
-    tool: &'static str,
-    args: Value,
-    body: futures::future::LocalBoxFuture<'a, Result<Reply, Reply>>,
-) -> futures::future::LocalBoxFuture<'a, crate::error::Result<crate::registry::ToolOutput>> {
+) -> futures::future::LocalBoxFuture<'_, crate::error::Result<i64>> {
     Box::pin(async move {
-        let key = cache_key(ctx, tool, &args)
-            .await
-            .map_err(|e| worker::console_error!("{}", json!({ "cache_key": e.to_string() })))
-            .ok();
-        if let Some(k) = &key {
-            if let Some(hit) = ctx
-                .cache_get(k)
-                .await
-                .ok()
-                .flatten()
-                .and_then(|h| serde_json::from_str::<Value>(&h).ok())
-            {
-                return Ok(crate::registry::ToolOutput::Described {
-                    summary: format!("{} (cached)", hit["summary"].as_str().unwrap_or("")),
-                    value: hit["reply"].clone(),
-                    cached: true,
-                });
-            }
-        }
-        let reply = body.await.unwrap_or_else(|r| r);
-        if let (Some(k), Reply::Success { .. }) = (&key, &reply) {
-            let stored =
-                json!({ "reply": reply.to_json(), "summary": reply.summary() }).to_string();
-            if let Err(e) = ctx.cache_put(k, &stored, CACHE_TTL_SECS).await {
-                worker::console_error!("{}", json!({ "cache_put": e.to_string() }));
-            }
-        }
-        Ok(reply.into_output())
+        Ok(ctx
+            .query(
+                "SELECT generation FROM domain_generation WHERE id = 1",
+                vec![],
+            )
+            .await?
+            .first()
+            .and_then(|r| r["generation"].as_i64())
+            .unwrap_or(0))
     })
 }
 

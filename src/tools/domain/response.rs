@@ -230,7 +230,6 @@ impl Reply {
         ToolOutput::Described {
             summary: self.summary(),
             value: self.to_json(),
-            cached: false,
         }
     }
 }

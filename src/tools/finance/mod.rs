@@ -77,107 +77,96 @@ const BUDGET_COLUMNS: &str =
      remaining_cents, status, submitted_by, submitted_at, approved_by, approved_at, notes";
 
 fn get_budget(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
-    domain::read(
-        ctx,
-        "get_budget",
-        args.clone(),
-        Box::pin(async move {
-            let given = args["department"].as_str().unwrap_or_default();
-            let dept = domain::department(ctx, given).await?;
-            let year = args["year"].as_i64().unwrap_or_else(|| this_year().into());
-            let rows = ctx
-                .query(
-                    &format!(
-                        "SELECT {BUDGET_COLUMNS} FROM finance_budget_summary
+    domain::answer(Box::pin(async move {
+        let given = args["department"].as_str().unwrap_or_default();
+        let dept = domain::department(ctx, given).await?;
+        let year = args["year"].as_i64().unwrap_or_else(|| this_year().into());
+        let rows = ctx
+            .query(
+                &format!(
+                    "SELECT {BUDGET_COLUMNS} FROM finance_budget_summary
                      WHERE department_id = ?1 AND fiscal_year = ?2"
-                    ),
-                    vec![json!(dept), json!(year)],
-                )
-                .await
-                .map_err(domain::db)?;
-            let Some(row) = rows.first() else {
-                let years = ctx
+                ),
+                vec![json!(dept), json!(year)],
+            )
+            .await
+            .map_err(domain::db)?;
+        let Some(row) = rows.first() else {
+            let years = ctx
                 .query(
                     "SELECT fiscal_year FROM finance_budgets WHERE department_id = ?1 ORDER BY fiscal_year",
                     vec![json!(dept)],
                 )
                 .await
                 .map_err(domain::db)?;
-                let years: Vec<String> =
-                    years.iter().map(|r| r["fiscal_year"].to_string()).collect();
-                return Err(Reply::failure(
-                    Code::BudgetNotFound,
-                    format!("There is no {year} budget for {given}."),
-                    if years.is_empty() {
-                        "This department has no budgets; use list_budgets to see which departments do."
+            let years: Vec<String> = years.iter().map(|r| r["fiscal_year"].to_string()).collect();
+            return Err(Reply::failure(
+                Code::BudgetNotFound,
+                format!("There is no {year} budget for {given}."),
+                if years.is_empty() {
+                    "This department has no budgets; use list_budgets to see which departments do."
                         .to_string()
-                    } else {
-                        format!("Ask for one of its fiscal years: {}.", years.join(", "))
-                    },
-                ));
-            };
-            // Spend by quarter answers "budget vs actual" for a quarter without another call.
-            let quarters = ctx
-                .query(
-                    "SELECT quarter, SUM(amount_cents) AS spent_cents FROM finance_department_spend
+                } else {
+                    format!("Ask for one of its fiscal years: {}.", years.join(", "))
+                },
+            ));
+        };
+        // Spend by quarter answers "budget vs actual" for a quarter without another call.
+        let quarters = ctx
+            .query(
+                "SELECT quarter, SUM(amount_cents) AS spent_cents FROM finance_department_spend
                  WHERE department_id = ?1 AND fiscal_year = ?2 GROUP BY quarter ORDER BY quarter",
-                    vec![json!(dept), json!(year)],
-                )
-                .await
-                .map_err(domain::db)?;
-            let mut data = budget(row);
-            data["spent_by_quarter"] = quarters
+                vec![json!(dept), json!(year)],
+            )
+            .await
+            .map_err(domain::db)?;
+        let mut data = budget(row);
+        data["spent_by_quarter"] = quarters
             .iter()
             .map(|q| json!({ "quarter": q["quarter"], "spent_amount": domain::dollars(&q["spent_cents"]) }))
             .collect();
-            Ok(Reply::Success {
-                summary: format!(
-                    "{} budget {}: ${} allocated, ${} spent, ${} remaining ({}).",
-                    row["department"].as_str().unwrap_or(""),
-                    row["fiscal_year"],
-                    data["allocated_amount"],
-                    data["spent_amount"],
-                    data["remaining_amount"],
-                    row["status"].as_str().unwrap_or("")
-                ),
-                data,
-                page: None,
-            })
-        }),
-    )
+        Ok(Reply::Success {
+            summary: format!(
+                "{} budget {}: ${} allocated, ${} spent, ${} remaining ({}).",
+                row["department"].as_str().unwrap_or(""),
+                row["fiscal_year"],
+                data["allocated_amount"],
+                data["spent_amount"],
+                data["remaining_amount"],
+                row["status"].as_str().unwrap_or("")
+            ),
+            data,
+            page: None,
+        })
+    }))
 }
 
 fn list_budgets(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
-    domain::read(
-        ctx,
-        "list_budgets",
-        args.clone(),
-        Box::pin(async move {
-            let limit = domain::limit(&args);
-            let filters = json!({ "year": args.get("year"), "status": args.get("status") });
-            let after =
-                domain::resume_after(ctx, "list_budgets", &filters, args["cursor"].as_str())?
-                    .unwrap_or(Value::Null);
-            let rows = ctx
-                .query(
-                    &format!(
-                        "SELECT {BUDGET_COLUMNS} FROM finance_budget_summary
+    domain::answer(Box::pin(async move {
+        let limit = domain::limit(&args);
+        let filters = json!({ "year": args.get("year"), "status": args.get("status") });
+        let after = domain::resume_after(ctx, "list_budgets", &filters, args["cursor"].as_str())?
+            .unwrap_or(Value::Null);
+        let rows = ctx
+            .query(
+                &format!(
+                    "SELECT {BUDGET_COLUMNS} FROM finance_budget_summary
                      WHERE (?1 IS NULL OR fiscal_year = ?1) AND (?2 IS NULL OR status = ?2)
                        AND (?3 IS NULL OR (fiscal_year, department, id) > (?3, ?4, ?5))
                      ORDER BY fiscal_year, department, id LIMIT ?6"
-                    ),
-                    vec![
-                        args["year"].clone(),
-                        args["status"].clone(),
-                        after[0].clone(),
-                        after[1].clone(),
-                        after[2].clone(),
-                        json!(limit + 1),
-                    ],
-                )
-                .await
-                .map_err(domain::db)?;
-            let (rows, page) = domain::page_of(
+                ),
+                vec![
+                    args["year"].clone(),
+                    args["status"].clone(),
+                    after[0].clone(),
+                    after[1].clone(),
+                    after[2].clone(),
+                    json!(limit + 1),
+                ],
+            )
+            .await
+            .map_err(domain::db)?;
+        let (rows, page) = domain::page_of(
             ctx,
             "list_budgets",
             &filters,
@@ -186,37 +175,31 @@ fn list_budgets(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result
             |r| json!([r["fiscal_year"], r["department"], r["id"]]),
             "More budgets are available: call list_budgets again with metadata.nextCursor as cursor, or filter by year or status.",
         )?;
-            let data: Vec<Value> = rows.iter().map(budget).collect();
-            Ok(Reply::Success {
-                summary: format!("{} budgets.", data.len()),
-                data: Value::Array(data),
-                page: Some(page),
-            })
-        }),
-    )
+        let data: Vec<Value> = rows.iter().map(budget).collect();
+        Ok(Reply::Success {
+            summary: format!("{} budgets.", data.len()),
+            data: Value::Array(data),
+            page: Some(page),
+        })
+    }))
 }
 
 fn list_invoices(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
-    domain::read(
-        ctx,
-        "list_invoices",
-        args.clone(),
-        Box::pin(async move {
-            let limit = domain::limit(&args);
-            let filters = json!({
-                "status": args.get("status"),
-                "vendor": args.get("vendor"),
-                "department": args.get("department"),
-            });
-            let after =
-                domain::resume_after(ctx, "list_invoices", &filters, args["cursor"].as_str())?
-                    .unwrap_or(Value::Null);
-            let dept = match args["department"].as_str() {
-                Some(d) => Some(domain::department(ctx, d).await?),
-                None => None,
-            };
-            let vendor = args["vendor"].as_str().map(domain::like_literal);
-            let rows = ctx
+    domain::answer(Box::pin(async move {
+        let limit = domain::limit(&args);
+        let filters = json!({
+            "status": args.get("status"),
+            "vendor": args.get("vendor"),
+            "department": args.get("department"),
+        });
+        let after = domain::resume_after(ctx, "list_invoices", &filters, args["cursor"].as_str())?
+            .unwrap_or(Value::Null);
+        let dept = match args["department"].as_str() {
+            Some(d) => Some(domain::department(ctx, d).await?),
+            None => None,
+        };
+        let vendor = args["vendor"].as_str().map(domain::like_literal);
+        let rows = ctx
             .query(
                 "SELECT i.id, i.vendor_id, v.name AS vendor_name, i.vendor_reference, i.amount_cents, i.currency,
                         i.description, d.name AS department, i.status, i.invoice_date, i.due_date, i.submitted_by,
@@ -239,7 +222,7 @@ fn list_invoices(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Resul
             )
             .await
             .map_err(domain::db)?;
-            let (rows, page) = domain::page_of(
+        let (rows, page) = domain::page_of(
             ctx,
             "list_invoices",
             &filters,
@@ -248,37 +231,36 @@ fn list_invoices(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Resul
             |r| json!([r["invoice_date"], r["id"]]),
             "More invoices are available: call list_invoices again with metadata.nextCursor as cursor, or narrow the list with status, vendor or department.",
         )?;
-            let data: Vec<Value> = rows
-                .iter()
-                .map(|r| {
-                    json!({
-                        "invoice_id": r["id"],
-                        "vendor_name": r["vendor_name"],
-                        "vendor_id": r["vendor_id"],
-                        "vendor_reference": r["vendor_reference"],
-                        "amount": domain::dollars(&r["amount_cents"]),
-                        "currency": r["currency"],
-                        "description": r["description"],
-                        "department": r["department"],
-                        "status": r["status"],
-                        "invoice_date": r["invoice_date"],
-                        "due_date": r["due_date"],
-                        "submitted_by": r["submitted_by"],
-                        "submitted_at": r["submitted_at"],
-                        "approved_by": r["approved_by"],
-                        "approved_at": r["approved_at"],
-                        "paid_at": r["paid_at"],
-                        "rejection_reason": r["rejection_reason"],
-                    })
+        let data: Vec<Value> = rows
+            .iter()
+            .map(|r| {
+                json!({
+                    "invoice_id": r["id"],
+                    "vendor_name": r["vendor_name"],
+                    "vendor_id": r["vendor_id"],
+                    "vendor_reference": r["vendor_reference"],
+                    "amount": domain::dollars(&r["amount_cents"]),
+                    "currency": r["currency"],
+                    "description": r["description"],
+                    "department": r["department"],
+                    "status": r["status"],
+                    "invoice_date": r["invoice_date"],
+                    "due_date": r["due_date"],
+                    "submitted_by": r["submitted_by"],
+                    "submitted_at": r["submitted_at"],
+                    "approved_by": r["approved_by"],
+                    "approved_at": r["approved_at"],
+                    "paid_at": r["paid_at"],
+                    "rejection_reason": r["rejection_reason"],
                 })
-                .collect();
-            Ok(Reply::Success {
-                summary: format!("{} invoices, newest first.", data.len()),
-                data: Value::Array(data),
-                page: Some(page),
             })
-        }),
-    )
+            .collect();
+        Ok(Reply::Success {
+            summary: format!("{} invoices, newest first.", data.len()),
+            data: Value::Array(data),
+            page: Some(page),
+        })
+    }))
 }
 
 /// Stored line items (`amount_cents`) as answered (`amount` in dollars); `[]` if unreadable.
@@ -303,25 +285,21 @@ fn get_expense_report(
     ctx: &dyn ToolContext,
     args: Value,
 ) -> LocalBoxFuture<'_, Result<ToolOutput>> {
-    domain::read(
-        ctx,
-        "get_expense_report",
-        args.clone(),
-        Box::pin(async move {
-            let caller = ctx.caller();
-            let all = i64::from(domain::holds(&caller, READERS));
-            let me = caller.user.clone().unwrap_or_default();
-            let id = args["employee_id"].as_str().unwrap_or_default();
-            let given = args["month"].as_str().unwrap_or_default();
-            let month = month(given).ok_or_else(|| {
-                Reply::failure(
-                    Code::InvalidInput,
-                    format!("{given:?} is not a month; months are written YYYY-MM."),
-                    "Give the month as YYYY-MM, e.g. 2026-10.",
-                )
-            })?;
-            // ?3/?4: the caller sees every report (finance roles) or only their own.
-            let rows = ctx
+    domain::answer(Box::pin(async move {
+        let caller = ctx.caller();
+        let all = i64::from(domain::holds(&caller, READERS));
+        let me = caller.user.clone().unwrap_or_default();
+        let id = args["employee_id"].as_str().unwrap_or_default();
+        let given = args["month"].as_str().unwrap_or_default();
+        let month = month(given).ok_or_else(|| {
+            Reply::failure(
+                Code::InvalidInput,
+                format!("{given:?} is not a month; months are written YYYY-MM."),
+                "Give the month as YYYY-MM, e.g. 2026-10.",
+            )
+        })?;
+        // ?3/?4: the caller sees every report (finance roles) or only their own.
+        let rows = ctx
             .query(
                 "SELECT r.id, r.employee_id, e.first_name || ' ' || e.last_name AS employee_name, d.name AS department,
                         r.month, r.status, r.items, r.total_cents, r.submitted_at, r.approved_by, r.approved_at,
@@ -333,37 +311,36 @@ fn get_expense_report(
             )
             .await
             .map_err(domain::db)?;
-            let Some(row) = rows.first() else {
-                return Err(missing_report(ctx, id, month, all, &me).await);
-            };
-            let data = json!({
-                "report_id": row["id"],
-                "employee_id": row["employee_id"],
-                "employee_name": row["employee_name"],
-                "department": row["department"],
-                "month": row["month"],
-                "status": row["status"],
-                "items": items(&row["items"]),
-                "total_amount": domain::dollars(&row["total_cents"]),
-                "submitted_at": row["submitted_at"],
-                "approved_by": row["approved_by"],
-                "approved_at": row["approved_at"],
-                "reimbursed_at": row["reimbursed_at"],
-                "notes": row["notes"],
-            });
-            Ok(Reply::Success {
-                summary: format!(
-                    "Expense report {} of {} for {month}: ${} ({}).",
-                    row["id"].as_str().unwrap_or(""),
-                    row["employee_name"].as_str().unwrap_or(""),
-                    data["total_amount"],
-                    row["status"].as_str().unwrap_or("")
-                ),
-                data,
-                page: None,
-            })
-        }),
-    )
+        let Some(row) = rows.first() else {
+            return Err(missing_report(ctx, id, month, all, &me).await);
+        };
+        let data = json!({
+            "report_id": row["id"],
+            "employee_id": row["employee_id"],
+            "employee_name": row["employee_name"],
+            "department": row["department"],
+            "month": row["month"],
+            "status": row["status"],
+            "items": items(&row["items"]),
+            "total_amount": domain::dollars(&row["total_cents"]),
+            "submitted_at": row["submitted_at"],
+            "approved_by": row["approved_by"],
+            "approved_at": row["approved_at"],
+            "reimbursed_at": row["reimbursed_at"],
+            "notes": row["notes"],
+        });
+        Ok(Reply::Success {
+            summary: format!(
+                "Expense report {} of {} for {month}: ${} ({}).",
+                row["id"].as_str().unwrap_or(""),
+                row["employee_name"].as_str().unwrap_or(""),
+                data["total_amount"],
+                row["status"].as_str().unwrap_or("")
+            ),
+            data,
+            page: None,
+        })
+    }))
 }
 
 /// Why there is no report: the employee is not one the caller may see (or does not exist), or
@@ -421,6 +398,7 @@ pub static TOOLS: [ToolDef; 4] = [
         timeout_ms: 10_000,
         roles: READERS,
         handler: get_budget,
+        cache: domain::READ_CACHE,
     },
     ToolDef {
         toolset: TOOLSET,
@@ -433,6 +411,7 @@ pub static TOOLS: [ToolDef; 4] = [
         timeout_ms: 10_000,
         roles: READERS,
         handler: list_budgets,
+        cache: domain::READ_CACHE,
     },
     ToolDef {
         toolset: TOOLSET,
@@ -445,6 +424,7 @@ pub static TOOLS: [ToolDef; 4] = [
         timeout_ms: 10_000,
         roles: READERS,
         handler: list_invoices,
+        cache: domain::READ_CACHE,
     },
     ToolDef {
         toolset: TOOLSET,
@@ -457,6 +437,7 @@ pub static TOOLS: [ToolDef; 4] = [
         timeout_ms: 10_000,
         roles: &[SIGNED_IN],
         handler: get_expense_report,
+        cache: domain::READ_CACHE,
     },
 ];
 

@@ -231,6 +231,7 @@ pub static TOOLS: [ToolDef; 2] = [
         timeout_ms: 150_000,
         roles: WRITERS,
         handler: delete_invoice,
+        cache: None,
     },
     ToolDef {
         toolset: TOOLSET,
@@ -243,5 +244,6 @@ pub static TOOLS: [ToolDef; 2] = [
         timeout_ms: 150_000,
         roles: WRITERS,
         handler: approve_budget,
+        cache: None,
     },
 ];

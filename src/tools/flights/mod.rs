@@ -235,11 +235,7 @@ fn search_flights(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Resu
                 format!(" (cheapest of {})", value["total_offers"])
             }
         );
-        Ok(ToolOutput::Described {
-            value,
-            summary,
-            cached: false,
-        })
+        Ok(ToolOutput::Described { value, summary })
     })
 }
 
@@ -256,6 +252,7 @@ pub static TOOLS: [ToolDef; 1] = [ToolDef {
     timeout_ms: 45_000,
     roles: &[],
     handler: search_flights,
+    cache: None,
 }];
 
 #[cfg(test)]

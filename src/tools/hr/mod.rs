@@ -71,17 +71,13 @@ fn employee(row: &Value, caller: &Caller) -> Value {
 }
 
 fn get_employee(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
-    domain::read(
-        ctx,
-        "get_employee",
-        args.clone(),
-        Box::pin(async move {
-            let caller = ctx.caller();
-            let access = Access::of(&caller, ALL_EMPLOYEES);
-            let id = args["employee_id"].as_str().unwrap_or_default();
-            let mut params = access.params();
-            params.push(json!(id));
-            let rows = ctx
+    domain::answer(Box::pin(async move {
+        let caller = ctx.caller();
+        let access = Access::of(&caller, ALL_EMPLOYEES);
+        let id = args["employee_id"].as_str().unwrap_or_default();
+        let mut params = access.params();
+        params.push(json!(id));
+        let rows = ctx
                 .query(
                     &format!(
                         "{} SELECT {EMPLOYEE_COLUMNS} FROM hr_employees e JOIN hr_departments d ON d.id = e.department_id
@@ -93,49 +89,43 @@ fn get_employee(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result
                 )
                 .await
                 .map_err(domain::db)?;
-            let row = rows.first().ok_or_else(|| not_found(id))?;
-            let data = employee(row, &caller);
-            Ok(Reply::Success {
-                summary: format!(
-                    "Employee {} {} ({}, {}).",
-                    row["first_name"].as_str().unwrap_or(""),
-                    row["last_name"].as_str().unwrap_or(""),
-                    row["job_title"].as_str().unwrap_or(""),
-                    row["department"].as_str().unwrap_or("")
-                ),
-                data,
-                page: None,
-            })
-        }),
-    )
+        let row = rows.first().ok_or_else(|| not_found(id))?;
+        let data = employee(row, &caller);
+        Ok(Reply::Success {
+            summary: format!(
+                "Employee {} {} ({}, {}).",
+                row["first_name"].as_str().unwrap_or(""),
+                row["last_name"].as_str().unwrap_or(""),
+                row["job_title"].as_str().unwrap_or(""),
+                row["department"].as_str().unwrap_or("")
+            ),
+            data,
+            page: None,
+        })
+    }))
 }
 
 fn list_employees(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
-    domain::read(
-        ctx,
-        "list_employees",
-        args.clone(),
-        Box::pin(async move {
-            let caller = ctx.caller();
-            let access = Access::of(&caller, ALL_EMPLOYEES);
-            let limit = domain::limit(&args);
-            let filters = json!({ "department": args.get("department") });
-            let after =
-                domain::resume_after(ctx, "list_employees", &filters, args["cursor"].as_str())?;
-            let dept = match args["department"].as_str() {
-                Some(d) => Some(domain::department(ctx, d).await?),
-                None => None,
-            };
-            let after = after.unwrap_or(Value::Null);
-            let mut params = access.params();
-            params.extend([
-                json!(dept),
-                after[0].clone(),
-                after[1].clone(),
-                after[2].clone(),
-                json!(limit + 1),
-            ]);
-            let rows = ctx
+    domain::answer(Box::pin(async move {
+        let caller = ctx.caller();
+        let access = Access::of(&caller, ALL_EMPLOYEES);
+        let limit = domain::limit(&args);
+        let filters = json!({ "department": args.get("department") });
+        let after = domain::resume_after(ctx, "list_employees", &filters, args["cursor"].as_str())?;
+        let dept = match args["department"].as_str() {
+            Some(d) => Some(domain::department(ctx, d).await?),
+            None => None,
+        };
+        let after = after.unwrap_or(Value::Null);
+        let mut params = access.params();
+        params.extend([
+            json!(dept),
+            after[0].clone(),
+            after[1].clone(),
+            after[2].clone(),
+            json!(limit + 1),
+        ]);
+        let rows = ctx
                 .query(
                     &format!(
                         "{} SELECT {EMPLOYEE_COLUMNS} FROM hr_employees e JOIN hr_departments d ON d.id = e.department_id
@@ -150,7 +140,7 @@ fn list_employees(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Resu
                 )
                 .await
                 .map_err(domain::db)?;
-            let (rows, page) = domain::page_of(
+        let (rows, page) = domain::page_of(
                 ctx,
                 "list_employees",
                 &filters,
@@ -159,45 +149,40 @@ fn list_employees(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Resu
                 |r| json!([r["last_name"], r["first_name"], r["id"]]),
                 "More employees are available: call list_employees again with metadata.nextCursor as cursor, or narrow the list with department.",
             )?;
-            let data: Vec<Value> = rows.iter().map(|r| employee(r, &caller)).collect();
-            Ok(Reply::Success {
-                summary: format!("{} employees.", data.len()),
-                data: Value::Array(data),
-                page: Some(page),
-            })
-        }),
-    )
+        let data: Vec<Value> = rows.iter().map(|r| employee(r, &caller)).collect();
+        Ok(Reply::Success {
+            summary: format!("{} employees.", data.len()),
+            data: Value::Array(data),
+            page: Some(page),
+        })
+    }))
 }
 
 fn get_org_chart(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
-    domain::read(
-        ctx,
-        "get_org_chart",
-        args.clone(),
-        Box::pin(async move {
-            let caller = ctx.caller();
-            let access = Access::of(&caller, ALL_EMPLOYEES);
-            let depth = args.get("depth").and_then(Value::as_u64).unwrap_or(3);
-            let root = match args["root_employee_id"].as_str() {
-                Some(r) => r.to_string(),
-                None if access.all => {
-                    let top = ctx
+    domain::answer(Box::pin(async move {
+        let caller = ctx.caller();
+        let access = Access::of(&caller, ALL_EMPLOYEES);
+        let depth = args.get("depth").and_then(Value::as_u64).unwrap_or(3);
+        let root = match args["root_employee_id"].as_str() {
+            Some(r) => r.to_string(),
+            None if access.all => {
+                let top = ctx
                     .query(
                         "SELECT id FROM hr_employees WHERE manager_id IS NULL ORDER BY id LIMIT 1",
                         vec![],
                     )
                     .await
                     .map_err(domain::db)?;
-                    top.first()
-                        .and_then(|r| r["id"].as_str())
-                        .unwrap_or_default()
-                        .to_string()
-                }
-                None => access.user.clone(),
-            };
-            let mut params = access.params();
-            params.extend([json!(root), json!(depth)]);
-            let rows = ctx
+                top.first()
+                    .and_then(|r| r["id"].as_str())
+                    .unwrap_or_default()
+                    .to_string()
+            }
+            None => access.user.clone(),
+        };
+        let mut params = access.params();
+        params.extend([json!(root), json!(depth)]);
+        let rows = ctx
                 .query(
                     &format!(
                         "{}, tree(id, level) AS (
@@ -217,22 +202,21 @@ fn get_org_chart(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Resul
                 )
                 .await
                 .map_err(domain::db)?;
-            if rows.is_empty() {
-                return Err(not_found(&root));
-            }
-            let count = rows.len();
-            let tree = org_tree(&rows, &root);
-            Ok(Reply::Success {
-                summary: format!(
-                    "Org chart under {} {}: {count} people within {depth} levels.",
-                    rows[0]["first_name"].as_str().unwrap_or(""),
-                    rows[0]["last_name"].as_str().unwrap_or("")
-                ),
-                data: tree,
-                page: None,
-            })
-        }),
-    )
+        if rows.is_empty() {
+            return Err(not_found(&root));
+        }
+        let count = rows.len();
+        let tree = org_tree(&rows, &root);
+        Ok(Reply::Success {
+            summary: format!(
+                "Org chart under {} {}: {count} people within {depth} levels.",
+                rows[0]["first_name"].as_str().unwrap_or(""),
+                rows[0]["last_name"].as_str().unwrap_or("")
+            ),
+            data: tree,
+            page: None,
+        })
+    }))
 }
 
 /// Nests rows (each with `id` and `manager_id`) into `OrgNode`s under `root`.
@@ -274,38 +258,34 @@ fn get_performance_reviews(
     ctx: &dyn ToolContext,
     args: Value,
 ) -> LocalBoxFuture<'_, Result<ToolOutput>> {
-    domain::read(
-        ctx,
-        "get_performance_reviews",
-        args.clone(),
-        Box::pin(async move {
-            let caller = ctx.caller();
-            let access = Access::of(&caller, &["hr-write", "executive"]);
-            let limit = domain::limit(&args);
-            let filters =
-                json!({ "employee_id": args.get("employee_id"), "status": args.get("status") });
-            let after = domain::resume_after(
-                ctx,
-                "get_performance_reviews",
-                &filters,
-                args["cursor"].as_str(),
-            )?
-            .unwrap_or(Value::Null);
-            let employee_id = args["employee_id"].as_str();
-            let statuses: Vec<&str> = match args["status"].as_str() {
-                Some("due") => vec!["scheduled", "in_progress"],
-                Some(s) => vec![s],
-                None => vec!["scheduled", "in_progress", "completed"],
-            };
-            let mut params = access.params();
-            params.extend([
-                json!(employee_id),
-                json!(serde_json::to_string(&statuses).unwrap_or_default()),
-                after[0].clone(),
-                after[1].clone(),
-                json!(limit + 1),
-            ]);
-            let rows = ctx
+    domain::answer(Box::pin(async move {
+        let caller = ctx.caller();
+        let access = Access::of(&caller, &["hr-write", "executive"]);
+        let limit = domain::limit(&args);
+        let filters =
+            json!({ "employee_id": args.get("employee_id"), "status": args.get("status") });
+        let after = domain::resume_after(
+            ctx,
+            "get_performance_reviews",
+            &filters,
+            args["cursor"].as_str(),
+        )?
+        .unwrap_or(Value::Null);
+        let employee_id = args["employee_id"].as_str();
+        let statuses: Vec<&str> = match args["status"].as_str() {
+            Some("due") => vec!["scheduled", "in_progress"],
+            Some(s) => vec![s],
+            None => vec!["scheduled", "in_progress", "completed"],
+        };
+        let mut params = access.params();
+        params.extend([
+            json!(employee_id),
+            json!(serde_json::to_string(&statuses).unwrap_or_default()),
+            after[0].clone(),
+            after[1].clone(),
+            json!(limit + 1),
+        ]);
+        let rows = ctx
                 .query(
                     &format!(
                         "{} SELECT r.id, r.employee_id, e.first_name || ' ' || e.last_name AS employee_name, r.reviewer_id,
@@ -324,27 +304,27 @@ fn get_performance_reviews(
                 )
                 .await
                 .map_err(domain::db)?;
-            if rows.is_empty() && after.is_null() {
-                if let Some(id) = employee_id {
-                    let mut p = access.params();
-                    p.push(json!(id));
-                    let seen = ctx
-                        .query(
-                            &format!(
-                                "{} SELECT 1 AS ok FROM hr_employees WHERE id = ?4 AND {}",
-                                Access::VISIBLE_EMPLOYEES,
-                                Access::sees("id")
-                            ),
-                            p,
-                        )
-                        .await
-                        .map_err(domain::db)?;
-                    if seen.is_empty() {
-                        return Err(not_found(id));
-                    }
+        if rows.is_empty() && after.is_null() {
+            if let Some(id) = employee_id {
+                let mut p = access.params();
+                p.push(json!(id));
+                let seen = ctx
+                    .query(
+                        &format!(
+                            "{} SELECT 1 AS ok FROM hr_employees WHERE id = ?4 AND {}",
+                            Access::VISIBLE_EMPLOYEES,
+                            Access::sees("id")
+                        ),
+                        p,
+                    )
+                    .await
+                    .map_err(domain::db)?;
+                if seen.is_empty() {
+                    return Err(not_found(id));
                 }
             }
-            let (rows, page) = domain::page_of(
+        }
+        let (rows, page) = domain::page_of(
                 ctx,
                 "get_performance_reviews",
                 &filters,
@@ -353,28 +333,27 @@ fn get_performance_reviews(
                 |r| json!([r["due_date"], r["id"]]),
                 "More reviews are available: call get_performance_reviews again with metadata.nextCursor as cursor.",
             )?;
-            let data: Vec<Value> = rows
-                .iter()
-                .map(|r| {
-                    let mut v = r.clone();
-                    v["review_id"] = r["id"].clone();
-                    v["goals"] = r["goals"]
-                        .as_str()
-                        .and_then(|g| serde_json::from_str(g).ok())
-                        .unwrap_or_else(|| json!([]));
-                    if let Some(o) = v.as_object_mut() {
-                        o.remove("id");
-                    }
-                    v
-                })
-                .collect();
-            Ok(Reply::Success {
-                summary: format!("{} performance reviews.", data.len()),
-                data: Value::Array(data),
-                page: Some(page),
+        let data: Vec<Value> = rows
+            .iter()
+            .map(|r| {
+                let mut v = r.clone();
+                v["review_id"] = r["id"].clone();
+                v["goals"] = r["goals"]
+                    .as_str()
+                    .and_then(|g| serde_json::from_str(g).ok())
+                    .unwrap_or_else(|| json!([]));
+                if let Some(o) = v.as_object_mut() {
+                    o.remove("id");
+                }
+                v
             })
-        }),
-    )
+            .collect();
+        Ok(Reply::Success {
+            summary: format!("{} performance reviews.", data.len()),
+            data: Value::Array(data),
+            page: Some(page),
+        })
+    }))
 }
 
 /// Who may change employees.
@@ -567,6 +546,7 @@ pub static TOOLS: [ToolDef; 6] = [
         timeout_ms: 10_000,
         roles: &[SIGNED_IN],
         handler: get_employee,
+        cache: domain::READ_CACHE,
     },
     ToolDef {
         toolset: TOOLSET,
@@ -579,6 +559,7 @@ pub static TOOLS: [ToolDef; 6] = [
         timeout_ms: 10_000,
         roles: &["hr-read", "executive", "manager"],
         handler: list_employees,
+        cache: domain::READ_CACHE,
     },
     ToolDef {
         toolset: TOOLSET,
@@ -591,6 +572,7 @@ pub static TOOLS: [ToolDef; 6] = [
         timeout_ms: 10_000,
         roles: &["hr-read", "executive", "manager"],
         handler: get_org_chart,
+        cache: domain::READ_CACHE,
     },
     ToolDef {
         toolset: TOOLSET,
@@ -603,6 +585,7 @@ pub static TOOLS: [ToolDef; 6] = [
         timeout_ms: 10_000,
         roles: &["hr-write", "executive", "manager"],
         handler: get_performance_reviews,
+        cache: domain::READ_CACHE,
     },
     ToolDef {
         toolset: TOOLSET,
@@ -615,6 +598,7 @@ pub static TOOLS: [ToolDef; 6] = [
         timeout_ms: 150_000,
         roles: WRITERS,
         handler: delete_employee,
+        cache: None,
     },
     ToolDef {
         toolset: TOOLSET,
@@ -627,6 +611,7 @@ pub static TOOLS: [ToolDef; 6] = [
         timeout_ms: 150_000,
         roles: WRITERS,
         handler: update_salary,
+        cache: None,
     },
 ];
 

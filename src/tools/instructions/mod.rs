@@ -9,7 +9,7 @@ use futures::future::LocalBoxFuture;
 use serde_json::{json, Value};
 
 use crate::error::{Error, Result};
-use crate::registry::{Annotations, ToolContext, ToolDef, ToolOutput};
+use crate::registry::{Annotations, CachePolicy, ToolContext, ToolDef, ToolOutput};
 
 const TOOLSET: &str = "instructions";
 const MODE_KEY: &str = "mode";
@@ -220,6 +220,7 @@ pub static TOOLS: [ToolDef; 5] = [
         timeout_ms: 10_000,
         roles: &[],
         handler: initialize_travel_assistant,
+        cache: None,
     },
     ToolDef {
         toolset: TOOLSET,
@@ -232,6 +233,7 @@ pub static TOOLS: [ToolDef; 5] = [
         timeout_ms: 10_000,
         roles: &[],
         handler: get_instruction_set,
+        cache: Some(CachePolicy::SHARED),
     },
     ToolDef {
         toolset: TOOLSET,
@@ -244,6 +246,7 @@ pub static TOOLS: [ToolDef; 5] = [
         timeout_ms: 10_000,
         roles: &[],
         handler: list_instruction_sets,
+        cache: Some(CachePolicy::SHARED),
     },
     ToolDef {
         toolset: TOOLSET,
@@ -256,6 +259,7 @@ pub static TOOLS: [ToolDef; 5] = [
         timeout_ms: 5_000,
         roles: &[],
         handler: get_mode_indicator,
+        cache: None,
     },
     ToolDef {
         toolset: TOOLSET,
@@ -268,6 +272,7 @@ pub static TOOLS: [ToolDef; 5] = [
         timeout_ms: 5_000,
         roles: &[],
         handler: switch_mode,
+        cache: None,
     },
 ];
 

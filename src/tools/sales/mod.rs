@@ -101,66 +101,57 @@ fn customer(row: &Value, caller: &Caller) -> Value {
 }
 
 fn get_customer(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
-    domain::read(
-        ctx,
-        "get_customer",
-        args.clone(),
-        Box::pin(async move {
-            let caller = ctx.caller();
-            let id = args["customer_id"].as_str().unwrap_or_default();
-            let rows = ctx
-                .query(
-                    "SELECT c.*, o.email AS account_owner,
+    domain::answer(Box::pin(async move {
+        let caller = ctx.caller();
+        let id = args["customer_id"].as_str().unwrap_or_default();
+        let rows = ctx
+            .query(
+                "SELECT c.*, o.email AS account_owner,
                         (SELECT COUNT(*) FROM sales_deals d WHERE d.customer_id = c.id
                            AND d.stage NOT IN ('CLOSED_WON', 'CLOSED_LOST')) AS open_deals
                  FROM sales_customers c LEFT JOIN hr_employees o ON o.id = c.account_owner_id
                  WHERE c.id = ?1",
-                    vec![json!(id)],
-                )
-                .await
-                .map_err(domain::db)?;
-            let row = rows.first().ok_or_else(|| {
+                vec![json!(id)],
+            )
+            .await
+            .map_err(domain::db)?;
+        let row = rows.first().ok_or_else(|| {
             Reply::failure(
                 Code::CustomerNotFound,
                 format!("Customer {id} not found."),
                 "Use list_deals (each deal names its customer_id and customer_name) or a ticket's customer_id to find valid customer IDs.",
             )
         })?;
-            Ok(Reply::Success {
-                summary: format!(
-                    "Customer {} ({}, {} tier).",
-                    row["name"].as_str().unwrap_or(""),
-                    row["industry"].as_str().unwrap_or(""),
-                    row["tier"].as_str().unwrap_or("")
-                ),
-                data: customer(row, &caller),
-                page: None,
-            })
-        }),
-    )
+        Ok(Reply::Success {
+            summary: format!(
+                "Customer {} ({}, {} tier).",
+                row["name"].as_str().unwrap_or(""),
+                row["industry"].as_str().unwrap_or(""),
+                row["tier"].as_str().unwrap_or("")
+            ),
+            data: customer(row, &caller),
+            page: None,
+        })
+    }))
 }
 
 fn list_deals(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
-    domain::read(
-        ctx,
-        "list_deals",
-        args.clone(),
-        Box::pin(async move {
-            let limit = domain::limit(&args);
-            let filters = json!({
-                "stage": args.get("stage"),
-                "owner": args.get("owner"),
-                "min_value": args.get("min_value"),
-                "closing_from": args.get("closing_from"),
-                "closing_to": args.get("closing_to"),
-            });
-            let after = domain::resume_after(ctx, "list_deals", &filters, args["cursor"].as_str())?
-                .unwrap_or(Value::Null);
-            // The schema bounds min_value to a non-negative number; compare in cents, exactly.
-            let min_cents = args["min_value"]
-                .as_f64()
-                .map(|v| (v * 100.0).ceil() as i64);
-            let rows = ctx
+    domain::answer(Box::pin(async move {
+        let limit = domain::limit(&args);
+        let filters = json!({
+            "stage": args.get("stage"),
+            "owner": args.get("owner"),
+            "min_value": args.get("min_value"),
+            "closing_from": args.get("closing_from"),
+            "closing_to": args.get("closing_to"),
+        });
+        let after = domain::resume_after(ctx, "list_deals", &filters, args["cursor"].as_str())?
+            .unwrap_or(Value::Null);
+        // The schema bounds min_value to a non-negative number; compare in cents, exactly.
+        let min_cents = args["min_value"]
+            .as_f64()
+            .map(|v| (v * 100.0).ceil() as i64);
+        let rows = ctx
             .query(
                 "SELECT d.id, d.customer_id, c.name AS customer_name, d.name, d.value_cents, d.currency, d.stage,
                         d.probability, d.expected_close_date, o.email AS owner, d.owner_id, d.notes, d.loss_reason,
@@ -187,7 +178,7 @@ fn list_deals(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<T
             )
             .await
             .map_err(domain::db)?;
-            let (rows, page) = domain::page_of(
+        let (rows, page) = domain::page_of(
             ctx,
             "list_deals",
             &filters,
@@ -196,36 +187,35 @@ fn list_deals(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<T
             |r| json!([r["expected_close_date"], r["id"]]),
             "More deals are available: call list_deals again with metadata.nextCursor as cursor, or narrow the list with stage, owner, min_value or the closing dates.",
         )?;
-            let data: Vec<Value> = rows
-                .iter()
-                .map(|r| {
-                    json!({
-                        "_id": r["id"],
-                        "customer_id": r["customer_id"],
-                        "customer_name": r["customer_name"],
-                        "deal_name": r["name"],
-                        "value": domain::dollars(&r["value_cents"]),
-                        "currency": r["currency"],
-                        "stage": r["stage"],
-                        "probability": r["probability"],
-                        "expected_close_date": r["expected_close_date"],
-                        "owner": r["owner"],
-                        "owner_id": r["owner_id"],
-                        "notes": r["notes"],
-                        "loss_reason": r["loss_reason"],
-                        "closed_at": r["closed_at"],
-                        "created_at": r["created_at"],
-                        "updated_at": r["updated_at"],
-                    })
+        let data: Vec<Value> = rows
+            .iter()
+            .map(|r| {
+                json!({
+                    "_id": r["id"],
+                    "customer_id": r["customer_id"],
+                    "customer_name": r["customer_name"],
+                    "deal_name": r["name"],
+                    "value": domain::dollars(&r["value_cents"]),
+                    "currency": r["currency"],
+                    "stage": r["stage"],
+                    "probability": r["probability"],
+                    "expected_close_date": r["expected_close_date"],
+                    "owner": r["owner"],
+                    "owner_id": r["owner_id"],
+                    "notes": r["notes"],
+                    "loss_reason": r["loss_reason"],
+                    "closed_at": r["closed_at"],
+                    "created_at": r["created_at"],
+                    "updated_at": r["updated_at"],
                 })
-                .collect();
-            Ok(Reply::Success {
-                summary: format!("{} deals, by expected close date.", data.len()),
-                data: Value::Array(data),
-                page: Some(page),
             })
-        }),
-    )
+            .collect();
+        Ok(Reply::Success {
+            summary: format!("{} deals, by expected close date.", data.len()),
+            data: Value::Array(data),
+            page: Some(page),
+        })
+    }))
 }
 
 /// The seed's PipelineSummary from the `sales_pipeline` rows of one quarter: every stage in funnel
@@ -263,42 +253,37 @@ fn pipeline(quarter: &str, rows: &[Value]) -> Value {
 }
 
 fn get_pipeline(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
-    domain::read(
-        ctx,
-        "get_pipeline",
-        args.clone(),
-        Box::pin(async move {
-            let q = match args["quarter"].as_str() {
-                Some(given) => quarter(given).ok_or_else(|| {
-                    Reply::failure(
-                        Code::InvalidInput,
-                        format!("{given:?} is not a quarter; quarters are written YYYY-Qn."),
-                        "Give the quarter like 2026-Q4, or leave it out for the current quarter.",
-                    )
-                })?,
-                None => this_quarter(),
-            };
-            let rows = ctx
+    domain::answer(Box::pin(async move {
+        let q = match args["quarter"].as_str() {
+            Some(given) => quarter(given).ok_or_else(|| {
+                Reply::failure(
+                    Code::InvalidInput,
+                    format!("{given:?} is not a quarter; quarters are written YYYY-Qn."),
+                    "Give the quarter like 2026-Q4, or leave it out for the current quarter.",
+                )
+            })?,
+            None => this_quarter(),
+        };
+        let rows = ctx
             .query(
                 "SELECT stage, deal_count, value_cents, weighted_value_cents FROM sales_pipeline WHERE quarter = ?1",
                 vec![json!(q)],
             )
             .await
             .map_err(domain::db)?;
-            let data = pipeline(&q, &rows);
-            Ok(Reply::Success {
-                summary: format!(
-                    "Pipeline {q}: {} open deals worth ${} (${} weighted); ${} won.",
-                    data["open_deals"],
-                    data["open_value"],
-                    data["weighted_open_value"],
-                    data["won_value"]
-                ),
-                data,
-                page: None,
-            })
-        }),
-    )
+        let data = pipeline(&q, &rows);
+        Ok(Reply::Success {
+            summary: format!(
+                "Pipeline {q}: {} open deals worth ${} (${} weighted); ${} won.",
+                data["open_deals"],
+                data["open_value"],
+                data["weighted_open_value"],
+                data["won_value"]
+            ),
+            data,
+            page: None,
+        })
+    }))
 }
 
 const OUTPUT: Option<&str> = Some(include_str!("../../../schema/domain/response.output.json"));
@@ -316,6 +301,7 @@ pub static TOOLS: [ToolDef; 3] = [
         timeout_ms: 10_000,
         roles: READERS,
         handler: get_customer,
+        cache: domain::READ_CACHE,
     },
     ToolDef {
         toolset: TOOLSET,
@@ -328,6 +314,7 @@ pub static TOOLS: [ToolDef; 3] = [
         timeout_ms: 10_000,
         roles: READERS,
         handler: list_deals,
+        cache: domain::READ_CACHE,
     },
     ToolDef {
         toolset: TOOLSET,
@@ -340,6 +327,7 @@ pub static TOOLS: [ToolDef; 3] = [
         timeout_ms: 10_000,
         roles: READERS,
         handler: get_pipeline,
+        cache: domain::READ_CACHE,
     },
 ];
 

@@ -220,6 +220,7 @@ pub static TOOLS: [ToolDef; 2] = [
         timeout_ms: 150_000,
         roles: WRITERS,
         handler: delete_customer,
+        cache: None,
     },
     ToolDef {
         toolset: TOOLSET,
@@ -232,5 +233,6 @@ pub static TOOLS: [ToolDef; 2] = [
         timeout_ms: 150_000,
         roles: WRITERS,
         handler: close_deal,
+        cache: None,
     },
 ];

@@ -116,27 +116,22 @@ fn score(rank: &Value) -> Value {
 }
 
 fn search_tickets(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
-    domain::read(
-        ctx,
-        "search_tickets",
-        args.clone(),
-        Box::pin(async move {
-            let caller = ctx.caller();
-            let limit = domain::limit(&args);
-            let filters = json!({
-                "query": args.get("query"),
-                "status": args.get("status"),
-                "priority": args.get("priority"),
-                "customer_id": args.get("customer_id"),
-            });
-            let after =
-                domain::resume_after(ctx, "search_tickets", &filters, args["cursor"].as_str())?
-                    .unwrap_or(Value::Null);
-            let terms = search_terms(
-                &args,
-                "Search with one or more words, e.g. \"export fails\".",
-            )?;
-            let rows = ctx
+    domain::answer(Box::pin(async move {
+        let caller = ctx.caller();
+        let limit = domain::limit(&args);
+        let filters = json!({
+            "query": args.get("query"),
+            "status": args.get("status"),
+            "priority": args.get("priority"),
+            "customer_id": args.get("customer_id"),
+        });
+        let after = domain::resume_after(ctx, "search_tickets", &filters, args["cursor"].as_str())?
+            .unwrap_or(Value::Null);
+        let terms = search_terms(
+            &args,
+            "Search with one or more words, e.g. \"export fails\".",
+        )?;
+        let rows = ctx
             .query(
                 "WITH hits AS (
                    SELECT rowid AS no, CAST(round(bm25(support_tickets_fts) * 1000000) AS INTEGER) AS score
@@ -164,7 +159,7 @@ fn search_tickets(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Resu
             )
             .await
             .map_err(domain::db)?;
-            let (rows, page) = domain::page_of(
+        let (rows, page) = domain::page_of(
             ctx,
             "search_tickets",
             &filters,
@@ -173,14 +168,13 @@ fn search_tickets(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Resu
             |r| json!([r["score"], r["ticket_no"]]),
             "More tickets match: call search_tickets again with metadata.nextCursor as cursor, or narrow the search with more words, status, priority or customer_id.",
         )?;
-            let data: Vec<Value> = rows.iter().map(|r| ticket(r, &caller)).collect();
-            Ok(Reply::Success {
-                summary: format!("{} tickets match, best first.", data.len()),
-                data: Value::Array(data),
-                page: Some(page),
-            })
-        }),
-    )
+        let data: Vec<Value> = rows.iter().map(|r| ticket(r, &caller)).collect();
+        Ok(Reply::Success {
+            summary: format!("{} tickets match, best first.", data.len()),
+            data: Value::Array(data),
+            page: Some(page),
+        })
+    }))
 }
 
 /// The article columns (`a` is `support_knowledge_articles`, `e` the author in `hr_employees`).
@@ -215,67 +209,58 @@ fn get_knowledge_article(
     ctx: &dyn ToolContext,
     args: Value,
 ) -> LocalBoxFuture<'_, Result<ToolOutput>> {
-    domain::read(
-        ctx,
-        "get_knowledge_article",
-        args.clone(),
-        Box::pin(async move {
-            let id = args["article_id"].as_str().unwrap_or_default();
-            let rows = ctx
-                .query(
-                    &format!(
-                        "SELECT {ARTICLE_COLUMNS}, a.content FROM support_knowledge_articles a
+    domain::answer(Box::pin(async move {
+        let id = args["article_id"].as_str().unwrap_or_default();
+        let rows = ctx
+            .query(
+                &format!(
+                    "SELECT {ARTICLE_COLUMNS}, a.content FROM support_knowledge_articles a
                      LEFT JOIN hr_employees e ON e.id = a.author_id WHERE a.id = ?1"
-                    ),
-                    vec![json!(id)],
-                )
-                .await
-                .map_err(domain::db)?;
-            let row = rows.first().ok_or_else(|| {
-                Reply::failure(
-                    Code::ArticleNotFound,
-                    format!("Knowledge article {id} not found."),
-                    "Use search_knowledge_base to find articles and their IDs (like KB-0001).",
-                )
-            })?;
-            Ok(Reply::Success {
-                summary: format!(
-                    "Article {}: {} ({}).",
-                    row["id"].as_str().unwrap_or(""),
-                    row["title"].as_str().unwrap_or(""),
-                    row["status"].as_str().unwrap_or("")
                 ),
-                data: article(row),
-                page: None,
-            })
-        }),
-    )
+                vec![json!(id)],
+            )
+            .await
+            .map_err(domain::db)?;
+        let row = rows.first().ok_or_else(|| {
+            Reply::failure(
+                Code::ArticleNotFound,
+                format!("Knowledge article {id} not found."),
+                "Use search_knowledge_base to find articles and their IDs (like KB-0001).",
+            )
+        })?;
+        Ok(Reply::Success {
+            summary: format!(
+                "Article {}: {} ({}).",
+                row["id"].as_str().unwrap_or(""),
+                row["title"].as_str().unwrap_or(""),
+                row["status"].as_str().unwrap_or("")
+            ),
+            data: article(row),
+            page: None,
+        })
+    }))
 }
 
 fn search_knowledge_base(
     ctx: &dyn ToolContext,
     args: Value,
 ) -> LocalBoxFuture<'_, Result<ToolOutput>> {
-    domain::read(
-        ctx,
-        "search_knowledge_base",
-        args.clone(),
-        Box::pin(async move {
-            let limit = domain::limit(&args);
-            let filters = json!({ "query": args.get("query"), "category": args.get("category") });
-            let after = domain::resume_after(
-                ctx,
-                "search_knowledge_base",
-                &filters,
-                args["cursor"].as_str(),
-            )?
-            .unwrap_or(Value::Null);
-            let terms = search_terms(
-                &args,
-                "Search with one or more words, e.g. \"reset password\".",
-            )?;
-            let category = args["category"].as_str();
-            let rows = ctx
+    domain::answer(Box::pin(async move {
+        let limit = domain::limit(&args);
+        let filters = json!({ "query": args.get("query"), "category": args.get("category") });
+        let after = domain::resume_after(
+            ctx,
+            "search_knowledge_base",
+            &filters,
+            args["cursor"].as_str(),
+        )?
+        .unwrap_or(Value::Null);
+        let terms = search_terms(
+            &args,
+            "Search with one or more words, e.g. \"reset password\".",
+        )?;
+        let category = args["category"].as_str();
+        let rows = ctx
             .query(
                 &format!(
                     "WITH hits AS (
@@ -299,10 +284,10 @@ fn search_knowledge_base(
             )
             .await
             .map_err(domain::db)?;
-            if let (true, Some(c)) = (rows.is_empty(), category) {
-                unknown_category(ctx, c).await?;
-            }
-            let (rows, page) = domain::page_of(
+        if let (true, Some(c)) = (rows.is_empty(), category) {
+            unknown_category(ctx, c).await?;
+        }
+        let (rows, page) = domain::page_of(
             ctx,
             "search_knowledge_base",
             &filters,
@@ -311,17 +296,16 @@ fn search_knowledge_base(
             |r| json!([r["score"], r["article_no"]]),
             "More articles match: call search_knowledge_base again with metadata.nextCursor as cursor, or add words or a category.",
         )?;
-            let data: Vec<Value> = rows.iter().map(article).collect();
-            Ok(Reply::Success {
-                summary: format!(
-                    "{} articles match, best first; get_knowledge_article gives one's content.",
-                    data.len()
-                ),
-                data: Value::Array(data),
-                page: Some(page),
-            })
-        }),
-    )
+        let data: Vec<Value> = rows.iter().map(article).collect();
+        Ok(Reply::Success {
+            summary: format!(
+                "{} articles match, best first; get_knowledge_article gives one's content.",
+                data.len()
+            ),
+            data: Value::Array(data),
+            page: Some(page),
+        })
+    }))
 }
 
 /// Refuses a category no article has, listing the ones there are; passes a known one (an empty
@@ -363,6 +347,7 @@ pub static TOOLS: [ToolDef; 3] = [
         timeout_ms: 10_000,
         roles: READERS,
         handler: search_tickets,
+        cache: domain::READ_CACHE,
     },
     ToolDef {
         toolset: TOOLSET,
@@ -375,6 +360,7 @@ pub static TOOLS: [ToolDef; 3] = [
         timeout_ms: 10_000,
         roles: READERS,
         handler: get_knowledge_article,
+        cache: domain::READ_CACHE,
     },
     ToolDef {
         toolset: TOOLSET,
@@ -387,6 +373,7 @@ pub static TOOLS: [ToolDef; 3] = [
         timeout_ms: 10_000,
         roles: READERS,
         handler: search_knowledge_base,
+        cache: domain::READ_CACHE,
     },
 ];
 

@@ -110,4 +110,5 @@ pub static TOOLS: [ToolDef; 1] = [ToolDef {
     timeout_ms: 150_000,
     roles: WRITERS,
     handler: close_ticket,
+    cache: None,
 }];

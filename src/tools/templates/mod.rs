@@ -3,7 +3,9 @@
 //!
 //! Compiled templates are kept per wasm instance, keyed by template id and revision (every update
 //! bumps the revision, so a cached compile is never stale). Processed results are cached in KV for
-//! five minutes under a SHA-256 of everything that determines them.
+//! five minutes under a SHA-256 of everything that determines them. That is not the executor's
+//! result cache (`registry::cache`), which keys on the arguments alone: a result also depends on
+//! the template's revision and today's date, and `include_metadata` writes to D1.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -444,6 +446,7 @@ pub static TOOLS: [ToolDef; 2] = [
         timeout_ms: 15_000,
         roles: &[],
         handler: create_template,
+        cache: None,
     },
     ToolDef {
         toolset: TOOLSET,
@@ -456,6 +459,7 @@ pub static TOOLS: [ToolDef; 2] = [
         timeout_ms: 15_000,
         roles: &[],
         handler: process_template,
+        cache: None,
     },
 ];
 

@@ -1,0 +1,204 @@
+//! The `RateLimiter` Durable Object: one per caller (`user:<id>`, or `session:<id>` for anonymous
+//! callers), holding one token bucket per tool in SQLite so limits survive instance resets.
+//!
+//! An object serves one request at a time up to its first await, and SQLite calls are synchronous,
+//! so a bucket's read, arithmetic (`registry::limits`) and write cannot interleave with another
+//! call's. The caller sends the limit with each request: the Worker's `RATE_LIMITS` decides, and a
+//! changed setting applies at the next call. An alarm forgets buckets once they are full again,
+//! which is the state a missing bucket stands for, so an object of a caller gone quiet ends empty.
+
+use std::cell::Cell;
+
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use worker::{durable_object, DurableObject, Env, Request, Response, SqlStorage, State};
+
+use crate::clock;
+use crate::error::{Error, Result};
+use crate::registry::limits::{Admission, Bucket, Limit};
+
+/// The URL the Worker side sends a take request to (the host is never resolved).
+pub const TAKE_URL: &str = "https://rate-limiter.internal/take";
+
+/// A request for one token.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Take {
+    /// The tool's MCP name.
+    pub tool: String,
+    /// The bucket's capacity.
+    pub capacity: u32,
+    /// Its refill period, in milliseconds.
+    pub period_ms: u64,
+}
+
+/// The answer to a [`Take`].
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Taken {
+    /// Whether the call may run.
+    pub allowed: bool,
+    /// When refused: whole seconds until a token is there.
+    pub retry_after_secs: u64,
+}
+
+impl From<Admission> for Taken {
+    fn from(a: Admission) -> Self {
+        match a {
+            Admission::Allowed => Taken {
+                allowed: true,
+                retry_after_secs: 0,
+            },
+            Admission::Refused { retry_after_secs } => Taken {
+                allowed: false,
+                retry_after_secs,
+            },
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct Row {
+    tokens: f64,
+    updated_ms: f64,
+}
+
+#[derive(Deserialize)]
+struct Latest {
+    full_at_ms: Option<f64>,
+}
+
+/// The Durable Object class (`class_name = "RateLimiter"` in wrangler.toml).
+#[durable_object]
+pub struct RateLimiter {
+    state: State,
+    /// Whether this instance has set the cleanup alarm (after a reset it is set again, harmlessly).
+    armed: Cell<bool>,
+}
+
+impl DurableObject for RateLimiter {
+    fn new(state: State, _env: Env) -> Self {
+        RateLimiter {
+            state,
+            armed: Cell::new(false),
+        }
+    }
+
+    async fn fetch(&self, mut req: Request) -> worker::Result<Response> {
+        let answer = match req.text().await.map_err(Error::from).and_then(|body| {
+            serde_json::from_str::<Take>(&body)
+                .map_err(|e| Error::InvalidRequest(format!("rate limiter request: {e}")))
+        }) {
+            Ok(take) => self.take(&take).await,
+            Err(e) => Err(e),
+        };
+        match answer {
+            Ok(taken) => Response::from_json(&taken),
+            Err(e) => {
+                worker::console_error!("{}", json!({ "rate_limiter_error": e.to_string() }));
+                Ok(Response::from_json(&json!({ "error": e.to_string() }))?.with_status(500))
+            }
+        }
+    }
+
+    async fn alarm(&self) -> worker::Result<Response> {
+        if let Err(e) = self.forget_full().await {
+            worker::console_error!("rate limiter alarm: {e}");
+        }
+        Response::empty()
+    }
+}
+
+impl RateLimiter {
+    fn sql(&self) -> Result<SqlStorage> {
+        let sql = self.state.storage().sql();
+        sql.exec(
+            "CREATE TABLE IF NOT EXISTS buckets (
+               tool TEXT PRIMARY KEY,
+               tokens REAL NOT NULL,
+               updated_ms REAL NOT NULL,
+               full_at_ms REAL NOT NULL)",
+            None,
+        )
+        .map_err(|e| Error::Storage(format!("rate limiter storage: {e}")))?;
+        Ok(sql)
+    }
+
+    async fn take(&self, take: &Take) -> Result<Taken> {
+        if take.capacity == 0 || take.period_ms == 0 {
+            return Err(Error::InvalidRequest(
+                "rate limiter request: capacity and period_ms must be positive".into(),
+            ));
+        }
+        let limit = Limit {
+            capacity: take.capacity,
+            period_ms: take.period_ms,
+        };
+        let now = clock::now_ms();
+        let sql = self.sql()?;
+        let stored: Vec<Row> = sql
+            .exec(
+                "SELECT tokens, updated_ms FROM buckets WHERE tool = ?",
+                vec![take.tool.clone().into()],
+            )
+            .and_then(|c| c.to_array())
+            .map_err(|e| Error::Storage(format!("rate limiter read: {e}")))?;
+        let mut bucket = match stored.into_iter().next() {
+            Some(r) => Bucket {
+                tokens: r.tokens,
+                updated_ms: r.updated_ms,
+            },
+            None => Bucket::full(limit, now),
+        };
+        let admission = bucket.take(limit, now);
+        let full_at = bucket.full_at_ms(limit);
+        sql.exec(
+            "INSERT INTO buckets (tool, tokens, updated_ms, full_at_ms) VALUES (?, ?, ?, ?)
+             ON CONFLICT (tool) DO UPDATE SET tokens = excluded.tokens,
+               updated_ms = excluded.updated_ms, full_at_ms = excluded.full_at_ms",
+            vec![
+                take.tool.clone().into(),
+                bucket.tokens.into(),
+                bucket.updated_ms.into(),
+                full_at.into(),
+            ],
+        )
+        .and_then(|c| c.to_array::<serde_json::Value>())
+        .map_err(|e| Error::Storage(format!("rate limiter write: {e}")))?;
+        if !self.armed.get() {
+            self.arm(full_at).await?;
+        }
+        Ok(admission.into())
+    }
+
+    async fn arm(&self, at_ms: f64) -> Result<()> {
+        let delay = (at_ms - clock::now_ms()).max(0.0) as i64 + 1000;
+        self.state
+            .storage()
+            .set_alarm(delay)
+            .await
+            .map_err(Error::from)?;
+        self.armed.set(true);
+        Ok(())
+    }
+
+    /// Deletes the buckets that are full by now; re-arms for the last of the others, or empties
+    /// the object when none is left.
+    async fn forget_full(&self) -> Result<()> {
+        let sql = self.sql()?;
+        let latest: Vec<Latest> = sql
+            .exec(
+                "DELETE FROM buckets WHERE full_at_ms <= ?",
+                vec![clock::now_ms().into()],
+            )
+            .and_then(|c| c.to_array::<serde_json::Value>())
+            .and_then(|_| sql.exec("SELECT MAX(full_at_ms) AS full_at_ms FROM buckets", None))
+            .and_then(|c| c.to_array())
+            .map_err(|e| Error::Storage(format!("rate limiter cleanup: {e}")))?;
+        match latest.into_iter().next().and_then(|l| l.full_at_ms) {
+            Some(at) => self.arm(at).await,
+            None => {
+                self.armed.set(false);
+                self.state.storage().delete_all().await.map_err(Error::from)
+            }
+        }
+    }
+}
