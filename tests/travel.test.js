@@ -381,3 +381,36 @@ describe("list_events with a service account key", () => {
     assert.equal(api.requests.length, 0);
   });
 });
+
+describe("TOOL_TIMEOUTS", () => {
+  let api, w, session;
+  before(async () => {
+    api = await stubApi();
+    api.reply = () => null;
+    w = await startWorker({ GOOGLE_CALENDAR_BASE_URL: api.url, GOOGLE_CALENDAR_ACCESS_TOKEN: "ya29.test", TOOL_TIMEOUTS: "list_events=1s" }, { quiet: true });
+    ({ session } = await initialize(w.mcpUrl));
+  });
+  after(async () => {
+    await w?.stop();
+    api?.server.closeAllConnections();
+    api?.server.close();
+  });
+
+  test("a deployment's timeout replaces the one the tool declares (20 s for list_events)", async () => {
+    const r = (await rpc(w.mcpUrl, session, "tools/call", { name: "list_events", arguments: { time_min: "2025-05-10T00:00:00Z", time_max: "2025-05-11T00:00:00Z" } })).reply;
+    assert.equal(r.result.isError, true, JSON.stringify(r));
+    assert.match(textOf(r.result), /tool list_events did not finish within 1000 ms and was stopped/);
+    assert.equal(api.requests.length, 1, "the first try was still waiting");
+  });
+
+  test("a TOOL_TIMEOUTS entry naming no tool stops the server with the setting's name", async () => {
+    const bad = await startWorker({ TOOL_TIMEOUTS: "list_event=5s" }, { quiet: true });
+    try {
+      const res = await fetch(bad.mcpUrl, { method: "POST", headers: { "content-type": "application/json", accept: "application/json, text/event-stream" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } } }) });
+      assert.equal(res.status, 500);
+      assert.match(JSON.stringify(await res.json()), /TOOL_TIMEOUTS names tools this deployment does not have: list_event/);
+    } finally {
+      await bad.stop();
+    }
+  });
+});

@@ -2,6 +2,7 @@
 
 use crate::error::{Error, Result};
 use crate::registry::limits::RateLimits;
+use crate::registry::per_tool::ToolTimeouts;
 use crate::registry::Registry;
 use crate::tools::Catalog;
 
@@ -66,13 +67,16 @@ pub struct Config {
     pub model_timeout_ms: u32,
     /// Per-caller, per-tool rate limits (`RATE_LIMITS`; format in `registry::limits`).
     pub rate_limits: RateLimits,
+    /// Per-tool timeouts overriding the declared ones (`TOOL_TIMEOUTS`; format in
+    /// `registry::per_tool`).
+    pub tool_timeouts: ToolTimeouts,
     /// Why a setting could not be used, naming it; while set, [`Config::check`] refuses to serve.
     pub invalid: Option<String>,
 }
 
 impl Config {
     /// Builds the config from a variable lookup; unset or unparsable numbers take their defaults.
-    /// An invalid `RATE_LIMITS` is kept in [`Config::invalid`] instead: a limit silently dropped
+    /// An invalid `RATE_LIMITS` or `TOOL_TIMEOUTS` is kept in [`Config::invalid`] instead: a limit silently dropped
     /// would leave tools unprotected.
     pub fn from_lookup(var: impl Fn(&str) -> Option<String>) -> Config {
         let list = |name: &str| -> Vec<String> {
@@ -96,11 +100,17 @@ impl Config {
                 .filter(|n| *n > 0)
                 .unwrap_or(default)
         };
-        let (rate_limits, invalid) =
-            match RateLimits::parse(&var("RATE_LIMITS").unwrap_or_default()) {
-                Ok(limits) => (limits, None),
-                Err(why) => (RateLimits::default(), Some(why)),
-            };
+        let mut invalid = None;
+        let rate_limits = RateLimits::parse_setting(&var("RATE_LIMITS").unwrap_or_default())
+            .unwrap_or_else(|why| {
+                invalid = Some(why);
+                RateLimits::default()
+            });
+        let tool_timeouts = ToolTimeouts::parse_setting(&var("TOOL_TIMEOUTS").unwrap_or_default())
+            .unwrap_or_else(|why| {
+                invalid.get_or_insert(why);
+                ToolTimeouts::all(None)
+            });
         Config {
             allowed_origins: list("ALLOWED_ORIGINS"),
             allowed_hosts: list("ALLOWED_HOSTS"),
@@ -123,6 +133,7 @@ impl Config {
             chat_max_message_chars: num("CHAT_MAX_MESSAGE_CHARS", 8000),
             model_timeout_ms: num("MODEL_PROVIDER_TIMEOUT_MS", 60_000),
             rate_limits,
+            tool_timeouts,
             invalid,
         }
     }
@@ -137,21 +148,23 @@ impl Config {
         }
     }
 
-    /// [`Config::check`], and that `RATE_LIMITS` names only tools of `registry` (a typo would
-    /// otherwise leave the tool at the default limit without a word).
+    /// [`Config::check`], and that `RATE_LIMITS` and `TOOL_TIMEOUTS` name only tools of
+    /// `registry` (a typo would otherwise leave the tool at its default without a word).
     pub fn check_with(&self, registry: &Registry) -> Result<()> {
         self.check()?;
-        let unknown = self
-            .rate_limits
-            .unknown_tools(|name| registry.get(name).is_some());
-        if unknown.is_empty() {
-            Ok(())
-        } else {
-            Err(Error::Misconfigured(format!(
-                "Server misconfigured: RATE_LIMITS names tools this deployment does not have: {}; use the names tools/list shows. The operator must fix this wrangler var.",
-                unknown.join(", ")
-            )))
+        let known = |name: &str| registry.get(name).is_some();
+        for (setting, unknown) in [
+            ("RATE_LIMITS", self.rate_limits.unknown_tools(known)),
+            ("TOOL_TIMEOUTS", self.tool_timeouts.unknown_tools(known)),
+        ] {
+            if !unknown.is_empty() {
+                return Err(Error::Misconfigured(format!(
+                    "Server misconfigured: {setting} names tools this deployment does not have: {}; use the names tools/list shows. The operator must fix this wrangler var.",
+                    unknown.join(", ")
+                )));
+            }
         }
+        Ok(())
     }
 
     /// Reads the config from the Worker's environment.
@@ -240,6 +253,30 @@ mod tests {
         assert!(cfg(&[("RATE_LIMITS", "search_flights=1/m")])
             .check_with(&registry)
             .is_ok());
+    }
+
+    #[test]
+    fn tool_timeouts_override_declarations_and_bad_ones_stop_the_server() {
+        let c = cfg(&[("TOOL_TIMEOUTS", "search_flights=30s")]);
+        assert_eq!(*c.tool_timeouts.get("search_flights"), Some(30_000));
+        assert_eq!(*c.tool_timeouts.get("list_events"), None);
+        let registry = Registry::new(crate::tools::catalog(Catalog::Production)).unwrap();
+        assert!(c.check_with(&registry).is_ok());
+        let e = cfg(&[("TOOL_TIMEOUTS", "search_flights=30")])
+            .check()
+            .unwrap_err();
+        assert_eq!(e.http_status(), 500);
+        assert!(
+            e.to_string()
+                .contains("TOOL_TIMEOUTS entry \"search_flights=30\""),
+            "{e}"
+        );
+        let typo = cfg(&[("TOOL_TIMEOUTS", "serch_flights=30s")]);
+        let e = typo.check_with(&registry).unwrap_err().to_string();
+        assert!(
+            e.contains("TOOL_TIMEOUTS names tools") && e.contains("serch_flights"),
+            "{e}"
+        );
     }
 
     #[test]

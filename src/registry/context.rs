@@ -191,6 +191,10 @@ pub trait Platform {
         tool: &'a str,
     ) -> LocalBoxFuture<'a, Result<Option<(Limit, Admission)>>>;
 
+    /// The deployment's timeout for `tool` (an MCP name) in milliseconds when `TOOL_TIMEOUTS`
+    /// overrides the one it declares.
+    fn timeout_override(&self, tool: &str) -> Option<u32>;
+
     /// Stops tracking a job (it finished, paused or was cancelled).
     fn job_finish(&self, id: &str) -> Result<()>;
 

@@ -177,11 +177,15 @@ fn log_cache_fault(op: &str, e: &Error) {
     worker::console_error!("{}", json!({ "result_cache": op, "error": e.to_string() }));
 }
 
-/// Runs the handler under the tool's timeout and shapes its output; also says whether the
-/// result's first text block is a summary line.
+/// Runs the handler under the tool's timeout (the deployment's `TOOL_TIMEOUTS`, else the one it
+/// declares) and shapes its output; also says whether the result's first text block is a summary
+/// line.
 async fn run(tool: &Tool, ctx: &dyn ToolContext, args: Value) -> Result<(Value, bool)> {
     let name = tool.def.name;
-    let limit = tool.def.timeout_ms;
+    let limit = ctx
+        .platform()
+        .timeout_override(name)
+        .unwrap_or(tool.def.timeout_ms);
     let out = match select((tool.def.handler)(ctx, args), ctx.sleep(limit)).await {
         Either::Left((r, _)) => r?,
         Either::Right(_) => {

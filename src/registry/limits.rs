@@ -11,8 +11,9 @@
 //! `*=120/60s, search_flights=10/1m, get_mode_indicator=off`. Unset or empty: [`DEFAULT_LIMIT`]
 //! for every tool.
 
-use std::collections::BTreeMap;
 use std::fmt;
+
+use super::per_tool::PerTool;
 
 /// The limit of every tool that `RATE_LIMITS` does not name: 120 calls per minute.
 pub const DEFAULT_LIMIT: Limit = Limit {
@@ -113,64 +114,30 @@ pub fn retry_after_secs(limit: Limit, tokens: f64) -> u64 {
 }
 
 /// The limits of a deployment: one for every tool, and per-tool exceptions. `None` is no limit.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RateLimits {
-    default: Option<Limit>,
-    tools: BTreeMap<String, Option<Limit>>,
-}
+pub type RateLimits = PerTool<Option<Limit>>;
 
 impl Default for RateLimits {
     fn default() -> Self {
-        RateLimits {
-            default: Some(DEFAULT_LIMIT),
-            tools: BTreeMap::new(),
-        }
+        PerTool::all(Some(DEFAULT_LIMIT))
     }
 }
 
 impl RateLimits {
     /// Parses `RATE_LIMITS` (see the module documentation). The error names the bad entry and
     /// says what was expected.
-    pub fn parse(text: &str) -> Result<RateLimits, String> {
-        let mut limits = RateLimits::default();
-        let mut seen = Vec::new();
-        for entry in text.split(',').map(str::trim).filter(|e| !e.is_empty()) {
-            let bad = |why: &str| {
-                format!(
-                    "RATE_LIMITS entry {entry:?}: {why}; expected <tool>=<count>/<period> (for example search_flights=10/60s), <tool>=off, or *=<count>/<period> for every other tool"
-                )
-            };
-            let (name, value) = entry.split_once('=').ok_or_else(|| bad("there is no ="))?;
-            let (name, value) = (name.trim(), value.trim());
-            if name.is_empty() {
-                return Err(bad("the tool name is empty"));
-            }
-            if seen.contains(&name) {
-                return Err(bad("this tool is named twice"));
-            }
-            seen.push(name);
-            let limit = parse_limit(value).map_err(|why| bad(&why))?;
-            if name == "*" {
-                limits.default = limit;
-            } else {
-                limits.tools.insert(name.to_string(), limit);
-            }
-        }
-        Ok(limits)
+    pub fn parse_setting(text: &str) -> Result<RateLimits, String> {
+        PerTool::parse(
+            "RATE_LIMITS",
+            text,
+            Some(DEFAULT_LIMIT),
+            "<tool>=<count>/<period> (for example search_flights=10/60s), <tool>=off, or *=<count>/<period> for every other tool",
+            parse_limit,
+        )
     }
 
     /// The limit of the tool with this MCP name; `None` when it is unlimited.
     pub fn for_tool(&self, name: &str) -> Option<Limit> {
-        match self.tools.get(name) {
-            Some(limit) => *limit,
-            None => self.default,
-        }
-    }
-
-    /// The tool names the setting mentions that `known` does not accept (typos would otherwise
-    /// leave a tool silently at the default).
-    pub fn unknown_tools(&self, known: impl Fn(&str) -> bool) -> Vec<String> {
-        self.tools.keys().filter(|n| !known(n)).cloned().collect()
+        *self.get(name)
     }
 }
 
@@ -295,8 +262,10 @@ mod tests {
 
     #[test]
     fn the_setting_names_a_default_and_exceptions() {
-        let l = RateLimits::parse(" *=10/30s, search_flights=2/m , get_mode_indicator=OFF,x=5/2h")
-            .unwrap();
+        let l = RateLimits::parse_setting(
+            " *=10/30s, search_flights=2/m , get_mode_indicator=OFF,x=5/2h",
+        )
+        .unwrap();
         assert_eq!(
             l.for_tool("anything"),
             Some(Limit {
@@ -314,9 +283,12 @@ mod tests {
         assert_eq!(l.for_tool("get_mode_indicator"), None);
         assert_eq!(l.for_tool("x").map(|l| l.period_ms), Some(7_200_000));
         assert_eq!(l.unknown_tools(|n| n != "x"), vec!["x".to_string()]);
-        assert_eq!(RateLimits::parse("").unwrap(), RateLimits::default());
         assert_eq!(
-            RateLimits::parse("*=off").unwrap().for_tool("any"),
+            RateLimits::parse_setting("").unwrap(),
+            RateLimits::default()
+        );
+        assert_eq!(
+            RateLimits::parse_setting("*=off").unwrap().for_tool("any"),
             None,
             "no limit at all"
         );
@@ -338,11 +310,11 @@ mod tests {
             ("a=5/25h", "at most a day"),
             ("a=5/s,a=off", "named twice"),
         ] {
-            let e = RateLimits::parse(text).unwrap_err();
+            let e = RateLimits::parse_setting(text).unwrap_err();
             assert!(e.contains(why), "{text}: {e}");
             assert!(e.contains("RATE_LIMITS entry"), "{e}");
         }
-        let e = RateLimits::parse("*=5/s, bad entry").unwrap_err();
+        let e = RateLimits::parse_setting("*=5/s, bad entry").unwrap_err();
         assert!(e.contains("\"bad entry\""), "{e}");
     }
 }

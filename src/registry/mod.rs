@@ -9,6 +9,7 @@ pub mod cache;
 mod context;
 mod executor;
 pub mod limits;
+pub mod per_tool;
 mod validate;
 
 use std::collections::HashMap;

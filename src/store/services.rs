@@ -14,6 +14,7 @@ use crate::edge::config::Config;
 use crate::error::{Error, Result};
 use crate::limiter::{Take, Taken, TAKE_URL};
 use crate::registry::limits::{Admission, Limit, RateLimits};
+use crate::registry::per_tool::ToolTimeouts;
 use crate::registry::{Inbound, Outbound, Registry, Statement};
 
 /// Internal header to a `Confirmation` object: the verified caller's user id.
@@ -27,17 +28,24 @@ pub struct Services {
     env: Env,
     registry: Rc<Registry>,
     limits: Rc<RateLimits>,
+    timeouts: Rc<ToolTimeouts>,
 }
 
 impl Services {
-    /// Services over `env`, with the deployment's tools and its `RATE_LIMITS`.
+    /// Services over `env`, with the deployment's tools, its `RATE_LIMITS` and `TOOL_TIMEOUTS`.
     pub fn new(env: Env, registry: Rc<Registry>) -> Self {
-        let limits = Rc::new(Config::from_env(&env).rate_limits);
+        let cfg = Config::from_env(&env);
         Services {
             env,
             registry,
-            limits,
+            limits: Rc::new(cfg.rate_limits),
+            timeouts: Rc::new(cfg.tool_timeouts),
         }
+    }
+
+    /// See `Platform::timeout_override`.
+    pub fn timeout_override(&self, tool: &str) -> Option<u32> {
+        *self.timeouts.get(tool)
     }
 
     fn db(&self) -> Result<worker::D1Database> {
@@ -202,7 +210,7 @@ impl Services {
 }
 
 /// Implements the env-backed methods of `Platform` (query, batch, cache, setting, fetch,
-/// sign_rs256, registry, sleep, confirmation, rate limit) through `self.services()`.
+/// sign_rs256, registry, sleep, confirmation, rate limit, timeout override) through `self.services()`.
 macro_rules! delegate_services {
     () => {
         fn query<'a>(
@@ -294,6 +302,10 @@ macro_rules! delegate_services {
             >,
         > {
             Box::pin(self.services().rate_limit(caller, tool))
+        }
+
+        fn timeout_override(&self, tool: &str) -> Option<u32> {
+            self.services().timeout_override(tool)
         }
     };
 }
