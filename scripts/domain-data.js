@@ -9,6 +9,7 @@
 import { writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { inserts, sql } from "./sql.js";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const AS_OF = "2026-11-20";
@@ -73,34 +74,8 @@ const at = (date) => `${date}T${pad(int(8, 18), 2)}:${pad(int(0, 59), 2)}:${pad(
 const dollars = (lo, hi, step = 1) => Math.round(int(lo, hi) / step) * step * 100;
 const slug = (s) => s.toLowerCase().replace(/[^a-z0-9]+/g, "");
 
-const sql = (v) => {
-  if (v === null || v === undefined) return "NULL";
-  if (typeof v === "number") {
-    if (!Number.isFinite(v)) throw new Error(`not a finite number: ${v}`);
-    return String(v);
-  }
-  return `'${String(v).replaceAll("'", "''")}'`;
-};
-
-// D1 limits a statement to 100 KB: rows go out in batches of at most 100 rows and ~40 KB.
 const out = [];
-function insert(table, columns, rows) {
-  let batch = [];
-  let size = 0;
-  const flush = () => {
-    if (!batch.length) return;
-    out.push(`INSERT INTO ${table} (${columns.join(", ")}) VALUES\n${batch.join(",\n")};\n`);
-    batch = [];
-    size = 0;
-  };
-  for (const row of rows) {
-    const values = `(${columns.map((c) => sql(row[c])).join(", ")})`;
-    if (batch.length === 100 || size + values.length > 40000) flush();
-    batch.push(values);
-    size += values.length + 2;
-  }
-  flush();
-}
+const insert = (table, columns, rows) => out.push(...inserts(table, columns, rows));
 
 // ---------------------------------------------------------------- HR
 

@@ -8,6 +8,7 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { inserts } from "./sql.js";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const AS_OF = "2026-11-20";
@@ -15,14 +16,6 @@ const AS_OF = "2026-11-20";
 const CREATED_AT = "2026-08-01T09:00:00Z";
 const DAY = 86400000;
 
-const sql = (v) => {
-  if (v === null || v === undefined) return "NULL";
-  if (typeof v === "number") {
-    if (!Number.isFinite(v)) throw new Error(`not a finite number: ${v}`);
-    return String(v);
-  }
-  return `'${String(v).replaceAll("'", "''")}'`;
-};
 // Compact JSON keeps rows short; key order is the file's, so the text is stable.
 const json = (v) => (v === undefined ? null : JSON.stringify(v));
 const usedAt = (days) => new Date(Date.parse(`${AS_OF}T12:00:00Z`) - days * DAY).toISOString().replace(".000Z", "Z");
@@ -89,22 +82,7 @@ CREATE INDEX IF NOT EXISTS contexts_by_domain_type ON contexts (domain, type);
 CREATE INDEX IF NOT EXISTS contexts_by_type ON contexts (type);
 `);
 
-// D1 limits a statement to 100 KB: rows go out in batches of at most ~40 KB.
-let batch = [];
-let size = 0;
-const flush = () => {
-  if (!batch.length) return;
-  out.push(`INSERT INTO contexts (${columns.join(", ")}) VALUES\n${batch.join(",\n")};\n`);
-  batch = [];
-  size = 0;
-};
-for (const row of rows) {
-  const values = `(${columns.map((c) => sql(row[c])).join(", ")})`;
-  if (size + values.length > 40000) flush();
-  batch.push(values);
-  size += values.length + 2;
-}
-flush();
+out.push(...inserts("contexts", columns, rows));
 
 const args = process.argv.slice(2);
 if (args.length && !(args[0] === "--out" && args[1] && args.length === 2)) {

@@ -4,7 +4,7 @@
 
 use worker::{Env, Method, Request, Response};
 
-use super::{auth, forward, http, read_body, serve_one, valid_session_id};
+use super::{auth, forward, http, read_body, serve_one, serve_session_get, valid_session_id};
 use crate::error::Error;
 use crate::random;
 use crate::session::{CHAT_HEADER, CREATE_HEADER};
@@ -41,23 +41,7 @@ pub async fn serve_create(req: Request, env: Env) -> worker::Result<Response> {
 /// Serves `/sessions/:id/chat`: `POST` runs a turn, `GET` returns the stored conversation.
 pub async fn serve_chat(req: Request, env: Env, id: &str) -> worker::Result<Response> {
     if req.method() == Method::Get {
-        return serve_one(req, env, Method::Get, USAGE, |req, env, cfg| async move {
-            let caller = auth::authenticate(&req, &env, &cfg).await?;
-            if !valid_session_id(id) {
-                return Err(Error::SessionNotFound);
-            }
-            forward(
-                &env,
-                id,
-                Method::Get,
-                &req,
-                None,
-                &caller,
-                &[(CHAT_HEADER, "1")],
-            )
-            .await
-        })
-        .await;
+        return serve_session_get(req, env, id, USAGE, CHAT_HEADER).await;
     }
     serve_one(
         req,

@@ -56,28 +56,33 @@ pub async fn serve_confirm(req: Request, env: Env, id: &str) -> worker::Result<R
 /// Serves `GET /sessions/:id/events`: the session's tool events as SSE for dashboards, with the
 /// same token rules as `/mcp` (`session::Session::watch` says who may watch).
 pub async fn serve_events(req: Request, env: Env, id: &str) -> worker::Result<Response> {
-    serve_one(
+    serve_session_get(
         req,
         env,
-        Method::Get,
+        id,
         "/sessions/<id>/events takes GET",
-        |req, env, cfg| async move {
-            let caller = auth::authenticate(&req, &env, &cfg).await?;
-            if !valid_session_id(id) {
-                return Err(Error::SessionNotFound);
-            }
-            forward(
-                &env,
-                id,
-                Method::Get,
-                &req,
-                None,
-                &caller,
-                &[(WATCH_HEADER, "1")],
-            )
-            .await
-        },
+        WATCH_HEADER,
     )
+    .await
+}
+
+/// Serves a `GET` of something a session's object keeps (its events, its chat): the caller's token
+/// checked, the id's form checked, then the request forwarded with the internal header `what`
+/// saying which; the object applies the owner rules.
+async fn serve_session_get(
+    req: Request,
+    env: Env,
+    id: &str,
+    usage: &'static str,
+    what: &'static str,
+) -> worker::Result<Response> {
+    serve_one(req, env, Method::Get, usage, |req, env, cfg| async move {
+        let caller = auth::authenticate(&req, &env, &cfg).await?;
+        if !valid_session_id(id) {
+            return Err(Error::SessionNotFound);
+        }
+        forward(&env, id, Method::Get, &req, None, &caller, &[(what, "1")]).await
+    })
     .await
 }
 

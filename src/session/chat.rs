@@ -179,14 +179,7 @@ impl Session {
                 "Invalid Request: session already exists".into(),
             ));
         }
-        let now = (clock::now_ms() as i64).to_string();
-        core.db.set_all(&[
-            ("last_seen", &now),
-            ("user", caller.user.as_deref().unwrap_or("")),
-            ("roles", &caller.roles.join(",")),
-            ("created_at", &now),
-        ])?;
-        self.schedule_housekeeping(core).await?;
+        self.open(core, caller, &[]).await?;
         let id = &core.session;
         json_response(
             &json!({

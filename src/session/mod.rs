@@ -335,19 +335,33 @@ impl Session {
             Ok(i) => i,
             Err(e) => return error_response_for(&e, Some(&id)),
         };
-        let now = (clock::now_ms() as i64).to_string();
-        // One statement, so a failure leaves no half-created session.
-        core.db.set_all(&[
-            ("version", init.negotiated()),
-            ("client_capabilities", &init.client_capabilities.to_string()),
-            ("client_info", &init.client_info.to_string()),
-            ("last_seen", &now),
-            ("user", caller.user.as_deref().unwrap_or("")),
-            ("roles", &caller.roles.join(",")),
-            ("created_at", &now),
-        ])?;
-        self.schedule_housekeeping(core).await?;
+        self.open(
+            core,
+            caller,
+            &[
+                ("version", init.negotiated()),
+                ("client_capabilities", &init.client_capabilities.to_string()),
+                ("client_info", &init.client_info.to_string()),
+            ],
+        )
+        .await?;
         json_response(&response(&id, init.result(core.cfg.catalog)), 200)
+    }
+
+    /// Records a new session of `caller` (its owner from now on) with `details`, in one statement
+    /// so a failure leaves no half-created session, and starts its housekeeping alarm.
+    async fn open(&self, core: &Rc<Core>, caller: &Caller, details: &[(&str, &str)]) -> Result<()> {
+        let now = (clock::now_ms() as i64).to_string();
+        let roles = caller.roles.join(",");
+        let mut meta = details.to_vec();
+        meta.extend([
+            ("last_seen", now.as_str()),
+            ("user", caller.user.as_deref().unwrap_or("")),
+            ("roles", roles.as_str()),
+            ("created_at", now.as_str()),
+        ]);
+        core.db.set_all(&meta)?;
+        self.schedule_housekeeping(core).await
     }
 
     async fn post(
