@@ -10,6 +10,7 @@ import { startWorker } from "./support/worker.js";
 import { initialize, rpc } from "./support/mcp.js";
 
 const textOf = (r) => r.content.map((c) => c.text).join("\n");
+const BYPASS = { "mcp-edge/cache": "bypass" };
 
 /**
  * A local HTTP API: records each request and answers with `p.reply` ({status, body}), or with
@@ -65,7 +66,8 @@ const events = {
 
 describe("travel tools", () => {
   let duffel, google, w, session, bare, bareSession;
-  const call = async (name, args, s = session, worker = w) => (await rpc(worker.mcpUrl, s, "tools/call", { name, arguments: args })).reply;
+  // Each case must reach the stand-in, so the result cache is bypassed but where a test is about it.
+  const call = async (name, args, s = session, worker = w) => (await rpc(worker.mcpUrl, s, "tools/call", { name, arguments: args, _meta: BYPASS })).reply;
   before(async () => {
     [duffel, google] = await Promise.all([stubApi(), stubApi()]);
     w = await startWorker({
@@ -269,6 +271,24 @@ describe("travel tools", () => {
     assert.equal(google.requests.length, 2);
   });
 
+  test("both tools answer a repeated call from the result cache, without another upstream request", async () => {
+    duffel.reply = { status: 201, body: offers };
+    google.reply = { status: 200, body: events };
+    for (const [api, name, args] of [
+      [duffel, "search_flights", { origin: "JFK", destination: "LHR", departure_date: "2025-06-01" }],
+      [google, "list_events", { time_min: "2025-06-01T00:00:00Z", time_max: "2025-06-02T00:00:00Z" }],
+    ]) {
+      api.requests.length = 0;
+      const plain = async () => (await rpc(w.mcpUrl, session, "tools/call", { name, arguments: args })).reply.result;
+      const first = await plain();
+      const second = await plain();
+      assert.equal(first._meta["mcp-edge/cache"], "miss", name);
+      assert.equal(second._meta["mcp-edge/cache"], "hit", name);
+      assert.deepEqual(second.structuredContent, first.structuredContent);
+      assert.equal(api.requests.length, 1, `${name}: one upstream request`);
+    }
+  });
+
   test("list_events: invalid arguments are refused before anything is sent", async () => {
     google.requests.length = 0;
     const cases = [
@@ -315,7 +335,7 @@ describe("list_events with a service account key", () => {
     type: "service_account", project_id: "p", private_key_id: "k1", client_email: "reader@p.iam.gserviceaccount.com",
     private_key: privateKey, token_uri: `${api.url}/token`, ...over,
   });
-  const call = async (s, worker) => (await rpc(worker.mcpUrl, s, "tools/call", { name: "list_events", arguments: args })).reply;
+  const call = async (s, worker) => (await rpc(worker.mcpUrl, s, "tools/call", { name: "list_events", arguments: args, _meta: BYPASS })).reply;
   before(async () => {
     api = await stubApi();
     api.tokenReply = null;

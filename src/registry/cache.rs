@@ -116,13 +116,17 @@ pub fn key(
     format!("result:{digest}")
 }
 
-/// Whether a result may be stored: not a tool error, and, for answers in the seed's
-/// `{"status": …}` union, a success (a refusal or a pending confirmation is not kept).
+/// Whether a result may be stored: not a tool error, and not an answer whose `status` says it
+/// failed or waits for someone (`error`, `pending_confirmation`: the domain tools' union), which
+/// the same call must not get again; other statuses (`success`, the travel tools' `ok`) are kept.
 pub fn storable(result: &Value) -> bool {
     result.get("isError") != Some(&Value::Bool(true))
-        && result
-            .pointer("/structuredContent/status")
-            .is_none_or(|s| s == "success")
+        && !matches!(
+            result
+                .pointer("/structuredContent/status")
+                .and_then(Value::as_str),
+            Some("error" | "pending_confirmation")
+        )
 }
 
 /// What is stored for a result: the `CallToolResult` and whether its first text block is a
@@ -230,6 +234,9 @@ mod tests {
             &json!({ "structuredContent": { "status": "success" } })
         ));
         assert!(storable(&json!({ "structuredContent": { "flights": [] } })));
+        assert!(storable(
+            &json!({ "structuredContent": { "flights": [], "status": "ok" } })
+        ));
         assert!(!storable(&json!({ "content": [], "isError": true })));
         assert!(!storable(
             &json!({ "structuredContent": { "status": "error" } })

@@ -13,6 +13,7 @@ use futures::future::LocalBoxFuture;
 use serde_json::{json, Value};
 
 use crate::error::{Error, Result};
+use crate::registry::cache::{CachePolicy, MIN_TTL_SECS};
 use crate::registry::{Annotations, Outbound, ToolContext, ToolDef, ToolOutput};
 use crate::tools::upstream::{encode, Api, FIX_ARGUMENTS};
 
@@ -164,7 +165,12 @@ pub static TOOLS: [ToolDef; 1] = [ToolDef {
     timeout_ms: 20_000,
     roles: &[],
     handler: list_events,
-    cache: None,
+    // The server's credential, so the same answer for every caller; a calendar changes more often
+    // than flight offers, so only KV's shortest TTL.
+    cache: Some(CachePolicy {
+        ttl_secs: MIN_TTL_SECS,
+        ..CachePolicy::SHARED
+    }),
 }];
 
 #[cfg(test)]

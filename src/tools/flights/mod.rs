@@ -9,6 +9,7 @@ use futures::future::LocalBoxFuture;
 use serde_json::{json, Value};
 
 use crate::error::{Error, Result};
+use crate::registry::cache::CachePolicy;
 use crate::registry::{Annotations, Outbound, ToolContext, ToolDef, ToolOutput};
 use crate::tools::upstream::{Api, FIX_ARGUMENTS};
 
@@ -252,7 +253,9 @@ pub static TOOLS: [ToolDef; 1] = [ToolDef {
     timeout_ms: 45_000,
     roles: &[],
     handler: search_flights,
-    cache: None,
+    // Offers change by the minute but not by the second: the same search within five minutes is
+    // answered from KV instead of another offer request (the server's token, so any caller's).
+    cache: Some(CachePolicy::SHARED),
 }];
 
 #[cfg(test)]
