@@ -12,7 +12,7 @@ profile="release"
 [ "${1:-}" = "--dev" ] && profile="dev"
 stamp="build/.built-$profile"
 if [ -f "$stamp" ] && [ -f build/index.js ] &&
-  [ -z "$(find src schema Cargo.toml Cargo.lock .cargo -newer "$stamp" -print -quit)" ]; then
+  [ -z "$(find src schema data Cargo.toml Cargo.lock .cargo -newer "$stamp" -print -quit)" ]; then
   echo "[build] up to date ($profile)" >&2
   exit 0
 fi

@@ -28,3 +28,32 @@ pub fn today() -> String {
         })
         .unwrap_or_default()
 }
+
+/// A time in milliseconds since the Unix epoch as RFC 3339 in UTC with milliseconds
+/// (`2026-11-24T03:12:05.123Z`).
+pub fn iso(ms: i64) -> String {
+    use chrono::{Datelike, Timelike};
+    chrono::DateTime::from_timestamp_millis(ms)
+        .map(|d| {
+            format!(
+                "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z",
+                d.year(),
+                d.month(),
+                d.day(),
+                d.hour(),
+                d.minute(),
+                d.second(),
+                d.timestamp_subsec_millis()
+            )
+        })
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn iso_is_rfc3339_utc_with_milliseconds() {
+        assert_eq!(super::iso(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(super::iso(1_795_576_325_123), "2026-11-25T03:12:05.123Z");
+    }
+}

@@ -22,10 +22,15 @@ const INSTRUCTIONS: &str = "mcp-edge serves travel-agency tools. Start a convers
 initialize_travel_assistant, follow the instruction sets it names (get_instruction_set), and keep the \
 mode indicator at the top of replies.";
 
-/// What the server implements, and nothing more: resources, prompts and completions exist only as
-/// conformance fixtures, so only the conformance catalog declares them.
+/// What the server implements, and nothing more: tools, logging and resources (the EPIC-TIDE
+/// vocabulary); subscriptions, prompts and completions exist only as conformance fixtures, so only
+/// the conformance catalog declares them.
 pub fn capabilities(catalog: Catalog) -> Value {
-    let mut caps = json!({ "tools": { "listChanged": false }, "logging": {} });
+    let mut caps = json!({
+        "tools": { "listChanged": false },
+        "logging": {},
+        "resources": { "listChanged": false },
+    });
     if catalog.has_fixtures() {
         caps["resources"] = json!({ "subscribe": true, "listChanged": false });
         caps["prompts"] = json!({ "listChanged": false });
@@ -81,7 +86,10 @@ mod tests {
         let init = Initialize::from_params(p.as_object().unwrap()).unwrap();
         let r = init.result(Catalog::Production);
         assert_eq!(r["protocolVersion"], version::LATEST);
-        assert!(r["capabilities"].get("resources").is_none());
+        assert_eq!(
+            r["capabilities"]["resources"],
+            json!({ "listChanged": false })
+        );
         assert!(r["capabilities"].get("prompts").is_none());
         assert_eq!(r["serverInfo"]["name"], SERVER_NAME);
         assert!(Catalog::Conformance.has_fixtures());

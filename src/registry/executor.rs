@@ -78,7 +78,13 @@ pub async fn execute(tool: &Tool, ctx: &dyn ToolContext, args: Value) -> CallOut
                 "error",
                 json!({ "tool": name, "duration_ms": duration_ms, "error": text }),
             );
-            let result = json!({ "content": [{ "type": "text", "text": text }], "isError": true });
+            let mut result =
+                json!({ "content": [{ "type": "text", "text": text }], "isError": true });
+            // A coded refusal is also structured, for clients that branch on the code; only in
+            // the shape the tool's outputSchema admits, as clients validate structured content.
+            if let Some(structured) = e.structured().filter(|s| tool.check_output(s).is_ok()) {
+                result["structuredContent"] = structured;
+            }
             CallOutcome {
                 result,
                 outcome: label,

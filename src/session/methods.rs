@@ -7,6 +7,7 @@ use crate::error::{Error, Result};
 use crate::mcp::logging::LogLevel;
 use crate::mcp::message::{params_object, required_str};
 use crate::registry::Caller;
+use crate::tools;
 use crate::tools::conformance::fixtures;
 
 /// Handles a client notification.
@@ -58,6 +59,31 @@ pub fn request(
             core.db.set("log_level", level.as_str())?;
             Ok(json!({}))
         }
+        "resources/list" => {
+            if !matches!(p.get("cursor"), None | Some(Value::Null)) {
+                return Err(Error::InvalidParams(
+                    "Invalid params: resources/list has one page; call it without a cursor".into(),
+                ));
+            }
+            let mut resources = tools::resources();
+            if core.cfg.catalog.has_fixtures() {
+                resources.extend(
+                    fixtures::resources()
+                        .as_array()
+                        .cloned()
+                        .unwrap_or_default(),
+                );
+            }
+            Ok(json!({ "resources": resources }))
+        }
+        "resources/read" => match tools::read_resource(required_str(&p, "uri")?) {
+            Some(contents) => Ok(contents),
+            None if core.cfg.catalog.has_fixtures() => fixtures::request(method, &p),
+            None => Err(Error::ResourceNotFound(format!(
+                "Resource not found: {}; resources/list shows the available URIs",
+                required_str(&p, "uri")?
+            ))),
+        },
         m if core.cfg.catalog.has_fixtures() => fixtures::request(m, &p),
         m => Err(Error::MethodNotFound(format!(
             "{m} is not served by this server"

@@ -4,6 +4,7 @@ pub mod calendar;
 pub mod chains;
 pub mod conformance;
 pub mod domain;
+pub mod epic_tide;
 pub mod finance;
 pub mod flights;
 pub mod hr;
@@ -156,10 +157,21 @@ impl Catalog {
         }
     }
 
-    /// Whether resources, prompts and completions are served (only their conformance fixtures exist).
+    /// Whether the conformance fixtures (resources, prompts and completions) are served.
     pub fn has_fixtures(self) -> bool {
         self == Catalog::Conformance
     }
+}
+
+/// The resources every deployment publishes (`resources/list` entries): data clients read rather
+/// than call, such as the EPIC-TIDE vocabulary.
+pub fn resources() -> Vec<Value> {
+    vec![epic_tide::resource_listing()]
+}
+
+/// `resources/read` of a published resource, or `None` for a URI that is not one.
+pub fn read_resource(uri: &str) -> Option<Value> {
+    (uri == epic_tide::vocabulary::URI).then(epic_tide::resource_contents)
 }
 
 /// The tool declarations of a catalog.
@@ -177,6 +189,7 @@ pub fn catalog(c: Catalog) -> Vec<&'static ToolDef> {
         .chain(support::writes::TOOLS.iter())
         .chain(flights::TOOLS.iter())
         .chain(calendar::TOOLS.iter())
+        .chain(epic_tide::TOOLS.iter())
         .collect();
     if c == Catalog::Conformance {
         defs.extend(conformance::TOOLS.iter());

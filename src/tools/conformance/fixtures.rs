@@ -9,7 +9,8 @@ use crate::mcp::message::required_str;
 const TEMPLATE_PREFIX: &str = "test://template/";
 const TEMPLATE_SUFFIX: &str = "/data";
 
-fn resources() -> Value {
+/// The fixture resources (`resources/list` entries).
+pub fn resources() -> Value {
     json!([
         { "uri": "test://static-text", "name": "static-text", "title": "Static text",
           "description": "A fixed text resource", "mimeType": "text/plain" },

@@ -1,0 +1,1188 @@
+//! EPIC-TIDE (seed 004): a project-execution tracker. WORKs (goals with steps and metrics) are
+//! sequenced into PATHs (project blueprints); each attempt at a path is a TIDE, whose per-work
+//! executions, outcome and learnings are recorded; successful tides feed the PATTERN of their
+//! path's domain and tags. Usage flow, codes and rules: docs/epic-tide.md.
+//!
+//! The server sets every id, timestamp, version, attempt number and duration (the input schemas
+//! refuse such fields). Statuses, outcomes and adaptation actions come from the vocabulary file
+//! ([`vocabulary`]). Writes that must not race are single conditional statements or one D1 batch:
+//! two simultaneous starts of a path leave exactly one active tide (a `NOT EXISTS` condition
+//! backed by a unique partial index), and concurrent updates each get their own number in order.
+
+pub mod adapt;
+pub mod names;
+pub mod pattern;
+pub mod vocabulary;
+
+use futures::future::LocalBoxFuture;
+use serde_json::{json, Map, Value};
+
+use crate::clock;
+use crate::error::{Error, Result};
+use crate::random;
+use crate::registry::{Annotations, Statement, ToolContext, ToolDef, ToolOutput};
+use crate::tools::opt_bool;
+use adapt::Refusal;
+use vocabulary::{find, listing};
+
+const TOOLSET: &str = "epic_tide";
+/// How often start-tide re-reads a path that changed while it was starting a tide.
+const START_TRIES: usize = 3;
+/// Most path names listed when a path is not found.
+const LISTED_PATHS: usize = 20;
+
+/// The error codes: the seed's six, then the ones this server adds for cases the seed leaves
+/// unnamed (docs/epic-tide.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Code {
+    /// An execution status outside the vocabulary.
+    InvalidStatus,
+    /// A tide outcome outside the vocabulary.
+    InvalidOutcome,
+    /// No path of that name.
+    PathNotFound,
+    /// The tide was already completed.
+    TideNotActive,
+    /// A work of the derived name exists and `update` was not asked for.
+    DuplicateWork,
+    /// A sequence names works that are not saved.
+    InvalidSequence,
+    /// `what` does not give a valid name.
+    InvalidName,
+    /// A path of the derived name exists and `update` was not asked for.
+    DuplicatePath,
+    /// No tide with that id.
+    TideNotFound,
+    /// The path already has an active tide.
+    TideAlreadyActive,
+    /// The work is not in the tide's sequence.
+    WorkNotInTide,
+    /// An adaptation does not fit the sequence.
+    InvalidAdaptation,
+    /// `metrics_achieved` names metrics the path does not have.
+    InvalidMetrics,
+}
+
+impl Code {
+    /// Every code, in the order of the output schemas' enum.
+    pub const ALL: [Code; 13] = [
+        Code::InvalidStatus,
+        Code::InvalidOutcome,
+        Code::PathNotFound,
+        Code::TideNotActive,
+        Code::DuplicateWork,
+        Code::InvalidSequence,
+        Code::InvalidName,
+        Code::DuplicatePath,
+        Code::TideNotFound,
+        Code::TideAlreadyActive,
+        Code::WorkNotInTide,
+        Code::InvalidAdaptation,
+        Code::InvalidMetrics,
+    ];
+
+    /// The code as clients see it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Code::InvalidStatus => "INVALID_STATUS",
+            Code::InvalidOutcome => "INVALID_OUTCOME",
+            Code::PathNotFound => "PATH_NOT_FOUND",
+            Code::TideNotActive => "TIDE_NOT_ACTIVE",
+            Code::DuplicateWork => "DUPLICATE_WORK",
+            Code::InvalidSequence => "INVALID_SEQUENCE",
+            Code::InvalidName => "INVALID_NAME",
+            Code::DuplicatePath => "DUPLICATE_PATH",
+            Code::TideNotFound => "TIDE_NOT_FOUND",
+            Code::TideAlreadyActive => "TIDE_ALREADY_ACTIVE",
+            Code::WorkNotInTide => "WORK_NOT_IN_TIDE",
+            Code::InvalidAdaptation => "INVALID_ADAPTATION",
+            Code::InvalidMetrics => "INVALID_METRICS",
+        }
+    }
+}
+
+fn refuse(code: Code, message: impl Into<String>, details: Value) -> Error {
+    Error::Coded {
+        code: code.as_str(),
+        message: message.into(),
+        details,
+    }
+}
+
+/// A new server-generated id, `<kind>-<32 hex digits>`.
+fn new_id(kind: &str) -> Result<String> {
+    Ok(format!("{kind}-{}", random::hex(16)?))
+}
+
+fn now() -> i64 {
+    clock::now_ms() as i64
+}
+
+/// A JSON column's value (`Null` when absent or not JSON).
+fn json_col(row: &Value, column: &str) -> Value {
+    row.get(column)
+        .and_then(Value::as_str)
+        .and_then(|s| serde_json::from_str(s).ok())
+        .unwrap_or(Value::Null)
+}
+
+fn strings(v: &Value) -> Vec<String> {
+    v.as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A string array argument with each item trimmed.
+fn trimmed(v: &Value) -> Value {
+    json!(strings(v)
+        .iter()
+        .map(|s| s.trim().to_string())
+        .collect::<Vec<_>>())
+}
+
+fn int(row: &Value, column: &str) -> i64 {
+    row.get(column).and_then(Value::as_i64).unwrap_or(0)
+}
+
+fn time(row: &Value, column: &str) -> Value {
+    row.get(column)
+        .and_then(Value::as_i64)
+        .map_or(Value::Null, |ms| json!(clock::iso(ms)))
+}
+
+fn derive_name(what: &str, kind: &str) -> Result<String> {
+    names::derive(what).map_err(|why| {
+        refuse(
+            Code::InvalidName,
+            format!("Cannot name this {kind}: {why}. Reword what so that it starts with a letter."),
+            json!({ "what": what }),
+        )
+    })
+}
+
+/// How a save went, from the row a conditional upsert returned (or not).
+fn saved_state(returned: Option<&Value>) -> &'static str {
+    match returned {
+        Some(r) if int(r, "version") > 1 => "updated",
+        Some(_) => "created",
+        None => "unchanged",
+    }
+}
+
+fn save_work(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+    Box::pin(async move {
+        let what = args["what"].as_str().unwrap_or_default().trim().to_string();
+        let name = derive_name(&what, "work")?;
+        let update = opt_bool(&args, "update", false);
+        let params = vec![
+            json!(new_id("work")?),
+            json!(name),
+            json!(what),
+            json!(trimmed(&args["how"]).to_string()),
+            json!(trimmed(&args["metrics"]).to_string()),
+            json!(now()),
+        ];
+        let on_conflict = if update {
+            "DO UPDATE SET what = excluded.what, how = excluded.how, metrics = excluded.metrics,
+               version = epic_works.version + 1, updated_ms = excluded.updated_ms
+             WHERE epic_works.what <> excluded.what OR epic_works.how <> excluded.how
+               OR epic_works.metrics <> excluded.metrics"
+        } else {
+            "DO NOTHING"
+        };
+        let sql = format!(
+            "INSERT INTO epic_works (id, name, what, how, metrics, version, created_ms, updated_ms)
+             VALUES (?1, ?2, ?3, ?4, ?5, 1, ?6, ?6)
+             ON CONFLICT (name) {on_conflict}
+             RETURNING id, version, created_ms, updated_ms"
+        );
+        let returned = ctx.query(&sql, params).await?.into_iter().next();
+        let row = match &returned {
+            Some(r) => r.clone(),
+            None => ctx
+                .query(
+                    "SELECT id, version, created_ms, updated_ms FROM epic_works WHERE name = ?1",
+                    vec![json!(name)],
+                )
+                .await?
+                .into_iter()
+                .next()
+                .ok_or_else(|| Error::Internal(format!("work {name} vanished while saving")))?,
+        };
+        let (id, version) = (row["id"].as_str().unwrap_or_default(), int(&row, "version"));
+        if returned.is_none() && !update {
+            return Err(refuse(
+                Code::DuplicateWork,
+                format!(
+                    "WORK with this name already exists: '{name}' (version {version}, {id}). Pass update: true to replace it, or reword what to save a different work."
+                ),
+                json!({ "name": name, "work_id": id, "version": version }),
+            ));
+        }
+        let state = saved_state(returned.as_ref());
+        let message = match state {
+            "created" => format!("WORK '{name}' saved. Use its name in epic-tide-create-path."),
+            "updated" => format!("WORK '{name}' updated to version {version}."),
+            _ => format!("WORK '{name}' is unchanged (version {version})."),
+        };
+        Ok(ToolOutput::Described {
+            summary: message.clone(),
+            value: json!({
+                "work_id": id, "name": name, "version": version, "state": state,
+                "created_at": time(&row, "created_ms"), "updated_at": time(&row, "updated_ms"),
+                "message": message,
+            }),
+        })
+    })
+}
+
+fn create_path(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+    Box::pin(async move {
+        let what = args["what"].as_str().unwrap_or_default().trim().to_string();
+        let name = derive_name(&what, "path")?;
+        let works = strings(&args["works"]);
+        let unknown: Vec<String> = ctx
+            .query(
+                "SELECT value AS name FROM json_each(?1)
+                 WHERE value NOT IN (SELECT name FROM epic_works) ORDER BY key",
+                vec![json!(json!(works).to_string())],
+            )
+            .await?
+            .iter()
+            .filter_map(|r| r["name"].as_str().map(str::to_string))
+            .collect();
+        if !unknown.is_empty() {
+            return Err(refuse(
+                Code::InvalidSequence,
+                format!(
+                    "Work sequence contains unknown works: {}. Save each with epic-tide-save-work first (its name derives from what), then create the path.",
+                    unknown.join(", ")
+                ),
+                json!({ "unknown_works": unknown }),
+            ));
+        }
+        let mut tags = strings(&args["tags"]);
+        tags.sort();
+        tags.dedup();
+        let domain = args["domain"].as_str().unwrap_or("general");
+        let update = opt_bool(&args, "update", false);
+        let params = vec![
+            json!(new_id("path")?),
+            json!(name),
+            json!(what),
+            json!(json!(works).to_string()),
+            json!(trimmed(&args["metrics"]).to_string()),
+            json!(domain),
+            json!(json!(tags).to_string()),
+            json!(now()),
+        ];
+        let on_conflict = if update {
+            "DO UPDATE SET what = excluded.what, works = excluded.works, metrics = excluded.metrics,
+               domain = excluded.domain, tags = excluded.tags,
+               version = epic_paths.version + 1, updated_ms = excluded.updated_ms
+             WHERE epic_paths.what <> excluded.what OR epic_paths.works <> excluded.works
+               OR epic_paths.metrics <> excluded.metrics OR epic_paths.domain <> excluded.domain
+               OR epic_paths.tags <> excluded.tags"
+        } else {
+            "DO NOTHING"
+        };
+        let sql = format!(
+            "INSERT INTO epic_paths (id, name, what, works, metrics, domain, tags, version, created_ms, updated_ms)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 1, ?8, ?8)
+             ON CONFLICT (name) {on_conflict}
+             RETURNING id, version, works, created_ms, updated_ms"
+        );
+        let returned = ctx.query(&sql, params).await?.into_iter().next();
+        let row = match &returned {
+            Some(r) => r.clone(),
+            None => ctx
+                .query(
+                    "SELECT id, version, works, created_ms, updated_ms FROM epic_paths WHERE name = ?1",
+                    vec![json!(name)],
+                )
+                .await?
+                .into_iter()
+                .next()
+                .ok_or_else(|| Error::Internal(format!("path {name} vanished while saving")))?,
+        };
+        let (id, version) = (row["id"].as_str().unwrap_or_default(), int(&row, "version"));
+        if returned.is_none() && !update {
+            return Err(refuse(
+                Code::DuplicatePath,
+                format!(
+                    "PATH with this name already exists: '{name}' (version {version}, {id}). Pass update: true to replace it, or reword what to create a different path."
+                ),
+                json!({ "name": name, "path_id": id, "version": version }),
+            ));
+        }
+        let state = saved_state(returned.as_ref());
+        let message = match state {
+            "created" => format!(
+                "PATH '{name}' created with {} works. Start it with epic-tide-start-tide {{\"path_name\": \"{name}\"}}.",
+                works.len()
+            ),
+            "updated" => format!("PATH '{name}' updated to version {version}; tides already started keep their sequence."),
+            _ => format!("PATH '{name}' is unchanged (version {version})."),
+        };
+        Ok(ToolOutput::Described {
+            summary: message.clone(),
+            value: json!({
+                "path_id": id, "name": name, "version": version, "state": state,
+                "works": json_col(&row, "works"),
+                "created_at": time(&row, "created_ms"), "updated_at": time(&row, "updated_ms"),
+                "message": message,
+            }),
+        })
+    })
+}
+
+/// The error for a path name that does not exist, listing some that do.
+async fn path_not_found(ctx: &dyn ToolContext, name: &str) -> Result<Error> {
+    let known: Vec<String> = ctx
+        .query(
+            &format!("SELECT name FROM epic_paths ORDER BY name LIMIT {LISTED_PATHS}"),
+            vec![],
+        )
+        .await?
+        .iter()
+        .filter_map(|r| r["name"].as_str().map(str::to_string))
+        .collect();
+    let hint = if known.is_empty() {
+        "No path exists yet: create one with epic-tide-create-path.".to_string()
+    } else {
+        format!("Known paths: {}.", known.join(", "))
+    };
+    Ok(refuse(
+        Code::PathNotFound,
+        format!("PATH does not exist: '{name}'. {hint}"),
+        json!({ "path_name": name, "known_paths": known }),
+    ))
+}
+
+fn start_tide(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+    Box::pin(async move {
+        let path_name = args["path_name"].as_str().unwrap_or_default();
+        let adaptations = args["adaptations"].as_array().cloned().unwrap_or_default();
+        let actions = &vocabulary::get().adaptation_actions;
+        for (index, a) in adaptations.iter().enumerate() {
+            let action = a["action"].as_str().unwrap_or_default();
+            if find(actions, action).is_none() {
+                return Err(refuse(
+                    Code::InvalidAdaptation,
+                    format!(
+                        "adaptations[{index}]: action must be one of: {}; got {action:?}.",
+                        listing(actions)
+                    ),
+                    json!({ "index": index, "allowed": listing(actions) }),
+                ));
+            }
+        }
+        let inserted: Vec<&str> = adaptations
+            .iter()
+            .filter(|a| a["action"] == "insert")
+            .filter_map(|a| a["target"].as_str())
+            .collect();
+        let saved: Vec<String> = if inserted.is_empty() {
+            vec![]
+        } else {
+            ctx.query(
+                "SELECT name FROM epic_works WHERE name IN (SELECT value FROM json_each(?1))",
+                vec![json!(json!(inserted).to_string())],
+            )
+            .await?
+            .iter()
+            .filter_map(|r| r["name"].as_str().map(str::to_string))
+            .collect()
+        };
+        for _ in 0..START_TRIES {
+            let Some(path) = ctx
+                .query(
+                    "SELECT id, works, version FROM epic_paths WHERE name = ?1",
+                    vec![json!(path_name)],
+                )
+                .await?
+                .into_iter()
+                .next()
+            else {
+                return Err(path_not_found(ctx, path_name).await?);
+            };
+            let path_id = path["id"].as_str().unwrap_or_default().to_string();
+            let works = strings(&json_col(&path, "works"));
+            let (sequence, recorded) =
+                adapt::apply(&works, &adaptations, |w| saved.iter().any(|s| s == w)).map_err(
+                    |r| match r {
+                        Refusal::UnknownWorks(unknown) => refuse(
+                            Code::InvalidSequence,
+                            format!(
+                                "Work sequence contains unknown works: {}. Save each with epic-tide-save-work before inserting it.",
+                                unknown.join(", ")
+                            ),
+                            json!({ "unknown_works": unknown }),
+                        ),
+                        Refusal::Invalid { index, reason } => refuse(
+                            Code::InvalidAdaptation,
+                            format!("adaptations[{index}]: {reason}."),
+                            json!({ "index": index, "path_works": works }),
+                        ),
+                    },
+                )?;
+            let tide_id = new_id("tide")?;
+            // One statement: the path is unchanged since it was read, no tide of it is active,
+            // and the attempt is the next one. The unique index on active tides backs it up.
+            let started = ctx
+                .query(
+                    "INSERT INTO epic_tides (id, path_id, path_version, attempt, status, sequence, metrics, adaptations, started_ms)
+                     SELECT ?1, p.id, p.version,
+                            COALESCE((SELECT MAX(t.attempt) FROM epic_tides t WHERE t.path_id = p.id), 0) + 1,
+                            'active', ?4, p.metrics, ?5, ?6
+                     FROM epic_paths p
+                     WHERE p.id = ?2 AND p.version = ?3
+                       AND NOT EXISTS (SELECT 1 FROM epic_tides t WHERE t.path_id = p.id AND t.status = 'active')
+                     ON CONFLICT DO NOTHING
+                     RETURNING id, attempt, started_ms",
+                    vec![
+                        json!(tide_id),
+                        json!(path_id),
+                        path["version"].clone(),
+                        json!(json!(sequence).to_string()),
+                        json!(json!(recorded).to_string()),
+                        json!(now()),
+                    ],
+                )
+                .await?
+                .into_iter()
+                .next();
+            if let Some(row) = started {
+                let attempt = int(&row, "attempt");
+                let message = format!(
+                    "TIDE attempt {attempt} of '{path_name}' started: {}. Report each work with epic-tide-update-execution, then finish with epic-tide-complete-tide.",
+                    sequence.join(" → ")
+                );
+                return Ok(ToolOutput::Described {
+                    summary: message.clone(),
+                    value: json!({
+                        "tide_id": tide_id, "attempt": attempt, "path_name": path_name,
+                        "sequence": sequence, "started_at": time(&row, "started_ms"), "message": message,
+                    }),
+                });
+            }
+            let active = ctx
+                .query(
+                    "SELECT id, attempt, started_ms FROM epic_tides WHERE path_id = ?1 AND status = 'active'",
+                    vec![json!(path_id)],
+                )
+                .await?
+                .into_iter()
+                .next();
+            if let Some(a) = active {
+                let id = a["id"].as_str().unwrap_or_default();
+                return Err(refuse(
+                    Code::TideAlreadyActive,
+                    format!(
+                        "PATH '{path_name}' already has an active TIDE: {id} (attempt {}, started {}). Complete it with epic-tide-complete-tide before starting another.",
+                        int(&a, "attempt"),
+                        time(&a, "started_ms").as_str().unwrap_or_default()
+                    ),
+                    json!({ "active_tide_id": id, "attempt": int(&a, "attempt") }),
+                ));
+            }
+            // Neither started nor blocked: the path changed after it was read. Read it again.
+        }
+        Err(Error::ToolFailed(format!(
+            "PATH '{path_name}' kept changing while the tide was starting; call epic-tide-start-tide again."
+        )))
+    })
+}
+
+/// A tide with its path's name, or `TIDE_NOT_FOUND`.
+async fn tide(ctx: &dyn ToolContext, tide_id: &str) -> Result<Value> {
+    ctx.query(
+        "SELECT t.*, p.name AS path_name, p.domain, p.tags
+         FROM epic_tides t JOIN epic_paths p ON p.id = t.path_id WHERE t.id = ?1",
+        vec![json!(tide_id)],
+    )
+    .await?
+    .into_iter()
+    .next()
+    .ok_or_else(|| {
+        refuse(
+            Code::TideNotFound,
+            format!("No TIDE has the id '{tide_id}'. Use the tide_id epic-tide-start-tide returned; epic-tide-get-history lists a path's tides."),
+            json!({ "tide_id": tide_id }),
+        )
+    })
+}
+
+fn not_active(t: &Value) -> Error {
+    let id = t["id"].as_str().unwrap_or_default();
+    let path = t["path_name"].as_str().unwrap_or_default();
+    refuse(
+        Code::TideNotActive,
+        format!(
+            "No active TIDE for this PATH: {id} (attempt {} of '{path}') was completed at {}. Start a new tide with epic-tide-start-tide {{\"path_name\": \"{path}\"}}.",
+            int(t, "attempt"),
+            time(t, "completed_ms").as_str().unwrap_or_default()
+        ),
+        json!({ "tide_id": id, "path_name": path }),
+    )
+}
+
+fn update_execution(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+    Box::pin(async move {
+        let tide_id = args["tide_id"].as_str().unwrap_or_default();
+        let work = args["work_name"].as_str().unwrap_or_default();
+        let status = args["status"].as_str().unwrap_or_default();
+        let statuses = &vocabulary::get().statuses;
+        if find(statuses, status).is_none() {
+            return Err(refuse(
+                Code::InvalidStatus,
+                format!(
+                    "Status must be one of: {}; got {status:?}. The vocabulary is the resource {}.",
+                    listing(statuses),
+                    vocabulary::URI
+                ),
+                json!({ "status": status, "allowed": listing(statuses) }),
+            ));
+        }
+        let t = tide(ctx, tide_id).await?;
+        if t["status"] != "active" {
+            return Err(not_active(&t));
+        }
+        let sequence = strings(&json_col(&t, "sequence"));
+        if !sequence.iter().any(|w| w == work) {
+            return Err(refuse(
+                Code::WorkNotInTide,
+                format!(
+                    "'{work}' is not in this TIDE's sequence ({}). Report one of those works.",
+                    sequence.join(", ")
+                ),
+                json!({ "work_name": work, "sequence": sequence }),
+            ));
+        }
+        let opt = |k: &str| args.get(k).cloned().unwrap_or(Value::Null);
+        // One statement: its number follows the tide's last update, and its duration runs from
+        // that update (or the tide's start), so concurrent updates are all kept, in order.
+        let row = ctx
+            .query(
+                "INSERT INTO epic_executions (tide_id, seq, work_name, status, error, output, updated_ms, duration_ms)
+                 SELECT t.id,
+                        COALESCE((SELECT MAX(e.seq) FROM epic_executions e WHERE e.tide_id = t.id), 0) + 1,
+                        ?2, ?3, ?4, ?5, ?6,
+                        MAX(0, ?6 - COALESCE((SELECT MAX(e.updated_ms) FROM epic_executions e WHERE e.tide_id = t.id), t.started_ms))
+                 FROM epic_tides t WHERE t.id = ?1 AND t.status = 'active'
+                 RETURNING seq, updated_ms, duration_ms",
+                vec![json!(tide_id), json!(work), json!(status), opt("error"), opt("output"), json!(now())],
+            )
+            .await?
+            .into_iter()
+            .next();
+        let Some(row) = row else {
+            return Err(not_active(&tide(ctx, tide_id).await?));
+        };
+        let message = format!(
+            "Recorded {work}: {status} (update {} of this tide).",
+            int(&row, "seq")
+        );
+        Ok(ToolOutput::Described {
+            summary: message.clone(),
+            value: json!({
+                "success": true, "tide_id": tide_id, "work_name": work, "status": status,
+                "update": int(&row, "seq"), "updated_at": time(&row, "updated_ms"),
+                "duration_ms": int(&row, "duration_ms"), "message": message,
+            }),
+        })
+    })
+}
+
+/// The works whose latest update in tide `id` has a failure status (failed, blocked), in
+/// sequence order.
+async fn failing_works(
+    ctx: &dyn ToolContext,
+    id: &str,
+    sequence: &[String],
+) -> Result<Vec<String>> {
+    let rows = ctx
+        .query(
+            "SELECT e.work_name, e.status FROM epic_executions e
+             WHERE e.tide_id = ?1 AND e.seq = (SELECT MAX(x.seq) FROM epic_executions x
+                                               WHERE x.tide_id = e.tide_id AND x.work_name = e.work_name)",
+            vec![json!(id)],
+        )
+        .await?;
+    let statuses = &vocabulary::get().statuses;
+    let failing: Vec<&str> = rows
+        .iter()
+        .filter(|r| {
+            r["status"]
+                .as_str()
+                .and_then(|s| find(statuses, s))
+                .is_some_and(|t| t.failure)
+        })
+        .filter_map(|r| r["work_name"].as_str())
+        .collect();
+    Ok(sequence
+        .iter()
+        .filter(|w| failing.contains(&w.as_str()))
+        .cloned()
+        .collect())
+}
+
+fn completed_of(row: &Value) -> pattern::Completed {
+    pattern::Completed {
+        path: row["path_name"].as_str().unwrap_or_default().to_string(),
+        sequence: strings(&json_col(row, "sequence")),
+        adaptations: json_col(row, "adaptations")
+            .as_array()
+            .cloned()
+            .unwrap_or_default(),
+        outcome: row["outcome"].as_str().unwrap_or_default().to_string(),
+        completed_ms: int(row, "completed_ms"),
+    }
+}
+
+fn complete_tide(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+    Box::pin(async move {
+        let tide_id = args["tide_id"].as_str().unwrap_or_default();
+        let outcome = args["outcome"].as_str().unwrap_or_default();
+        let outcomes = &vocabulary::get().outcomes;
+        if find(outcomes, outcome).is_none() {
+            return Err(refuse(
+                Code::InvalidOutcome,
+                format!(
+                    "Outcome must be one of: {}; got {outcome:?}. The vocabulary is the resource {}.",
+                    listing(outcomes),
+                    vocabulary::URI
+                ),
+                json!({ "outcome": outcome, "allowed": listing(outcomes) }),
+            ));
+        }
+        let t = tide(ctx, tide_id).await?;
+        if t["status"] != "active" {
+            return Err(not_active(&t));
+        }
+        let metrics = strings(&json_col(&t, "metrics"));
+        let achieved = args
+            .get("metrics_achieved")
+            .cloned()
+            .unwrap_or_else(|| Value::Object(Map::new()));
+        let unknown: Vec<&String> = achieved
+            .as_object()
+            .map(|m| m.keys().filter(|k| !metrics.contains(k)).collect())
+            .unwrap_or_default();
+        if !unknown.is_empty() {
+            return Err(refuse(
+                Code::InvalidMetrics,
+                format!(
+                    "metrics_achieved names metrics the PATH does not have: {}. Use the path's metrics exactly: {}.",
+                    unknown.iter().map(|k| format!("{k:?}")).collect::<Vec<_>>().join(", "),
+                    metrics.iter().map(|k| format!("{k:?}")).collect::<Vec<_>>().join(", ")
+                ),
+                json!({ "unknown_metrics": unknown, "path_metrics": metrics }),
+            ));
+        }
+        let path_id = t["path_id"].as_str().unwrap_or_default();
+        let sequence = strings(&json_col(&t, "sequence"));
+        let failing_now = failing_works(ctx, tide_id, &sequence).await?;
+        let previous = ctx
+            .query(
+                "SELECT id, outcome, sequence FROM epic_tides
+                 WHERE path_id = ?1 AND status = 'completed' AND attempt < ?2
+                 ORDER BY attempt DESC LIMIT 1",
+                vec![json!(path_id), t["attempt"].clone()],
+            )
+            .await?
+            .into_iter()
+            .next();
+        let failing_before = match &previous {
+            Some(p) => {
+                let seq = strings(&json_col(p, "sequence"));
+                failing_works(ctx, p["id"].as_str().unwrap_or_default(), &seq).await?
+            }
+            None => vec![],
+        };
+        let next = pattern::next_action(
+            outcome,
+            &failing_now,
+            previous.as_ref().and_then(|p| p["outcome"].as_str()),
+            &failing_before,
+        );
+
+        let completed_ms = now();
+        let mut group: Vec<pattern::Completed> = ctx
+            .query(
+                "SELECT t.sequence, t.adaptations, t.outcome, t.completed_ms, p.name AS path_name
+                 FROM epic_tides t JOIN epic_paths p ON p.id = t.path_id
+                 WHERE t.status = 'completed' AND p.domain = ?1 AND p.tags = ?2 AND t.id <> ?3",
+                vec![t["domain"].clone(), t["tags"].clone(), json!(tide_id)],
+            )
+            .await?
+            .iter()
+            .map(completed_of)
+            .collect();
+        group.push(pattern::Completed {
+            path: t["path_name"].as_str().unwrap_or_default().to_string(),
+            sequence: sequence.clone(),
+            adaptations: json_col(&t, "adaptations")
+                .as_array()
+                .cloned()
+                .unwrap_or_default(),
+            outcome: outcome.to_string(),
+            completed_ms,
+        });
+        let derived = pattern::derive(&group);
+
+        let mut statements = Vec::new();
+        if let Some(p) = &derived {
+            // Written only if the tide is still active (the next statement completes it), and
+            // never over a pattern derived from more tides (a completion that raced this one).
+            statements.push(Statement::new(
+                "INSERT INTO epic_patterns (id, domain, tags, common_sequence, sequence_support, proven_adaptations,
+                                            success_rate, successful_tides, completed_tides, paths, updated_ms)
+                 SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11
+                 WHERE EXISTS (SELECT 1 FROM epic_tides WHERE id = ?12 AND status = 'active')
+                 ON CONFLICT (domain, tags) DO UPDATE SET
+                   common_sequence = excluded.common_sequence, sequence_support = excluded.sequence_support,
+                   proven_adaptations = excluded.proven_adaptations, success_rate = excluded.success_rate,
+                   successful_tides = excluded.successful_tides, completed_tides = excluded.completed_tides,
+                   paths = excluded.paths, updated_ms = excluded.updated_ms
+                 WHERE excluded.completed_tides >= epic_patterns.completed_tides
+                 RETURNING id",
+                vec![
+                    json!(new_id("pattern")?),
+                    t["domain"].clone(),
+                    t["tags"].clone(),
+                    json!(json!(p.common_sequence).to_string()),
+                    json!(p.sequence_support),
+                    json!(p.proven_adaptations.to_string()),
+                    json!(p.success_rate),
+                    json!(p.successful_tides),
+                    json!(p.completed_tides),
+                    json!(json!(p.paths).to_string()),
+                    json!(completed_ms),
+                    json!(tide_id),
+                ],
+            ));
+        }
+        statements.push(Statement::new(
+            "UPDATE epic_tides SET status = 'completed', completed_ms = ?2, duration_ms = MAX(0, ?2 - started_ms),
+               outcome = ?3, metrics_achieved = ?4, learnings = ?5, next_action = ?6
+             WHERE id = ?1 AND status = 'active'
+             RETURNING attempt, completed_ms, duration_ms",
+            vec![
+                json!(tide_id),
+                json!(completed_ms),
+                json!(outcome),
+                json!(achieved.to_string()),
+                args.get("learnings").cloned().unwrap_or(Value::Null),
+                json!(next.action),
+            ],
+        ));
+        let results = ctx.platform().batch(statements).await?;
+        let Some(done) = results.last().and_then(|rows| rows.first()) else {
+            return Err(not_active(&tide(ctx, tide_id).await?));
+        };
+        let pattern_id = match &derived {
+            None => Value::Null,
+            Some(_) => ctx
+                .query(
+                    "SELECT id FROM epic_patterns WHERE domain = ?1 AND tags = ?2",
+                    vec![t["domain"].clone(), t["tags"].clone()],
+                )
+                .await?
+                .first()
+                .map_or(Value::Null, |r| r["id"].clone()),
+        };
+        let message = format!(
+            "TIDE attempt {} of '{}' completed: {outcome}. Next: {}. {}",
+            int(done, "attempt"),
+            t["path_name"].as_str().unwrap_or_default(),
+            next.action,
+            next.reason
+        );
+        let mut value = json!({
+            "success": true, "tide_id": tide_id, "attempt": int(done, "attempt"), "outcome": outcome,
+            "next_action": next.action, "reason": next.reason,
+            "completed_at": time(done, "completed_ms"), "duration_ms": int(done, "duration_ms"),
+            "message": message,
+        });
+        if !next.repeated.is_empty() {
+            value["repeated_failures"] = json!(next.repeated);
+        }
+        if !pattern_id.is_null() {
+            value["pattern_id"] = pattern_id;
+        }
+        Ok(ToolOutput::Described {
+            summary: message,
+            value,
+        })
+    })
+}
+
+fn query_patterns(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+    Box::pin(async move {
+        let tags = json!(strings(&args["tags"])).to_string();
+        let rows = ctx
+            .query(
+                "SELECT * FROM epic_patterns p
+                 WHERE (?1 IS NULL OR p.domain = ?1) AND p.success_rate >= ?2
+                   AND NOT EXISTS (SELECT 1 FROM json_each(?3) want
+                                   WHERE want.value NOT IN (SELECT value FROM json_each(p.tags)))
+                 ORDER BY p.success_rate DESC, p.successful_tides DESC, p.updated_ms DESC
+                 LIMIT ?4",
+                vec![
+                    args.get("domain").cloned().unwrap_or(Value::Null),
+                    args.get("min_success_rate").cloned().unwrap_or(json!(0)),
+                    json!(tags),
+                    args.get("limit").cloned().unwrap_or(json!(20)),
+                ],
+            )
+            .await?;
+        let patterns: Vec<Value> = rows
+            .iter()
+            .map(|r| {
+                json!({
+                    "pattern_id": r["id"], "domain": r["domain"], "tags": json_col(r, "tags"),
+                    "common_sequence": json_col(r, "common_sequence"),
+                    "sequence_support": r["sequence_support"],
+                    "proven_adaptations": json_col(r, "proven_adaptations"),
+                    "success_rate": r["success_rate"],
+                    "successful_tides": r["successful_tides"], "completed_tides": r["completed_tides"],
+                    "paths": json_col(r, "paths"), "updated_at": time(r, "updated_ms"),
+                })
+            })
+            .collect();
+        let message = if patterns.is_empty() {
+            "No pattern matches. Patterns come from tides completed with outcome success; widen the filters or complete more tides.".to_string()
+        } else {
+            format!(
+                "{} pattern(s) match, highest success rate first.",
+                patterns.len()
+            )
+        };
+        Ok(ToolOutput::Described {
+            summary: message.clone(),
+            value: json!({ "patterns": patterns, "message": message }),
+        })
+    })
+}
+
+/// A tide's execution per work of its sequence: the latest status (`null` before any update)
+/// and the number of updates, with every update when `details` is set.
+fn execution(sequence: &[String], updates: &[&Value], details: bool) -> Value {
+    let mut works = Map::new();
+    for w in sequence {
+        let mine: Vec<&&Value> = updates.iter().filter(|u| u["work_name"] == *w).collect();
+        let mut entry = json!({
+            "status": mine.last().map_or(Value::Null, |u| u["status"].clone()),
+            "updates": mine.len(),
+        });
+        if details {
+            entry["history"] = json!(mine
+                .iter()
+                .map(|u| json!({
+                    "update": u["seq"], "status": u["status"], "error": u["error"], "output": u["output"],
+                    "updated_at": time(u, "updated_ms"), "duration_ms": u["duration_ms"],
+                }))
+                .collect::<Vec<_>>());
+        }
+        works.insert(w.clone(), entry);
+    }
+    Value::Object(works)
+}
+
+fn get_history(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+    Box::pin(async move {
+        let name = args["path_name"].as_str().unwrap_or_default();
+        let details = opt_bool(&args, "include_execution_details", false);
+        let Some(path) = ctx
+            .query(
+                "SELECT id, version, works, metrics FROM epic_paths WHERE name = ?1",
+                vec![json!(name)],
+            )
+            .await?
+            .into_iter()
+            .next()
+        else {
+            return Err(path_not_found(ctx, name).await?);
+        };
+        let path_id = path["id"].clone();
+        let tides = ctx
+            .query(
+                "SELECT * FROM epic_tides WHERE path_id = ?1 ORDER BY attempt",
+                vec![path_id.clone()],
+            )
+            .await?;
+        let updates = ctx
+            .query(
+                "SELECT e.* FROM epic_executions e JOIN epic_tides t ON t.id = e.tide_id
+                 WHERE t.path_id = ?1 ORDER BY e.tide_id, e.seq",
+                vec![path_id.clone()],
+            )
+            .await?;
+        let listed: Vec<Value> = tides
+            .iter()
+            .map(|t| {
+                let sequence = strings(&json_col(t, "sequence"));
+                let mine: Vec<&Value> = updates.iter().filter(|u| u["tide_id"] == t["id"]).collect();
+                json!({
+                    "tide_id": t["id"], "attempt": t["attempt"], "status": t["status"],
+                    "outcome": t["outcome"], "learnings": t["learnings"],
+                    "metrics_achieved": json_col(t, "metrics_achieved"), "next_action": t["next_action"],
+                    "sequence": sequence, "adaptations": json_col(t, "adaptations"),
+                    "started_at": time(t, "started_ms"), "completed_at": time(t, "completed_ms"),
+                    "duration_ms": t["duration_ms"],
+                    "execution": execution(&sequence, &mine, details),
+                })
+            })
+            .collect();
+        let message = format!("PATH '{name}': {} tide(s).", listed.len());
+        Ok(ToolOutput::Described {
+            summary: message.clone(),
+            value: json!({
+                "path_id": path_id, "path_name": name, "version": path["version"],
+                "works": json_col(&path, "works"), "metrics": json_col(&path, "metrics"),
+                "tides": listed, "message": message,
+            }),
+        })
+    })
+}
+
+/// The vocabulary as an MCP resource (`resources/list` entry).
+pub fn resource_listing() -> Value {
+    json!({
+        "uri": vocabulary::URI,
+        "name": "epic-tide-vocabulary",
+        "title": "EPIC-TIDE vocabulary",
+        "description": "The statuses, outcomes, adaptation actions and next actions the epic-tide tools accept and return, with their meanings.",
+        "mimeType": "application/json",
+    })
+}
+
+/// `resources/read` of the vocabulary.
+pub fn resource_contents() -> Value {
+    json!({ "contents": [{ "uri": vocabulary::URI, "mimeType": "application/json", "text": vocabulary::TEXT }] })
+}
+
+const WRITE: Annotations = Annotations {
+    read_only: false,
+    destructive: false,
+    idempotent: false,
+    open_world: false,
+};
+
+/// What a replacing save is: it may overwrite a saved definition (with `update: true`).
+const SAVE: Annotations = Annotations {
+    destructive: true,
+    ..WRITE
+};
+
+/// The EPIC-TIDE tools.
+pub static TOOLS: [ToolDef; 7] = [
+    ToolDef {
+        toolset: TOOLSET,
+        name: "epic-tide-save-work",
+        title: "EPIC-TIDE: save work",
+        description: "Save a WORK definition (a goal, its steps and success metrics) to the EPIC-TIDE knowledge system. Its name derives from what (\"Setup database\" is setup-database); paths refer to works by that name. An existing name is refused with DUPLICATE_WORK unless update is true, which replaces it and bumps its version when it changed.",
+        annotations: SAVE,
+        input_schema: include_str!("../../../schema/epic_tide/save_work.input.json"),
+        output_schema: Some(include_str!("../../../schema/epic_tide/save_work.output.json")),
+        timeout_ms: 10_000,
+        roles: &[],
+        handler: save_work,
+        cache: None,
+    },
+    ToolDef {
+        toolset: TOOLSET,
+        name: "epic-tide-create-path",
+        title: "EPIC-TIDE: create path",
+        description: "Create a PATH blueprint: a project goal, an ordered sequence of saved work names and success metrics, with an optional domain and tags for patterns. The name derives from what (\"Build API\" is build-api). Unknown works are refused with INVALID_SEQUENCE; an existing name with DUPLICATE_PATH unless update is true.",
+        annotations: SAVE,
+        input_schema: include_str!("../../../schema/epic_tide/create_path.input.json"),
+        output_schema: Some(include_str!("../../../schema/epic_tide/create_path.output.json")),
+        timeout_ms: 10_000,
+        roles: &[],
+        handler: create_path,
+        cache: None,
+    },
+    ToolDef {
+        toolset: TOOLSET,
+        name: "epic-tide-start-tide",
+        title: "EPIC-TIDE: start tide",
+        description: "Start a new TIDE (an attempt) of a PATH, optionally adapting its work sequence for this attempt (insert, modify, remove, reorder). Returns the tide_id, the attempt number and the effective sequence. A path has at most one active tide: a second start is refused with TIDE_ALREADY_ACTIVE and the active tide's id.",
+        annotations: WRITE,
+        input_schema: include_str!("../../../schema/epic_tide/start_tide.input.json"),
+        output_schema: Some(include_str!("../../../schema/epic_tide/start_tide.output.json")),
+        timeout_ms: 10_000,
+        roles: &[],
+        handler: start_tide,
+        cache: None,
+    },
+    ToolDef {
+        toolset: TOOLSET,
+        name: "epic-tide-update-execution",
+        title: "EPIC-TIDE: update execution",
+        description: "Record the execution status of a work of the active TIDE: complete, failed, blocked or reused (resource epic-tide://vocabulary), with an optional error and output evidence. Every update is kept in order; the server times it.",
+        annotations: WRITE,
+        input_schema: include_str!("../../../schema/epic_tide/update_execution.input.json"),
+        output_schema: Some(include_str!("../../../schema/epic_tide/update_execution.output.json")),
+        timeout_ms: 10_000,
+        roles: &[],
+        handler: update_execution,
+        cache: None,
+    },
+    ToolDef {
+        toolset: TOOLSET,
+        name: "epic-tide-complete-tide",
+        title: "EPIC-TIDE: complete tide",
+        description: "Complete the active TIDE with an outcome (success, partial, failed), the path metrics achieved and learnings. Returns next_action: create_pattern after a success, revise_path when the same works failed in this tide and the previous one, else retry_tide. Successful tides update the pattern of the path's domain and tags.",
+        annotations: WRITE,
+        input_schema: include_str!("../../../schema/epic_tide/complete_tide.input.json"),
+        output_schema: Some(include_str!("../../../schema/epic_tide/complete_tide.output.json")),
+        timeout_ms: 10_000,
+        roles: &[],
+        handler: complete_tide,
+        cache: None,
+    },
+    ToolDef {
+        toolset: TOOLSET,
+        name: "epic-tide-query-patterns",
+        title: "EPIC-TIDE: query patterns",
+        description: "Find patterns learned from completed tides: per domain and tag set, the work sequence successful tides ran most (common_sequence), the adaptations that succeeded (proven_adaptations) and the success rate. Filter by domain, tags (all must match) and min_success_rate.",
+        annotations: Annotations::READ_ONLY,
+        input_schema: include_str!("../../../schema/epic_tide/query_patterns.input.json"),
+        output_schema: Some(include_str!("../../../schema/epic_tide/query_patterns.output.json")),
+        timeout_ms: 10_000,
+        roles: &[],
+        handler: query_patterns,
+        cache: None,
+    },
+    ToolDef {
+        toolset: TOOLSET,
+        name: "epic-tide-get-history",
+        title: "EPIC-TIDE: get history",
+        description: "Get every TIDE of a PATH, first attempt first: outcome, learnings, metrics achieved, adaptations, timing and each work's latest status; with include_execution_details, every update of every work (error, output, time, duration).",
+        annotations: Annotations::READ_ONLY,
+        input_schema: include_str!("../../../schema/epic_tide/get_history.input.json"),
+        output_schema: Some(include_str!("../../../schema/epic_tide/get_history.output.json")),
+        timeout_ms: 10_000,
+        roles: &[],
+        handler: get_history,
+        cache: None,
+    },
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::registry::Registry;
+
+    fn schema(def: &ToolDef, output: bool) -> Value {
+        let text = if output {
+            def.output_schema.unwrap()
+        } else {
+            def.input_schema
+        };
+        serde_json::from_str(text).unwrap()
+    }
+
+    #[test]
+    fn the_tools_compile_and_keep_the_seeds_names() {
+        let r = Registry::new(TOOLS.iter()).unwrap();
+        for name in [
+            "epic-tide-save-work",
+            "epic-tide-create-path",
+            "epic-tide-start-tide",
+            "epic-tide-update-execution",
+            "epic-tide-complete-tide",
+            "epic-tide-query-patterns",
+            "epic-tide-get-history",
+        ] {
+            assert!(r.get(name).is_some(), "{name}");
+        }
+    }
+
+    #[test]
+    fn every_input_schema_refuses_fields_the_server_sets() {
+        for def in &TOOLS {
+            let s = schema(def, false);
+            assert_eq!(s["additionalProperties"], false, "{}", def.name);
+            let tool = Registry::new([def]).unwrap();
+            let tool = tool.get(def.name).unwrap();
+            for field in ["work_id", "path_id", "created_at", "attempt", "duration"] {
+                let e = tool
+                    .check_input(&json!({ field: "x" }))
+                    .unwrap_err()
+                    .to_string();
+                assert!(e.contains(field), "{}: {e}", def.name);
+            }
+        }
+    }
+
+    #[test]
+    fn output_schemas_list_every_code_and_the_vocabularys_next_actions() {
+        let codes: Vec<&str> = Code::ALL.iter().map(|c| c.as_str()).collect();
+        for def in &TOOLS {
+            let s = schema(def, true);
+            let listed: Vec<String> = strings(&s["$defs"]["error"]["properties"]["code"]["enum"]);
+            assert_eq!(listed, codes, "{}", def.name);
+        }
+        let complete = schema(&TOOLS[4], true);
+        let actions = strings(&complete["oneOf"][0]["properties"]["next_action"]["enum"]);
+        let vocab: Vec<String> = vocabulary::get()
+            .next_actions
+            .iter()
+            .map(|t| t.name.clone())
+            .collect();
+        assert_eq!(actions, vocab);
+    }
+
+    #[test]
+    fn coded_refusals_fit_the_output_schemas() {
+        let r = Registry::new(TOOLS.iter()).unwrap();
+        let e = refuse(
+            Code::PathNotFound,
+            "PATH does not exist: 'x'.",
+            json!({ "path_name": "x" }),
+        );
+        for def in &TOOLS {
+            let tool = r.get(def.name).unwrap();
+            assert!(
+                tool.check_output(&e.structured().unwrap()).is_ok(),
+                "{}",
+                def.name
+            );
+        }
+    }
+
+    #[test]
+    fn status_and_outcome_descriptions_list_the_vocabulary() {
+        let v = vocabulary::get();
+        let status = &schema(&TOOLS[3], false)["properties"]["status"]["description"];
+        assert!(status.as_str().unwrap().contains(&listing(&v.statuses)));
+        let outcome = &schema(&TOOLS[4], false)["properties"]["outcome"]["description"];
+        assert!(outcome.as_str().unwrap().contains(&listing(&v.outcomes)));
+    }
+
+    #[test]
+    fn executions_show_each_works_latest_status() {
+        let seq = vec!["a".to_string(), "b".to_string()];
+        let u1 = json!({"work_name": "a", "status": "failed", "seq": 1, "error": "boom", "output": null, "updated_ms": 0, "duration_ms": 5});
+        let u2 = json!({"work_name": "a", "status": "complete", "seq": 2, "error": null, "output": "ok", "updated_ms": 10, "duration_ms": 10});
+        let brief = execution(&seq, &[&u1, &u2], false);
+        assert_eq!(
+            brief,
+            json!({"a": {"status": "complete", "updates": 2}, "b": {"status": null, "updates": 0}})
+        );
+        let full = execution(&seq, &[&u1, &u2], true);
+        assert_eq!(full["a"]["history"][0]["error"], "boom");
+        assert_eq!(
+            full["a"]["history"][1]["updated_at"],
+            "1970-01-01T00:00:00.010Z"
+        );
+    }
+}
