@@ -18,7 +18,7 @@ const DOMAIN_ROW = /^\| `([a-z0-9_]+)` \| [^|]+ \| ([A-Z][a-z]+ [A-Z][a-z]+) \((
 const rows = readFileSync(join(root, "README.md"), "utf8")
   .split("\n")
   .filter((line) => !DOMAIN_ROW.test(line))
-  .map((line) => line.match(/^\| `([a-z0-9_]+)` \| .+ \| `(\{.*\})` \|$/))
+  .map((line) => line.match(/^\| `([a-z0-9_-]+)` \| .+ \| `(\{.*\})` \|$/))
   .filter(Boolean)
   .map(([, name, args]) => ({ name, args: JSON.parse(args.replaceAll("\\|", "|")) }));
 
@@ -107,11 +107,13 @@ test("every listed tool is documented in the README", async () => {
 test("every README example call succeeds", async () => {
   const { session } = await initialize(w.mcpUrl);
   let executionId = "$EXECUTION_ID";
+  let tideId = "$TIDE_ID";
   for (const { name, args } of rows) {
-    // Examples may name the execution an earlier example started.
-    const filled = JSON.parse(JSON.stringify(args).replaceAll("$EXECUTION_ID", executionId));
+    // Examples may name the execution (or EPIC-TIDE tide) an earlier example started.
+    const filled = JSON.parse(JSON.stringify(args).replaceAll("$EXECUTION_ID", executionId).replaceAll("$TIDE_ID", tideId));
     const r = (await rpc(w.mcpUrl, session, "tools/call", { name, arguments: filled })).reply;
     executionId = r.result?.content?.[0]?.text?.match(/exec-[0-9a-f]{32}/)?.[0] ?? executionId;
+    tideId = r.result?.structuredContent?.tide_id ?? tideId;
     assert.ok(r.result, `${name}: ${JSON.stringify(r)}`);
     assert.notEqual(r.result.isError, true, `${name}: ${JSON.stringify(r.result)}`);
   }

@@ -18,6 +18,7 @@ after(() => w?.stop());
 const call = (name, args) => rpc(w.mcpUrl, session, "tools/call", { name, arguments: args }).then((r) => r.reply);
 const instructionTools = ["get_instruction_set", "get_mode_indicator", "initialize_travel_assistant", "list_instruction_sets", "switch_mode"];
 const toolsets = { create_template: "templates", process_template: "templates", create_chain: "chains", execute_chain: "chains", get_chain_status: "chains", resume_chain: "chains", cancel_chain: "chains", search_flights: "flights", list_events: "calendar" };
+for (const t of ["save-work", "create-path", "start-tide", "update-execution", "complete-tide", "query-patterns", "get-history"]) toolsets[`epic-tide-${t}`] = "epic_tide";
 const productionTools = [...instructionTools, ...Object.keys(toolsets)].sort();
 
 async function allTools() {
@@ -34,7 +35,8 @@ async function allTools() {
 describe("tools/list", () => {
   test("capabilities claim only what is implemented", async () => {
     const { result } = await initialize(w.mcpUrl);
-    assert.deepEqual(Object.keys(result.capabilities).sort(), ["logging", "tools"]);
+    assert.deepEqual(Object.keys(result.capabilities).sort(), ["logging", "resources", "tools"]);
+    assert.deepEqual(result.capabilities.resources, { listChanged: false });
   });
 
   test("pages follow cursors in a stable order and list every tool exactly once", async () => {
