@@ -6,6 +6,7 @@ pub mod conformance;
 pub mod domain;
 pub mod finance;
 pub mod flights;
+pub mod flowmind;
 pub mod hr;
 pub mod instructions;
 pub mod sales;
@@ -177,6 +178,7 @@ pub fn catalog(c: Catalog) -> Vec<&'static ToolDef> {
         .chain(support::writes::TOOLS.iter())
         .chain(flights::TOOLS.iter())
         .chain(calendar::TOOLS.iter())
+        .chain(flowmind::TOOLS.iter())
         .collect();
     if c == Catalog::Conformance {
         defs.extend(conformance::TOOLS.iter());
