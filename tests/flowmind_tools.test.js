@@ -313,3 +313,50 @@ describe("get_help", () => {
     assert.equal(u.result.context.uri, "workflow://gdpr-review");
   });
 });
+
+describe("evaluate_semantic_condition", () => {
+  const frustrated = { condition: "user seems frustrated", context: { user_message: "This is RIDICULOUS, the export is broken again!!" } };
+
+  test("boolean, confidence (the default) and detailed answers", async () => {
+    const b = await call("evaluate_semantic_condition", { ...frustrated, evaluation_type: "boolean" });
+    assert.deepEqual(b.result, { result: true });
+    const c = await call("evaluate_semantic_condition", frustrated);
+    assert.equal(c.result.result, true);
+    assert.ok(c.result.confidence > 0.5 && c.result.confidence <= 1);
+    assert.equal(c.result.reasoning, undefined);
+    const d = await call("evaluate_semantic_condition", { ...frustrated, evaluation_type: "detailed" });
+    assert.equal(d.result.condition_kind, "sentiment");
+    assert.ok(d.result.reasoning.length >= 2);
+    assert.ok(d.result.evidence.cues.includes("ridiculous"));
+  });
+
+  test("urgency, variables, mentions and negation", async () => {
+    const ask = async (condition, context) => (await call("evaluate_semantic_condition", { condition, context, evaluation_type: "detailed" })).result;
+    assert.equal((await ask("request is urgent", { user_message: "we need this fixed ASAP, production is down" })).result, true);
+    assert.equal((await ask("request is urgent", { user_message: "whenever you get a chance, could you look at the colours" })).result, false);
+    const vars = { user_message: "ok", session_variables: { budget: 7500, user_tier: "premium" } };
+    const over = await ask("budget is over 5000", vars);
+    assert.equal(over.result, true);
+    assert.equal(over.condition_kind, "variable");
+    assert.equal((await ask("budget is under 5000", vars)).result, false);
+    assert.equal((await ask("user tier is premium", vars)).result, true);
+    assert.equal((await ask("mentions a refund", { user_message: "please process a refund for order 42" })).result, true);
+    assert.equal((await ask("does not mention a refund", { user_message: "where is my parcel?" })).result, true);
+    assert.equal((await ask("user is not frustrated", { user_message: "thanks, that worked perfectly" })).result, true);
+  });
+
+  test("the same evaluation within 5 s comes from the cache", async () => {
+    const args = { condition: "mentions pricing", context: { user_message: `what is the pricing for ${Date.now()} seats?` } };
+    const first = await call("evaluate_semantic_condition", args);
+    assert.equal(first._metadata.cache_hit, false);
+    const second = await call("evaluate_semantic_condition", args);
+    assert.equal(second._metadata.cache_hit, true);
+    assert.deepEqual(second.result, first.result);
+  });
+
+  test("a missing user_message is refused with the field named", async () => {
+    const r = await client.callTool({ name: "evaluate_semantic_condition", arguments: { condition: "user seems frustrated", context: {} } });
+    assert.equal(r.isError, true);
+    assert.match(r.content[0].text, /user_message/);
+  });
+});

@@ -452,8 +452,13 @@ mod tests {
         assert!(fr.validates_itself());
         assert!(!r.get("switch_mode").unwrap().validates_itself());
         let problems = fr.input_problems(&json!({"query": "short"}));
-        assert!(problems.iter().any(|p| p.starts_with("at /query")), "{problems:?}");
-        assert!(fr.input_problems(&json!({"query": "a long enough query", "confidence_level": 0.5})).is_empty());
+        assert!(
+            problems.iter().any(|p| p.starts_with("at /query")),
+            "{problems:?}"
+        );
+        assert!(fr
+            .input_problems(&json!({"query": "a long enough query", "confidence_level": 0.5}))
+            .is_empty());
     }
 
     #[test]

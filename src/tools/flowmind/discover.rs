@@ -555,34 +555,80 @@ mod tests {
     fn filters_sort_and_pages_with_totals() {
         let c = catalog();
         let all = |_: &Context| true;
-        let r = list(&c, &json!({ "filter": { "domain": ["regulatory"], "type": ["workflow"] }, "pagination": { "limit": 5 } }), &all, NOW);
+        let r = list(
+            &c,
+            &json!({ "filter": { "domain": ["regulatory"], "type": ["workflow"] }, "pagination": { "limit": 5 } }),
+            &all,
+            NOW,
+        );
         let total = r["total"].as_u64().unwrap() as usize;
-        assert_eq!(total, c.contexts.iter().filter(|x| x.domain == "regulatory" && x.kind == "workflow").count());
+        assert_eq!(
+            total,
+            c.contexts
+                .iter()
+                .filter(|x| x.domain == "regulatory" && x.kind == "workflow")
+                .count()
+        );
         assert_eq!(r["returned"], 5);
         assert_eq!(r["has_more"], true);
         assert_eq!(r["next_offset"], 5);
-        let rest = list(&c, &json!({ "filter": { "domain": ["regulatory"], "type": ["workflow"] }, "pagination": { "offset": 5, "limit": 50 } }), &all, NOW);
+        let rest = list(
+            &c,
+            &json!({ "filter": { "domain": ["regulatory"], "type": ["workflow"] }, "pagination": { "offset": 5, "limit": 50 } }),
+            &all,
+            NOW,
+        );
         assert_eq!(rest["returned"].as_u64().unwrap() as usize, total - 5);
         assert_eq!(rest["has_more"], false);
         assert!(rest["next_offset"].is_null());
 
-        let by_name = list(&c, &json!({ "sort": { "by": "name" }, "pagination": { "limit": 50 } }), &all, NOW);
-        let names: Vec<&str> = by_name["contexts"].as_array().unwrap().iter().map(|x| x["name"].as_str().unwrap()).collect();
+        let by_name = list(
+            &c,
+            &json!({ "sort": { "by": "name" }, "pagination": { "limit": 50 } }),
+            &all,
+            NOW,
+        );
+        let names: Vec<&str> = by_name["contexts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x["name"].as_str().unwrap())
+            .collect();
         let mut sorted = names.clone();
         sorted.sort();
         assert_eq!(names, sorted, "name sorts A to Z by default");
 
-        let pop = list(&c, &json!({ "sort": { "by": "popularity", "order": "asc" }, "filter": { "type": ["workflow"] } }), &all, NOW);
-        let p: Vec<i64> = pop["contexts"].as_array().unwrap().iter().map(|x| x["popularity"].as_i64().unwrap()).collect();
+        let pop = list(
+            &c,
+            &json!({ "sort": { "by": "popularity", "order": "asc" }, "filter": { "type": ["workflow"] } }),
+            &all,
+            NOW,
+        );
+        let p: Vec<i64> = pop["contexts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x["popularity"].as_i64().unwrap())
+            .collect();
         assert!(p.windows(2).all(|w| w[0] <= w[1]), "{p:?}");
 
-        let tagged = list(&c, &json!({ "filter": { "tags": ["GDPR"], "complexity": "complex" } }), &all, NOW);
+        let tagged = list(
+            &c,
+            &json!({ "filter": { "tags": ["GDPR"], "complexity": "complex" } }),
+            &all,
+            NOW,
+        );
         for x in tagged["contexts"].as_array().unwrap() {
             assert!(x["tags"].as_array().unwrap().iter().any(|t| t == "gdpr"));
             assert_eq!(x["complexity"], "complex");
         }
         let rel = list(&c, &json!({}), &all, NOW);
-        let scores: Vec<f64> = rel["contexts"].as_array().unwrap().iter().map(|x| x["relevance"].as_f64().unwrap()).collect();
+        let scores: Vec<f64> = rel["contexts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x["relevance"].as_f64().unwrap())
+            .collect();
         assert!(scores.windows(2).all(|w| w[0] >= w[1]), "{scores:?}");
         assert_eq!(rel["sort"], json!({ "by": "relevance", "order": "desc" }));
     }
@@ -605,12 +651,27 @@ mod tests {
         let c = catalog();
         let r = registry();
         let all = |_: &Context| true;
-        let h = help(&c, &r, &json!({ "help_type": "error", "context": { "error_message": "INVALID_VARIABLES" } }), &all);
+        let h = help(
+            &c,
+            &r,
+            &json!({ "help_type": "error", "context": { "error_message": "INVALID_VARIABLES" } }),
+            &all,
+        );
         assert_eq!(h["code"], "INVALID_VARIABLES");
         assert!(h["fix"]["example"]["extracted_variables"]["technology"].is_string());
-        let h = help(&c, &r, &json!({ "help_type": "error", "context": { "error_message": "Rate limit reached for tool field_request: 60 calls per 60 s per caller. Try again in 3 s." } }), &all);
+        let h = help(
+            &c,
+            &r,
+            &json!({ "help_type": "error", "context": { "error_message": "Rate limit reached for tool field_request: 60 calls per 60 s per caller. Try again in 3 s." } }),
+            &all,
+        );
         assert_eq!(h["code"], "RATE_LIMITED");
-        let h = help(&c, &r, &json!({ "help_type": "error", "context": { "error_message": "the flux capacitor melted" } }), &all);
+        let h = help(
+            &c,
+            &r,
+            &json!({ "help_type": "error", "context": { "error_message": "the flux capacitor melted" } }),
+            &all,
+        );
         assert!(h["code"].is_null());
         assert!(h["known_codes"].as_array().unwrap().len() >= 5);
     }
@@ -620,17 +681,35 @@ mod tests {
         let c = catalog();
         let r = registry();
         let all = |_: &Context| true;
-        let h = help(&c, &r, &json!({ "help_type": "usage", "specific_question": "how do I call list_available_contexts?" }), &all);
+        let h = help(
+            &c,
+            &r,
+            &json!({ "help_type": "usage", "specific_question": "how do I call list_available_contexts?" }),
+            &all,
+        );
         let tools = h["tools"].as_array().unwrap();
         assert_eq!(tools.len(), 1);
         assert_eq!(tools[0]["tool"], "list_available_contexts");
         assert!(tools[0]["input_schema"]["properties"]["filter"].is_object());
         assert!(tools[0]["example"].is_object());
         let h = help(&c, &r, &json!({ "help_type": "usage" }), &all);
-        assert_eq!(h["tools"].as_array().unwrap().len(), super::super::TOOLS.len());
-        let h = help(&c, &r, &json!({ "help_type": "concept", "specific_question": "what does disambiguation mean?" }), &all);
+        assert_eq!(
+            h["tools"].as_array().unwrap().len(),
+            super::super::TOOLS.len()
+        );
+        let h = help(
+            &c,
+            &r,
+            &json!({ "help_type": "concept", "specific_question": "what does disambiguation mean?" }),
+            &all,
+        );
         assert_eq!(h["concepts"][0]["concept"], "disambiguation");
-        let h = help(&c, &r, &json!({ "help_type": "concept", "specific_question": "what is workflow://incident-response?" }), &all);
+        let h = help(
+            &c,
+            &r,
+            &json!({ "help_type": "concept", "specific_question": "what is workflow://incident-response?" }),
+            &all,
+        );
         assert_eq!(h["context"]["uri"], "workflow://incident-response");
         assert_eq!(h["how_to_run"]["tool"], "execute_workflow");
         let h = help(&c, &r, &json!({ "help_type": "best_practices" }), &all);

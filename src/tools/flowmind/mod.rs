@@ -7,6 +7,7 @@
 //! educational error format rather than refused by the schema ([`validate`]).
 
 pub mod catalog;
+pub mod condition;
 pub mod discover;
 pub mod field_request;
 pub mod teach;
@@ -144,7 +145,7 @@ fn field_request(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Resul
 }
 
 /// The toolset's tools.
-pub static TOOLS: [ToolDef; 3] = [
+pub static TOOLS: [ToolDef; 4] = [
     ToolDef {
         toolset: TOOLSET,
         name: "field_request",
@@ -182,6 +183,19 @@ pub static TOOLS: [ToolDef; 3] = [
         timeout_ms: 15_000,
         roles: &[],
         handler: discover::get_help,
+        cache: None,
+    },
+    ToolDef {
+        toolset: TOOLSET,
+        name: "evaluate_semantic_condition",
+        title: "Evaluate a condition (FlowMind)",
+        description: "Evaluate a natural language condition against current context. Use for workflow branching decisions or understanding activation conditions. Reads sentiment (frustrated, confused, happy), urgency, variable tests (\"budget is over 5000\", \"user_tier is premium\", \"email is provided\"), mentions (\"mentions a refund\") and questions, with negation; deterministic rules. evaluation_type boolean (result), confidence (result and confidence, the default) or detailed (with the reasoning and evidence). The same call within 5 s is answered from a cache.",
+        annotations: Annotations::READ_ONLY,
+        input_schema: include_str!("../../../schema/flowmind/evaluate_semantic_condition.input.json"),
+        output_schema: Some(include_str!("../../../schema/flowmind/response.output.json")),
+        timeout_ms: 5_000,
+        roles: &[],
+        handler: condition::evaluate_semantic_condition,
         cache: None,
     },
 ];
