@@ -13,9 +13,9 @@ import { hs256 } from "../scripts/token.js";
 const SECRET = "flowmind-secret";
 let w, client;
 
-async function connect(headers = {}) {
+async function connect(headers = {}, worker = w) {
   const c = new Client({ name: "flowmind-test", version: "1.0.0" });
-  await c.connect(new StreamableHTTPClientTransport(new URL(w.mcpUrl), { requestInit: { headers } }));
+  await c.connect(new StreamableHTTPClientTransport(new URL(worker.mcpUrl), { requestInit: { headers } }));
   return c;
 }
 
@@ -99,12 +99,15 @@ describe("field_request statuses", () => {
     assert.equal(s.next_actions[0].tool, "field_request");
   });
 
+  // Refinement lies in a narrow band (0.40 to 0.42 with the fitted thresholds): this request's best
+  // match is about 0.41 over the shipped catalog and today's tools. Adding many tools shifts idf
+  // and may move it out of the band; pick another labelled request near 0.41 then.
   test("a weak match: refinement_suggested, with a browse of its domain", async () => {
-    const s = await fr({ query: "what should we stock up on before tornado season", confidence_level: 0.5 });
+    const s = await fr({ query: "rightsizing EC2 instances and buying savings plans to trim what we pay", confidence_level: 0.5 });
     assert.equal(s.status, "refinement_suggested");
-    assert.equal(s.matches[0].uri, "workflow://natural-disaster-preparedness");
+    assert.equal(s.matches[0].uri, "workflow://cloud-cost-optimization");
     assert.deepEqual(s.next_actions.map((a) => a.tool), ["field_request", "list_available_contexts"]);
-    assert.deepEqual(s.next_actions[1].parameters, { filter: { domain: ["emergency"] } });
+    assert.deepEqual(s.next_actions[1].parameters, { filter: { domain: ["technical"] } });
   });
 
   test("out-of-domain and empty-of-meaning requests: no_matches, no matches listed", async () => {
@@ -168,7 +171,7 @@ describe("field_request validation: the seed's educational errors", () => {
   });
 
   test("a query under 3 words: QUERY_TOO_BRIEF; over 500 characters: QUERY_TOO_LONG", async () => {
-    const s = await refused({ query: "fix the bug", confidence_level: 0.5 }, "QUERY_TOO_BRIEF");
+    const s = await refused({ query: "the bug", confidence_level: 0.5 }, "QUERY_TOO_BRIEF");
     assert.equal(s.error.problems[0].issue, "Too brief");
     await refused({ query: "fix it", confidence_level: 0.5 }, "QUERY_TOO_BRIEF");
     const long = await refused({ query: "please help ".repeat(50), confidence_level: 0.5 }, "QUERY_TOO_LONG");
@@ -358,5 +361,29 @@ describe("evaluate_semantic_condition", () => {
     const r = await client.callTool({ name: "evaluate_semantic_condition", arguments: { condition: "user seems frustrated", context: {} } });
     assert.equal(r.isError, true);
     assert.match(r.content[0].text, /user_message/);
+  });
+});
+
+describe("rate limits", () => {
+  test("field_request has the seed's limit built in: a burst of 10, then a refusal with retry guidance", async () => {
+    const w2 = await startWorker({}, { quiet: true });
+    const c = await connect({}, w2);
+    try {
+      for (let i = 0; i < 10; i++) {
+        const r = await c.callTool({ name: "field_request", arguments: incident });
+        assert.notEqual(r.isError, true, `call ${i + 1}: ${JSON.stringify(r)}`);
+      }
+      const refused = await c.callTool({ name: "field_request", arguments: incident });
+      assert.equal(refused.isError, true);
+      assert.match(refused.content[0].text, /^Rate limit reached for tool field_request: 10 calls per 10 s per caller\. Try again in 1 s\.$/);
+      const other = await c.callTool({ name: "get_help", arguments: { help_type: "best_practices" } });
+      assert.notEqual(other.isError, true, "other tools keep their own buckets");
+      await new Promise((r) => setTimeout(r, 1100));
+      const again = await c.callTool({ name: "field_request", arguments: incident });
+      assert.notEqual(again.isError, true, "a token is back after a second");
+    } finally {
+      await c.close();
+      await w2.stop();
+    }
   });
 });

@@ -21,6 +21,27 @@ pub const DEFAULT_LIMIT: Limit = Limit {
     period_ms: 60_000,
 };
 
+/// Limits the product gives tools whose specification sets one (seed 001's table), unless
+/// `RATE_LIMITS` names the tool or has a `*` entry: `field_request` 60 a minute with bursts of 10
+/// (a bucket of 10 refilled in 10 s is the same token bucket), `evaluate_semantic_condition` 100 a
+/// minute.
+pub const BUILT_IN: [(&str, Limit); 2] = [
+    (
+        "field_request",
+        Limit {
+            capacity: 10,
+            period_ms: 10_000,
+        },
+    ),
+    (
+        "evaluate_semantic_condition",
+        Limit {
+            capacity: 100,
+            period_ms: 60_000,
+        },
+    ),
+];
+
 /// Most calls one entry may allow per period (a larger burst is no limit at all).
 const MAX_CAPACITY: u32 = 1_000_000;
 
@@ -118,7 +139,11 @@ pub type RateLimits = PerTool<Option<Limit>>;
 
 impl Default for RateLimits {
     fn default() -> Self {
-        PerTool::all(Some(DEFAULT_LIMIT))
+        let mut limits = PerTool::all(Some(DEFAULT_LIMIT));
+        for (tool, limit) in BUILT_IN {
+            limits.unless_set(tool, Some(limit));
+        }
+        limits
     }
 }
 
@@ -126,13 +151,17 @@ impl RateLimits {
     /// Parses `RATE_LIMITS` (see the module documentation). The error names the bad entry and
     /// says what was expected.
     pub fn parse_setting(text: &str) -> Result<RateLimits, String> {
-        PerTool::parse(
+        let mut limits = PerTool::parse(
             "RATE_LIMITS",
             text,
             Some(DEFAULT_LIMIT),
             "<tool>=<count>/<period> (for example search_flights=10/60s), <tool>=off, or *=<count>/<period> for every other tool",
             parse_limit,
-        )
+        )?;
+        for (tool, limit) in BUILT_IN {
+            limits.unless_set(tool, Some(limit));
+        }
+        Ok(limits)
     }
 
     /// The limit of the tool with this MCP name; `None` when it is unlimited.
@@ -188,6 +217,50 @@ mod tests {
         capacity: 3,
         period_ms: 60_000,
     };
+
+    #[test]
+    fn built_in_limits_yield_to_the_setting() {
+        let field = |text: &str| {
+            RateLimits::parse_setting(text)
+                .unwrap()
+                .for_tool("field_request")
+        };
+        let seed = Some(Limit {
+            capacity: 10,
+            period_ms: 10_000,
+        });
+        assert_eq!(field(""), seed, "60 a minute, bursts of 10");
+        assert_eq!(RateLimits::default().for_tool("field_request"), seed);
+        assert_eq!(field("search_flights=1/m"), seed);
+        assert_eq!(
+            field("field_request=5/1m"),
+            Some(Limit {
+                capacity: 5,
+                period_ms: 60_000
+            })
+        );
+        assert_eq!(field("field_request=off"), None);
+        assert_eq!(
+            field("*=off"),
+            None,
+            "* covers every tool the setting does not name"
+        );
+        assert_eq!(
+            RateLimits::parse_setting("")
+                .unwrap()
+                .for_tool("evaluate_semantic_condition"),
+            Some(Limit {
+                capacity: 100,
+                period_ms: 60_000
+            })
+        );
+        assert_eq!(
+            RateLimits::parse_setting("")
+                .unwrap()
+                .for_tool("switch_mode"),
+            Some(DEFAULT_LIMIT)
+        );
+    }
 
     #[test]
     fn a_full_bucket_allows_a_burst_of_capacity_then_refuses() {
