@@ -68,9 +68,12 @@ function syntheticRows(n) {
 async function latency(w, url, session) {
   const db = await w.mf.getD1Database("DB");
   const rows = syntheticRows(CONTEXTS);
-  for (let i = 0; i < rows.length; i += 500) {
-    await db.exec(`INSERT INTO contexts (uri, type, name, description, domain, tags, complexity, example_requests, activation_condition, confidence_required, required_variables, optional_variables, execution_preview, popularity) VALUES ${rows.slice(i, i + 500).join(", ")}`);
+  // D1 caps a statement at 100 KB: 50 rows each, 20 statements a batch.
+  const statements = [];
+  for (let i = 0; i < rows.length; i += 50) {
+    statements.push(db.prepare(`INSERT INTO contexts (uri, type, name, description, domain, tags, complexity, example_requests, activation_condition, confidence_required, required_variables, optional_variables, execution_preview, popularity) VALUES ${rows.slice(i, i + 50).join(", ")}`));
   }
+  for (let i = 0; i < statements.length; i += 20) await db.batch(statements.slice(i, i + 20));
   await db.prepare("UPDATE flowmind_generation SET generation = generation + 1 WHERE id = 1").run();
   const total = (await db.prepare("SELECT COUNT(*) AS n FROM contexts").first()).n;
   const queries = [
