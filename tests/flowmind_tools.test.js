@@ -162,6 +162,12 @@ describe("field_request validation: the seed's educational errors", () => {
     assert.equal(s.partial_results.blocked_by, "missing_technology_variable");
     assert.match(s.partial_results.message, /^Would have found \d context/);
     assert.equal(s.partial_results.would_match[0], "workflow://incident-response");
+    const retry = s.next_actions[0];
+    assert.equal(retry.tool, "field_request");
+    assert.equal(retry.parameters.extracted_variables.technology, "python", "the fix merged into the call");
+    const fixed = await fr(retry.parameters);
+    assert.equal(fixed.success, true);
+    assert.equal(fixed.matches[0].uri, "workflow://incident-response");
   });
 
   test("critical urgency without a domain (the second allOf rule): INVALID_VARIABLES", async () => {

@@ -77,6 +77,7 @@ fn field_request(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Resul
             );
             let search_ms = clock::now_ms() - search_started;
             let summary = format!("{}: {}", r.code, r.message);
+            let retry = r.retry(&args);
             let body = json!({
                 "success": false,
                 "error": r.error(),
@@ -88,7 +89,7 @@ fn field_request(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Resul
                     "confidence_calibration": "Not measured: the call was refused before matching.",
                 },
                 "next_actions": [
-                    { "tool": "field_request", "reason": format!("Call again with the fix: {}", r.instruction), "parameters": r.example },
+                    { "tool": "field_request", "reason": format!("Call again with the fix: {}", r.instruction), "parameters": retry },
                     { "tool": "get_help", "reason": "Explains this error and its fix", "parameters": { "help_type": "error", "context": { "error_message": r.code } } },
                 ],
                 "_performance": performance(started, search_ms),

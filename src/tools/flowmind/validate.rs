@@ -18,6 +18,7 @@
 use serde_json::{json, Value};
 
 use super::catalog::DOMAINS;
+use crate::engine::variables::deep_merge;
 
 /// One problem, in the middleware's `{field, issue, suggestion}` form.
 #[derive(Debug, Clone, PartialEq)]
@@ -52,6 +53,23 @@ pub struct Refusal {
 }
 
 impl Refusal {
+    /// The call again with the fix applied: the example merged into `args` (into
+    /// `extracted_variables` for variable fixes), or a whole example call when the arguments'
+    /// shape was wrong.
+    pub fn retry(&self, args: &Value) -> Value {
+        if self.code == "INVALID_INPUT" || !args.is_object() {
+            return example_call();
+        }
+        let patch = if self.code == "INVALID_VARIABLES" {
+            json!({ "extracted_variables": self.example })
+        } else {
+            self.example.clone()
+        };
+        let mut out = args.clone();
+        deep_merge(&mut out, &patch);
+        out
+    }
+
     /// The `error` object of the response.
     pub fn error(&self) -> Value {
         json!({
@@ -400,6 +418,28 @@ mod tests {
         assert_eq!(r.blocked_by, "missing_technology_variable");
         assert_eq!(r.problems.len(), 1, "the schema's own line is not repeated");
         assert!(r.guidance["common_technologies"].as_array().unwrap().len() >= 5);
+    }
+
+    #[test]
+    fn the_retry_applies_the_fix_where_it_belongs() {
+        let mut a = ok_args();
+        a["extracted_variables"] = json!({ "domain": "technical", "system_component": "api" });
+        let r = check(&a, &[]).unwrap();
+        let retry = r.retry(&a);
+        assert_eq!(retry["extracted_variables"]["technology"], "python");
+        assert_eq!(retry["extracted_variables"]["system_component"], "api");
+        assert_eq!(retry["query"], a["query"]);
+        assert_eq!(check(&retry, &[]), None);
+        let bad = json!({ "query": "Plan a family trip to Lisbon", "confidence_level": 0.5, "colour": "red" });
+        let r = check(
+            &bad,
+            &["at /: additionalProperties 'colour' not allowed".into()],
+        )
+        .unwrap();
+        assert_eq!(r.retry(&bad), example_call());
+        let brief = json!({ "query": "fix it", "confidence_level": 0.5 });
+        let r = check(&brief, &[]).unwrap();
+        assert_eq!(check(&r.retry(&brief), &[]), None);
     }
 
     #[test]
