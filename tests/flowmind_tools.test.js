@@ -371,7 +371,7 @@ describe("evaluate_semantic_condition", () => {
 });
 
 describe("rate limits", () => {
-  test("field_request has the seed's limit built in: a burst of 10, then a refusal with retry guidance", async () => {
+  test("field_request has the seed's limit built in: a burst of 10, then refusals whose wait grows with every premature call, and recovery", async () => {
     const w2 = await startWorker({}, { quiet: true });
     const c = await connect({}, w2);
     try {
@@ -379,14 +379,22 @@ describe("rate limits", () => {
         const r = await c.callTool({ name: "field_request", arguments: incident });
         assert.notEqual(r.isError, true, `call ${i + 1}: ${JSON.stringify(r)}`);
       }
-      const refused = await c.callTool({ name: "field_request", arguments: incident });
-      assert.equal(refused.isError, true);
-      assert.match(refused.content[0].text, /^Rate limit reached for tool field_request: 10 calls per 10 s per caller\. Try again in 1 s\.$/);
+      // Progressive backoff: a refused call takes a token as debt, so each premature call adds a
+      // token's refill time (1 s here) to the wait.
+      const waits = [];
+      for (let i = 0; i < 3; i++) {
+        const refused = await c.callTool({ name: "field_request", arguments: incident });
+        assert.equal(refused.isError, true);
+        const m = refused.content[0].text.match(/^Rate limit reached for tool field_request: 10 calls per 10 s per caller\. Try again in (\d+) s\. Each call before then adds to the wait \(progressive backoff\)\.$/);
+        assert.ok(m, refused.content[0].text);
+        waits.push(Number(m[1]));
+      }
+      assert.deepEqual(waits, [2, 3, 4]);
       const other = await c.callTool({ name: "get_help", arguments: { help_type: "best_practices" } });
       assert.notEqual(other.isError, true, "other tools keep their own buckets");
-      await new Promise((r) => setTimeout(r, 1100));
+      await new Promise((r) => setTimeout(r, 4100));
       const again = await c.callTool({ name: "field_request", arguments: incident });
-      assert.notEqual(again.isError, true, "a token is back after a second");
+      assert.notEqual(again.isError, true, "waiting as told recovers");
     } finally {
       await c.close();
       await w2.stop();

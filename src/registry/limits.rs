@@ -42,6 +42,15 @@ pub const BUILT_IN: [(&str, Limit); 2] = [
     ),
 ];
 
+/// Tools whose refused calls are penalised (seed 001: `field_request`'s `progressive_backoff`):
+/// see [`Bucket::take_or_owe`].
+pub const PROGRESSIVE_BACKOFF: [&str; 1] = ["field_request"];
+
+/// Whether refused calls of `tool` lengthen the wait ([`PROGRESSIVE_BACKOFF`]).
+pub fn backs_off(tool: &str) -> bool {
+    PROGRESSIVE_BACKOFF.contains(&tool)
+}
+
 /// Most calls one entry may allow per period (a larger burst is no limit at all).
 const MAX_CAPACITY: u32 = 1_000_000;
 
@@ -116,6 +125,21 @@ impl Bucket {
             self.tokens = tokens;
             Admission::Refused {
                 retry_after_secs: retry_after_secs(limit, tokens),
+            }
+        }
+    }
+
+    /// Like [`Bucket::take`], but a refused call still takes a token, as debt, down to
+    /// `-capacity`: a caller who keeps calling while refused waits a token's refill time longer
+    /// with every call (at most a full period more), while one who waits as told is unaffected.
+    pub fn take_or_owe(&mut self, limit: Limit, now_ms: f64) -> Admission {
+        match self.take(limit, now_ms) {
+            Admission::Allowed => Admission::Allowed,
+            Admission::Refused { .. } => {
+                self.tokens = (self.tokens - 1.0).max(-f64::from(limit.capacity));
+                Admission::Refused {
+                    retry_after_secs: retry_after_secs(limit, self.tokens),
+                }
             }
         }
     }
@@ -217,6 +241,50 @@ mod tests {
         capacity: 3,
         period_ms: 60_000,
     };
+
+    #[test]
+    fn refused_calls_of_a_backing_off_tool_lengthen_the_wait() {
+        let ten = Limit {
+            capacity: 10,
+            period_ms: 10_000,
+        };
+        let mut b = Bucket::full(ten, 0.0);
+        for _ in 0..10 {
+            assert_eq!(b.take_or_owe(ten, 0.0), Admission::Allowed);
+        }
+        let waits: Vec<u64> = (0..14)
+            .map(|_| match b.take_or_owe(ten, 0.0) {
+                Admission::Refused { retry_after_secs } => retry_after_secs,
+                Admission::Allowed => 0,
+            })
+            .collect();
+        assert_eq!(
+            waits[..4],
+            [2, 3, 4, 5],
+            "each premature call adds a second"
+        );
+        assert_eq!(
+            *waits.last().unwrap(),
+            11,
+            "at most a period more than the first wait"
+        );
+        // Waiting as told works: after the announced 11 s a token is there.
+        assert_eq!(b.take_or_owe(ten, 11_000.0), Admission::Allowed);
+        let mut plain = Bucket::full(ten, 0.0);
+        for _ in 0..10 {
+            plain.take(ten, 0.0);
+        }
+        for _ in 0..5 {
+            assert_eq!(
+                plain.take(ten, 0.0),
+                Admission::Refused {
+                    retry_after_secs: 1
+                },
+                "other tools do not back off"
+            );
+        }
+        assert!(backs_off("field_request") && !backs_off("get_help"));
+    }
 
     #[test]
     fn built_in_limits_yield_to_the_setting() {

@@ -26,7 +26,8 @@ pub fn question(v: &str) -> String {
         "audience" => "Who is the audience: children, young adults, adults, professionals or everyone?",
         "stakeholder_count" => "How many people does this affect?",
         "location" => "Where is this happening?",
-        "budget" => "What budget do you have?",
+        "budget" | "budget_amount" => "What budget do you have?",
+        "people_count" => "How many people are involved or at risk?",
         "deadline" => "By when does it need to be done?",
         _ => "",
     };
@@ -57,12 +58,12 @@ fn domain_pattern(domain: &str) -> (&'static str, &'static [&'static str]) {
             &["jurisdiction", "compliance_type"],
         ),
         "emergency" => (
-            "emergency + urgency + what is happening and where = fastest route",
-            &["urgency", "location"],
+            "emergency + urgency + location + people_count = fastest route",
+            &["urgency", "location", "people_count"],
         ),
         _ => (
-            "personal + a concrete goal + its constraints (budget, dates, place) = great match",
-            &["urgency", "complexity"],
+            "personal + a concrete goal + its constraints (budget_amount, location, schedule) = great match",
+            &["budget_amount", "location", "schedule"],
         ),
     }
 }
