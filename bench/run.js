@@ -8,6 +8,7 @@ import { root, startWorker } from "../tests/support/worker.js";
 import { initialize, post } from "../tests/support/mcp.js";
 import { tripVars } from "../tests/support/samples.js";
 import { hs256 } from "../scripts/token.js";
+import { benchFlowmind } from "./flowmind.js";
 
 const SEQUENTIAL = Number(process.env.BENCH_REQUESTS ?? 500);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 16);
@@ -116,3 +117,5 @@ try {
 } finally {
   await w.stop();
 }
+
+await benchFlowmind();

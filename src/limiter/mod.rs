@@ -29,6 +29,9 @@ pub struct Take {
     pub capacity: u32,
     /// Its refill period, in milliseconds.
     pub period_ms: u64,
+    /// Refused calls take a token as debt (`Bucket::take_or_owe`): progressive backoff.
+    #[serde(default)]
+    pub backoff: bool,
 }
 
 /// The answer to a [`Take`].
@@ -148,7 +151,11 @@ impl RateLimiter {
             },
             None => Bucket::full(limit, now),
         };
-        let admission = bucket.take(limit, now);
+        let admission = if take.backoff {
+            bucket.take_or_owe(limit, now)
+        } else {
+            bucket.take(limit, now)
+        };
         let full_at = bucket.full_at_ms(limit);
         sql.exec(
             "INSERT INTO buckets (tool, tokens, updated_ms, full_at_ms) VALUES (?, ?, ?, ?)

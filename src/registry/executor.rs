@@ -39,7 +39,12 @@ pub async fn execute(tool: &Tool, ctx: &dyn ToolContext, args: Value) -> CallOut
         json!({ "tool": name, "arguments": tool.redact(&args) }),
     );
 
-    let outcome = match tool.check_input(&args) {
+    let checked = if tool.validates_itself() {
+        Ok(())
+    } else {
+        tool.check_input(&args)
+    };
+    let outcome = match checked {
         Err(e) => Err(e),
         Ok(()) => match admit(tool, ctx).await {
             Err(e) => Err(e),
@@ -104,8 +109,13 @@ async fn admit(tool: &Tool, ctx: &dyn ToolContext) -> Result<()> {
     };
     match ctx.platform().rate_limit(&owner, tool.def.name).await {
         Ok(Some((limit, Admission::Refused { retry_after_secs }))) => Err(Error::RateLimited(format!(
-            "Rate limit reached for tool {}: {limit} per caller. Try again in {retry_after_secs} s.",
-            tool.def.name
+            "Rate limit reached for tool {}: {limit} per caller. Try again in {retry_after_secs} s.{}",
+            tool.def.name,
+            if super::limits::backs_off(tool.def.name) {
+                " Each call before then adds to the wait (progressive backoff)."
+            } else {
+                ""
+            }
         ))),
         Ok(_) => Ok(()),
         // Fail open: the limiter guards capacity, it is not an access rule, so losing it for a

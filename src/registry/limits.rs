@@ -21,6 +21,36 @@ pub const DEFAULT_LIMIT: Limit = Limit {
     period_ms: 60_000,
 };
 
+/// Limits the product gives tools whose specification sets one (seed 001's table), unless
+/// `RATE_LIMITS` names the tool or has a `*` entry: `field_request` 60 a minute with bursts of 10
+/// (a bucket of 10 refilled in 10 s is the same token bucket), `evaluate_semantic_condition` 100 a
+/// minute.
+pub const BUILT_IN: [(&str, Limit); 2] = [
+    (
+        "field_request",
+        Limit {
+            capacity: 10,
+            period_ms: 10_000,
+        },
+    ),
+    (
+        "evaluate_semantic_condition",
+        Limit {
+            capacity: 100,
+            period_ms: 60_000,
+        },
+    ),
+];
+
+/// Tools whose refused calls are penalised (seed 001: `field_request`'s `progressive_backoff`):
+/// see [`Bucket::take_or_owe`].
+pub const PROGRESSIVE_BACKOFF: [&str; 1] = ["field_request"];
+
+/// Whether refused calls of `tool` lengthen the wait ([`PROGRESSIVE_BACKOFF`]).
+pub fn backs_off(tool: &str) -> bool {
+    PROGRESSIVE_BACKOFF.contains(&tool)
+}
+
 /// Most calls one entry may allow per period (a larger burst is no limit at all).
 const MAX_CAPACITY: u32 = 1_000_000;
 
@@ -99,6 +129,21 @@ impl Bucket {
         }
     }
 
+    /// Like [`Bucket::take`], but a refused call still takes a token, as debt, down to
+    /// `-capacity`: a caller who keeps calling while refused waits a token's refill time longer
+    /// with every call (at most a full period more), while one who waits as told is unaffected.
+    pub fn take_or_owe(&mut self, limit: Limit, now_ms: f64) -> Admission {
+        match self.take(limit, now_ms) {
+            Admission::Allowed => Admission::Allowed,
+            Admission::Refused { .. } => {
+                self.tokens = (self.tokens - 1.0).max(-f64::from(limit.capacity));
+                Admission::Refused {
+                    retry_after_secs: retry_after_secs(limit, self.tokens),
+                }
+            }
+        }
+    }
+
     /// When the bucket will be full again (Unix milliseconds): until then it must be kept.
     pub fn full_at_ms(&self, limit: Limit) -> f64 {
         let missing = (f64::from(limit.capacity) - self.tokens).max(0.0);
@@ -118,7 +163,11 @@ pub type RateLimits = PerTool<Option<Limit>>;
 
 impl Default for RateLimits {
     fn default() -> Self {
-        PerTool::all(Some(DEFAULT_LIMIT))
+        let mut limits = PerTool::all(Some(DEFAULT_LIMIT));
+        for (tool, limit) in BUILT_IN {
+            limits.unless_set(tool, Some(limit));
+        }
+        limits
     }
 }
 
@@ -126,13 +175,17 @@ impl RateLimits {
     /// Parses `RATE_LIMITS` (see the module documentation). The error names the bad entry and
     /// says what was expected.
     pub fn parse_setting(text: &str) -> Result<RateLimits, String> {
-        PerTool::parse(
+        let mut limits = PerTool::parse(
             "RATE_LIMITS",
             text,
             Some(DEFAULT_LIMIT),
             "<tool>=<count>/<period> (for example search_flights=10/60s), <tool>=off, or *=<count>/<period> for every other tool",
             parse_limit,
-        )
+        )?;
+        for (tool, limit) in BUILT_IN {
+            limits.unless_set(tool, Some(limit));
+        }
+        Ok(limits)
     }
 
     /// The limit of the tool with this MCP name; `None` when it is unlimited.
@@ -188,6 +241,94 @@ mod tests {
         capacity: 3,
         period_ms: 60_000,
     };
+
+    #[test]
+    fn refused_calls_of_a_backing_off_tool_lengthen_the_wait() {
+        let ten = Limit {
+            capacity: 10,
+            period_ms: 10_000,
+        };
+        let mut b = Bucket::full(ten, 0.0);
+        for _ in 0..10 {
+            assert_eq!(b.take_or_owe(ten, 0.0), Admission::Allowed);
+        }
+        let waits: Vec<u64> = (0..14)
+            .map(|_| match b.take_or_owe(ten, 0.0) {
+                Admission::Refused { retry_after_secs } => retry_after_secs,
+                Admission::Allowed => 0,
+            })
+            .collect();
+        assert_eq!(
+            waits[..4],
+            [2, 3, 4, 5],
+            "each premature call adds a second"
+        );
+        assert_eq!(
+            *waits.last().unwrap(),
+            11,
+            "at most a period more than the first wait"
+        );
+        // Waiting as told works: after the announced 11 s a token is there.
+        assert_eq!(b.take_or_owe(ten, 11_000.0), Admission::Allowed);
+        let mut plain = Bucket::full(ten, 0.0);
+        for _ in 0..10 {
+            plain.take(ten, 0.0);
+        }
+        for _ in 0..5 {
+            assert_eq!(
+                plain.take(ten, 0.0),
+                Admission::Refused {
+                    retry_after_secs: 1
+                },
+                "other tools do not back off"
+            );
+        }
+        assert!(backs_off("field_request") && !backs_off("get_help"));
+    }
+
+    #[test]
+    fn built_in_limits_yield_to_the_setting() {
+        let field = |text: &str| {
+            RateLimits::parse_setting(text)
+                .unwrap()
+                .for_tool("field_request")
+        };
+        let seed = Some(Limit {
+            capacity: 10,
+            period_ms: 10_000,
+        });
+        assert_eq!(field(""), seed, "60 a minute, bursts of 10");
+        assert_eq!(RateLimits::default().for_tool("field_request"), seed);
+        assert_eq!(field("search_flights=1/m"), seed);
+        assert_eq!(
+            field("field_request=5/1m"),
+            Some(Limit {
+                capacity: 5,
+                period_ms: 60_000
+            })
+        );
+        assert_eq!(field("field_request=off"), None);
+        assert_eq!(
+            field("*=off"),
+            None,
+            "* covers every tool the setting does not name"
+        );
+        assert_eq!(
+            RateLimits::parse_setting("")
+                .unwrap()
+                .for_tool("evaluate_semantic_condition"),
+            Some(Limit {
+                capacity: 100,
+                period_ms: 60_000
+            })
+        );
+        assert_eq!(
+            RateLimits::parse_setting("")
+                .unwrap()
+                .for_tool("switch_mode"),
+            Some(DEFAULT_LIMIT)
+        );
+    }
 
     #[test]
     fn a_full_bucket_allows_a_burst_of_capacity_then_refuses() {

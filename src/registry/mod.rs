@@ -93,6 +93,8 @@ pub struct Tool {
     listing: Value,
     input: Validator,
     output: Option<Validator>,
+    /// The input schema says `"x-validated-by": "tool"`: the handler checks its own arguments.
+    validates_itself: bool,
 }
 
 impl std::fmt::Debug for Tool {
@@ -113,6 +115,19 @@ impl Tool {
                 problems.join("; ")
             ))
         })
+    }
+
+    /// Every way `args` fails the input schema, one line per failing rule (empty when valid).
+    pub fn input_problems(&self, args: &Value) -> Vec<String> {
+        self.input.check(args).err().unwrap_or_default()
+    }
+
+    /// Whether the handler validates its own arguments: its input schema carries
+    /// `"x-validated-by": "tool"`. The executor then passes arguments through unchecked, so the
+    /// tool can answer a bad call in its own format (FlowMind's teaching errors, seed 001), and
+    /// must call [`Tool::input_problems`] itself.
+    pub fn validates_itself(&self) -> bool {
+        self.validates_itself
     }
 
     /// The arguments as events may show them: every top-level argument the input schema marks
@@ -146,6 +161,16 @@ impl Tool {
                 ))
             }),
         }
+    }
+
+    /// The input schema, as `tools/list` shows it.
+    pub fn input_schema(&self) -> &Value {
+        &self.listing["inputSchema"]
+    }
+
+    /// The `tools/list` entry.
+    pub fn listing(&self) -> &Value {
+        &self.listing
     }
 
     /// Whether the tool declares an output schema.
@@ -226,8 +251,11 @@ impl Registry {
                     "openWorldHint": a.open_world,
                 }),
             );
+            let validates_itself =
+                input_json.get("x-validated-by").and_then(Value::as_str) == Some("tool");
             tools.push(Tool {
                 def,
+                validates_itself,
                 listing: Value::Object(listing),
                 input: Validator::new(&def.id(), input_json)?,
                 output: output_json
@@ -262,6 +290,11 @@ impl Registry {
     /// as absent as an unknown one.
     pub fn get_for(&self, name: &str, caller: &Caller) -> Option<&Tool> {
         self.get(name).filter(|t| caller.has_any(t.def.roles))
+    }
+
+    /// Every tool, by name.
+    pub fn tools(&self) -> impl Iterator<Item = &Tool> {
+        self.tools.iter()
     }
 
     /// Number of tools.
@@ -410,6 +443,22 @@ mod tests {
                 "{c}"
             );
         }
+    }
+
+    #[test]
+    fn a_schema_may_leave_validation_to_its_tool() {
+        let r = registry();
+        let fr = r.get("field_request").unwrap();
+        assert!(fr.validates_itself());
+        assert!(!r.get("switch_mode").unwrap().validates_itself());
+        let problems = fr.input_problems(&json!({"query": "short"}));
+        assert!(
+            problems.iter().any(|p| p.starts_with("at /query")),
+            "{problems:?}"
+        );
+        assert!(fr
+            .input_problems(&json!({"query": "a long enough query", "confidence_level": 0.5}))
+            .is_empty());
     }
 
     #[test]

@@ -9,6 +9,8 @@ use std::collections::BTreeMap;
 pub struct PerTool<T> {
     default: T,
     tools: BTreeMap<String, T>,
+    /// The setting had a `*` entry.
+    star: bool,
 }
 
 impl<T> PerTool<T> {
@@ -17,6 +19,7 @@ impl<T> PerTool<T> {
         PerTool {
             default,
             tools: BTreeMap::new(),
+            star: false,
         }
     }
 
@@ -46,11 +49,20 @@ impl<T> PerTool<T> {
             let v = value(raw).map_err(|why| bad(&why))?;
             if name == "*" {
                 out.default = v;
+                out.star = true;
             } else {
                 out.tools.insert(name.to_string(), v);
             }
         }
         Ok(out)
+    }
+
+    /// Gives `name` the value `v` unless the setting said otherwise: it named the tool, or gave
+    /// every tool not named a value with `*` (so `*=off` switches off built-in values too).
+    pub fn unless_set(&mut self, name: &str, v: T) {
+        if !self.star && !self.tools.contains_key(name) {
+            self.tools.insert(name.to_string(), v);
+        }
     }
 
     /// The value of the tool with this MCP name.

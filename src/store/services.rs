@@ -177,6 +177,7 @@ impl Services {
             tool: tool.to_string(),
             capacity: limit.capacity,
             period_ms: limit.period_ms,
+            backoff: crate::registry::limits::backs_off(tool),
         })?;
         let headers = Headers::new();
         headers.set("content-type", "application/json")?;

@@ -7,6 +7,7 @@ pub mod domain;
 pub mod epic_tide;
 pub mod finance;
 pub mod flights;
+pub mod flowmind;
 pub mod hr;
 pub mod instructions;
 pub mod sales;
@@ -190,6 +191,7 @@ pub fn catalog(c: Catalog) -> Vec<&'static ToolDef> {
         .chain(flights::TOOLS.iter())
         .chain(calendar::TOOLS.iter())
         .chain(epic_tide::TOOLS.iter())
+        .chain(flowmind::TOOLS.iter())
         .collect();
     if c == Catalog::Conformance {
         defs.extend(conformance::TOOLS.iter());

@@ -1,0 +1,332 @@
+//! The context catalog as the FlowMind tools see it: the `contexts` rows of D1 plus one `tool://`
+//! context per tool of the registry, with the matcher's index built over them.
+//!
+//! Building the index costs far more than a search (every context's text is tokenised and
+//! stemmed), so it is built once per wasm instance and reused for as long as the catalog's
+//! generation (the D1 row `flowmind_generation`, bumped by every write to `contexts`) and the
+//! registry stay the same. A call reads the generation (one indexed D1 row) and rebuilds only when
+//! it moved.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use serde_json::{json, Value};
+
+use crate::engine::matcher::bm25::Params;
+use crate::engine::matcher::{Entry, Matcher};
+use crate::error::Result;
+use crate::registry::{Registry, ToolContext};
+
+/// The columns every catalog read selects.
+pub const COLUMNS: &str =
+    "uri, type, name, description, domain, tags, complexity, example_requests, \
+     activation_condition, confidence_required, required_variables, optional_variables, \
+     execution_preview, steps, popularity, last_used_at, created_at";
+
+/// The six domains of the seed, in the order the docs list them.
+pub const DOMAINS: [&str; 6] = [
+    "technical",
+    "creative",
+    "business",
+    "regulatory",
+    "personal",
+    "emergency",
+];
+
+/// One context with everything the tools show about it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Context {
+    /// `workflow://…`, `agent://…`, `pattern://…` or `tool://…`.
+    pub uri: String,
+    /// `workflow`, `agent`, `pattern` or `tool`.
+    pub kind: String,
+    /// Its name.
+    pub name: String,
+    /// What it does.
+    pub description: String,
+    /// One of [`DOMAINS`].
+    pub domain: String,
+    /// Its tags.
+    pub tags: Vec<String>,
+    /// `simple`, `moderate`, `complex` or `expert`.
+    pub complexity: String,
+    /// Requests it is known to answer.
+    pub examples: Vec<String>,
+    /// When it should be activated, in words.
+    pub activation_condition: String,
+    /// The caller's confidence needed to run it without asking.
+    pub confidence_required: f64,
+    /// Variables it needs.
+    pub required: Vec<String>,
+    /// Variables it can use.
+    pub optional: Vec<String>,
+    /// What running it looks like (`type`, `estimated_steps`, `contexts_involved`,
+    /// `stopping_condition`).
+    pub preview: Value,
+    /// A workflow's steps (`name`, `instruction`, `outputs`); `Null` for the others.
+    pub steps: Value,
+    /// How often it was used.
+    pub popularity: i64,
+    /// When it was last used (ISO 8601), if ever.
+    pub last_used_at: Option<String>,
+    /// When it was added.
+    pub created_at: String,
+}
+
+fn strings(v: &Value) -> Vec<String> {
+    v.as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A JSON column: D1 returns it as text.
+fn json_column(row: &Value, name: &str) -> Value {
+    match row.get(name) {
+        Some(Value::String(s)) => serde_json::from_str(s).unwrap_or(Value::Null),
+        Some(other) => other.clone(),
+        None => Value::Null,
+    }
+}
+
+fn text(row: &Value, name: &str) -> String {
+    row.get(name)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string()
+}
+
+impl Context {
+    /// A context from a `contexts` row (JSON columns as text, as D1 returns them).
+    pub fn from_row(row: &Value) -> Context {
+        Context {
+            uri: text(row, "uri"),
+            kind: text(row, "type"),
+            name: text(row, "name"),
+            description: text(row, "description"),
+            domain: text(row, "domain"),
+            tags: strings(&json_column(row, "tags")),
+            complexity: text(row, "complexity"),
+            examples: strings(&json_column(row, "example_requests")),
+            activation_condition: text(row, "activation_condition"),
+            confidence_required: row
+                .get("confidence_required")
+                .and_then(Value::as_f64)
+                .unwrap_or(0.5),
+            required: strings(&json_column(row, "required_variables")),
+            optional: strings(&json_column(row, "optional_variables")),
+            preview: json_column(row, "execution_preview"),
+            steps: json_column(row, "steps"),
+            popularity: row.get("popularity").and_then(Value::as_i64).unwrap_or(0),
+            last_used_at: row
+                .get("last_used_at")
+                .and_then(Value::as_str)
+                .map(str::to_string),
+            created_at: text(row, "created_at"),
+        }
+    }
+
+    /// The `tool://` context of a registered tool: its schema's required and other properties are
+    /// its variables; read-only tools are simple and need little confidence, tools that change
+    /// things are moderate and need more (destructive ones the most).
+    pub fn of_tool(tool: &crate::registry::Tool) -> Context {
+        let def = tool.def;
+        let schema = tool.input_schema();
+        let required = strings(schema.get("required").unwrap_or(&Value::Null));
+        let optional: Vec<String> = schema
+            .get("properties")
+            .and_then(Value::as_object)
+            .map(|p| {
+                p.keys()
+                    .filter(|k| !required.contains(k))
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default();
+        let a = def.annotations;
+        let mut tags: Vec<String> = vec![def.toolset.to_string()];
+        tags.extend(def.name.split('_').map(str::to_string));
+        Context {
+            uri: format!("tool://{}", def.name),
+            kind: "tool".into(),
+            name: def.title.to_string(),
+            description: def.description.to_string(),
+            domain: tool_domain(def.toolset).to_string(),
+            tags,
+            complexity: if a.read_only { "simple" } else { "moderate" }.into(),
+            examples: Vec::new(),
+            activation_condition: format!(
+                "The user's request is answered by calling {} directly.",
+                def.name
+            ),
+            confidence_required: if a.read_only {
+                0.5
+            } else if a.destructive {
+                0.85
+            } else {
+                0.7
+            },
+            required,
+            optional,
+            preview: json!({
+                "type": "tool_call",
+                "estimated_steps": "1",
+                "contexts_involved": [],
+                "stopping_condition": "The tool returns its result",
+            }),
+            steps: Value::Null,
+            popularity: 0,
+            last_used_at: None,
+            created_at: String::new(),
+        }
+    }
+
+    /// The context as the matcher indexes it (the same shape as the calibration set's entries).
+    pub fn entry(&self) -> Entry {
+        Entry {
+            uri: self.uri.clone(),
+            domain: self.domain.clone(),
+            name: self.name.clone(),
+            tags: self.tags.clone(),
+            examples: self.examples.clone(),
+            description: format!("{} {}", self.description, self.activation_condition),
+            required: self.required.clone(),
+            optional: self.optional.clone(),
+        }
+    }
+
+    /// Every variable it takes, required first.
+    pub fn variables(&self) -> impl Iterator<Item = &String> {
+        self.required.iter().chain(self.optional.iter())
+    }
+
+    /// The context as `list_available_contexts` and `get_help` show it.
+    pub fn summary(&self) -> Value {
+        json!({
+            "uri": self.uri,
+            "type": self.kind,
+            "name": self.name,
+            "description": self.description,
+            "domain": self.domain,
+            "tags": self.tags,
+            "complexity": self.complexity,
+            "example_requests": self.examples,
+            "activation_condition": self.activation_condition,
+            "confidence_required": self.confidence_required,
+            "variables": { "required": self.required, "optional": self.optional },
+            "execution_preview": self.preview,
+            "popularity": self.popularity,
+            "last_used_at": self.last_used_at,
+        })
+    }
+}
+
+/// The domain a toolset's tools belong to: the company's data tools are business, the travel
+/// assistant's are personal, the workflow machinery is technical.
+fn tool_domain(toolset: &str) -> &'static str {
+    match toolset {
+        "hr" | "finance" | "sales" | "support" | "domain" => "business",
+        "instructions" | "flights" | "calendar" => "personal",
+        "templates" => "creative",
+        _ => "technical",
+    }
+}
+
+/// The searchable catalog of one generation.
+#[derive(Debug)]
+pub struct Catalog {
+    /// The generation it was built from.
+    pub generation: i64,
+    /// Every context, in index order.
+    pub contexts: Vec<Context>,
+    /// The index over them.
+    pub matcher: Matcher,
+}
+
+impl Catalog {
+    /// Indexes `contexts`.
+    pub fn new(generation: i64, contexts: Vec<Context>) -> Catalog {
+        let entries = contexts.iter().map(Context::entry).collect();
+        Catalog {
+            generation,
+            matcher: Matcher::new(entries, Params::default()),
+            contexts,
+        }
+    }
+
+    /// The context with `uri`, if any.
+    pub fn get(&self, uri: &str) -> Option<&Context> {
+        self.contexts.iter().find(|c| c.uri == uri)
+    }
+}
+
+thread_local! {
+    /// The last catalog built in this instance, with the registry size it included.
+    static BUILT: RefCell<Option<(i64, usize, Rc<Catalog>)>> = const { RefCell::new(None) };
+}
+
+/// The catalog's current generation.
+pub async fn generation(ctx: &dyn ToolContext) -> Result<i64> {
+    let rows = ctx
+        .query(
+            "SELECT generation FROM flowmind_generation WHERE id = 1",
+            vec![],
+        )
+        .await?;
+    Ok(rows
+        .first()
+        .and_then(|r| r.get("generation"))
+        .and_then(Value::as_i64)
+        .unwrap_or(0))
+}
+
+/// Makes every instance rebuild its index at its next call: after any write to `contexts`.
+pub async fn bump(ctx: &dyn ToolContext) -> Result<()> {
+    ctx.query(
+        "UPDATE flowmind_generation SET generation = generation + 1 WHERE id = 1",
+        vec![],
+    )
+    .await?;
+    Ok(())
+}
+
+/// The catalog of the current generation, and whether it came from this instance's cache.
+pub async fn load(ctx: &dyn ToolContext) -> Result<(Rc<Catalog>, bool)> {
+    let generation = generation(ctx).await?;
+    let registry = ctx.platform().registry();
+    let tools = registry.len();
+    let cached = BUILT.with(|b| {
+        b.borrow()
+            .as_ref()
+            .filter(|(g, n, _)| *g == generation && *n == tools)
+            .map(|(_, _, c)| c.clone())
+    });
+    if let Some(c) = cached {
+        return Ok((c, true));
+    }
+    let rows = ctx
+        .query(
+            &format!("SELECT {COLUMNS} FROM contexts ORDER BY uri"),
+            vec![],
+        )
+        .await?;
+    let catalog = Rc::new(build(generation, &rows, registry));
+    BUILT.with(|b| *b.borrow_mut() = Some((generation, tools, catalog.clone())));
+    Ok((catalog, false))
+}
+
+/// The catalog of `rows` (from D1) and the registry's tools. Stored `tool://` rows are skipped:
+/// the registry is the truth about tools.
+pub fn build(generation: i64, rows: &[Value], registry: &Registry) -> Catalog {
+    let mut contexts: Vec<Context> = rows
+        .iter()
+        .map(Context::from_row)
+        .filter(|c| c.kind != "tool")
+        .collect();
+    contexts.extend(registry.tools().map(Context::of_tool));
+    Catalog::new(generation, contexts)
+}

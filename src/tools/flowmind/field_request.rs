@@ -1,0 +1,612 @@
+//! `field_request` (seed 001): which contexts fit a described need, how sure we are, and what the
+//! caller should do next. Pure: [`respond`] turns validated arguments and a catalog into the
+//! response body; the handler in `mod.rs` adds the timings.
+
+use serde_json::{json, Map, Value};
+
+use super::catalog::{Catalog, Context};
+use super::teach;
+use crate::engine::matcher::{decide, Candidate, Model, Request, Thresholds, Verdict};
+
+/// How many matches a response lists unless `context_preferences.max_results` says otherwise.
+pub const DEFAULT_RESULTS: usize = 5;
+
+/// The parts of the arguments matching uses.
+#[derive(Debug, Clone)]
+pub struct Args {
+    /// `query`.
+    pub query: String,
+    /// `extracted_variables`.
+    pub variables: Map<String, Value>,
+    /// `confidence_level`.
+    pub confidence: f64,
+    /// `context_preferences.type_filter`; empty for all types.
+    pub types: Vec<String>,
+    /// `context_preferences.max_results`.
+    pub max_results: usize,
+    /// `context_preferences.include_explanations`.
+    pub explain: bool,
+    /// `content_reference`, when given.
+    pub content: Option<Value>,
+}
+
+impl Args {
+    /// Reads arguments that passed [`super::validate::check`].
+    pub fn read(args: &Value) -> Args {
+        let prefs = args.get("context_preferences");
+        Args {
+            query: args["query"].as_str().unwrap_or_default().to_string(),
+            variables: args
+                .get("extracted_variables")
+                .and_then(Value::as_object)
+                .cloned()
+                .unwrap_or_default(),
+            confidence: args["confidence_level"].as_f64().unwrap_or(0.0),
+            types: prefs
+                .and_then(|p| p.get("type_filter"))
+                .and_then(Value::as_array)
+                .map(|a| {
+                    a.iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_string)
+                        .collect()
+                })
+                .unwrap_or_default(),
+            max_results: prefs
+                .and_then(|p| p.get("max_results"))
+                .and_then(Value::as_f64)
+                .map_or(DEFAULT_RESULTS, |n| n.clamp(1.0, 10.0) as usize),
+            explain: prefs
+                .and_then(|p| p.get("include_explanations"))
+                .and_then(Value::as_bool)
+                .unwrap_or(true),
+            content: args.get("content_reference").cloned(),
+        }
+    }
+
+    /// The extracted domain, when given.
+    pub fn domain(&self) -> Option<&str> {
+        self.variables.get("domain").and_then(Value::as_str)
+    }
+
+    /// Large content was referenced but not summarised.
+    fn content_unprocessed(&self) -> bool {
+        let Some(c) = &self.content else {
+            return false;
+        };
+        c.get("has_large_content").and_then(Value::as_bool) == Some(true)
+            && c.get("content_summary")
+                .and_then(Value::as_str)
+                .is_none_or(|s| s.trim().is_empty())
+    }
+
+    /// The text matched: the query, plus the content's summary and key entities when given.
+    fn text(&self) -> String {
+        let mut t = self.query.clone();
+        if let Some(c) = &self.content {
+            if let Some(s) = c.get("content_summary").and_then(Value::as_str) {
+                t.push(' ');
+                t.push_str(s);
+            }
+            for e in c
+                .get("key_entities")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+            {
+                t.push(' ');
+                t.push_str(e);
+            }
+        }
+        t
+    }
+}
+
+/// What a search found, before it is shaped into a response.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// The response status.
+    pub status: &'static str,
+    /// The ranked candidates (at least two when there are two, whatever `max_results` says, so
+    /// the verdict can see a runner-up).
+    pub candidates: Vec<Candidate>,
+    /// How many contexts the filters let through.
+    pub searched: usize,
+}
+
+/// Runs the matcher for `args` over the contexts `visible` lets through.
+pub fn search(catalog: &Catalog, args: &Args, visible: &dyn Fn(&Context) -> bool) -> Outcome {
+    let provided: Vec<String> = args.variables.keys().cloned().collect();
+    let text = args.text();
+    let request = Request {
+        query: &text,
+        provided: &provided,
+        domain: args.domain(),
+    };
+    let keep = |i: usize| {
+        let c = &catalog.contexts[i];
+        (args.types.is_empty() || args.types.contains(&c.kind)) && visible(c)
+    };
+    let searched = (0..catalog.contexts.len()).filter(|&i| keep(i)).count();
+    let candidates =
+        catalog
+            .matcher
+            .rank(&request, &Model::default(), keep, args.max_results.max(2));
+    let confidences: Vec<f64> = candidates.iter().map(|c| c.confidence).collect();
+    let status = if args.content_unprocessed() {
+        "content_processing_required"
+    } else {
+        match decide(&confidences, &Thresholds::default()) {
+            Verdict::Success => "success",
+            Verdict::Ambiguous => "disambiguation_needed",
+            Verdict::Refine => "refinement_suggested",
+            Verdict::NoMatch => "no_matches",
+        }
+    };
+    Outcome {
+        status,
+        candidates,
+        searched,
+    }
+}
+
+fn round(x: f64) -> f64 {
+    (x * 1000.0).round() / 1000.0
+}
+
+/// The variables of `c` the caller provided, and the required ones still missing.
+fn provided_missing(c: &Context, args: &Args) -> (Vec<String>, Vec<String>) {
+    let provided = c
+        .variables()
+        .filter(|v| args.variables.contains_key(*v))
+        .cloned()
+        .collect();
+    let missing = c
+        .required
+        .iter()
+        .filter(|v| !args.variables.contains_key(*v))
+        .cloned()
+        .collect();
+    (provided, missing)
+}
+
+/// The call that runs `c` with what the caller already extracted.
+pub fn next_action(c: &Context, args: &Args) -> Value {
+    let initial: Map<String, Value> = args
+        .variables
+        .iter()
+        .filter(|(k, _)| c.variables().any(|v| v == *k) || k.as_str() == "urgency")
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    match c.uri.strip_prefix("tool://") {
+        Some(tool) => {
+            let params: Map<String, Value> = initial
+                .into_iter()
+                .filter(|(k, _)| c.variables().any(|v| v == k))
+                .collect();
+            json!({ "tool": tool, "parameters": params })
+        }
+        None => json!({
+            "tool": "execute_workflow",
+            "parameters": { "workflow_uri": c.uri, "initial_variables": initial },
+        }),
+    }
+}
+
+fn strength(confidence: f64) -> &'static str {
+    if confidence >= 0.8 {
+        "Strong"
+    } else if confidence >= Thresholds::default().success {
+        "Good"
+    } else {
+        "Weak"
+    }
+}
+
+fn explanation(c: &Context, cand: &Candidate, args: &Args, provided: &[String]) -> String {
+    let mut parts = vec![format!(
+        "{} match for {} ({})",
+        strength(cand.confidence),
+        c.name,
+        c.domain
+    )];
+    if !cand.matched.is_empty() {
+        parts.push(format!("shares the terms {}", cand.matched.join(", ")));
+    }
+    if !c.required.is_empty() || !c.optional.is_empty() {
+        parts.push(format!(
+            "{} of its {} variables provided",
+            provided.len(),
+            c.required.len() + c.optional.len()
+        ));
+    }
+    match (args.domain(), cand.signals.domain_match) {
+        (Some(d), Some(true)) => parts.push(format!("domain {d} matches")),
+        (Some(d), Some(false)) => parts.push(format!("your domain {d} differs")),
+        _ => {}
+    }
+    parts.join("; ")
+}
+
+/// One entry of `matches`.
+fn shaped(catalog: &Catalog, cand: &Candidate, args: &Args) -> Value {
+    let c = &catalog.contexts[cand.entry];
+    let (provided, missing) = provided_missing(c, args);
+    let mut reasoning = json!({
+        "semantic_similarity": round(cand.signals.similarity),
+        "relative_similarity": round(cand.signals.relative),
+        "variable_alignment": round(cand.signals.alignment),
+        "domain_match": cand.signals.domain_match,
+        "matched_terms": cand.matched,
+    });
+    if args.explain {
+        reasoning["explanation"] = json!(explanation(c, cand, args, &provided));
+    }
+    json!({
+        "uri": c.uri,
+        "type": c.kind,
+        "name": c.name,
+        "domain": c.domain,
+        "confidence": round(cand.confidence),
+        "match_reasoning": reasoning,
+        "activation": {
+            "condition": c.activation_condition,
+            "confidence_required": c.confidence_required,
+            "your_confidence": args.confidence,
+            "can_execute": args.confidence >= c.confidence_required,
+        },
+        "variables": { "required": c.required, "optional": c.optional, "provided": provided, "missing": missing },
+        "execution_preview": c.preview,
+        "next_action": next_action(c, args),
+    })
+}
+
+/// The questions that tell the close matches apart, each naming the variable it captures.
+fn questions(catalog: &Catalog, close: &[&Candidate], args: &Args) -> Vec<Value> {
+    close
+        .iter()
+        .map(|cand| {
+            let c = &catalog.contexts[cand.entry];
+            let others: Vec<&Context> = close
+                .iter()
+                .filter(|o| o.entry != cand.entry)
+                .map(|o| &catalog.contexts[o.entry])
+                .collect();
+            let names: Vec<&str> = others.iter().map(|o| o.name.as_str()).collect();
+            let own = c.variables().find(|v| {
+                !args.variables.contains_key(*v) && others.iter().all(|o| !o.variables().any(|w| w == *v))
+            });
+            match own {
+                Some(v) => json!({
+                    "question": teach::question(v),
+                    "why": format!("Only {} ({}) needs {v}; {} do not", c.name, c.uri, names.join(" and ")),
+                    "variable_captured": v,
+                    "points_to": c.uri,
+                }),
+                None => json!({
+                    "question": format!("Is this about: {}?", first_sentence(&c.description)),
+                    "why": format!("Tells {} apart from {}", c.name, names.join(" and ")),
+                    "variable_captured": "selected_context",
+                    "points_to": c.uri,
+                }),
+            }
+        })
+        .collect()
+}
+
+fn first_sentence(text: &str) -> &str {
+    text.split_inclusive(". ")
+        .next()
+        .unwrap_or(text)
+        .trim_end_matches([' ', '.'])
+}
+
+/// The response body of a valid request: status, matches, guidance, disambiguation, teaching and
+/// next actions (the handler adds `_metadata` timings and `_performance`).
+pub fn respond(catalog: &Catalog, args: &Args, outcome: &Outcome) -> Value {
+    let shown: Vec<&Candidate> = outcome.candidates.iter().take(args.max_results).collect();
+    let status = outcome.status;
+    let matches: Vec<Value> = if status == "no_matches" {
+        Vec::new()
+    } else {
+        shown.iter().map(|c| shaped(catalog, c, args)).collect()
+    };
+    let top = outcome
+        .candidates
+        .first()
+        .map(|c| (&catalog.contexts[c.entry], c.confidence));
+
+    let disambiguation = if status == "disambiguation_needed" {
+        let best = outcome.candidates.first().map_or(0.0, |c| c.confidence);
+        let close: Vec<&Candidate> = outcome
+            .candidates
+            .iter()
+            .take_while(|c| best - c.confidence <= 0.1)
+            .take(3)
+            .collect();
+        json!({
+            "needed": true,
+            "reason": format!("{} contexts match with similar confidence ({})", close.len(),
+                close.iter().map(|c| format!("{} {:.2}", catalog.contexts[c.entry].uri, c.confidence)).collect::<Vec<_>>().join(", ")),
+            "questions": questions(catalog, &close, args),
+        })
+    } else {
+        json!({ "needed": false })
+    };
+
+    let guidance = teach::guidance(status, top, args, catalog, &outcome.candidates);
+    let teaching = teach::teaching(top, args);
+    let next_actions = teach::next_actions(status, &matches, args, top.map(|(c, _)| c));
+
+    json!({
+        "success": true,
+        "status": status,
+        "matches": matches,
+        "guidance": guidance,
+        "disambiguation": disambiguation,
+        "teaching": teaching,
+        "next_actions": next_actions,
+    })
+}
+
+/// What the search would have found, for a refused call: `partial_results`.
+pub fn partial(
+    catalog: &Catalog,
+    query: Option<&str>,
+    blocked_by: &str,
+    visible: &dyn Fn(&Context) -> bool,
+) -> Value {
+    let Some(query) = query.filter(|q| !q.trim().is_empty()) else {
+        return json!({ "message": "No search was run: there is no query to match.", "blocked_by": blocked_by, "would_match": [] });
+    };
+    let args = Args {
+        query: query.chars().take(500).collect(),
+        variables: Map::new(),
+        confidence: 0.0,
+        types: Vec::new(),
+        max_results: 3,
+        explain: false,
+        content: None,
+    };
+    let outcome = search(catalog, &args, visible);
+    let found: Vec<&Context> = outcome
+        .candidates
+        .iter()
+        .filter(|c| c.confidence >= Thresholds::default().no_match)
+        .take(3)
+        .map(|c| &catalog.contexts[c.entry])
+        .collect();
+    let message = if found.is_empty() {
+        "Would have found no matching context for this query.".to_string()
+    } else {
+        format!(
+            "Would have found {} context{}: {}",
+            found.len(),
+            if found.len() == 1 { "" } else { "s" },
+            found
+                .iter()
+                .map(|c| c.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    };
+    json!({
+        "message": message,
+        "blocked_by": blocked_by,
+        "would_match": found.iter().map(|c| c.uri.as_str()).collect::<Vec<_>>(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    pub fn catalog() -> Catalog {
+        let rows: Vec<Value> =
+            serde_json::from_str(include_str!("../../../data/flowmind/contexts.json")).unwrap();
+        Catalog::new(0, rows.iter().map(Context::from_row).collect())
+    }
+
+    fn ask(c: &Catalog, args: Value) -> (Outcome, Value) {
+        let a = Args::read(&args);
+        let o = search(c, &a, &|_| true);
+        let body = respond(c, &a, &o);
+        (o, body)
+    }
+
+    #[test]
+    fn a_clear_request_succeeds_with_a_runnable_match() {
+        let c = catalog();
+        let (o, body) = ask(
+            &c,
+            json!({
+                "query": "The checkout API is returning 500 errors in production and customers cannot pay",
+                "extracted_variables": { "domain": "technical", "technology": "nodejs", "system_component": "checkout", "urgency": "critical" },
+                "confidence_level": 0.8,
+            }),
+        );
+        assert_eq!(o.status, "success");
+        let m = &body["matches"][0];
+        assert_eq!(m["uri"], "workflow://incident-response");
+        assert_eq!(m["activation"]["can_execute"], true, "0.8 >= its 0.75");
+        assert_eq!(
+            m["variables"]["provided"],
+            json!(["system_component", "technology", "urgency"])
+        );
+        assert_eq!(m["variables"]["missing"], json!(["error_description"]));
+        assert_eq!(m["next_action"]["tool"], "execute_workflow");
+        assert_eq!(
+            m["next_action"]["parameters"]["initial_variables"]["system_component"],
+            "checkout"
+        );
+        assert!(m["match_reasoning"]["explanation"]
+            .as_str()
+            .unwrap()
+            .contains("domain technical matches"));
+        assert_eq!(body["disambiguation"]["needed"], false);
+        assert!(body["guidance"]["suggestions"][0]
+            .as_str()
+            .unwrap()
+            .contains("What specific error"));
+        assert_eq!(body["next_actions"][0]["tool"], "execute_workflow");
+        assert!(body["teaching"]["confidence_calibration"].is_string());
+    }
+
+    #[test]
+    fn low_caller_confidence_cannot_execute() {
+        let c = catalog();
+        let (_, body) = ask(
+            &c,
+            json!({
+                "query": "The checkout API is returning 500 errors in production and customers cannot pay",
+                "extracted_variables": { "domain": "technical", "technology": "nodejs", "system_component": "checkout" },
+                "confidence_level": 0.5,
+            }),
+        );
+        assert_eq!(body["matches"][0]["activation"]["can_execute"], false);
+        assert!(body["next_actions"][0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("confirm"));
+        assert!(body["teaching"]["confidence_calibration"]
+            .as_str()
+            .unwrap()
+            .contains("be more confident"));
+    }
+
+    #[test]
+    fn close_matches_ask_questions_that_name_variables() {
+        let c = catalog();
+        let (o, body) = ask(
+            &c,
+            json!({ "query": "find me a new job and practise the interviews", "extracted_variables": { "domain": "personal" }, "confidence_level": 0.6 }),
+        );
+        assert_eq!(o.status, "disambiguation_needed");
+        let d = &body["disambiguation"];
+        assert_eq!(d["needed"], true);
+        let qs = d["questions"].as_array().unwrap();
+        assert!(qs.len() >= 2);
+        let pointed: Vec<&str> = qs
+            .iter()
+            .map(|q| q["points_to"].as_str().unwrap())
+            .collect();
+        assert!(
+            pointed.contains(&"workflow://job-search")
+                && pointed.contains(&"workflow://interview-prep"),
+            "{pointed:?}"
+        );
+        for q in qs {
+            assert!(
+                q["variable_captured"]
+                    .as_str()
+                    .is_some_and(|v| !v.is_empty()),
+                "{q}"
+            );
+            assert!(q["question"].as_str().unwrap().ends_with('?'));
+        }
+        assert_eq!(body["next_actions"][0]["tool"], "field_request");
+    }
+
+    #[test]
+    fn a_weak_match_suggests_refinement() {
+        let c = catalog();
+        let (o, body) = ask(
+            &c,
+            json!({ "query": "what should we stock up on before tornado season", "confidence_level": 0.5 }),
+        );
+        assert_eq!(o.status, "refinement_suggested");
+        assert_eq!(
+            body["matches"][0]["uri"],
+            "workflow://natural-disaster-preparedness"
+        );
+        let tools: Vec<&str> = body["next_actions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a["tool"].as_str().unwrap())
+            .collect();
+        assert_eq!(tools, vec!["field_request", "list_available_contexts"]);
+    }
+
+    #[test]
+    fn out_of_domain_and_unknown_words_match_nothing() {
+        let c = catalog();
+        for q in [
+            "bake sourdough bread with a crispy crust",
+            "zxqv wibble frobnicate quux",
+        ] {
+            let (o, body) = ask(&c, json!({ "query": q, "confidence_level": 0.7 }));
+            assert_eq!(o.status, "no_matches", "{q}");
+            assert_eq!(body["matches"], json!([]));
+            assert!(body["teaching"]["confidence_calibration"]
+                .as_str()
+                .unwrap()
+                .contains("too high"));
+            assert_eq!(body["next_actions"][0]["tool"], "list_available_contexts");
+        }
+    }
+
+    #[test]
+    fn unsummarised_large_content_must_be_processed_first() {
+        let c = catalog();
+        let q = json!({
+            "query": "Review this contract for GDPR problems before we sign it",
+            "confidence_level": 0.7,
+            "content_reference": { "has_large_content": true, "content_type": "document" },
+        });
+        let (o, body) = ask(&c, q.clone());
+        assert_eq!(o.status, "content_processing_required");
+        assert!(
+            body["next_actions"][0]["parameters"]["content_reference"]["content_summary"]
+                .is_string()
+        );
+        let mut summarised = q;
+        summarised["content_reference"]["content_summary"] =
+            json!("A data processing agreement with a US analytics vendor");
+        let (o, _) = ask(&c, summarised);
+        assert_ne!(o.status, "content_processing_required");
+    }
+
+    #[test]
+    fn filters_and_limits() {
+        let c = catalog();
+        let (o, body) = ask(
+            &c,
+            json!({
+                "query": "our app is slow and crashes sometimes",
+                "extracted_variables": { "domain": "technical", "technology": "android" },
+                "confidence_level": 0.6,
+                "context_preferences": { "type_filter": ["agent"], "max_results": 1, "include_explanations": false },
+            }),
+        );
+        assert_eq!(body["matches"].as_array().unwrap().len(), 1);
+        assert_eq!(body["matches"][0]["type"], "agent");
+        assert!(body["matches"][0]["match_reasoning"]
+            .get("explanation")
+            .is_none());
+        assert_eq!(
+            o.searched,
+            c.contexts.iter().filter(|x| x.kind == "agent").count()
+        );
+    }
+
+    #[test]
+    fn partial_results_say_what_would_have_matched() {
+        let c = catalog();
+        let p = partial(
+            &c,
+            Some("The checkout API is returning 500 errors in production"),
+            "missing_technology_variable",
+            &|_| true,
+        );
+        assert_eq!(p["blocked_by"], "missing_technology_variable");
+        assert_eq!(p["would_match"][0], "workflow://incident-response");
+        assert!(p["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("Would have found"));
+        let p = partial(&c, None, "missing_query", &|_| true);
+        assert!(p["message"].as_str().unwrap().contains("No search"));
+    }
+}

@@ -1,0 +1,202 @@
+//! FlowMind (issue 6, seed 001): find the context (workflow, agent, pattern or tool) that fits what
+//! the user asked, and teach the calling model to ask better.
+//!
+//! The catalog lives in D1 (`contexts`, plus one `tool://` context per registered tool;
+//! [`catalog`]); matching is the pure matcher of `engine::matcher`. Every answer carries
+//! `teaching`, `next_actions` and `_performance` ([`teach`]); a bad call is answered in the seed's
+//! educational error format rather than refused by the schema ([`validate`]).
+
+pub mod catalog;
+pub mod condition;
+pub mod discover;
+pub mod field_request;
+pub mod teach;
+pub mod validate;
+
+use futures::future::LocalBoxFuture;
+use serde_json::{json, Value};
+
+use self::catalog::Context;
+use crate::clock;
+use crate::error::Result;
+use crate::registry::{Annotations, Caller, Registry, ToolContext, ToolDef, ToolOutput};
+
+const TOOLSET: &str = "flowmind";
+
+/// Why `degraded` is true: the embedding blend needs a Workers AI binding this server does not use
+/// yet, so matching is lexical only.
+const DEGRADED_REASON: &str = "No embedding model is configured: similarity is BM25F over names, tags, descriptions and example requests, without the bge-small embedding blend.";
+
+/// Whether `caller` may see context `c`: `tool://` contexts follow the tool's roles, like
+/// `tools/list`.
+pub fn visible_to<'a>(
+    registry: &'a Registry,
+    caller: &'a Caller,
+) -> impl Fn(&Context) -> bool + 'a {
+    move |c: &Context| match c.uri.strip_prefix("tool://") {
+        Some(name) => registry.get_for(name, caller).is_some(),
+        None => true,
+    }
+}
+
+fn ms(x: f64) -> f64 {
+    (x * 100.0).round() / 100.0
+}
+
+/// `_performance` of a response that took from `started` to now, of which `search_ms` searching.
+pub fn performance(started: f64, search_ms: f64) -> Value {
+    let total = clock::now_ms() - started;
+    json!({
+        "total_time_ms": ms(total),
+        "alpha_llm_time_ms": 0.0,
+        "search_time_ms": ms(search_ms),
+        "assembly_time_ms": ms((total - search_ms).max(0.0)),
+    })
+}
+
+fn field_request(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+    Box::pin(async move {
+        let started = clock::now_ms();
+        let registry = ctx.platform().registry();
+        let problems = registry
+            .get("field_request")
+            .map(|t| t.input_problems(&args))
+            .unwrap_or_default();
+        let refusal = validate::check(&args, &problems);
+        let (catalog, cache_hit) = catalog::load(ctx).await?;
+        let caller = ctx.caller();
+        let visible = visible_to(registry, &caller);
+
+        if let Some(r) = refusal {
+            let search_started = clock::now_ms();
+            let partial = field_request::partial(
+                &catalog,
+                args.get("query").and_then(Value::as_str),
+                r.blocked_by,
+                &visible,
+            );
+            let search_ms = clock::now_ms() - search_started;
+            let summary = format!("{}: {}", r.code, r.message);
+            let retry = r.retry(&args);
+            let body = json!({
+                "success": false,
+                "error": r.error(),
+                "guidance": r.guidance,
+                "partial_results": partial,
+                "teaching": {
+                    "tip": r.instruction,
+                    "pattern": "query (what + why) + confidence_level + extracted_variables (domain first) = a call that matches",
+                    "confidence_calibration": "Not measured: the call was refused before matching.",
+                },
+                "next_actions": [
+                    { "tool": "field_request", "reason": format!("Call again with the fix: {}", r.instruction), "parameters": retry },
+                    { "tool": "get_help", "reason": "Explains this error and its fix", "parameters": { "help_type": "error", "context": { "error_message": r.code } } },
+                ],
+                "_performance": performance(started, search_ms),
+            });
+            return Ok(ToolOutput::Described {
+                value: body,
+                summary,
+            });
+        }
+
+        let a = field_request::Args::read(&args);
+        let search_started = clock::now_ms();
+        let outcome = field_request::search(&catalog, &a, &visible);
+        let search_ms = clock::now_ms() - search_started;
+        let mut body = field_request::respond(&catalog, &a, &outcome);
+        let mut indices = vec!["bm25f", "variable_alignment"];
+        if a.domain().is_some() {
+            indices.push("domain_signal");
+        }
+        if !a.types.is_empty() {
+            indices.push("type_filtered");
+        }
+        body["degraded"] = json!(true);
+        body["degraded_reason"] = json!(DEGRADED_REASON);
+        body["_metadata"] = json!({
+            "search_time_ms": ms(search_ms),
+            "contexts_searched": outcome.searched,
+            "indices_used": indices,
+            "cache_hit": cache_hit,
+            "alpha_llm_calls": 0,
+            "catalog_generation": catalog.generation,
+        });
+        body["_performance"] = performance(started, search_ms);
+        let summary = match body["matches"].get(0) {
+            Some(m) => format!(
+                "{}: {} match{}, best {} ({})",
+                outcome.status,
+                body["matches"].as_array().map_or(0, Vec::len),
+                if body["matches"].as_array().map_or(0, Vec::len) == 1 {
+                    ""
+                } else {
+                    "es"
+                },
+                m["uri"].as_str().unwrap_or_default(),
+                m["confidence"]
+            ),
+            None => format!("{}: nothing in the catalog fits", outcome.status),
+        };
+        Ok(ToolOutput::Described {
+            value: body,
+            summary,
+        })
+    })
+}
+
+/// The toolset's tools.
+pub static TOOLS: [ToolDef; 4] = [
+    ToolDef {
+        toolset: TOOLSET,
+        name: "field_request",
+        title: "Find the right context (FlowMind)",
+        description: "Universal context discovery for workflows, agents, patterns, and tools. Use this when you need to find appropriate contexts based on user needs. The system will match based on semantic similarity and variables. Give a 1-2 sentence query, your extracted variables (domain first) and an honest confidence_level; the answer has a status (success, disambiguation_needed, refinement_suggested, no_matches, content_processing_required), ranked matches with calibrated confidence, what each still needs, and the call that runs it. Bad calls get an error that explains the fix.",
+        annotations: Annotations::READ_ONLY,
+        input_schema: include_str!("../../../schema/flowmind/field_request.input.json"),
+        output_schema: Some(include_str!("../../../schema/flowmind/response.output.json")),
+        timeout_ms: 15_000,
+        roles: &[],
+        handler: field_request,
+        cache: None,
+    },
+    ToolDef {
+        toolset: TOOLSET,
+        name: "list_available_contexts",
+        title: "List FlowMind contexts",
+        description: "List available contexts with filtering. Use to explore what workflows, agents, and patterns are available. Filter by type, domain, tags (any of them) and complexity; sort by name, popularity, recent or relevance; page with offset and limit (totals included).",
+        annotations: Annotations::READ_ONLY,
+        input_schema: include_str!("../../../schema/flowmind/list_available_contexts.input.json"),
+        output_schema: Some(include_str!("../../../schema/flowmind/response.output.json")),
+        timeout_ms: 15_000,
+        roles: &[],
+        handler: discover::list_available_contexts,
+        cache: None,
+    },
+    ToolDef {
+        toolset: TOOLSET,
+        name: "get_help",
+        title: "FlowMind help",
+        description: "Get help with FlowMind usage, error resolution, or best practices. help_type error explains an error code or message and its fix; usage shows a tool's arguments and an example call; best_practices lists how to get good matches; concept explains a FlowMind idea (contexts, confidence, disambiguation, domains, …) or a context by its URI.",
+        annotations: Annotations::READ_ONLY,
+        input_schema: include_str!("../../../schema/flowmind/get_help.input.json"),
+        output_schema: Some(include_str!("../../../schema/flowmind/response.output.json")),
+        timeout_ms: 15_000,
+        roles: &[],
+        handler: discover::get_help,
+        cache: None,
+    },
+    ToolDef {
+        toolset: TOOLSET,
+        name: "evaluate_semantic_condition",
+        title: "Evaluate a condition (FlowMind)",
+        description: "Evaluate a natural language condition against current context. Use for workflow branching decisions or understanding activation conditions. Reads sentiment (frustrated, confused, happy), urgency, variable tests (\"budget is over 5000\", \"user_tier is premium\", \"email is provided\"), mentions (\"mentions a refund\") and questions, with negation; deterministic rules. evaluation_type boolean (result), confidence (result and confidence, the default) or detailed (with the reasoning and evidence). The same call within 5 s is answered from a cache.",
+        annotations: Annotations::READ_ONLY,
+        input_schema: include_str!("../../../schema/flowmind/evaluate_semantic_condition.input.json"),
+        output_schema: Some(include_str!("../../../schema/flowmind/response.output.json")),
+        timeout_ms: 5_000,
+        roles: &[],
+        handler: condition::evaluate_semantic_condition,
+        cache: None,
+    },
+];
