@@ -40,7 +40,7 @@ function message(type, text) {
 export function server(mcpUrl, { connections = 64 } = {}) {
   loopback(mcpUrl);
   const url = new URL(mcpUrl);
-  const pool = new Pool(url.origin, { connections, pipelining: 1, keepAliveTimeout: 30_000 });
+  const pool = new Pool(url.origin, { connections, pipelining: 1, keepAliveTimeout: 4_000 });
   let nextId = 1;
   async function send(body, headers) {
     const res = await pool.request({
@@ -66,7 +66,9 @@ export function server(mcpUrl, { connections = 64 } = {}) {
       headers,
       /** A JSON-RPC request in this session: `{ ok, status, reply }`. */
       async rpc(method, params) {
-        const r = await send({ jsonrpc: "2.0", id: nextId++, method, params }, headers);
+        // A connection the server dropped is an answer like any other failure: no retry, since
+        // the call may have taken effect.
+        const r = await send({ jsonrpc: "2.0", id: nextId++, method, params }, headers).catch((e) => ({ status: 0, headers: {}, text: String(e) }));
         const reply = r.status === 200 ? message(String(r.headers["content-type"] ?? ""), r.text) : null;
         return { ok: r.status === 200 && !!reply?.result, status: r.status, reply, text: r.text };
       },

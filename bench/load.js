@@ -13,6 +13,7 @@
 //      before the kill may run again.
 // Exit status 1 when a goal is missed, so a smoke run can tell.
 import { spawn, spawnSync } from "node:child_process";
+import { createServer } from "node:net";
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -24,9 +25,19 @@ import { modelStandIn, pct, server } from "./client.js";
 const SESSIONS = Number(process.env.LOAD_SESSIONS ?? 200);
 const CALLS = Number(process.env.LOAD_CALLS ?? 50);
 const CHAINS = Number(process.env.LOAD_CHAINS ?? 20);
-const PORT = Number(process.env.LOAD_PORT ?? 8797);
+// A free port unless told: engineers on one machine may each run this at once.
+const PORT = Number(process.env.LOAD_PORT ?? (await freePort()));
 const DEADLINE = Date.now() + Number(process.env.LOAD_DEADLINE ?? 600) * 1000;
 const RUN = randomBytes(3).toString("hex");
+
+function freePort() {
+  return new Promise((resolve) => {
+    const s = createServer().listen(0, "127.0.0.1", () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+}
 const node = join(root, "node_modules", ".bin", "node");
 const wranglerJs = join(root, "node_modules", "wrangler", "bin", "wrangler.js");
 const dir = mkdtempSync(join(tmpdir(), "mcp-edge-load-"));
@@ -124,7 +135,7 @@ const textOf = (r) => (r.result?.content ?? []).map((c) => c.text ?? "").join("\
  */
 const KINDS = [
   {
-    kind: "create_template", tool: "create_template", write: true,
+    kind: "create_template", tool: "create_template", writes: "template",
     run: async ({ s, marker }) => {
       const r = await s.call("create_template", {
         template_definition: {
@@ -144,7 +155,7 @@ const KINDS = [
     },
   },
   {
-    kind: "create_chain", tool: "create_chain", write: true,
+    kind: "create_chain", tool: "create_chain", writes: "chain",
     run: async ({ s, marker }) => {
       const r = await s.call("create_chain", {
         chain_definition: {
@@ -156,7 +167,7 @@ const KINDS = [
     },
   },
   {
-    kind: "execute_chain", tool: "execute_chain", write: true,
+    kind: "execute_chain", tool: "execute_chain", writes: "execution",
     run: async ({ s, state, marker }) => {
       if (!state.chain) return { r: await s.call("get_mode_indicator", {}) };
       const r = await s.call("execute_chain", { chain_name: state.chain, variables: { who: marker } });
@@ -170,7 +181,7 @@ const KINDS = [
     run: async ({ s, role, i, ids }) => ({ r: await s.call(role.tool, role.args(i, ids)) }),
   },
   {
-    kind: "epic-tide-save-work", tool: "epic-tide-save-work", write: true,
+    kind: "epic-tide-save-work", tool: "epic-tide-save-work", writes: "tide",
     run: async ({ s, marker }) => {
       const r = await s.call("epic-tide-save-work", { what: `Load work ${marker}`, how: ["measure", "report"], metrics: ["nothing lost"] });
       return { r, written: r.ok && { kind: "tide", marker } };
@@ -196,10 +207,23 @@ async function mixed(ids) {
   const writes = [];
   const all = [];
   let firstError = null;
+  let sessionErrors = 0;
+  // Write calls that failed: their write may still have happened, so rows beyond the acknowledged
+  // writes count as duplicates only past these.
+  const failedWrites = { template: 0, chain: 0, execution: 0, tide: 0 };
   const t0 = performance.now();
   await Promise.all(Array.from({ length: SESSIONS }, async (_, n) => {
     const role = ROLES[n % ROLES.length];
-    const s = await srv.connect(role.user ? { authorization: `Bearer ${token(role)}` } : {});
+    // Starting a session is safe to retry (a failed one leaves nothing behind); calls are not.
+    let s = null;
+    for (let attempt = 0; attempt < 3 && !s; attempt++) {
+      s = await srv.connect(role.user ? { authorization: `Bearer ${token(role)}` } : {}).catch((e) => {
+        sessionErrors++;
+        firstError ??= `initialize: ${String(e).slice(0, 200)}`;
+        return sleep(200 * (attempt + 1)).then(() => null);
+      });
+    }
+    if (!s) return;
     const state = {};
     for (let i = 0; i < CALLS && Date.now() < DEADLINE; i++) {
       const k = pick(i);
@@ -216,6 +240,7 @@ async function mixed(ids) {
       } else {
         st.errors++;
         firstError ??= `${k.kind}: ${String(r.error).slice(0, 200)}`;
+        if (k.writes) failedWrites[k.writes]++;
       }
       if (written) {
         writes.push(written);
@@ -235,6 +260,8 @@ async function mixed(ids) {
     errors += st.errors;
     console.log(`  ${kind.padEnd(22)} ${String(st.calls).padStart(6)} ${String(st.errors).padStart(6)} ${f(pct(st.lat, 50)).padStart(8)} ${f(pct(st.lat, 99)).padStart(8)}`);
   }
+  if (sessionErrors) console.log(`  ${"(initialize, retried)".padEnd(22)} ${"".padStart(6)} ${String(sessionErrors).padStart(6)}`);
+  errors += sessionErrors;
   console.log(`  ${"all".padEnd(22)} ${String(calls).padStart(6)} ${String(errors).padStart(6)} ${f(pct(all, 50)).padStart(8)} ${f(pct(all, 99)).padStart(8)}   ${f(calls / seconds, 0)} calls/s over ${f(seconds)} s`);
   if (firstError) console.log(`  first error: ${firstError}`);
 
@@ -266,17 +293,18 @@ async function mixed(ids) {
     }
   }));
   await srv.close();
-  return { calls, errors, writes, lost, lostExamples, unchecked, p50: pct(all, 50), p99: pct(all, 99), seconds };
+  return { calls, errors, writes, failedWrites, lost, lostExamples, unchecked, p50: pct(all, 50), p99: pct(all, 99), seconds };
 }
 
-/** Rows in D1 beyond one per acknowledged write: duplicates (or writes whose call failed). */
+/** Rows in D1 beyond one per acknowledged write (by kind), in one query (each costs a wrangler start). */
 function extraRows(writes) {
   const acked = (kind) => writes.filter((w) => w.kind === kind).length;
-  const like = `load-${RUN}-%`;
-  const templates = sql(`SELECT COUNT(*) AS n FROM template_definitions WHERE name LIKE '${like}'`)[0].n;
-  const chains = sql(`SELECT COUNT(*) AS n FROM execution_chains WHERE name LIKE '${like}'`)[0].n;
-  const executions = sql(`SELECT COUNT(*) AS n FROM chain_executions e JOIN execution_chains c ON c.id = e.chain_id WHERE c.name LIKE '${like}'`)[0].n;
-  return { templates: templates - acked("template"), chains: chains - acked("chain"), executions: executions - acked("execution") };
+  const like = `'load-${RUN}-%'`;
+  const [n] = sql(`SELECT
+    (SELECT COUNT(*) FROM template_definitions WHERE name LIKE ${like}) AS templates,
+    (SELECT COUNT(*) FROM execution_chains WHERE name LIKE ${like}) AS chains,
+    (SELECT COUNT(*) FROM chain_executions e JOIN execution_chains c ON c.id = e.chain_id WHERE c.name LIKE ${like}) AS executions`);
+  return { templates: n.templates - acked("template"), chains: n.chains - acked("chain"), executions: n.executions - acked("execution") };
 }
 
 /** Fault run: background chains, a kill -9 of the dev server while they run, a restart. */
@@ -355,10 +383,11 @@ try {
   const m = await mixed(ids);
   await stopDev();
   const extra = extraRows(m.writes);
+  const fw = m.failedWrites;
   console.log(`\n  writes acknowledged ${m.writes.length}, read back ${m.writes.length - m.lost - m.unchecked}, lost ${m.lost}${m.unchecked ? `, not checkable ${m.unchecked}` : ""}`);
-  console.log(`  rows beyond the acknowledged writes: templates ${extra.templates}, chains ${extra.chains}, executions ${extra.executions}`);
+  console.log(`  rows beyond the acknowledged writes: templates ${extra.templates}, chains ${extra.chains}, executions ${extra.executions} (write calls that failed: ${fw.template}, ${fw.chain}, ${fw.execution})`);
   if (m.lostExamples.length) console.log(`  lost, e.g.: ${JSON.stringify(m.lostExamples)}`);
-  const duplicated = Math.max(0, extra.templates) + Math.max(0, extra.chains) + Math.max(0, extra.executions);
+  const duplicated = Math.max(0, extra.templates - fw.template) + Math.max(0, extra.chains - fw.chain) + Math.max(0, extra.executions - fw.execution);
   console.log(`  => calls ${m.calls}, errors ${m.errors}, lost ${m.lost}, duplicated ${duplicated}, p50 ${f(m.p50)} ms, p99 ${f(m.p99)} ms`);
   failed ||= m.lost > 0 || duplicated > 0;
 

@@ -279,9 +279,9 @@ async function targets(ours) {
 /** criterion's point estimates from target/criterion/<group>/<bench>/new/estimates.json. */
 function native() {
   console.log("\n## Native micro-benchmarks (criterion, `cargo bench --bench engines`)");
-  const run = spawnSync("cargo", ["bench", "--quiet", "--bench", "engines", "--", "--warm-up-time", "1", "--measurement-time", "3", "--noplot"], { cwd: root, stdio: ["ignore", "ignore", "inherit"] });
+  const run = spawnSync("cargo", ["bench", "--quiet", "--bench", "engines", "--", "--warm-up-time", "1", "--measurement-time", "3", "--noplot"], { cwd: root, encoding: "utf8", stdio: ["ignore", "ignore", "pipe"], maxBuffer: 64 << 20 });
   if (run.status !== 0) {
-    console.log(`  cargo bench failed (exit ${run.status})`);
+    console.log(`  cargo bench failed (exit ${run.status}):\n${run.stderr.slice(-2000)}`);
     return;
   }
   const dir = join(root, "target", "criterion");

@@ -330,6 +330,7 @@ fn matching(c: &mut Criterion) {
     let mut g = c.benchmark_group("bm25");
     g.sample_size(20);
     let matcher = Matcher::new(catalog(10_000), Params::default());
+    // Per query.
     g.throughput(Throughput::Elements(queries.len() as u64));
     g.bench_function("rank/10000 contexts", |bench| {
         bench.iter(|| {
@@ -343,6 +344,8 @@ fn matching(c: &mut Criterion) {
             }
         })
     });
+    // Per context.
+    g.throughput(Throughput::Elements(10_000));
     g.bench_function("index/10000 contexts", |bench| {
         bench.iter_batched(
             || catalog(10_000),
