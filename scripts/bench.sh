@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# `npm run bench`: builds the release Worker and prints its size and tools/call latency/throughput.
+# `npm run bench`: builds the release Worker and the TypeScript reference server (bench/reference,
+# bundled with esbuild into target/reference), then prints sizes, start times, the side-by-side
+# table, the seed targets and the native micro-benchmarks (bench/run.js; settings there).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 bash scripts/build.sh
 # shellcheck source=/dev/null
 source .toolchain/env
+bash bench/reference/build.sh
 exec "$root/node_modules/.bin/node" bench/run.js
