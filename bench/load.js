@@ -181,10 +181,16 @@ const KINDS = [
     run: async ({ s, role, i, ids }) => ({ r: await s.call(role.tool, role.args(i, ids)) }),
   },
   {
+    // A work, then a path of that work (which the server accepts only if the work exists); the
+    // path is read back with epic-tide-get-history.
     kind: "epic-tide-save-work", tool: "epic-tide-save-work", writes: "tide",
     run: async ({ s, marker }) => {
       const r = await s.call("epic-tide-save-work", { what: `Load work ${marker}`, how: ["measure", "report"], metrics: ["nothing lost"] });
-      return { r, written: r.ok && { kind: "tide", marker } };
+      const work = r.ok && r.result.structuredContent?.name;
+      if (!work) return { r };
+      const p = await s.call("epic-tide-create-path", { what: `Load path ${marker}`, works: [work], metrics: ["read back"] });
+      const path = p.ok && p.result.structuredContent?.name;
+      return { r: p, written: path && { kind: "tide", path, marker } };
     },
   },
 ];
@@ -282,6 +288,9 @@ async function mixed(ids) {
       } else if (w.kind === "execution") {
         const st = (await srv.attach(w.session, { authorization: w.headers.authorization }).call("get_chain_status", { execution_id: w.id })).result?.structuredContent;
         ok = st?.status === "completed" && st.steps?.[0]?.outputs?.echo === w.expect;
+      } else if (w.kind === "tide") {
+        const h = await reader.call("epic-tide-get-history", { path_name: w.path });
+        ok = h.ok && Array.isArray(h.result.structuredContent?.tides);
       } else {
         unchecked++;
         continue;
@@ -303,8 +312,9 @@ function extraRows(writes) {
   const [n] = sql(`SELECT
     (SELECT COUNT(*) FROM template_definitions WHERE name LIKE ${like}) AS templates,
     (SELECT COUNT(*) FROM execution_chains WHERE name LIKE ${like}) AS chains,
-    (SELECT COUNT(*) FROM chain_executions e JOIN execution_chains c ON c.id = e.chain_id WHERE c.name LIKE ${like}) AS executions`);
-  return { templates: n.templates - acked("template"), chains: n.chains - acked("chain"), executions: n.executions - acked("execution") };
+    (SELECT COUNT(*) FROM chain_executions e JOIN execution_chains c ON c.id = e.chain_id WHERE c.name LIKE ${like}) AS executions,
+    (SELECT COUNT(*) FROM epic_paths WHERE name LIKE 'load-path-load-${RUN}-%') AS paths`);
+  return { templates: n.templates - acked("template"), chains: n.chains - acked("chain"), executions: n.executions - acked("execution"), paths: n.paths - acked("tide") };
 }
 
 /** Fault run: background chains, a kill -9 of the dev server while they run, a restart. */
@@ -385,9 +395,9 @@ try {
   const extra = extraRows(m.writes);
   const fw = m.failedWrites;
   console.log(`\n  writes acknowledged ${m.writes.length}, read back ${m.writes.length - m.lost - m.unchecked}, lost ${m.lost}${m.unchecked ? `, not checkable ${m.unchecked}` : ""}`);
-  console.log(`  rows beyond the acknowledged writes: templates ${extra.templates}, chains ${extra.chains}, executions ${extra.executions} (write calls that failed: ${fw.template}, ${fw.chain}, ${fw.execution})`);
+  console.log(`  rows beyond the acknowledged writes: templates ${extra.templates}, chains ${extra.chains}, executions ${extra.executions}, EPIC-TIDE paths ${extra.paths} (write calls that failed: ${fw.template}, ${fw.chain}, ${fw.execution}, ${fw.tide})`);
   if (m.lostExamples.length) console.log(`  lost, e.g.: ${JSON.stringify(m.lostExamples)}`);
-  const duplicated = Math.max(0, extra.templates - fw.template) + Math.max(0, extra.chains - fw.chain) + Math.max(0, extra.executions - fw.execution);
+  const duplicated = Math.max(0, extra.templates - fw.template) + Math.max(0, extra.chains - fw.chain) + Math.max(0, extra.executions - fw.execution) + Math.max(0, extra.paths - fw.tide);
   console.log(`  => calls ${m.calls}, errors ${m.errors}, lost ${m.lost}, duplicated ${duplicated}, p50 ${f(m.p50)} ms, p99 ${f(m.p99)} ms`);
   failed ||= m.lost > 0 || duplicated > 0;
 
