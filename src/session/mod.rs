@@ -10,7 +10,7 @@ mod hub;
 mod jobs;
 mod methods;
 mod platform;
-mod stream;
+pub(crate) mod stream;
 
 use std::cell::RefCell;
 use std::rc::{Rc, Weak};
