@@ -224,9 +224,11 @@ pub fn check(body: Value, headers: &Mirrored) -> std::result::Result<Message, Re
                 "Header mismatch: the Mcp-Method header is required (send Mcp-Method: {method})"
             ))))
         }
-        Some(m) if m != method => return Err(refuse(Error::HeaderMismatch(format!(
+        Some(m) if m != method => {
+            return Err(refuse(Error::HeaderMismatch(format!(
             "Header mismatch: Mcp-Method header value {m:?} does not match body method {method:?}"
-        )))),
+        ))))
+        }
         Some(_) => {}
     }
     if let Some(param) = name_param(&method) {

@@ -58,11 +58,8 @@ pub struct State {
     pub args: String,
     /// Expiry, ms since the epoch.
     pub exp: f64,
-    /// The client's answers of earlier rounds, by input key.
+    /// The client's answers of earlier rounds, by input key; a retry cannot change them.
     pub answers: Map<String, Value>,
-    /// The input keys this state's round asked for: the retry's `inputResponses` are read only
-    /// under these keys, so a client cannot answer a question before the server asked it.
-    pub asked: Vec<String>,
 }
 
 fn mac(key: &[u8], body: &str) -> Vec<u8> {
@@ -146,7 +143,6 @@ mod tests {
             args: b.args,
             exp,
             answers: Map::from_iter([("approve".to_string(), json!({"action": "accept"}))]),
-            asked: vec!["reason".into()],
         }
     }
 

@@ -100,8 +100,9 @@ struct Round {
 }
 
 /// Reads `inputResponses` and `requestState`: a state must open for this caller, tool and
-/// arguments and be redeemed for the first time; its answers, plus the responses to what it
-/// asked, are what the tool finds this round.
+/// arguments and be redeemed for the first time. The tool finds the request's responses plus the
+/// state's answers of earlier rounds, which a retry cannot change; responses nobody asked for are
+/// ignored, since the tool never asks for their keys.
 async fn resume(p: &dyn Platform, params: &Map<String, Value>, binding: &Binding) -> Result<Round> {
     let responses = match params.get("inputResponses") {
         None => Map::new(),
@@ -120,7 +121,7 @@ async fn resume(p: &dyn Platform, params: &Map<String, Value>, binding: &Binding
     let token = match params.get("requestState") {
         None => {
             return Ok(Round {
-                answers: Map::new(),
+                answers: responses,
                 exchange: random::hex(16)?,
             })
         }
@@ -137,12 +138,8 @@ async fn resume(p: &dyn Platform, params: &Map<String, Value>, binding: &Binding
             "Invalid params: requestState rejected (it was already used; each state works once); send the original request again without requestState and inputResponses to start over".into(),
         ));
     }
-    let mut answers = state.answers;
-    for key in &state.asked {
-        if let Some(v) = responses.get(key) {
-            answers.insert(key.clone(), v.clone());
-        }
-    }
+    let mut answers = responses;
+    answers.extend(state.answers);
     Ok(Round {
         answers,
         exchange: state.exchange,
@@ -335,7 +332,6 @@ fn input_required(
         args: binding.args,
         exp: clock::now_ms() + lifetime_ms(p),
         answers: round.answers.clone(),
-        asked: asked.keys().cloned().collect(),
     };
     Ok(json!({
         "resultType": "input_required",

@@ -107,6 +107,12 @@ pub async fn serve(
     };
     match answer {
         Ok(result) => json_response(&response(&id, modern::complete(result)), 200),
+        // An unknown resource is -32602 in 2026-07-28 (it was -32002), naming the URI in `data`.
+        Err(Error::ResourceNotFound(m)) => {
+            let mut reply = error_response(Some(&id), &Error::InvalidParams(m));
+            reply["error"]["data"] = json!({ "uri": r.params.get("uri") });
+            json_response(&reply, 200)
+        }
         Err(e) => refuse(Some(&id), &e),
     }
 }
@@ -122,13 +128,9 @@ const FIXTURE_METHODS: &[&str] = &[
     "completion/complete",
 ];
 
-/// A fixture method's result, with the caching hints 2026-07-28 requires on lists and reads; an
-/// unknown resource is -32602 in this revision (it was -32002).
+/// A fixture method's result, with the caching hints 2026-07-28 requires on lists and reads.
 fn fixture(method: &str, params: &serde_json::Map<String, Value>) -> Result<Value> {
-    let mut result = fixtures::request(method, params).map_err(|e| match e {
-        Error::ResourceNotFound(m) => Error::InvalidParams(m),
-        other => other,
-    })?;
+    let mut result = fixtures::request(method, params)?;
     if method.ends_with("/list") || method == "resources/read" {
         result["ttlMs"] = json!(LIST_TTL_MS);
         result["cacheScope"] = json!("public");
