@@ -6,7 +6,7 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { startWorker } from "./support/worker.js";
-import { ACCEPT_BOTH, LATEST, initialize, post, rpc } from "./support/mcp.js";
+import { ACCEPT_BOTH, LATEST, initialize, post, rpc, sseEvents } from "./support/mcp.js";
 import { hs256 } from "../scripts/token.js";
 
 const MODERN = "2026-07-28";
@@ -302,6 +302,43 @@ describe("idempotent writes", () => {
   test("read-only tools are not deduplicated", async () => {
     const r = (await modern("tools/call", { name: "get_instruction_set", arguments: { name: "vendor-search" } })).body.result;
     assert.equal(r._meta?.["mcp-edge/idempotentReplay"], undefined);
+  });
+});
+
+describe("events of stateless calls", () => {
+  const watch = (id, headers = {}) => fetch(new URL(`/sessions/${id}/events`, w.url), { headers: { accept: "text/event-stream", ...headers } });
+  const EVENTS = "mcp-edge/eventsSession";
+
+  test("a call naming a session in _meta shows its tool events on that session's stream", async () => {
+    const { session } = await initialize(w.mcpUrl);
+    const res = await watch(session);
+    assert.equal(res.status, 200);
+    const it = sseEvents(res, { timeoutMs: 5000 });
+    const { body } = await modern("tools/call", { name: "get_instruction_set", arguments: { name: "vendor-search" } }, { metaExtra: { [EVENTS]: session } });
+    assert.equal(body.result.resultType, "complete");
+    const seen = [];
+    while (seen.length < 2) {
+      const ev = await it.next();
+      if (!ev) break;
+      if (ev.event === "tool_call" || ev.event === "tool_result") seen.push({ event: ev.event, data: JSON.parse(ev.data) });
+    }
+    it.close();
+    assert.deepEqual(seen.map((e) => e.event), ["tool_call", "tool_result"]);
+    assert.equal(seen[0].data.tool, "get_instruction_set");
+  });
+
+  test("another user's session, an unknown session or a malformed id are refused before the tool runs", async () => {
+    const init = await post(w.mcpUrl, { jsonrpc: "2.0", id: 0, method: "initialize", params: { protocolVersion: LATEST, capabilities: {}, clientInfo: { name: "t", version: "1" } } }, { headers: auth("alice", HR_WRITE) });
+    const alices = init.headers.get("mcp-session-id");
+    const call = (id, headers) => modern("tools/call", { name: "get_instruction_set", arguments: { name: "vendor-search" } }, { headers, metaExtra: { [EVENTS]: id } });
+    const foreign = (await call(alices, auth("helen", HR_WRITE))).body;
+    assert.equal(foreign.error.code, -32602);
+    assert.match(foreign.error.message, /another user/);
+    const own = (await call(alices, auth("alice", HR_WRITE))).body;
+    assert.equal(own.result.resultType, "complete");
+    const unknown = (await call("a".repeat(64))).body;
+    assert.match(unknown.error.message, /not found/i);
+    assert.equal((await call("nope")).body.error.code, -32602);
   });
 });
 

@@ -25,7 +25,7 @@ use config::Config;
 use http::header;
 
 /// Session ids are 256 random bits as 64 lowercase hex digits; nothing else can name a session.
-fn valid_session_id(s: &str) -> bool {
+pub(crate) fn valid_session_id(s: &str) -> bool {
     s.len() == 64
         && s.bytes()
             .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))

@@ -559,6 +559,7 @@ async fn drive(
         Either::Right((Either::Left((Err(_), _)), _)) => return,
         // The client closed the stream: that is cancellation, and nothing more is sent.
         Either::Right((Either::Right(_), _)) => {
+            call.platform.flush().await;
             worker::console_log!(
                 "{}",
                 json!({ "tool": tool.def.id(), "outcome": "cancelled", "era": "2026-07-28" })
@@ -570,5 +571,6 @@ async fn drive(
         "{}",
         json!({ "tool": tool.def.id(), "outcome": outcome, "era": "2026-07-28" })
     );
+    call.platform.flush().await;
     call.finish(reply, status);
 }

@@ -84,7 +84,10 @@ pub async fn serve(
         "server/discover" => Ok(discover(cfg.catalog)),
         "tools/list" => tools_list(&registry, &r, cfg, caller),
         "tools/call" => {
-            let platform = StatelessPlatform::new(env, registry, req, &r, caller);
+            let platform = match StatelessPlatform::open(env, registry, req, &r, caller).await {
+                Ok(p) => p,
+                Err(e) => return refuse(Some(&id), &e),
+            };
             return call::tools_call(platform, r, &mirrored, caller.clone(), req.inner().signal())
                 .await;
         }
@@ -92,7 +95,10 @@ pub async fn serve(
             if cfg.catalog.has_fixtures()
                 && r.params.get("name").and_then(Value::as_str) == Some(fixtures::INPUT_PROMPT) =>
         {
-            let platform = StatelessPlatform::new(env, registry, req, &r, caller);
+            let platform = match StatelessPlatform::open(env, registry, req, &r, caller).await {
+                Ok(p) => p,
+                Err(e) => return refuse(Some(&id), &e),
+            };
             return match call::input_prompt(&platform, &r, caller).await {
                 Ok(result) => json_response(&response(&id, result), 200),
                 Err(e) => refuse(Some(&id), &e),
