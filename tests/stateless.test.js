@@ -200,10 +200,16 @@ describe("stateless methods", () => {
     const { body } = await modern("tools/call", { name: "get_instruction_set", arguments: { name: "vendor-search" } });
     assert.equal(body.result.resultType, "complete");
     assert.equal(body.result.isError, undefined, JSON.stringify(body.result));
-    const mode = (await modern("tools/call", { name: "get_mode_indicator", arguments: {} })).body.result;
-    assert.equal(mode.resultType, "complete");
-    assert.equal(mode.isError, true);
-    assert.match(mode.content[0].text, /session/);
+    for (const name of ["get_mode_indicator", "execute_chain"]) {
+      const refused = (await modern("tools/call", { name, arguments: { chain_name: "x" } })).body;
+      assert.equal(refused.error.code, -32602, name);
+      assert.match(refused.error.message, /2025 session/);
+    }
+    const listed = (await modern("tools/list")).body.result.tools.map((t) => t.name);
+    assert.ok(!listed.includes("execute_chain") && !listed.includes("switch_mode"), "tools that need a session are not listed");
+    assert.ok(listed.includes("create_chain") && listed.includes("get_instruction_set"));
+    const executions = (await db.prepare("SELECT COUNT(*) AS n FROM chain_executions").first()).n;
+    assert.equal(executions, 0, "nothing was recorded");
     const unknown = (await modern("tools/call", { name: "no_such_tool", arguments: {} })).body;
     assert.equal(unknown.error.code, -32602);
   });

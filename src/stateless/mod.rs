@@ -26,6 +26,20 @@ use crate::tools::conformance::fixtures;
 use crate::tools::Catalog;
 use platform::StatelessPlatform;
 
+/// Tools that keep state in an MCP session, which 2026-07-28 requests do not have: chain
+/// executions run under the session's job leases and are bound to it, and the travel assistant's
+/// mode is the session's. The modern lane does not list them and refuses calls before they run
+/// (an execution would otherwise be recorded and then could not be tracked).
+pub const SESSION_TOOLS: &[&str] = &[
+    "execute_chain",
+    "get_chain_status",
+    "resume_chain",
+    "cancel_chain",
+    "initialize_travel_assistant",
+    "switch_mode",
+    "get_mode_indicator",
+];
+
 /// How long clients may cache `server/discover` and list results (`ttlMs`): the tool set changes
 /// only with a deployment.
 const LIST_TTL_MS: u64 = 60_000;
@@ -167,8 +181,9 @@ fn discover(catalog: Catalog) -> Value {
     })
 }
 
-/// `tools/list`: the caller's tools in name order (deterministic), paged as in the 2025 lane. The
-/// list depends on the caller's roles, so it is cacheable only privately.
+/// `tools/list`: the caller's tools in name order (deterministic), paged as in the 2025 lane,
+/// without the [`SESSION_TOOLS`]. The list depends on the caller's roles, so it is cacheable only
+/// privately.
 fn tools_list(
     registry: &crate::registry::Registry,
     r: &modern::Request,
@@ -184,10 +199,29 @@ fn tools_list(
             ))
         }
     };
-    let (tools, next) = registry.page(cursor, cfg.tools_page_size, caller)?;
+    let (mut tools, next) = registry.page(cursor, cfg.tools_page_size, caller)?;
+    tools.retain(|t| {
+        t.get("name")
+            .and_then(Value::as_str)
+            .is_none_or(|n| !SESSION_TOOLS.contains(&n))
+    });
     let mut result = json!({ "tools": tools, "ttlMs": LIST_TTL_MS, "cacheScope": "private" });
     if let Some(n) = next {
         result["nextCursor"] = json!(n);
     }
     Ok(result)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn session_tools_are_production_tools() {
+        let registry = crate::registry::Registry::new(crate::tools::catalog(Catalog::Production))
+            .expect("the production registry builds");
+        for name in SESSION_TOOLS {
+            assert!(registry.get(name).is_some(), "{name} is not a tool");
+        }
+    }
 }
