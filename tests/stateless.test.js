@@ -369,6 +369,13 @@ describe("both eras at once", () => {
   });
 });
 
+test("the CORS preflight lets browsers send the 2026 headers", async () => {
+  const res = await fetch(w.mcpUrl, { method: "OPTIONS", headers: { origin: "http://localhost:6274", "access-control-request-method": "POST" } });
+  assert.equal(res.status, 204);
+  const allow = res.headers.get("access-control-allow-headers").toLowerCase();
+  for (const h of ["mcp-method", "mcp-name", "mcp-protocol-version"]) assert.ok(allow.includes(h), h);
+});
+
 test("a modern POST needs both reply types in Accept, like every POST", async () => {
   const res = await fetch(w.mcpUrl, { method: "POST", headers: { "content-type": "application/json", accept: "application/json", "mcp-protocol-version": MODERN, "mcp-method": "server/discover" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "server/discover", params: { _meta: meta() } }) });
   assert.equal(res.status, 406);

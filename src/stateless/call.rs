@@ -452,9 +452,11 @@ async fn start(
         }
     };
     let user = caller.user.clone().unwrap_or_default();
+    // Anonymous callers are told apart by address, so one's retry never gets another's result.
+    let owner = caller.user.clone().unwrap_or_else(|| platform.session_id());
     let dedup = match write {
         true => Some(idempotency::key(
-            &user,
+            &owner,
             &name,
             &r.meta(),
             &args,
