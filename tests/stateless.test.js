@@ -369,6 +369,52 @@ describe("both eras at once", () => {
   });
 });
 
+describe("notifications on the response stream (conformance fixtures)", () => {
+  let fx;
+  before(async () => {
+    fx = await startWorker({ MCP_CATALOG: "conformance", JWT_SECRET: SECRET }, { quiet: true });
+  });
+  after(() => fx?.stop());
+
+  const call = async (name, m) => {
+    const res = await post(fx.mcpUrl, { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name, arguments: {}, _meta: m } }, { headers: { "mcp-protocol-version": MODERN, "mcp-method": "tools/call", "mcp-name": name } });
+    const type = res.headers.get("content-type");
+    if (!type.startsWith("text/event-stream")) return { type, messages: [await res.json()] };
+    const text = await res.text();
+    const messages = text.split("\n\n").map((b) => b.split("\n").filter((l) => l.startsWith("data: ")).map((l) => l.slice(6)).join("\n")).filter(Boolean).map((d) => JSON.parse(d));
+    return { type, messages };
+  };
+
+  test("log messages only when _meta asks for a level, and only at or above it", async () => {
+    const quiet = await call("test_tool_with_logging", meta());
+    assert.match(quiet.type, /application\/json/);
+    assert.equal(quiet.messages[0].result.resultType, "complete");
+    const info = await call("test_tool_with_logging", meta({}, { "io.modelcontextprotocol/logLevel": "info" }));
+    assert.match(info.type, /text\/event-stream/);
+    const logs = info.messages.filter((m) => m.method === "notifications/message");
+    assert.equal(logs.length, 3);
+    assert.equal(info.messages.at(-1).result.resultType, "complete", "the result ends the stream");
+    const error = await call("test_tool_with_logging", meta({}, { "io.modelcontextprotocol/logLevel": "error" }));
+    assert.equal(error.messages.filter((m) => m.method === "notifications/message").length, 0);
+  });
+
+  test("progress with a progressToken, strictly increasing, before the result; no server requests on the stream", async () => {
+    const r = await call("test_tool_with_progress", { ...meta(), progressToken: "p1" });
+    const progress = r.messages.filter((m) => m.method === "notifications/progress").map((m) => m.params.progress);
+    assert.deepEqual(progress, [0, 50, 100]);
+    assert.ok(r.messages.every((m) => !m.method || m.method.startsWith("notifications/")));
+    assert.equal(r.messages.at(-1).result.resultType, "complete");
+  });
+
+  test("a question needing an undeclared capability is 400 -32021 naming it", async () => {
+    const res = await post(fx.mcpUrl, { jsonrpc: "2.0", id: 9, method: "tools/call", params: { name: "test_sampling", arguments: { prompt: "hi" }, _meta: meta() } }, { headers: { "mcp-protocol-version": MODERN, "mcp-method": "tools/call", "mcp-name": "test_sampling" } });
+    assert.equal(res.status, 400);
+    const body = await res.json();
+    assert.equal(body.error.code, -32021);
+    assert.deepEqual(body.error.data.requiredCapabilities, { sampling: {} });
+  });
+});
+
 test("the CORS preflight lets browsers send the 2026 headers", async () => {
   const res = await fetch(w.mcpUrl, { method: "OPTIONS", headers: { origin: "http://localhost:6274", "access-control-request-method": "POST" } });
   assert.equal(res.status, 204);
