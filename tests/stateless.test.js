@@ -203,15 +203,47 @@ describe("stateless methods", () => {
     for (const name of ["get_mode_indicator", "execute_chain"]) {
       const refused = (await modern("tools/call", { name, arguments: { chain_name: "x" } })).body;
       assert.equal(refused.error.code, -32602, name);
-      assert.match(refused.error.message, /2025 session/);
+      assert.match(refused.error.message, /bearer token/);
     }
     const listed = (await modern("tools/list")).body.result.tools.map((t) => t.name);
-    assert.ok(!listed.includes("execute_chain") && !listed.includes("switch_mode"), "tools that need a session are not listed");
+    assert.ok(!listed.includes("execute_chain") && !listed.includes("switch_mode"), "anonymous callers are not offered tools that keep runs");
     assert.ok(listed.includes("create_chain") && listed.includes("get_instruction_set"));
     const executions = (await db.prepare("SELECT COUNT(*) AS n FROM chain_executions").first()).n;
     assert.equal(executions, 0, "nothing was recorded");
     const unknown = (await modern("tools/call", { name: "no_such_tool", arguments: {} })).body;
     assert.equal(unknown.error.code, -32602);
+  });
+});
+
+describe("chain runs of 2026 callers", () => {
+  const as = (who, name, args) => modern("tools/call", { name, arguments: args }, { headers: auth(who, HR_WRITE) }).then((r) => r.body);
+  const text = (r) => r.result.content.map((c) => c.text).join("\n");
+  const step = (id, name, extra = {}) => ({ id, name, type: "data_transformation", input_variables: [], output_variables: [], ...extra });
+
+  test("a run is addressed by its execution id from later requests of the same caller only; a paused step resumes", async () => {
+    const created = await as("alice", "create_chain", { chain_definition: {
+      name: "stateless-approval", title: "Approval", category: "custom",
+      steps: [
+        step(1, "prepare", { input_template: "{name|upper}", output_variables: ["shout"] }),
+        step(2, "decide", { type: "instruction_set", instruction_set: "client-communication", input_template: "Approve {shout}?", output_variables: ["status"] }),
+        step(3, "finish", { input_template: "{shout}:{status}", output_variables: ["result"] }),
+      ],
+      input_schema: { type: "object", properties: { name: { type: "string", required: true } } },
+    }, creation_options: { overwrite_existing: true } });
+    assert.equal(created.result.isError, undefined, JSON.stringify(created));
+    const listed = (await modern("tools/list", {}, { headers: auth("alice", HR_WRITE) })).body.result.tools.map((t) => t.name);
+    assert.ok(listed.includes("execute_chain") && listed.includes("resume_chain"));
+    const run = await as("alice", "execute_chain", { chain_name: "stateless-approval", variables: { name: "Ada" } });
+    assert.equal(run.result.resultType, "complete");
+    assert.match(text(run), /paused/);
+    const id = text(run).match(/exec-[0-9a-f]{32}/)[0];
+    const status = await as("alice", "get_chain_status", { execution_id: id });
+    assert.equal(status.result.structuredContent.status, "awaiting_input", JSON.stringify(status));
+    const foreign = await as("helen", "get_chain_status", { execution_id: id });
+    assert.equal(foreign.result.isError, true, "another caller cannot see the run");
+    const done = await as("alice", "resume_chain", { execution_id: id, outputs: { status: "approved" } });
+    assert.match(text(done), /completed successfully[\s\S]*ADA:approved/);
+    assert.equal(done.result.resultType, "complete");
   });
 });
 

@@ -435,11 +435,6 @@ async fn start(
         .get("arguments")
         .cloned()
         .unwrap_or_else(|| json!({}));
-    if super::SESSION_TOOLS.contains(&name.as_str()) {
-        return Err(Error::InvalidParams(format!(
-            "Invalid params: {name} keeps state in an MCP session, which 2026-07-28 requests do not have; call it from a 2025 session (send initialize without _meta first)"
-        )));
-    }
     let write = match platform.registry().get_for(&name, &caller) {
         None => {
             return Err(Error::InvalidParams(format!(

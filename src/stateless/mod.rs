@@ -11,6 +11,7 @@
 mod call;
 mod idempotency;
 mod platform;
+mod runs;
 
 use serde_json::{json, Value};
 use worker::{Env, Request, Response};
@@ -28,8 +29,8 @@ use platform::StatelessPlatform;
 
 /// Tools that keep state in an MCP session, which 2026-07-28 requests do not have: chain
 /// executions run under the session's job leases and are bound to it, and the travel assistant's
-/// mode is the session's. The modern lane does not list them and refuses calls before they run
-/// (an execution would otherwise be recorded and then could not be tracked).
+/// mode is the session's. For a signed-in caller they run in the caller's run session (`runs`);
+/// anonymous 2026 callers are refused before anything is recorded.
 pub const SESSION_TOOLS: &[&str] = &[
     "execute_chain",
     "get_chain_status",
@@ -97,6 +98,18 @@ pub async fn serve(
     let answer = match r.method.as_str() {
         "server/discover" => Ok(discover(cfg.catalog)),
         "tools/list" => tools_list(&registry, &r, cfg, caller),
+        "tools/call"
+            if r
+                .params
+                .get("name")
+                .and_then(Value::as_str)
+                .is_some_and(|n| SESSION_TOOLS.contains(&n)) =>
+        {
+            return match runs::call(env, caller, &id, &r.params).await {
+                Ok(resp) => Ok(resp),
+                Err(e) => refuse(Some(&id), &e),
+            };
+        }
         "tools/call" => {
             let platform = match StatelessPlatform::open(env, registry, req, &r, caller).await {
                 Ok(p) => p,
@@ -182,8 +195,8 @@ fn discover(catalog: Catalog) -> Value {
 }
 
 /// `tools/list`: the caller's tools in name order (deterministic), paged as in the 2025 lane,
-/// without the [`SESSION_TOOLS`]. The list depends on the caller's roles, so it is cacheable only
-/// privately.
+/// without the [`SESSION_TOOLS`] for anonymous callers. The list depends on the caller, so it is
+/// cacheable only privately.
 fn tools_list(
     registry: &crate::registry::Registry,
     r: &modern::Request,
@@ -200,11 +213,13 @@ fn tools_list(
         }
     };
     let (mut tools, next) = registry.page(cursor, cfg.tools_page_size, caller)?;
-    tools.retain(|t| {
-        t.get("name")
-            .and_then(Value::as_str)
-            .is_none_or(|n| !SESSION_TOOLS.contains(&n))
-    });
+    if caller.user.is_none() {
+        tools.retain(|t| {
+            t.get("name")
+                .and_then(Value::as_str)
+                .is_none_or(|n| !SESSION_TOOLS.contains(&n))
+        });
+    }
     let mut result = json!({ "tools": tools, "ttlMs": LIST_TTL_MS, "cacheScope": "private" });
     if let Some(n) = next {
         result["nextCursor"] = json!(n);
