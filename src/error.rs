@@ -29,6 +29,12 @@ pub mod code {
     pub const RESOURCE_NOT_FOUND: i64 = -32002;
     /// The request was cancelled by `notifications/cancelled` before it finished.
     pub const REQUEST_CANCELLED: i64 = -32800;
+    /// 2026-07-28: the HTTP headers do not match the body, or a required one is missing.
+    pub const HEADER_MISMATCH: i64 = -32020;
+    /// 2026-07-28: the request needs a client capability it did not declare.
+    pub const MISSING_CAPABILITY: i64 = -32021;
+    /// 2026-07-28: the request's protocol version is not served.
+    pub const UNSUPPORTED_VERSION: i64 = -32022;
 }
 
 /// Everything that can go wrong while serving MCP.
@@ -72,6 +78,23 @@ pub enum Error {
     MethodNotFound(String),
     /// Bad parameters, unknown tool or invalid cursor (JSON-RPC -32602).
     InvalidParams(String),
+    /// 2026-07-28: the request's `_meta` lacks a required field (JSON-RPC -32602, HTTP 400).
+    BadMeta(String),
+    /// 2026-07-28: a request header is missing or does not match the body (JSON-RPC -32020,
+    /// HTTP 400).
+    HeaderMismatch(String),
+    /// 2026-07-28: the request names a protocol version this server does not serve statelessly
+    /// (JSON-RPC -32022, HTTP 400); `data` lists the supported ones and echoes `requested`.
+    UnsupportedVersion {
+        /// The version the request named.
+        requested: String,
+    },
+    /// 2026-07-28: the request needs a client capability it did not declare (JSON-RPC -32021,
+    /// HTTP 400); `data.requiredCapabilities` names it.
+    MissingCapability {
+        /// The capability (`sampling`, `elicitation`, `roots`).
+        capability: String,
+    },
     /// Unknown resource URI (JSON-RPC -32002).
     ResourceNotFound(String),
     /// The request was cancelled by the client (JSON-RPC -32800).
@@ -122,7 +145,12 @@ impl Error {
             Error::Parse(_) => code::PARSE_ERROR,
             Error::InvalidRequest(_) => code::INVALID_REQUEST,
             Error::MethodNotFound(_) => code::METHOD_NOT_FOUND,
-            Error::InvalidParams(_) | Error::InvalidArguments(_) => code::INVALID_PARAMS,
+            Error::InvalidParams(_) | Error::InvalidArguments(_) | Error::BadMeta(_) => {
+                code::INVALID_PARAMS
+            }
+            Error::HeaderMismatch(_) => code::HEADER_MISMATCH,
+            Error::UnsupportedVersion { .. } => code::UNSUPPORTED_VERSION,
+            Error::MissingCapability { .. } => code::MISSING_CAPABILITY,
             Error::ResourceNotFound(_) => code::RESOURCE_NOT_FOUND,
             Error::SessionNotFound => code::SESSION_NOT_FOUND,
             Error::Cancelled => code::REQUEST_CANCELLED,
@@ -167,7 +195,11 @@ impl Error {
             Error::SessionRequired
             | Error::BadHeader(_)
             | Error::Parse(_)
-            | Error::InvalidRequest(_) => 400,
+            | Error::InvalidRequest(_)
+            | Error::BadMeta(_)
+            | Error::HeaderMismatch(_)
+            | Error::UnsupportedVersion { .. }
+            | Error::MissingCapability { .. } => 400,
             Error::MethodNotFound(_)
             | Error::InvalidParams(_)
             | Error::ResourceNotFound(_)
@@ -221,7 +253,23 @@ impl Error {
 
     /// The JSON-RPC `error` object for this error.
     pub fn to_rpc_error(&self) -> serde_json::Value {
-        serde_json::json!({ "code": self.rpc_code(), "message": self.public_message() })
+        let mut e =
+            serde_json::json!({ "code": self.rpc_code(), "message": self.public_message() });
+        match self {
+            Error::UnsupportedVersion { requested } => {
+                e["data"] = serde_json::json!({
+                    "supported": crate::mcp::version::ADVERTISED,
+                    "requested": requested,
+                });
+            }
+            Error::MissingCapability { capability } => {
+                let mut caps = serde_json::Map::new();
+                caps.insert(capability.clone(), serde_json::json!({}));
+                e["data"] = serde_json::json!({ "requiredCapabilities": caps });
+            }
+            _ => {}
+        }
+        e
     }
 }
 
@@ -236,6 +284,8 @@ impl fmt::Display for Error {
             | Error::BadHeader(m)
             | Error::InvalidRequest(m)
             | Error::InvalidParams(m)
+            | Error::BadMeta(m)
+            | Error::HeaderMismatch(m)
             | Error::ResourceNotFound(m)
             | Error::InvalidArguments(m)
             | Error::NoSuchRecord(m)
@@ -262,6 +312,16 @@ impl fmt::Display for Error {
             Error::MethodNotFound(m) => write!(f, "Method not found: {m}"),
             Error::Cancelled => f.write_str("Request cancelled by the client"),
             Error::Coded { code, message, .. } => write!(f, "{code}: {message}"),
+            Error::UnsupportedVersion { requested } => write!(
+                f,
+                "Unsupported protocol version {requested:?}: this endpoint serves {} per request, and {} through initialize",
+                crate::mcp::version::MODERN.join(", "),
+                crate::mcp::version::SUPPORTED.join(", ")
+            ),
+            Error::MissingCapability { capability } => write!(
+                f,
+                "Missing required client capability: this request needs {capability:?}; declare it in _meta[\"io.modelcontextprotocol/clientCapabilities\"] and send the request again"
+            ),
         }
     }
 }

@@ -1,7 +1,7 @@
 //! mcp-edge: a Model Context Protocol server for Cloudflare Workers.
 //!
 //! The crate has a pure core that `cargo test` runs natively (`mcp`, `registry`, `engine`, `tools`) and a thin
-//! edge layer that only does work inside workerd (`edge`, `session`, `store`). See the README's
+//! edge layer that only does work inside workerd (`edge`, `session`, `stateless`, `store`). See the README's
 //! architecture section for the module map.
 
 pub mod clock;
@@ -14,6 +14,7 @@ pub mod mcp;
 pub mod random;
 pub mod registry;
 pub mod session;
+pub mod stateless;
 pub mod store;
 pub mod tools;
 

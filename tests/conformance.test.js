@@ -1,6 +1,9 @@
-// The official MCP conformance suite (@modelcontextprotocol/conformance), every 2025-11-25 server
-// scenario including the pending ones, against `wrangler dev --env conformance` (npm run dev:conformance).
-// No expected-failures file: every check must be SUCCESS or INFO (no FAILURE, no WARNING).
+// The official MCP conformance suite (@modelcontextprotocol/conformance), every server scenario
+// including the pending ones, of both eras against one `wrangler dev --env conformance` (npm run
+// dev:conformance): 2025-11-25 with 0.1.16, and 2026-07-28 (stateless) with the 0.2.0 prerelease
+// installed as `conformance-next` (0.1.16 has no 2026 scenarios). No expected-failures file: every
+// check must be SUCCESS, INFO or SKIPPED (no FAILURE, no WARNING); SKIPPED are the subscription
+// checks, since the server declares no listChanged or subscribe capability.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
@@ -57,10 +60,11 @@ after(() => {
   if (state) rmSync(state, { recursive: true, force: true });
 });
 
-test("every 2025-11-25 server scenario of the official conformance suite passes", async () => {
+/** Runs the suite's `--suite all` for `spec` with the CLI of `pkg`; returns its checks and log. */
+async function runSuite(pkg, spec) {
   const out = mkdtempSync(join(tmpdir(), "mcp-edge-conformance-results-"));
-  const cli = join(root, "node_modules", "@modelcontextprotocol", "conformance", "dist", "index.js");
-  const args = [cli, "server", "--url", `http://localhost:${port}/mcp`, "--suite", "all", "--spec-version", "2025-11-25", "-o", out];
+  const cli = join(root, "node_modules", ...pkg.split("/"), "dist", "index.js");
+  const args = [cli, "server", "--url", `http://localhost:${port}/mcp`, "--suite", "all", "--spec-version", spec, "-o", out];
   const run = spawn(node, args, { cwd: root });
   let log = "";
   run.stdout.on("data", (d) => (log += d));
@@ -69,12 +73,28 @@ test("every 2025-11-25 server scenario of the official conformance suite passes"
   try {
     const dirs = readdirSync(out);
     const checks = dirs.flatMap((d) => JSON.parse(readFileSync(join(out, d, "checks.json"), "utf8")).map((c) => ({ scenario: d, ...c })));
-    const bad = checks.filter((c) => c.status === "FAILURE" || c.status === "WARNING");
-    assert.deepEqual(bad.map((c) => `${c.scenario} ${c.id}: ${c.status} ${c.errorMessage ?? ""}`), [], log);
-    assert.equal(code, 0, log);
-    assert.equal(dirs.length, 32, "all 32 server scenarios ran");
-    assert.ok(checks.filter((c) => c.status === "SUCCESS").length >= 46, log);
+    return { code, dirs, checks, log };
   } finally {
     rmSync(out, { recursive: true, force: true });
   }
+}
+
+const bad = (checks) => checks.filter((c) => c.status === "FAILURE" || c.status === "WARNING").map((c) => `${c.scenario} ${c.id}: ${c.status} ${c.errorMessage ?? ""}`);
+
+test("every 2025-11-25 server scenario of the official conformance suite passes", async () => {
+  const { code, dirs, checks, log } = await runSuite("@modelcontextprotocol/conformance", "2025-11-25");
+  assert.deepEqual(bad(checks), [], log);
+  assert.equal(code, 0, log);
+  assert.equal(dirs.length, 32, "all 32 server scenarios ran");
+  assert.ok(checks.filter((c) => c.status === "SUCCESS").length >= 46, log);
+});
+
+test("every 2026-07-28 server scenario of the official conformance suite passes", async () => {
+  const { code, dirs, checks, log } = await runSuite("conformance-next", "2026-07-28");
+  assert.deepEqual(bad(checks), [], log);
+  assert.equal(code, 0, log);
+  assert.equal(dirs.length, 40, "all 40 server scenarios of 2026-07-28 ran");
+  assert.ok(checks.filter((c) => c.status === "SUCCESS").length >= 147, log);
+  const skipped = checks.filter((c) => c.status === "SKIPPED").map((c) => c.id);
+  assert.ok(skipped.every((id) => /subscription|notification-filter/.test(id)), `only the subscription checks are skipped: ${skipped}`);
 });

@@ -11,9 +11,9 @@ pub const JSON: &str = "application/json";
 /// `Content-Type` of SSE replies.
 pub const EVENT_STREAM: &str = "text/event-stream";
 
-/// Request headers a browser client may send (CORS preflight).
-const ALLOW_HEADERS: &str =
-    "Content-Type, Accept, Authorization, Mcp-Session-Id, MCP-Protocol-Version, Last-Event-ID";
+/// Request headers a browser client may send (CORS preflight): those of both eras (2026-07-28
+/// mirrors the method and name into `Mcp-Method` and `Mcp-Name`).
+const ALLOW_HEADERS: &str = "Content-Type, Accept, Authorization, Mcp-Session-Id, MCP-Protocol-Version, Last-Event-ID, Mcp-Method, Mcp-Name";
 /// Response headers a browser client may read.
 const EXPOSE_HEADERS: &str = "Mcp-Session-Id, MCP-Protocol-Version";
 /// Methods served on `/mcp`.

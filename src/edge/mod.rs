@@ -16,6 +16,7 @@ use worker::{Env, Method, Request, Response};
 
 use crate::error::{Error, Result};
 use crate::mcp::message::Incoming;
+use crate::mcp::modern::{self, Era};
 use crate::mcp::version;
 use crate::random;
 use crate::registry::Caller;
@@ -24,7 +25,7 @@ use config::Config;
 use http::header;
 
 /// Session ids are 256 random bits as 64 lowercase hex digits; nothing else can name a session.
-fn valid_session_id(s: &str) -> bool {
+pub(crate) fn valid_session_id(s: &str) -> bool {
     s.len() == 64
         && s.bytes()
             .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
@@ -243,16 +244,20 @@ fn check_host_and_origin(req: &Request, cfg: &Config) -> Result<()> {
 async fn route(mut req: Request, env: &Env, cfg: &Config) -> Result<Response> {
     check_host_and_origin(&req, cfg)?;
     let origin = header(&req, "origin");
-    if let Some(v) = header(&req, "mcp-protocol-version") {
-        if !version::is_supported(&v) {
-            return Err(Error::BadHeader(format!(
-                "Bad Request: unsupported MCP-Protocol-Version {v:?}; supported: {}",
-                version::SUPPORTED.join(", ")
-            )));
-        }
-    }
     if req.method() == Method::Options {
         return http::preflight(origin.as_deref());
+    }
+    let has_session = header(&req, "mcp-session-id").is_some();
+    let version_header = header(&req, "mcp-protocol-version");
+    let bodyless_era = modern::era_of_bodyless(has_session, version_header.as_deref());
+    if matches!(req.method(), Method::Get | Method::Delete) && bodyless_era == Era::Modern {
+        return Err(Error::MethodNotAllowed(format!(
+            "Method Not Allowed: {:?}; 2026-07-28 has no sessions and no GET stream: POST each request to /mcp",
+            req.method()
+        )));
+    }
+    if req.method() != Method::Post {
+        check_legacy_version(version_header.as_deref())?;
     }
     let caller = auth::authenticate(&req, env, cfg).await?;
     match req.method() {
@@ -282,11 +287,36 @@ fn session_of(req: &Request) -> Result<String> {
     }
 }
 
+/// The 2025 lane's rule for `MCP-Protocol-Version`: absent, or a version it speaks.
+fn check_legacy_version(v: Option<&str>) -> Result<()> {
+    match v {
+        Some(v) if !version::is_supported(v) => Err(Error::BadHeader(format!(
+            "Bad Request: unsupported MCP-Protocol-Version {v:?}; supported: {}",
+            version::SUPPORTED.join(", ")
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// A POST: the modern lane (`crate::stateless`) or the session lane, by the era rule of
+/// `mcp::modern`.
 async fn post(req: &mut Request, env: &Env, cfg: &Config, caller: &Caller) -> Result<Response> {
     http::check_post_accept(header(req, "accept").as_deref())?;
     http::check_content_type(header(req, "content-type").as_deref())?;
     let body = read_body(req, cfg.max_body_bytes).await?;
-    if header(req, "mcp-session-id").is_some() {
+    let has_session = header(req, "mcp-session-id").is_some();
+    let version_header = header(req, "mcp-protocol-version");
+    let parsed: std::result::Result<serde_json::Value, Error> =
+        serde_json::from_str(&body).map_err(|e| Error::Parse(e.to_string()));
+    let era = match &parsed {
+        Ok(v) => modern::era_of_post(has_session, version_header.as_deref(), v),
+        Err(_) => modern::era_of_bodyless(has_session, version_header.as_deref()),
+    };
+    if era == Era::Modern {
+        return crate::stateless::serve(req, env, cfg, caller, parsed).await;
+    }
+    check_legacy_version(version_header.as_deref())?;
+    if has_session {
         let session = session_of(req)?;
         return forward(env, &session, Method::Post, req, Some(body), caller, &[]).await;
     }

@@ -2,6 +2,8 @@
 
 pub mod logging;
 pub mod message;
+pub mod modern;
+pub mod request_state;
 pub mod sse;
 pub mod version;
 
@@ -17,8 +19,8 @@ pub const SERVER_NAME: &str = "mcp-edge";
 /// `serverInfo.version`: the crate version.
 pub const SERVER_VERSION: &str = env!("CARGO_PKG_VERSION");
 
-/// Shown to the model after `initialize`.
-const INSTRUCTIONS: &str = "mcp-edge serves travel-agency tools. Start a conversation with \
+/// Shown to the model after `initialize` (and in `server/discover`).
+pub const INSTRUCTIONS: &str = "mcp-edge serves travel-agency tools. Start a conversation with \
 initialize_travel_assistant, follow the instruction sets it names (get_instruction_set), and keep the \
 mode indicator at the top of replies.";
 

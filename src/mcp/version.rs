@@ -3,6 +3,19 @@
 /// Supported versions, newest first. The first entry is offered when a client asks for one we lack.
 pub const SUPPORTED: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26"];
 
+/// Versions served statelessly, per request (2026-07-28 and later: no `initialize`, no session).
+pub const MODERN: &[&str] = &["2026-07-28"];
+
+/// Every version this endpoint serves, newest first, as `server/discover` and the
+/// unsupported-version error list them: the modern ones per request, the others through
+/// `initialize`.
+pub const ADVERTISED: &[&str] = &["2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26"];
+
+/// Whether `v` is served statelessly.
+pub fn is_modern(v: &str) -> bool {
+    MODERN.contains(&v)
+}
+
 /// The newest supported version.
 pub const LATEST: &str = SUPPORTED[0];
 
@@ -40,5 +53,10 @@ mod tests {
         assert_eq!(negotiate("1900-01-01"), LATEST);
         assert!(!is_supported("2024-11-05"));
         assert!(primes_streams("2025-11-25") && !primes_streams("2025-06-18"));
+        assert!(is_modern("2026-07-28") && !is_modern("2025-11-25"));
+        assert!(!is_supported("2026-07-28"));
+        for v in SUPPORTED.iter().chain(MODERN) {
+            assert!(ADVERTISED.contains(v));
+        }
     }
 }

@@ -25,6 +25,18 @@ pub const DEFAULT_TTL_SECS: u64 = 300;
 /// `_meta` key of a cacheable tool's result that says what the cache did (`hit`, `miss`, `bypass`).
 pub const META_KEY: &str = "mcp-edge/cache";
 
+/// Whether a call's `params._meta` asks to skip the cache. An unknown directive is invalid
+/// params, so a typo does not silently serve a cached result.
+pub fn bypass_requested(meta: &Value) -> Result<bool> {
+    match meta.get(META_KEY) {
+        None => Ok(false),
+        Some(v) if v == "bypass" => Ok(true),
+        Some(other) => Err(crate::error::Error::InvalidParams(format!(
+            "Invalid params: _meta[{META_KEY:?}] is {other}; the only value is \"bypass\" (run the tool instead of answering from the result cache); leave it out otherwise"
+        ))),
+    }
+}
+
 /// Reads the current generation of a tool's data (see [`CachePolicy::generation`]).
 pub type Generation = for<'a> fn(&'a dyn ToolContext) -> LocalBoxFuture<'a, Result<i64>>;
 

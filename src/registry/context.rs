@@ -223,6 +223,27 @@ pub trait ToolContext {
         params: Value,
     ) -> LocalBoxFuture<'a, Result<Value>>;
 
+    /// Like [`ToolContext::ask_client`], under a key the tool chooses: a 2026-07-28 request returns
+    /// its questions as `inputRequests` under these keys and finds the answers under them in the
+    /// retried request's `inputResponses`. In a 2025 session the key is not used.
+    fn ask_client_as<'a>(
+        &'a self,
+        key: &'a str,
+        method: &'a str,
+        params: Value,
+    ) -> LocalBoxFuture<'a, Result<Value>> {
+        let _ = key;
+        self.ask_client(method, params)
+    }
+
+    /// An id that stays the same across the rounds of one 2026-07-28 multi-round request (it
+    /// travels in the sealed `requestState`), so a tool can name what it prepared in an earlier
+    /// round (a write's confirmation) instead of preparing it again. `None` in a 2025 session,
+    /// where a tool's call is one round.
+    fn exchange_id(&self) -> Option<String> {
+        None
+    }
+
     /// Ends the caller's HTTP connection now, leaving the call's SSE stream open in the event log:
     /// the client resumes it with `GET` and `Last-Event-ID` and receives the rest, result included
     /// (MCP 2025-11-25 stream polling, SEP-1699). For long calls that should not pin a connection.

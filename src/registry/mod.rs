@@ -106,6 +106,11 @@ impl std::fmt::Debug for Tool {
 }
 
 impl Tool {
+    /// The input JSON Schema as `tools/list` shows it.
+    pub fn input_schema(&self) -> &Value {
+        &self.listing["inputSchema"]
+    }
+
     /// Checks call arguments against the input schema; the error names each failing field and rule.
     pub fn check_input(&self, args: &Value) -> Result<()> {
         self.input.check(args).map_err(|problems| {
@@ -161,11 +166,6 @@ impl Tool {
                 ))
             }),
         }
-    }
-
-    /// The input schema, as `tools/list` shows it.
-    pub fn input_schema(&self) -> &Value {
-        &self.listing["inputSchema"]
     }
 
     /// The `tools/list` entry.

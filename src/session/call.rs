@@ -69,16 +69,7 @@ impl Call {
         signal: Option<AbortSignal>,
         caller: Caller,
     ) -> Result<(Call, oneshot::Receiver<First>)> {
-        let cache_bypass = match meta.get(cache::META_KEY) {
-            None => false,
-            Some(v) if v == "bypass" => true,
-            Some(other) => {
-                return Err(Error::InvalidParams(format!(
-                    "Invalid params: _meta[{:?}] is {other}; the only value is \"bypass\" (run the tool instead of answering from the result cache); leave it out otherwise",
-                    cache::META_KEY
-                )))
-            }
-        };
+        let cache_bypass = cache::bypass_requested(meta)?;
         let progress_token = meta.get("progressToken").cloned();
         let (tx, rx) = oneshot::channel();
         let log_level = core.log_level();

@@ -150,7 +150,7 @@ fn user_message(body: &str, max_chars: u32) -> Result<String> {
 /// Who the chat's tools act for: the session's user (with the caller's current roles) for a
 /// session opened with a token, which only that user may use; anonymous for an anonymous session,
 /// which anyone holding its id may use.
-fn acting_caller(core: &Core, caller: &Caller) -> Result<Caller> {
+pub(super) fn acting_caller(core: &Core, caller: &Caller) -> Result<Caller> {
     if core.db.get("created_at")?.is_none() {
         return Err(Error::SessionNotFound);
     }

@@ -10,7 +10,7 @@ mod hub;
 mod jobs;
 mod methods;
 mod platform;
-mod stream;
+pub(crate) mod stream;
 
 use std::cell::RefCell;
 use std::rc::{Rc, Weak};
@@ -44,6 +44,9 @@ pub const CREATE_HEADER: &str = "x-mcp-edge-create";
 pub use crate::store::services::{ROLES_HEADER, USER_HEADER};
 /// Internal header from the Worker: this GET is a dashboard watching the session's tool events.
 pub const WATCH_HEADER: &str = "x-mcp-edge-watch";
+/// Internal header from the Worker: this POST carries tool events of 2026-07-28 calls that named
+/// this session in `_meta` (`stateless::platform`), for its event stream.
+pub const RELAY_HEADER: &str = "x-mcp-edge-relay";
 /// Internal header from the Worker: correlation id for log lines.
 pub const CORRELATION_HEADER: &str = "x-correlation-id";
 
@@ -265,7 +268,9 @@ impl Session {
                 let signal = Some(req.inner().signal());
                 let chat = header(&req, CHAT_HEADER).is_some();
                 let create = header(&req, CREATE_HEADER).is_some();
-                if chat && create {
+                if header(&req, RELAY_HEADER).is_some() {
+                    Self::relay(&core, &body, &caller)
+                } else if chat && create {
                     self.create_chat(&core, &caller).await
                 } else if chat {
                     self.chat(&core, &body, signal, &caller)
@@ -578,6 +583,25 @@ impl Session {
             },
             rx,
         )
+    }
+
+    /// Tool events of 2026-07-28 calls (which have no session of their own) that asked to be shown
+    /// on this session's event stream: only the session's user may send them (anyone for an
+    /// anonymous session, as anyone holding its id may watch it). An empty list only checks that.
+    fn relay(core: &Rc<Core>, body: &str, caller: &Caller) -> Result<Response> {
+        chat::acting_caller(core, caller)?;
+        let events: Vec<Value> = serde_json::from_str(body)
+            .map_err(|e| Error::InvalidRequest(format!("Invalid Request: relayed events: {e}")))?;
+        for ev in events {
+            if let (Some(event), Some(data)) =
+                (ev.get("event").and_then(Value::as_str), ev.get("data"))
+            {
+                if is_tool_event(event) {
+                    core.publish(STANDALONE, event, &data.to_string())?;
+                }
+            }
+        }
+        Ok(Response::empty()?.with_status(204))
     }
 
     /// `DELETE /mcp`: ends the session; its storage and alarm are deleted.

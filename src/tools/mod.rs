@@ -195,6 +195,7 @@ pub fn catalog(c: Catalog) -> Vec<&'static ToolDef> {
         .collect();
     if c == Catalog::Conformance {
         defs.extend(conformance::TOOLS.iter());
+        defs.extend(conformance::mrtr::TOOLS.iter());
     }
     defs
 }

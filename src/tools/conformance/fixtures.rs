@@ -136,6 +136,18 @@ fn complete(params: &Map<String, Value>) -> Result<Value> {
     Ok(json!({ "completion": { "values": values, "total": values.len(), "hasMore": false } }))
 }
 
+/// The prompt that asks the client for context before it is returned: served only by the
+/// 2026-07-28 lane, which can pause a request for input (`stateless::call::input_prompt`).
+pub const INPUT_PROMPT: &str = "test_input_required_result_prompt";
+
+/// [`INPUT_PROMPT`] once the client told its `context`.
+pub fn input_prompt(context: &str) -> Value {
+    json!({
+        "description": "A prompt built from context the client provided",
+        "messages": [{ "role": "user", "content": { "type": "text", "text": format!("Use this context: {context}") } }]
+    })
+}
+
 /// Answers a fixture method (resources, prompts, completion).
 pub fn request(method: &str, params: &Map<String, Value>) -> Result<Value> {
     match method {

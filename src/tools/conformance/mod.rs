@@ -3,6 +3,7 @@
 //! the `conformance` wrangler environment (`npm run dev:conformance`).
 
 pub mod fixtures;
+pub mod mrtr;
 
 use futures::future::LocalBoxFuture;
 use serde_json::{json, Value};

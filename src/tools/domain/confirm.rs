@@ -8,7 +8,6 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
-use sha2::{Digest, Sha256};
 
 use super::{Code, Reply};
 use crate::clock;
@@ -48,13 +47,7 @@ pub struct Pending {
     pub expires_ms: f64,
 }
 
-/// A SHA-256 of the arguments (canonical JSON, keys sorted), for the audit log.
-pub fn arguments_hash(args: &Value) -> String {
-    Sha256::digest(args.to_string().as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
+pub use crate::mcp::request_state::arguments_hash;
 
 /// Records an audit event; a failure is logged, never hidden from the operator, and does not undo
 /// the decision it records.
@@ -80,18 +73,28 @@ pub async fn audit(ctx: &dyn ToolContext, p: &Pending, event: &str, outcome: &st
     }
 }
 
-/// A random v4 UUID.
-fn uuid() -> crate::error::Result<String> {
-    let h = crate::random::hex(16)?;
+/// A v4 UUID from 32 hex digits.
+fn uuid_from(h: &str) -> String {
     let variant = ["8", "9", "a", "b"][usize::from(h.as_bytes()[16] % 4)];
-    Ok(format!(
+    format!(
         "{}-{}-4{}-{variant}{}-{}",
         &h[0..8],
         &h[8..12],
         &h[13..16],
         &h[17..20],
         &h[20..32]
-    ))
+    )
+}
+
+/// The confirmation id of this call: random, or, in a 2026-07-28 request that pauses for the
+/// user's answer, derived from its exchange id, so the round that brings the answer decides the
+/// confirmation the first round stored (and a rerun stores no second one).
+fn confirmation_id(ctx: &dyn ToolContext) -> crate::error::Result<String> {
+    let h = match ctx.exchange_id() {
+        Some(x) => crate::mcp::request_state::arguments_hash(&json!(x)),
+        None => crate::random::hex(16)?,
+    };
+    Ok(uuid_from(&h))
 }
 
 /// Asks for confirmation of a write: stores it, then either asks the user in an elicitation form
@@ -112,7 +115,7 @@ pub async fn request(
             "Sign in (a bearer token) and ask again.",
         );
     };
-    let id = match uuid() {
+    let id = match confirmation_id(ctx) {
         Ok(id) => id,
         Err(e) => return super::db(e),
     };
@@ -142,7 +145,9 @@ pub async fn request(
         .confirmation(&id, "create", &body, &caller)
         .await
     {
-        Ok((201, _)) => {}
+        Ok((201, _)) => audit(ctx, &pending, "requested", "").await,
+        // A later round of the same request: the first round stored this confirmation.
+        Ok((409, _)) if ctx.exchange_id().is_some() => {}
         Ok((status, answer)) => {
             worker::console_error!(
                 "{}",
@@ -156,7 +161,6 @@ pub async fn request(
         }
         Err(e) => return super::db(e),
     }
-    audit(ctx, &pending, "requested", "").await;
     if ctx.client_capabilities().get("elicitation").is_some() {
         if let Some(reply) = ask_user(ctx, &pending).await {
             return reply;

@@ -1,0 +1,200 @@
+//! The sealed `requestState` of 2026-07-28 multi-round-trip requests (MRTR): what a paused
+//! request has learned so far (the answers of earlier rounds), carried by the client between
+//! rounds and protected so the client can neither read meaning into it nor change it.
+//!
+//! A state is JSON, base64url-encoded, followed by `.` and an HMAC-SHA-256 of that text. It is
+//! bound to the caller, the method and its target (tool name), a SHA-256 of the canonical
+//! arguments, and an expiry; a state presented by anyone else, for another call, after its expiry,
+//! or with one byte changed is rejected. Each state carries a random nonce that the edge layer
+//! records as used when the state is redeemed, so a state works once (`src/stateless/`).
+
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine;
+use hmac::{Hmac, Mac};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
+
+use crate::error::{Error, Result};
+
+/// How long a paused request can be resumed by default, in milliseconds (the 5 minutes of write
+/// confirmations).
+pub const LIFETIME_MS: f64 = 5.0 * 60.0 * 1000.0;
+
+/// A SHA-256 of `args` as canonical JSON (object keys sorted, no whitespace), hex.
+pub fn arguments_hash(args: &Value) -> String {
+    Sha256::digest(crate::registry::cache::canonical_json(args).as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// What a state is bound to: who, which call, which arguments.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Binding {
+    /// The caller's user id, or `""` for an anonymous caller.
+    pub user: String,
+    /// `method` and target, e.g. `tools/call echo`.
+    pub call: String,
+    /// [`arguments_hash`] of the call's arguments.
+    pub args: String,
+}
+
+/// The content of a state.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct State {
+    /// Format version.
+    pub v: u8,
+    /// Single-use nonce (128 random bits, hex).
+    pub nonce: String,
+    /// Stable across all rounds of one request: names side effects prepared in an earlier round
+    /// (a write's confirmation), so a later round finds them instead of preparing them again.
+    pub exchange: String,
+    /// See [`Binding::user`].
+    pub user: String,
+    /// See [`Binding::call`].
+    pub call: String,
+    /// See [`Binding::args`].
+    pub args: String,
+    /// Expiry, ms since the epoch.
+    pub exp: f64,
+    /// The client's answers of earlier rounds, by input key; a retry cannot change them.
+    pub answers: Map<String, Value>,
+}
+
+fn mac(key: &[u8], body: &str) -> Vec<u8> {
+    // HMAC accepts keys of any length, so new_from_slice cannot fail.
+    let mut m = <Hmac<Sha256> as Mac>::new_from_slice(key).expect("HMAC takes any key length");
+    m.update(body.as_bytes());
+    m.finalize().into_bytes().to_vec()
+}
+
+/// Seals `state` under `key`.
+pub fn seal(key: &[u8], state: &State) -> Result<String> {
+    let body = URL_SAFE_NO_PAD.encode(serde_json::to_vec(state)?);
+    let tag = URL_SAFE_NO_PAD.encode(mac(key, &body));
+    Ok(format!("{body}.{tag}"))
+}
+
+fn rejected(why: &str) -> Error {
+    Error::InvalidParams(format!(
+        "Invalid params: requestState rejected ({why}); send the original request again without requestState and inputResponses to start over"
+    ))
+}
+
+/// Opens a state presented with a request bound as `expect`, at `now_ms`. The nonce is not
+/// checked here: the caller redeems it once in shared storage.
+pub fn open(key: &[u8], token: &str, expect: &Binding, now_ms: f64) -> Result<State> {
+    let (body, tag) = token
+        .split_once('.')
+        .ok_or_else(|| rejected("not a state this server issued"))?;
+    let tag = URL_SAFE_NO_PAD
+        .decode(tag)
+        .map_err(|_| rejected("not a state this server issued"))?;
+    let mut m = <Hmac<Sha256> as Mac>::new_from_slice(key).expect("HMAC takes any key length");
+    m.update(body.as_bytes());
+    m.verify_slice(&tag)
+        .map_err(|_| rejected("its integrity check failed: it was changed or not issued here"))?;
+    let bytes = URL_SAFE_NO_PAD
+        .decode(body)
+        .map_err(|_| rejected("not a state this server issued"))?;
+    let state: State =
+        serde_json::from_slice(&bytes).map_err(|_| rejected("not a state this server issued"))?;
+    if state.v != 1 {
+        return Err(rejected("issued by another version of this server"));
+    }
+    if state.user != expect.user {
+        return Err(rejected("it was issued to another caller"));
+    }
+    if state.call != expect.call || state.args != expect.args {
+        return Err(rejected(
+            "it belongs to another request (different tool or arguments)",
+        ));
+    }
+    if now_ms > state.exp {
+        return Err(rejected("it expired"));
+    }
+    Ok(state)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const KEY: &[u8] = b"test key";
+
+    fn binding() -> Binding {
+        Binding {
+            user: "u1".into(),
+            call: "tools/call delete_employee".into(),
+            args: arguments_hash(&json!({"employee_id": "e1"})),
+        }
+    }
+
+    fn state(exp: f64) -> State {
+        let b = binding();
+        State {
+            v: 1,
+            nonce: "n1".into(),
+            exchange: "x1".into(),
+            user: b.user,
+            call: b.call,
+            args: b.args,
+            exp,
+            answers: Map::from_iter([("approve".to_string(), json!({"action": "accept"}))]),
+        }
+    }
+
+    #[test]
+    fn a_sealed_state_opens_for_its_own_call_only() {
+        let token = seal(KEY, &state(1000.0)).unwrap();
+        assert_eq!(open(KEY, &token, &binding(), 999.0).unwrap(), state(1000.0));
+        let other_user = Binding {
+            user: "u2".into(),
+            ..binding()
+        };
+        let other_args = Binding {
+            args: arguments_hash(&json!({"employee_id": "e2"})),
+            ..binding()
+        };
+        let other_tool = Binding {
+            call: "tools/call update_salary".into(),
+            ..binding()
+        };
+        for b in [other_user, other_args, other_tool] {
+            assert_eq!(open(KEY, &token, &b, 999.0).unwrap_err().rpc_code(), -32602);
+        }
+        assert!(open(KEY, &token, &binding(), 1001.0).is_err(), "expired");
+        assert!(open(b"other key", &token, &binding(), 999.0).is_err());
+    }
+
+    #[test]
+    fn any_change_to_a_state_is_rejected() {
+        let token = seal(KEY, &state(1000.0)).unwrap();
+        let (body, tag) = token.split_once('.').unwrap();
+        let mut forged = state(1000.0);
+        forged.answers.clear();
+        let forged_body = seal(KEY, &forged).unwrap();
+        let forged_body = forged_body.split_once('.').unwrap().0;
+        for t in [
+            format!("{forged_body}.{tag}"),
+            format!("{body}.{}", &tag[1..]),
+            format!("{body}x.{tag}"),
+            body.to_string(),
+            "garbage".to_string(),
+            String::new(),
+        ] {
+            let e = open(KEY, &t, &binding(), 999.0).unwrap_err();
+            assert!(e.to_string().contains("requestState rejected"), "{t}");
+        }
+    }
+
+    #[test]
+    fn arguments_hash_ignores_key_order() {
+        assert_eq!(
+            arguments_hash(&json!({"a": 1, "b": 2})),
+            arguments_hash(&serde_json::from_str::<Value>(r#"{"b":2,"a":1}"#).unwrap())
+        );
+    }
+}

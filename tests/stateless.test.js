@@ -1,0 +1,461 @@
+// The 2026-07-28 (stateless) lane of /mcp beside the 2025 session lane: era detection, every header
+// and version rule, server/discover, tools/list cache hints and order, resultType, no session ids,
+// GET/DELETE 405; write confirmations through input_required with a sealed, single-use requestState
+// (tampering, replay, expiry, another caller, other arguments); a retried write runs once; a 2025
+// client and a 2026 client on the same server at the same time.
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { startWorker } from "./support/worker.js";
+import { ACCEPT_BOTH, LATEST, initialize, post, rpc, sseEvents } from "./support/mcp.js";
+import { hs256 } from "../scripts/token.js";
+
+const MODERN = "2026-07-28";
+const SECRET = "stateless-secret";
+const HR_WRITE = ["hr-read", "hr-write"];
+let w, db, aud;
+const ids = {};
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+before(async () => {
+  w = await startWorker({ JWT_SECRET: SECRET, REQUEST_STATE_TTL_SECONDS: "3" }, { quiet: true });
+  db = await w.mf.getD1Database("DB");
+  aud = new URL("/mcp", w.url).href;
+  for (const [key, first, last] of [["alice", "Alice", "Chen"], ["helen", "Helen", "Brooks"], ["sarah", "Sarah", "Kim"], ["nina", "Nina", "Patel"]]) {
+    ids[key] = (await db.prepare("SELECT id FROM hr_employees WHERE first_name = ?1 AND last_name = ?2").bind(first, last).first()).id;
+  }
+});
+after(() => w?.stop());
+
+const token = (who, roles) => hs256({ sub: ids[who], roles, aud, exp: Math.floor(Date.now() / 1000) + 600 }, SECRET);
+const auth = (who, roles) => ({ authorization: `Bearer ${token(who, roles)}` });
+const salaryOf = async (who) => (await db.prepare("SELECT salary_cents FROM hr_employees WHERE id = ?1").bind(ids[who]).first()).salary_cents;
+const meta = (capabilities = {}, extra = {}) => ({ "io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientCapabilities": capabilities, ...extra });
+
+let n = 1;
+/**
+ * Sends a modern request with conformant headers unless `headers` overrides them (undefined drops
+ * one). Returns { res, body } with the JSON-RPC message (the final one of an SSE reply).
+ */
+async function modern(method, params = {}, { headers = {}, capabilities, metaExtra } = {}) {
+  const id = n++;
+  const p = { ...params, _meta: params._meta ?? meta(capabilities, metaExtra) };
+  const name = p.name ?? p.uri;
+  const h = { "mcp-protocol-version": MODERN, "mcp-method": method, ...(name !== undefined ? { "mcp-name": name } : {}), ...headers };
+  const res = await post(w.mcpUrl, { jsonrpc: "2.0", id, method, params: p }, { headers: h });
+  const type = res.headers.get("content-type") ?? "";
+  let body;
+  if (type.startsWith("text/event-stream")) {
+    const text = await res.text();
+    const messages = text.split("\n\n").map((b) => b.split("\n").filter((l) => l.startsWith("data: ")).map((l) => l.slice(6)).join("\n")).filter(Boolean).map((d) => JSON.parse(d));
+    body = messages.find((m) => m.id === id);
+    body.notifications = messages.filter((m) => m.method);
+  } else {
+    body = await res.json();
+  }
+  return { res, body };
+}
+
+describe("era detection", () => {
+  test("initialize opens a 2025 session; a request with 2026 _meta is served without one", async () => {
+    const { session } = await initialize(w.mcpUrl);
+    assert.match(session, /^[0-9a-f]{64}$/);
+    const { res, body } = await modern("tools/list");
+    assert.equal(res.status, 200);
+    assert.equal(res.headers.get("mcp-session-id"), null, "no session id is minted");
+    assert.ok(body.result.tools.length > 0);
+    assert.equal(body.result.resultType, "complete");
+  });
+
+  test("a request carrying Mcp-Session-Id belongs to its 2025 session, whatever its _meta", async () => {
+    const { res, body } = await modern("tools/list", {}, { headers: { "mcp-session-id": "f".repeat(64), "mcp-protocol-version": LATEST } });
+    assert.equal(res.status, 404, "an unknown session, as in the 2025 lane");
+    assert.equal(body.error.code, -32001);
+    const modernHeader = await modern("tools/list", {}, { headers: { "mcp-session-id": "f".repeat(64) } });
+    assert.equal(modernHeader.res.status, 400, "the 2025 lane refuses a version it does not speak");
+  });
+
+  test("initialize with 2026 _meta is a modern request, and 2026 has no initialize", async () => {
+    const { res, body } = await modern("initialize", { protocolVersion: LATEST, capabilities: {}, clientInfo: { name: "t", version: "1" } });
+    assert.equal(res.status, 404);
+    assert.equal(body.error.code, -32601);
+    assert.equal(res.headers.get("mcp-session-id"), null);
+  });
+
+  test("without a session, a 2025 request still needs initialize; a modern version header makes it modern", async () => {
+    const legacy = await post(w.mcpUrl, { jsonrpc: "2.0", id: 1, method: "tools/list" }, { version: LATEST });
+    assert.equal(legacy.status, 400);
+    assert.match((await legacy.json()).error.message, /Mcp-Session-Id/);
+    const bare = await post(w.mcpUrl, { jsonrpc: "2.0", id: 1, method: "tools/list" }, { headers: { "mcp-protocol-version": MODERN, "mcp-method": "tools/list" } });
+    assert.equal(bare.status, 400);
+    assert.equal((await bare.json()).error.code, -32602, "modern, and missing its _meta");
+  });
+
+  test("GET and DELETE of a 2026 client are 405; a 2025 session's GET and DELETE still work", async () => {
+    for (const method of ["GET", "DELETE"]) {
+      const res = await fetch(w.mcpUrl, { method, headers: { accept: "text/event-stream", "mcp-protocol-version": MODERN } });
+      assert.equal(res.status, 405, method);
+      assert.match(res.headers.get("allow"), /POST/);
+    }
+    const { session } = await initialize(w.mcpUrl);
+    const del = await fetch(w.mcpUrl, { method: "DELETE", headers: { "mcp-session-id": session, "mcp-protocol-version": LATEST } });
+    assert.equal(del.status, 204);
+  });
+});
+
+describe("headers and versions", () => {
+  test("Mcp-Method must be present and equal the body's method", async () => {
+    for (const headers of [{ "mcp-method": undefined }, { "mcp-method": "tools/call" }, { "mcp-method": "Tools/List" }]) {
+      const { res, body } = await modern("tools/list", {}, { headers });
+      assert.equal(res.status, 400, JSON.stringify(headers));
+      assert.equal(body.error.code, -32020);
+      assert.equal(body.id, n - 1, "the error carries the request id");
+    }
+    const { res } = await modern("tools/list", {}, { headers: { "mcp-method": "  tools/list  " } });
+    assert.equal(res.status, 200, "whitespace around a header value is not part of it");
+  });
+
+  test("Mcp-Name must be present for tools/call and equal params.name, base64 sentinel decoded", async () => {
+    const call = (headers) => modern("tools/call", { name: "list_instruction_sets", arguments: {} }, { headers });
+    for (const headers of [{ "mcp-name": undefined }, { "mcp-name": "get_instruction_set" }, { "mcp-name": "=?base64?!!!?=" }]) {
+      const { res, body } = await call(headers);
+      assert.equal(res.status, 400, JSON.stringify(headers));
+      assert.equal(body.error.code, -32020);
+    }
+    const encoded = `=?base64?${Buffer.from("list_instruction_sets").toString("base64")}?=`;
+    const { res, body } = await call({ "mcp-name": encoded });
+    assert.equal(res.status, 200);
+    assert.equal(body.result.resultType, "complete");
+    assert.equal(body.result.isError, undefined, JSON.stringify(body.result));
+  });
+
+  test("MCP-Protocol-Version must be present and equal _meta's version", async () => {
+    for (const headers of [{ "mcp-protocol-version": undefined }, { "mcp-protocol-version": "2025-11-25" }]) {
+      const { res, body } = await modern("server/discover", { _meta: meta() }, { headers });
+      assert.equal(res.status, 400, JSON.stringify(headers));
+      assert.equal(body.error.code, -32020);
+    }
+  });
+
+  test("an unsupported version is 400 -32022 listing the supported versions and echoing the requested one", async () => {
+    const { res, body } = await modern("server/discover", { _meta: { ...meta(), "io.modelcontextprotocol/protocolVersion": "1900-01-01" } }, { headers: { "mcp-protocol-version": "1900-01-01" } });
+    assert.equal(res.status, 400);
+    assert.equal(body.error.code, -32022);
+    assert.deepEqual(body.error.data.supported, ["2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26"]);
+    assert.equal(body.error.data.requested, "1900-01-01");
+  });
+
+  test("_meta needs its version and the client capabilities; clientInfo is optional", async () => {
+    for (const m of [{ "io.modelcontextprotocol/clientCapabilities": {} }, { "io.modelcontextprotocol/protocolVersion": MODERN }]) {
+      const { res, body } = await modern("server/discover", { _meta: m });
+      assert.equal(res.status, 400);
+      assert.equal(body.error.code, -32602);
+    }
+    const { res } = await modern("server/discover", { _meta: meta() });
+    assert.equal(res.status, 200);
+  });
+
+  test("unknown and removed methods are 404 -32601", async () => {
+    for (const method of ["ping", "logging/setLevel", "resources/subscribe", "nope/nothing", "prompts/list"]) {
+      const { res, body } = await modern(method);
+      assert.equal(res.status, 404, method);
+      assert.equal(body.error.code, -32601);
+    }
+  });
+
+  test("a client may not POST a response; notifications are accepted with 202", async () => {
+    const resp = await post(w.mcpUrl, { jsonrpc: "2.0", id: 5, result: {} }, { headers: { "mcp-protocol-version": MODERN } });
+    assert.equal(resp.status, 400);
+    assert.equal((await resp.json()).error.code, -32600);
+    const note = await post(w.mcpUrl, { jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: 1 } }, { headers: { "mcp-protocol-version": MODERN, "mcp-method": "notifications/cancelled" } });
+    assert.equal(note.status, 202);
+  });
+});
+
+describe("stateless methods", () => {
+  test("server/discover names the versions, capabilities and server", async () => {
+    const { body } = await modern("server/discover");
+    const r = body.result;
+    assert.equal(r.resultType, "complete");
+    assert.ok(r.supportedVersions.includes(MODERN) && r.supportedVersions.includes(LATEST));
+    assert.deepEqual(r.capabilities.tools, {});
+    assert.equal(r.capabilities.prompts, undefined, "the production catalog serves no prompts");
+    assert.equal(r._meta["io.modelcontextprotocol/serverInfo"].name, "mcp-edge");
+    assert.ok(Number.isInteger(r.ttlMs) && ["public", "private"].includes(r.cacheScope));
+  });
+
+  test("tools/list: deterministic name order, cache hints, the caller's tools only", async () => {
+    const a = (await modern("tools/list")).body.result;
+    const b = (await modern("tools/list")).body.result;
+    const names = a.tools.map((t) => t.name);
+    assert.deepEqual(names, b.tools.map((t) => t.name));
+    assert.deepEqual(names, [...names].sort());
+    assert.ok(Number.isInteger(a.ttlMs) && a.ttlMs >= 0);
+    assert.equal(a.cacheScope, "private");
+    assert.ok(!names.includes("update_salary"), "anonymous callers see no HR writes");
+    const alice = (await modern("tools/list", {}, { headers: auth("alice", HR_WRITE) })).body.result.tools.map((t) => t.name);
+    assert.ok(alice.includes("update_salary"));
+  });
+
+  test("tools/call runs a stateless tool; a tool that keeps session state says to use a session", async () => {
+    const { body } = await modern("tools/call", { name: "get_instruction_set", arguments: { name: "vendor-search" } });
+    assert.equal(body.result.resultType, "complete");
+    assert.equal(body.result.isError, undefined, JSON.stringify(body.result));
+    for (const name of ["get_mode_indicator", "execute_chain"]) {
+      const refused = (await modern("tools/call", { name, arguments: { chain_name: "x" } })).body;
+      assert.equal(refused.error.code, -32602, name);
+      assert.match(refused.error.message, /bearer token/);
+    }
+    const listed = (await modern("tools/list")).body.result.tools.map((t) => t.name);
+    assert.ok(!listed.includes("execute_chain") && !listed.includes("switch_mode"), "anonymous callers are not offered tools that keep runs");
+    assert.ok(listed.includes("create_chain") && listed.includes("get_instruction_set"));
+    const executions = (await db.prepare("SELECT COUNT(*) AS n FROM chain_executions").first()).n;
+    assert.equal(executions, 0, "nothing was recorded");
+    const unknown = (await modern("tools/call", { name: "no_such_tool", arguments: {} })).body;
+    assert.equal(unknown.error.code, -32602);
+  });
+});
+
+describe("chain runs of 2026 callers", () => {
+  const as = (who, name, args) => modern("tools/call", { name, arguments: args }, { headers: auth(who, HR_WRITE) }).then((r) => r.body);
+  const text = (r) => r.result.content.map((c) => c.text).join("\n");
+  const step = (id, name, extra = {}) => ({ id, name, type: "data_transformation", input_variables: [], output_variables: [], ...extra });
+
+  test("a run is addressed by its execution id from later requests of the same caller only; a paused step resumes", async () => {
+    const created = await as("alice", "create_chain", { chain_definition: {
+      name: "stateless-approval", title: "Approval", category: "custom",
+      steps: [
+        step(1, "prepare", { input_template: "{name|upper}", output_variables: ["shout"] }),
+        step(2, "decide", { type: "instruction_set", instruction_set: "client-communication", input_template: "Approve {shout}?", output_variables: ["status"] }),
+        step(3, "finish", { input_template: "{shout}:{status}", output_variables: ["result"] }),
+      ],
+      input_schema: { type: "object", properties: { name: { type: "string", required: true } } },
+    }, creation_options: { overwrite_existing: true } });
+    assert.equal(created.result.isError, undefined, JSON.stringify(created));
+    const listed = (await modern("tools/list", {}, { headers: auth("alice", HR_WRITE) })).body.result.tools.map((t) => t.name);
+    assert.ok(listed.includes("execute_chain") && listed.includes("resume_chain"));
+    const run = await as("alice", "execute_chain", { chain_name: "stateless-approval", variables: { name: "Ada" } });
+    assert.equal(run.result.resultType, "complete");
+    assert.match(text(run), /paused/);
+    const id = text(run).match(/exec-[0-9a-f]{32}/)[0];
+    const status = await as("alice", "get_chain_status", { execution_id: id });
+    assert.equal(status.result.structuredContent.status, "awaiting_input", JSON.stringify(status));
+    const foreign = await as("helen", "get_chain_status", { execution_id: id });
+    assert.equal(foreign.result.isError, true, "another caller cannot see the run");
+    const done = await as("alice", "resume_chain", { execution_id: id, outputs: { status: "approved" } });
+    assert.match(text(done), /completed successfully[\s\S]*ADA:approved/);
+    assert.equal(done.result.resultType, "complete");
+  });
+});
+
+describe("write confirmation through input_required", () => {
+  const ELICIT = { elicitation: {} };
+  const args = (salary) => ({ employee_id: ids.sarah, new_salary: salary, reason: "stateless test" });
+  const ask = (who, salary, extra = {}) => modern("tools/call", { name: "update_salary", arguments: args(salary), ...extra }, { headers: auth(who, HR_WRITE), capabilities: ELICIT });
+  const approve = (first) => Object.fromEntries(Object.keys(first.inputRequests).map((k) => [k, { action: "accept", content: { approve: true } }]));
+
+  test("the first round asks, changes nothing; the answered retry writes once; the state cannot be replayed", async () => {
+    const before = await salaryOf("sarah");
+    const first = (await ask("alice", 130000)).body.result;
+    assert.equal(first.resultType, "input_required");
+    const [key] = Object.keys(first.inputRequests);
+    assert.equal(first.inputRequests[key].method, "elicitation/create");
+    assert.match(first.inputRequests[key].params.message, /Sarah Kim/);
+    assert.equal(typeof first.requestState, "string");
+    assert.equal(await salaryOf("sarah"), before, "nothing changes before the answer");
+    const second = (await ask("alice", 130000, { inputResponses: approve(first), requestState: first.requestState })).body.result;
+    assert.equal(second.resultType, "complete");
+    assert.equal(second.structuredContent.status, "success", JSON.stringify(second));
+    assert.equal(await salaryOf("sarah"), 13000000);
+    const retried = (await ask("alice", 130000, { inputResponses: approve(first), requestState: first.requestState })).body.result;
+    assert.equal(retried._meta["mcp-edge/idempotentReplay"], true, "the retry gets the first run's result");
+    assert.equal(retried.structuredContent.status, "success");
+    await db.prepare("DELETE FROM idempotent_calls").run();
+    const replay = (await ask("alice", 130000, { inputResponses: approve(first), requestState: first.requestState })).body;
+    assert.equal(replay.error.code, -32602);
+    assert.match(replay.error.message, /already used/);
+    const executed = (await db.prepare("SELECT COUNT(*) AS n FROM audit_log WHERE tool = 'update_salary' AND event = 'executed' AND user_id = ?1").bind(ids.alice).first()).n;
+    assert.equal(executed, 1, "one execution in all");
+  });
+
+  test("a changed state, another caller, other arguments or a late answer are rejected", async () => {
+    const before = await salaryOf("sarah");
+    const first = (await ask("alice", 140000)).body.result;
+    const responses = approve(first);
+    const [body, tag] = first.requestState.split(".");
+    const flipped = `${body}.${tag.slice(0, -2)}${tag.endsWith("AA") ? "AB" : "AA"}`;
+    const tampered = (await ask("alice", 140000, { inputResponses: responses, requestState: flipped })).body;
+    assert.equal(tampered.error.code, -32602);
+    assert.match(tampered.error.message, /integrity/);
+    const other = (await ask("helen", 140000, { inputResponses: responses, requestState: first.requestState })).body;
+    assert.match(other.error.message, /another caller/);
+    const otherArgs = (await ask("alice", 999999, { inputResponses: responses, requestState: first.requestState })).body;
+    assert.match(otherArgs.error.message, /another request/);
+    const late = (await ask("alice", 150000)).body.result;
+    await sleep(3200);
+    const expired = (await ask("alice", 150000, { inputResponses: approve(late), requestState: late.requestState })).body;
+    assert.match(expired.error.message, /expired/);
+    assert.equal(await salaryOf("sarah"), before, "none of them wrote");
+  });
+
+  test("a declined form writes nothing; answers under keys nobody asked are ignored", async () => {
+    const before = await salaryOf("sarah");
+    const unasked = (await ask("alice", 160000, { inputResponses: { unrelated: { action: "accept", content: { approve: true } } } })).body.result;
+    assert.equal(unasked.resultType, "input_required", "the form's question is still open");
+    const declined = (await ask("alice", 160000, {
+      inputResponses: Object.fromEntries(Object.keys(unasked.inputRequests).map((k) => [k, { action: "decline" }])),
+      requestState: unasked.requestState,
+    })).body.result;
+    assert.equal(declined.resultType, "complete");
+    assert.equal(declined.structuredContent.data.approved, false, JSON.stringify(declined));
+    assert.equal(await salaryOf("sarah"), before);
+  });
+
+  test("without the elicitation capability a write answers pending_confirmation, as in 2025", async () => {
+    const r = (await modern("tools/call", { name: "update_salary", arguments: args(170000) }, { headers: auth("alice", HR_WRITE) })).body.result;
+    assert.equal(r.resultType, "complete");
+    assert.equal(r.structuredContent.status, "pending_confirmation");
+  });
+
+  test("malformed inputResponses and requestState are invalid params", async () => {
+    for (const extra of [{ inputResponses: 12345 }, { inputResponses: null }, { inputResponses: { x: 1 } }, { requestState: 7 }, { requestState: "garbage" }]) {
+      const { body } = await ask("alice", 180000, extra);
+      assert.equal(body.error?.code, -32602, JSON.stringify(extra));
+    }
+  });
+});
+
+describe("idempotent writes", () => {
+  test("a retried write (same idempotency key) runs once; a new key runs again", async () => {
+    const call = (key) => modern("tools/call", { name: "update_salary", arguments: { employee_id: ids.nina, new_salary: 99000 } }, { headers: auth("alice", HR_WRITE), metaExtra: { "mcp-edge/idempotencyKey": key } });
+    const [a, b] = [(await call("k-1")).body.result, (await call("k-1")).body.result];
+    assert.equal(a.structuredContent.status, "pending_confirmation");
+    assert.equal(b.structuredContent.confirmationId, a.structuredContent.confirmationId, "the retry returns the first result");
+    assert.equal(b._meta["mcp-edge/idempotentReplay"], true);
+    const c = (await call("k-2")).body.result;
+    assert.notEqual(c.structuredContent.confirmationId, a.structuredContent.confirmationId);
+    const pending = (await db.prepare("SELECT COUNT(*) AS n FROM audit_log WHERE event = 'requested' AND confirmation_id IN (?1, ?2)").bind(a.structuredContent.confirmationId, c.structuredContent.confirmationId).first()).n;
+    assert.equal(pending, 2, "two keys, two confirmations; the retry made none");
+  });
+
+  test("read-only tools are not deduplicated", async () => {
+    const r = (await modern("tools/call", { name: "get_instruction_set", arguments: { name: "vendor-search" } })).body.result;
+    assert.equal(r._meta?.["mcp-edge/idempotentReplay"], undefined);
+  });
+});
+
+describe("events of stateless calls", () => {
+  const watch = (id, headers = {}) => fetch(new URL(`/sessions/${id}/events`, w.url), { headers: { accept: "text/event-stream", ...headers } });
+  const EVENTS = "mcp-edge/eventsSession";
+
+  test("a call naming a session in _meta shows its tool events on that session's stream", async () => {
+    const { session } = await initialize(w.mcpUrl);
+    const res = await watch(session);
+    assert.equal(res.status, 200);
+    const it = sseEvents(res, { timeoutMs: 5000 });
+    const { body } = await modern("tools/call", { name: "get_instruction_set", arguments: { name: "vendor-search" } }, { metaExtra: { [EVENTS]: session } });
+    assert.equal(body.result.resultType, "complete");
+    const seen = [];
+    while (seen.length < 2) {
+      const ev = await it.next();
+      if (!ev) break;
+      if (ev.event === "tool_call" || ev.event === "tool_result") seen.push({ event: ev.event, data: JSON.parse(ev.data) });
+    }
+    it.close();
+    assert.deepEqual(seen.map((e) => e.event), ["tool_call", "tool_result"]);
+    assert.equal(seen[0].data.tool, "get_instruction_set");
+  });
+
+  test("another user's session, an unknown session or a malformed id are refused before the tool runs", async () => {
+    const init = await post(w.mcpUrl, { jsonrpc: "2.0", id: 0, method: "initialize", params: { protocolVersion: LATEST, capabilities: {}, clientInfo: { name: "t", version: "1" } } }, { headers: auth("alice", HR_WRITE) });
+    const alices = init.headers.get("mcp-session-id");
+    const call = (id, headers) => modern("tools/call", { name: "get_instruction_set", arguments: { name: "vendor-search" } }, { headers, metaExtra: { [EVENTS]: id } });
+    const foreign = (await call(alices, auth("helen", HR_WRITE))).body;
+    assert.equal(foreign.error.code, -32602);
+    assert.match(foreign.error.message, /another user/);
+    const own = (await call(alices, auth("alice", HR_WRITE))).body;
+    assert.equal(own.result.resultType, "complete");
+    const unknown = (await call("a".repeat(64))).body;
+    assert.match(unknown.error.message, /not found/i);
+    assert.equal((await call("nope")).body.error.code, -32602);
+  });
+});
+
+describe("both eras at once", () => {
+  test("a 2025 session and 2026 requests interleave on the same server", async () => {
+    const { session } = await initialize(w.mcpUrl);
+    const work = [];
+    for (let i = 0; i < 4; i++) {
+      work.push(rpc(w.mcpUrl, session, "tools/call", { name: "get_instruction_set", arguments: { name: "vendor-search" } }));
+      work.push(modern("tools/call", { name: "get_instruction_set", arguments: { name: "vendor-search" } }));
+    }
+    const out = await Promise.all(work);
+    for (let i = 0; i < out.length; i += 2) {
+      assert.equal(out[i].status, 200);
+      assert.equal(out[i].reply.result.resultType, undefined, "2025 results are unchanged");
+      assert.equal(out[i].reply.result.isError, undefined);
+      assert.equal(out[i + 1].body.result.resultType, "complete");
+      assert.equal(out[i + 1].res.headers.get("mcp-session-id"), null);
+    }
+    const listed = await rpc(w.mcpUrl, session, "tools/list", {});
+    assert.equal(listed.reply.result.ttlMs, undefined, "the 2025 lane answers as before");
+  });
+});
+
+describe("notifications on the response stream (conformance fixtures)", () => {
+  let fx;
+  before(async () => {
+    fx = await startWorker({ MCP_CATALOG: "conformance", JWT_SECRET: SECRET }, { quiet: true });
+  });
+  after(() => fx?.stop());
+
+  const call = async (name, m) => {
+    const res = await post(fx.mcpUrl, { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name, arguments: {}, _meta: m } }, { headers: { "mcp-protocol-version": MODERN, "mcp-method": "tools/call", "mcp-name": name } });
+    const type = res.headers.get("content-type");
+    if (!type.startsWith("text/event-stream")) return { type, messages: [await res.json()] };
+    const text = await res.text();
+    const messages = text.split("\n\n").map((b) => b.split("\n").filter((l) => l.startsWith("data: ")).map((l) => l.slice(6)).join("\n")).filter(Boolean).map((d) => JSON.parse(d));
+    return { type, messages };
+  };
+
+  test("log messages only when _meta asks for a level, and only at or above it", async () => {
+    const quiet = await call("test_tool_with_logging", meta());
+    assert.match(quiet.type, /application\/json/);
+    assert.equal(quiet.messages[0].result.resultType, "complete");
+    const info = await call("test_tool_with_logging", meta({}, { "io.modelcontextprotocol/logLevel": "info" }));
+    assert.match(info.type, /text\/event-stream/);
+    const logs = info.messages.filter((m) => m.method === "notifications/message");
+    assert.equal(logs.length, 3);
+    assert.equal(info.messages.at(-1).result.resultType, "complete", "the result ends the stream");
+    const error = await call("test_tool_with_logging", meta({}, { "io.modelcontextprotocol/logLevel": "error" }));
+    assert.equal(error.messages.filter((m) => m.method === "notifications/message").length, 0);
+  });
+
+  test("progress with a progressToken, strictly increasing, before the result; no server requests on the stream", async () => {
+    const r = await call("test_tool_with_progress", { ...meta(), progressToken: "p1" });
+    const progress = r.messages.filter((m) => m.method === "notifications/progress").map((m) => m.params.progress);
+    assert.deepEqual(progress, [0, 50, 100]);
+    assert.ok(r.messages.every((m) => !m.method || m.method.startsWith("notifications/")));
+    assert.equal(r.messages.at(-1).result.resultType, "complete");
+  });
+
+  test("a question needing an undeclared capability is 400 -32021 naming it", async () => {
+    const res = await post(fx.mcpUrl, { jsonrpc: "2.0", id: 9, method: "tools/call", params: { name: "test_sampling", arguments: { prompt: "hi" }, _meta: meta() } }, { headers: { "mcp-protocol-version": MODERN, "mcp-method": "tools/call", "mcp-name": "test_sampling" } });
+    assert.equal(res.status, 400);
+    const body = await res.json();
+    assert.equal(body.error.code, -32021);
+    assert.deepEqual(body.error.data.requiredCapabilities, { sampling: {} });
+  });
+});
+
+test("the CORS preflight lets browsers send the 2026 headers", async () => {
+  const res = await fetch(w.mcpUrl, { method: "OPTIONS", headers: { origin: "http://localhost:6274", "access-control-request-method": "POST" } });
+  assert.equal(res.status, 204);
+  const allow = res.headers.get("access-control-allow-headers").toLowerCase();
+  for (const h of ["mcp-method", "mcp-name", "mcp-protocol-version"]) assert.ok(allow.includes(h), h);
+});
+
+test("a modern POST needs both reply types in Accept, like every POST", async () => {
+  const res = await fetch(w.mcpUrl, { method: "POST", headers: { "content-type": "application/json", accept: "application/json", "mcp-protocol-version": MODERN, "mcp-method": "server/discover" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "server/discover", params: { _meta: meta() } }) });
+  assert.equal(res.status, 406);
+  assert.ok(ACCEPT_BOTH.includes("text/event-stream"));
+});
