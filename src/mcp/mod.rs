@@ -20,9 +20,14 @@ pub const SERVER_NAME: &str = "mcp-edge";
 pub const SERVER_VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// Shown to the model after `initialize` (and in `server/discover`).
-pub const INSTRUCTIONS: &str = "mcp-edge serves travel-agency tools. Start a conversation with \
-initialize_travel_assistant, follow the instruction sets it names (get_instruction_set), and keep the \
-mode indicator at the top of replies.";
+pub const INSTRUCTIONS: &str = "mcp-edge serves several toolsets; tools/list shows the ones your \
+roles allow. Travel assistant: start with initialize_travel_assistant, follow the instruction sets it \
+names (get_instruction_set) and keep the mode indicator at the top of replies; search_flights and \
+list_events reach the travel APIs. Templates and chains: process_template renders stored templates, \
+execute_chain runs multi-step workflows (get_chain_status, resume_chain, cancel_chain follow a run). \
+Company data (HR, finance, sales, support) answers per your roles, and writes ask a person to confirm. \
+Not sure which workflow fits? field_request finds it from a short description; get_help explains \
+errors. EPIC-TIDE (epic-tide-*) records works, paths and attempts so projects improve over time.";
 
 /// What the server implements, and nothing more: tools, logging and resources (the EPIC-TIDE
 /// vocabulary); subscriptions, prompts and completions exist only as conformance fixtures, so only
