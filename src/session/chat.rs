@@ -34,6 +34,7 @@ use serde_json::{json, Value};
 use worker::web_sys::AbortSignal;
 use worker::{Delay, Env, Fetch, Headers, Method, Request, RequestInit, Response};
 
+use super::levels;
 use super::stream::{sse_response, StreamPlan};
 use super::{Core, Session};
 use crate::clock;
@@ -392,10 +393,23 @@ impl Turn {
             let ctx = &ctx;
             async move {
                 let (result, duration_ms) = match tool {
-                    Some(tool) => {
-                        let done = execute(tool, ctx, args.clone()).await;
-                        (done.result, done.duration_ms)
-                    }
+                    // FlowMind's levels hold in chat too; its tools are fixed for the turn (the
+                    // system prompt), so a level change needs no notification here.
+                    Some(tool) => match levels::refusal(&self.core, &self.caller, tool).await {
+                        Some(refused) => (refused, 0.0),
+                        None => {
+                            let mut done = execute(tool, ctx, args.clone()).await;
+                            levels::after_call(
+                                &self.core,
+                                &self.caller,
+                                tool,
+                                &mut done.result,
+                                &|_| {},
+                            )
+                            .await;
+                            (done.result, done.duration_ms)
+                        }
+                    },
                     None => {
                         let text = format!(
                             "unknown tool {name:?}: it does not exist or this user may not use it; use one of the tools listed in the system prompt"

@@ -8,7 +8,6 @@
 
 use serde_json::{json, Value};
 
-use super::call::Call;
 use super::Core;
 use crate::clock;
 use crate::error::Result;
@@ -151,15 +150,20 @@ pub(super) async fn refusal(core: &Core, caller: &Caller, tool: &Tool) -> Option
 
 /// After a FlowMind call: counts it when it succeeded, marks the answer with the caller's level
 /// (`teaching.level`) and, when this call took the caller to a new level, adds `_unlocks` and tells
-/// the client its tool list changed, on this call's stream, before the result.
-pub(super) async fn after_call(core: &Core, call: &Call, tool: &Tool, result: &mut Value) {
+/// the client its tool list changed through `notify` (an MCP call's own stream, before the result).
+pub(super) async fn after_call(
+    core: &Core,
+    caller: &Caller,
+    tool: &Tool,
+    result: &mut Value,
+    notify: &dyn Fn(&Value),
+) {
     if !levels::is_gated(tool.def.toolset, tool.def.name) {
         return;
     }
     let Some(t) = core.cfg.flowmind_levels else {
         return;
     };
-    let caller = call.caller_ref();
     let succeeded = result.get("isError") != Some(&Value::Bool(true))
         && result.pointer("/structuredContent/success") != Some(&Value::Bool(false));
     let counted = if succeeded {
@@ -214,6 +218,6 @@ pub(super) async fn after_call(core: &Core, call: &Call, tool: &Tool, result: &m
     }
     result["structuredContent"] = updated;
     if unlocked {
-        call.notify(&notification("notifications/tools/list_changed", json!({})));
+        notify(&notification("notifications/tools/list_changed", json!({})));
     }
 }

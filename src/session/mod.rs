@@ -462,7 +462,10 @@ impl Session {
             core2.hub.untrack(&key, ticket);
             let (reply, outcome, ms) = match run {
                 Ok(mut done) => {
-                    levels::after_call(&core2, &call, tool, &mut done.result).await;
+                    levels::after_call(&core2, call.caller_ref(), tool, &mut done.result, &|msg| {
+                        call.notify(msg)
+                    })
+                    .await;
                     (
                         response(call.id(), done.result),
                         done.outcome,
