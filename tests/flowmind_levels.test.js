@@ -72,6 +72,7 @@ describe("progressive authorization", () => {
 
   test("a locked tool is refused with the level it needs and how to get there; refusals do not count", async () => {
     const c = await connect();
+    let suggestion;
     for (const [name, needed, left] of [["evaluate_semantic_condition", "intermediate", 2], ["list_available_contexts", "advanced", 4]]) {
       const r = await c.callTool({ name, arguments: name === "evaluate_semantic_condition" ? condition : {} });
       assert.equal(r.isError, true, name);
@@ -82,6 +83,7 @@ describe("progressive authorization", () => {
       assert.equal(s.error.code, "TOOL_LOCKED");
       assert.equal(s.teaching.level, "beginner");
       assert.deepEqual(s.next_actions.map((a) => a.tool), ["field_request", "get_help"]);
+      suggestion = s.next_actions[0].parameters;
     }
     const refused = await c.callTool({ name: "field_request", arguments: { query: "short" } });
     assert.equal(refused.structuredContent.success, false, "a field_request refused for its arguments");
@@ -90,6 +92,8 @@ describe("progressive authorization", () => {
     const first = await ok(c, "get_help", help);
     assert.equal(first.teaching.level, "beginner");
     assert.match(first.teaching.progress, /1 more successful call unlocks intermediate/, "only the successful call counted");
+    const suggested = await ok(c, "field_request", suggestion);
+    assert.equal(suggested._unlocks.level, "intermediate", "the refusal's suggested call works and counts");
   });
 
   test("successful calls unlock intermediate then advanced: tools/list, list_changed and _unlocks once each", async () => {

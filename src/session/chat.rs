@@ -219,19 +219,31 @@ impl Session {
         let message = user_message(body, core.cfg.chat_max_message_chars)?;
         let provider = Provider::configured(core, &self.env)?;
         let lock = TurnLock::take(&core.session)?;
-        let (tools, _) = core.registry.page(None, usize::MAX, &acting)?;
         let (tx, rx) = unbounded();
-        let turn = Turn {
+        let mut turn = Turn {
             core: core.clone(),
             env: self.env.clone(),
             provider,
             caller: acting,
-            system: prompt::system_prompt(&tools),
+            system: String::new(),
             out: tx,
             signal,
         };
         wasm_bindgen_futures::spawn_local(async move {
             let _lock = lock;
+            // The model is offered what tools/list would show: the caller's roles and FlowMind level.
+            let level = levels::standing(&turn.core, &turn.caller)
+                .await
+                .map(|(_, _, l)| l);
+            let tools = turn
+                .core
+                .registry
+                .page_where(None, usize::MAX, &turn.caller, &|t| {
+                    levels::allowed(level, t)
+                })
+                .map(|(tools, _)| tools)
+                .unwrap_or_default();
+            turn.system = prompt::system_prompt(&tools);
             turn.run(message).await;
         });
         sse_response(

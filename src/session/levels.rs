@@ -116,6 +116,11 @@ pub(super) async fn refusal(core: &Core, caller: &Caller, tool: &Tool) -> Option
     let known = known(core);
     let message = levels::locked_message(name, level, &t, n, &known);
     let needed = levels::needed_for(name);
+    let example = json!({
+        "query": "The checkout API is returning 500 errors in production and customers cannot pay",
+        "extracted_variables": { "domain": "technical", "technology": "nodejs", "urgency": "critical" },
+        "confidence_level": 0.7,
+    });
     let structured = json!({
         "success": false,
         "error": {
@@ -123,7 +128,7 @@ pub(super) async fn refusal(core: &Core, caller: &Caller, tool: &Tool) -> Option
             "message": message,
             "fix": {
                 "instruction": format!("Use field_request or get_help successfully {} more time(s) to reach {}.", t.needed(needed).saturating_sub(n), needed.as_str()),
-                "example": { "tool": "field_request", "arguments": { "query": "Find the workflow that handles a production incident in our checkout API", "extracted_variables": { "domain": "technical" }, "confidence_level": 0.7 } },
+                "example": { "tool": "field_request", "arguments": example },
                 "why": "FlowMind unlocks its tools progressively (beginner, intermediate, advanced) as a caller shows it can use the simpler ones well.",
             },
         },
@@ -136,7 +141,7 @@ pub(super) async fn refusal(core: &Core, caller: &Caller, tool: &Tool) -> Option
             "level": level.as_str(),
         },
         "next_actions": [
-            { "tool": "field_request", "reason": "Available at your level: find the context that fits the request", "parameters": {} },
+            { "tool": "field_request", "reason": "Available at your level: find the context that fits the request", "parameters": example },
             { "tool": "get_help", "reason": "Explains FlowMind's tools and levels", "parameters": { "help_type": "concept", "specific_question": name } },
         ],
         "_performance": performance(started, 0.0),
