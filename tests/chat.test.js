@@ -353,3 +353,31 @@ describe("who may chat, and refusals", () => {
     assert.equal(provider.requests.length, 0);
   });
 });
+
+describe("FlowMind's levels in chat", () => {
+  let levelled;
+  before(async () => {
+    levelled = await startWorker({ JWT_SECRET: SECRET, RATE_LIMITS: "*=off", FLOWMIND_LEVELS: "1,5", MODEL_PROVIDER_URL: provider.url }, { quiet: true });
+  });
+  after(() => levelled?.stop());
+
+  test("a locked FlowMind tool is refused with what unlocks it; a successful call counts towards the next level", async () => {
+    const id = await newSession(levelled);
+    provider.script.push(
+      { chunks: ['<tool_call name="evaluate_semantic_condition" args={"condition":"user seems frustrated","context":{"user_message":"broken again!!"}}></tool_call>'] },
+      { chunks: ['<tool_call name="get_help" args={"help_type":"best_practices"}></tool_call>'] },
+      { chunks: ['<tool_call name="evaluate_semantic_condition" args={"condition":"user seems frustrated","context":{"user_message":"broken again!!"}}></tool_call>'] },
+      { chunks: ["Done."] },
+    );
+    provider.requests.length = 0;
+    const events = await turn(id, "Is the user frustrated?", { worker: levelled });
+    const offered = [...provider.requests[0].body.messages[0].content.matchAll(/^## (\S+)$/gm)].map((m) => m[1]);
+    assert.ok(offered.includes("get_help") && offered.includes("switch_mode"), offered.join());
+    assert.ok(!offered.includes("evaluate_semantic_condition"), "the system prompt offers only the tools of the caller's level");
+    const results = events.filter((e) => e.event === "tool_result").map((e) => e.data);
+    assert.deepEqual(results.map((r) => [r.tool, r.is_error]), [["evaluate_semantic_condition", true], ["get_help", false], ["evaluate_semantic_condition", false]]);
+    assert.match(results[0].result.content[0].text, /Tool evaluate_semantic_condition is locked: it needs FlowMind level intermediate and you are beginner/);
+    assert.equal(results[1].result.structuredContent._unlocks.level, "intermediate");
+    assert.equal(results[2].result.structuredContent.teaching.level, "intermediate");
+  });
+});

@@ -4,6 +4,7 @@ use crate::error::{Error, Result};
 use crate::registry::limits::RateLimits;
 use crate::registry::per_tool::ToolTimeouts;
 use crate::registry::Registry;
+use crate::tools::flowmind::levels::Thresholds;
 use crate::tools::Catalog;
 
 /// Settings of one deployment.
@@ -70,6 +71,9 @@ pub struct Config {
     /// Per-tool timeouts overriding the declared ones (`TOOL_TIMEOUTS`; format in
     /// `registry::per_tool`).
     pub tool_timeouts: ToolTimeouts,
+    /// Successful FlowMind calls that make a caller intermediate and advanced (`FLOWMIND_LEVELS`,
+    /// default `10,50`); `None` (`off`) gives every caller every FlowMind tool.
+    pub flowmind_levels: Option<Thresholds>,
     /// Why a setting could not be used, naming it; while set, [`Config::check`] refuses to serve.
     pub invalid: Option<String>,
 }
@@ -111,6 +115,13 @@ impl Config {
                 invalid.get_or_insert(why);
                 ToolTimeouts::all(None)
             });
+        let flowmind_levels = Thresholds::parse_setting(
+            &var("FLOWMIND_LEVELS").unwrap_or_default(),
+        )
+        .unwrap_or_else(|why| {
+            invalid.get_or_insert(why);
+            Some(Thresholds::default())
+        });
         Config {
             allowed_origins: list("ALLOWED_ORIGINS"),
             allowed_hosts: list("ALLOWED_HOSTS"),
@@ -134,6 +145,7 @@ impl Config {
             model_timeout_ms: num("MODEL_PROVIDER_TIMEOUT_MS", 60_000),
             rate_limits,
             tool_timeouts,
+            flowmind_levels,
             invalid,
         }
     }
@@ -233,6 +245,14 @@ mod tests {
         assert_eq!(c.max_body_bytes, 1 << 20);
         assert_eq!(c.tools_page_size, 50);
         assert_eq!(c.catalog, Catalog::Production);
+    }
+
+    #[test]
+    fn flowmind_levels_default_to_the_seed_and_a_bad_value_stops_the_server() {
+        assert_eq!(cfg(&[]).flowmind_levels, Some(Thresholds::default()));
+        assert_eq!(cfg(&[("FLOWMIND_LEVELS", "off")]).flowmind_levels, None);
+        let e = cfg(&[("FLOWMIND_LEVELS", "50,10")]).check().unwrap_err();
+        assert!(e.public_message().contains("FLOWMIND_LEVELS"), "{e}");
     }
 
     #[test]

@@ -318,6 +318,17 @@ impl Registry {
         page_size: usize,
         caller: &Caller,
     ) -> Result<(Vec<Value>, Option<String>)> {
+        self.page_where(cursor, page_size, caller, &|_| true)
+    }
+
+    /// [`Registry::page`] of only the tools `keep` also accepts (beyond the caller's roles).
+    pub fn page_where(
+        &self,
+        cursor: Option<&str>,
+        page_size: usize,
+        caller: &Caller,
+        keep: &dyn Fn(&Tool) -> bool,
+    ) -> Result<(Vec<Value>, Option<String>)> {
         let start = match cursor {
             None => 0,
             Some(c) => {
@@ -331,7 +342,7 @@ impl Registry {
         };
         let visible: Vec<&Tool> = self.tools[start..]
             .iter()
-            .filter(|t| caller.has_any(t.def.roles))
+            .filter(|t| caller.has_any(t.def.roles) && keep(t))
             .collect();
         let page_size = page_size.max(1);
         let end = page_size.min(visible.len());

@@ -118,6 +118,14 @@ impl Call {
         self.core.publish(&stream, "message", &msg.to_string())
     }
 
+    /// Sends a notification on this call's stream, before its result; a failure is logged, as the
+    /// result still follows.
+    pub fn notify(&self, msg: &Value) {
+        if let Err(e) = self.send(msg) {
+            worker::console_error!("notification not sent: {e}");
+        }
+    }
+
     /// Sends the final response and ends the stream, if one was opened.
     pub fn finish(&self, response: Value) {
         let outbox = std::mem::replace(&mut *self.outbox.borrow_mut(), Outbox::Done);

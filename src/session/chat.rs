@@ -34,6 +34,7 @@ use serde_json::{json, Value};
 use worker::web_sys::AbortSignal;
 use worker::{Delay, Env, Fetch, Headers, Method, Request, RequestInit, Response};
 
+use super::levels;
 use super::stream::{sse_response, StreamPlan};
 use super::{Core, Session};
 use crate::clock;
@@ -218,19 +219,31 @@ impl Session {
         let message = user_message(body, core.cfg.chat_max_message_chars)?;
         let provider = Provider::configured(core, &self.env)?;
         let lock = TurnLock::take(&core.session)?;
-        let (tools, _) = core.registry.page(None, usize::MAX, &acting)?;
         let (tx, rx) = unbounded();
-        let turn = Turn {
+        let mut turn = Turn {
             core: core.clone(),
             env: self.env.clone(),
             provider,
             caller: acting,
-            system: prompt::system_prompt(&tools),
+            system: String::new(),
             out: tx,
             signal,
         };
         wasm_bindgen_futures::spawn_local(async move {
             let _lock = lock;
+            // The model is offered what tools/list would show: the caller's roles and FlowMind level.
+            let level = levels::standing(&turn.core, &turn.caller)
+                .await
+                .map(|(_, _, l)| l);
+            let tools = turn
+                .core
+                .registry
+                .page_where(None, usize::MAX, &turn.caller, &|t| {
+                    levels::allowed(level, t)
+                })
+                .map(|(tools, _)| tools)
+                .unwrap_or_default();
+            turn.system = prompt::system_prompt(&tools);
             turn.run(message).await;
         });
         sse_response(
@@ -392,10 +405,23 @@ impl Turn {
             let ctx = &ctx;
             async move {
                 let (result, duration_ms) = match tool {
-                    Some(tool) => {
-                        let done = execute(tool, ctx, args.clone()).await;
-                        (done.result, done.duration_ms)
-                    }
+                    // FlowMind's levels hold in chat too; its tools are fixed for the turn (the
+                    // system prompt), so a level change needs no notification here.
+                    Some(tool) => match levels::refusal(&self.core, &self.caller, tool).await {
+                        Some(refused) => (refused, 0.0),
+                        None => {
+                            let mut done = execute(tool, ctx, args.clone()).await;
+                            levels::after_call(
+                                &self.core,
+                                &self.caller,
+                                tool,
+                                &mut done.result,
+                                &|_| {},
+                            )
+                            .await;
+                            (done.result, done.duration_ms)
+                        }
+                    },
                     None => {
                         let text = format!(
                             "unknown tool {name:?}: it does not exist or this user may not use it; use one of the tools listed in the system prompt"

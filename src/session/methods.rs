@@ -6,7 +6,7 @@ use super::Core;
 use crate::error::{Error, Result};
 use crate::mcp::logging::LogLevel;
 use crate::mcp::message::{params_object, required_str};
-use crate::registry::Caller;
+use crate::registry::{Caller, Tool};
 use crate::tools;
 use crate::tools::conformance::fixtures;
 
@@ -25,12 +25,14 @@ pub fn notification(core: &Core, method: &str, params: Option<&Value>) -> Result
     }
 }
 
-/// Answers a request that completes without streaming.
+/// Answers a request that completes without streaming; `tools/list` shows the tools `caller`'s
+/// roles allow that `visible` also accepts (FlowMind's progressive authorization).
 pub fn request(
     core: &Core,
     method: &str,
     params: Option<&Value>,
     caller: &Caller,
+    visible: &dyn Fn(&Tool) -> bool,
 ) -> Result<Value> {
     let p = params_object(params);
     match method {
@@ -45,9 +47,9 @@ pub fn request(
                     ))
                 }
             };
-            let (tools, next) = core
-                .registry
-                .page(cursor, core.cfg.tools_page_size, caller)?;
+            let (tools, next) =
+                core.registry
+                    .page_where(cursor, core.cfg.tools_page_size, caller, visible)?;
             let mut result = json!({ "tools": tools });
             if let Some(n) = next {
                 result["nextCursor"] = json!(n);

@@ -8,6 +8,7 @@ mod call;
 mod chat;
 mod hub;
 mod jobs;
+mod levels;
 mod methods;
 mod platform;
 pub(crate) mod stream;
@@ -406,7 +407,13 @@ impl Session {
                 }
             }
             Incoming::Request { id, method, params } => {
-                match methods::request(core, &method, params.as_ref(), caller) {
+                let level = if method == "tools/list" {
+                    levels::standing(core, caller).await.map(|(_, _, l)| l)
+                } else {
+                    None
+                };
+                let visible = |t: &crate::registry::Tool| levels::allowed(level, t);
+                match methods::request(core, &method, params.as_ref(), caller, &visible) {
                     Ok(result) => json_response(&response(&id, result), 200),
                     Err(e) => error_response_for(&e, Some(&id)),
                 }
@@ -426,10 +433,13 @@ impl Session {
     ) -> Result<Response> {
         let params = params_object(params.as_ref());
         let name = required_str(&params, "name")?.to_string();
-        if core.registry.get_for(&name, caller).is_none() {
+        let Some(tool) = core.registry.get_for(&name, caller) else {
             return Err(Error::InvalidParams(format!(
                 "Invalid params: unknown tool {name:?}; call tools/list for the available tools"
             )));
+        };
+        if let Some(refused) = levels::refusal(core, caller, tool).await {
+            return json_response(&response(&id, refused), 200);
         }
         let args = params
             .get("arguments")
@@ -456,11 +466,17 @@ impl Session {
             let run = Abortable::new(execute(tool, &call, args), registration).await;
             core2.hub.untrack(&key, ticket);
             let (reply, outcome, ms) = match run {
-                Ok(done) => (
-                    response(call.id(), done.result),
-                    done.outcome,
-                    done.duration_ms,
-                ),
+                Ok(mut done) => {
+                    levels::after_call(&core2, call.caller_ref(), tool, &mut done.result, &|msg| {
+                        call.notify(msg)
+                    })
+                    .await;
+                    (
+                        response(call.id(), done.result),
+                        done.outcome,
+                        done.duration_ms,
+                    )
+                }
                 Err(_) => (
                     error_response(Some(call.id()), &Error::Cancelled),
                     "cancelled",

@@ -93,6 +93,9 @@ export async function startWorker(vars = {}, { quiet = false, logs, persist } = 
       ALLOWED_HOSTS: "",
       MCP_CATALOG: "production",
       ANONYMOUS_ACCESS: "true",
+      // FlowMind's progressive authorization is tested in flowmind_levels.test.js; elsewhere every
+      // caller gets every FlowMind tool, so tests of the tools themselves need no 50 warm-up calls.
+      FLOWMIND_LEVELS: "off",
       ...vars,
     },
   });

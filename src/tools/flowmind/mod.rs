@@ -10,6 +10,7 @@ pub mod catalog;
 pub mod condition;
 pub mod discover;
 pub mod field_request;
+pub mod levels;
 pub mod teach;
 pub mod validate;
 

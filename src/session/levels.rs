@@ -1,0 +1,228 @@
+//! FlowMind's progressive authorization in the session (`tools::flowmind::levels` has the rules):
+//! counts the caller's successful FlowMind calls, hides and refuses the tools their level does not
+//! allow, and announces a level change with `_unlocks` and `notifications/tools/list_changed`.
+//!
+//! The caller is the token's user, whose count lives in D1 (`flowmind_progress`) and follows them
+//! into every session; an anonymous caller is their session, counted in its own storage, so a new
+//! anonymous session starts as a beginner.
+
+use serde_json::{json, Value};
+
+use super::Core;
+use crate::clock;
+use crate::error::Result;
+use crate::mcp::message::notification;
+use crate::registry::{Caller, Tool};
+use crate::tools::flowmind::levels::{self, Level, Thresholds};
+use crate::tools::flowmind::performance;
+
+/// Session-storage key of an anonymous caller's count.
+const SESSION_KEY: &str = "flowmind_successes";
+
+/// The FlowMind tools this deployment has, by name.
+fn known(core: &Core) -> Vec<&'static str> {
+    core.registry
+        .tools()
+        .filter(|t| levels::is_gated(t.def.toolset, t.def.name))
+        .map(|t| t.def.name)
+        .collect()
+}
+
+async fn successes(core: &Core, caller: &Caller) -> Result<u64> {
+    match &caller.user {
+        Some(user) => {
+            let rows = core
+                .services
+                .query(
+                    "SELECT successes FROM flowmind_progress WHERE caller = ?1",
+                    vec![json!(user)],
+                )
+                .await?;
+            Ok(rows
+                .first()
+                .and_then(|r| r["successes"].as_u64())
+                .unwrap_or(0))
+        }
+        None => Ok(core
+            .db
+            .get(SESSION_KEY)?
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)),
+    }
+}
+
+/// Adds one successful call and returns the new count. A user's row is updated in one upsert, so
+/// concurrent sessions of the same user never lose a count.
+async fn record(core: &Core, caller: &Caller) -> Result<u64> {
+    match &caller.user {
+        Some(user) => {
+            let rows = core
+                .services
+                .query(
+                    "INSERT INTO flowmind_progress (caller, successes, updated_at) VALUES (?1, 1, ?2) \
+                     ON CONFLICT (caller) DO UPDATE SET successes = successes + 1, updated_at = ?2 \
+                     RETURNING successes",
+                    vec![json!(user), json!(clock::now_ms() as i64)],
+                )
+                .await?;
+            Ok(rows
+                .first()
+                .and_then(|r| r["successes"].as_u64())
+                .unwrap_or(0))
+        }
+        None => {
+            let n = successes(core, caller).await? + 1;
+            core.db.set(SESSION_KEY, &n.to_string())?;
+            Ok(n)
+        }
+    }
+}
+
+/// The caller's count and level, or `None` when progressive authorization is off. When the count
+/// cannot be read the caller is taken as a beginner: a storage fault never widens access.
+pub(super) async fn standing(core: &Core, caller: &Caller) -> Option<(Thresholds, u64, Level)> {
+    let t = core.cfg.flowmind_levels?;
+    let n = successes(core, caller).await.unwrap_or_else(|e| {
+        worker::console_error!("{}", json!({ "flowmind_progress": e.to_string() }));
+        0
+    });
+    Some((t, n, t.level(n)))
+}
+
+/// Whether a caller at `level` (`None`: no gating) may see and call `tool`.
+pub(super) fn allowed(level: Option<Level>, tool: &Tool) -> bool {
+    match level {
+        Some(l) if levels::is_gated(tool.def.toolset, tool.def.name) => {
+            levels::allows(l, tool.def.name)
+        }
+        _ => true,
+    }
+}
+
+/// The `tools/call` result refusing a FlowMind tool the caller's level does not allow yet, or
+/// `None` when the call may go ahead. An `isError` result rather than "unknown tool": the model
+/// learns what the tool needs and how to get there (the seed's errors teach), and structured in
+/// FlowMind's error format when the tool's outputSchema admits it.
+pub(super) async fn refusal(core: &Core, caller: &Caller, tool: &Tool) -> Option<Value> {
+    if !levels::is_gated(tool.def.toolset, tool.def.name) {
+        return None;
+    }
+    let started = clock::now_ms();
+    let (t, n, level) = standing(core, caller).await?;
+    let name = tool.def.name;
+    if levels::allows(level, name) {
+        return None;
+    }
+    let known = known(core);
+    let message = levels::locked_message(name, level, &t, n, &known);
+    let needed = levels::needed_for(name);
+    let example = json!({
+        "query": "The checkout API is returning 500 errors in production and customers cannot pay",
+        "extracted_variables": { "domain": "technical", "technology": "nodejs", "urgency": "critical" },
+        "confidence_level": 0.7,
+    });
+    let structured = json!({
+        "success": false,
+        "error": {
+            "code": "TOOL_LOCKED",
+            "message": message,
+            "fix": {
+                "instruction": format!("Use field_request or get_help successfully {} more time(s) to reach {}.", t.needed(needed).saturating_sub(n), needed.as_str()),
+                "example": { "tool": "field_request", "arguments": example },
+                "why": "FlowMind unlocks its tools progressively (beginner, intermediate, advanced) as a caller shows it can use the simpler ones well.",
+            },
+        },
+        "guidance": { "level": level.as_str(), "needed_level": needed.as_str(), "successful_calls": n, "max_complexity": level.max_complexity() },
+        "partial_results": { "message": format!("{name} was not run."), "blocked_by": "authorization_level" },
+        "teaching": {
+            "tip": levels::teaching_note(level, &t, n),
+            "pattern": "field_request to find a context, get_help when stuck; each successful call counts towards the next level",
+            "confidence_calibration": "Not measured: the call was refused before it ran.",
+            "level": level.as_str(),
+        },
+        "next_actions": [
+            { "tool": "field_request", "reason": "Available at your level: find the context that fits the request", "parameters": example },
+            { "tool": "get_help", "reason": "Explains FlowMind's tools and levels", "parameters": { "help_type": "concept", "specific_question": name } },
+        ],
+        "_performance": performance(started, 0.0),
+    });
+    let mut result = json!({ "content": [{ "type": "text", "text": message }], "isError": true });
+    if tool.check_output(&structured).is_ok() {
+        result["structuredContent"] = structured;
+    }
+    Some(result)
+}
+
+/// After a FlowMind call: counts it when it succeeded, marks the answer with the caller's level
+/// (`teaching.level`) and, when this call took the caller to a new level, adds `_unlocks` and tells
+/// the client its tool list changed through `notify` (an MCP call's own stream, before the result).
+pub(super) async fn after_call(
+    core: &Core,
+    caller: &Caller,
+    tool: &Tool,
+    result: &mut Value,
+    notify: &dyn Fn(&Value),
+) {
+    if !levels::is_gated(tool.def.toolset, tool.def.name) {
+        return;
+    }
+    let Some(t) = core.cfg.flowmind_levels else {
+        return;
+    };
+    let succeeded = result.get("isError") != Some(&Value::Bool(true))
+        && result.pointer("/structuredContent/success") != Some(&Value::Bool(false));
+    let counted = if succeeded {
+        record(core, caller).await
+    } else {
+        successes(core, caller).await
+    };
+    let n = match counted {
+        Ok(n) => n,
+        Err(e) => {
+            worker::console_error!("{}", json!({ "flowmind_progress": e.to_string() }));
+            return;
+        }
+    };
+    let level = t.level(n);
+    let before = if succeeded {
+        t.level(n.saturating_sub(1))
+    } else {
+        level
+    };
+    let Some(structured) = result.get("structuredContent").cloned() else {
+        return;
+    };
+    let mut updated = structured.clone();
+    if let Some(teaching) = updated.get_mut("teaching").and_then(Value::as_object_mut) {
+        teaching.insert("level".into(), json!(level.as_str()));
+        teaching.insert(
+            "progress".into(),
+            json!(levels::teaching_note(level, &t, n)),
+        );
+    }
+    let unlocked = level > before;
+    if unlocked {
+        let u = levels::unlocks(before, level, &known(core), &t, n);
+        if let Some(teaching) = updated.get_mut("teaching").and_then(Value::as_object_mut) {
+            teaching.insert("unlock".into(), json!(u["message"].clone()));
+        }
+        updated["_unlocks"] = u;
+    }
+    if let Some(blocks) = result.get_mut("content").and_then(Value::as_array_mut) {
+        for b in blocks.iter_mut() {
+            let same = b["text"]
+                .as_str()
+                .and_then(|s| serde_json::from_str::<Value>(s).ok())
+                .is_some_and(|v| v == structured);
+            if same {
+                if let Ok(text) = serde_json::to_string_pretty(&updated) {
+                    b["text"] = json!(text);
+                }
+            }
+        }
+    }
+    result["structuredContent"] = updated;
+    if unlocked {
+        notify(&notification("notifications/tools/list_changed", json!({})));
+    }
+}

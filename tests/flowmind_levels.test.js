@@ -1,0 +1,170 @@
+// FlowMind's progressive authorization (issue 6, seed 001 "Progressive Authorization") through the
+// official MCP SDK client against the built Worker: a caller starts as a beginner with
+// field_request and get_help, successful FlowMind calls unlock more tools (tools/list,
+// notifications/tools/list_changed, _unlocks once), a locked tool is refused with what it needs,
+// a signed-in user's level persists across sessions, and other toolsets are unaffected.
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
+import { startWorker } from "./support/worker.js";
+import { hs256 } from "../scripts/token.js";
+
+const SECRET = "levels-secret";
+const FLOWMIND = ["compose_workflow", "evaluate_semantic_condition", "execute_workflow", "field_request", "get_help", "list_available_contexts"];
+let w;
+const open = [];
+
+/** A connected client that counts the tools/list_changed notifications it receives. */
+async function connect(headers = {}, worker = w) {
+  const c = new Client({ name: "levels-test", version: "1.0.0" });
+  c.listChanged = 0;
+  c.setNotificationHandler(ToolListChangedNotificationSchema, () => {
+    c.listChanged += 1;
+  });
+  await c.connect(new StreamableHTTPClientTransport(new URL(worker.mcpUrl), { requestInit: { headers } }));
+  open.push(c);
+  return c;
+}
+
+function tokenFor(sub, worker = w) {
+  const aud = new URL("/mcp", worker.url).href;
+  return { authorization: `Bearer ${hs256({ sub, roles: [], aud, exp: Math.floor(Date.now() / 1000) + 600 }, SECRET)}` };
+}
+
+async function names(c) {
+  return (await c.listTools()).tools.map((t) => t.name);
+}
+const flowmindTools = async (c) => (await names(c)).filter((n) => FLOWMIND.includes(n));
+
+const help = { help_type: "best_practices" };
+const condition = { condition: "user seems frustrated", context: { user_message: "This is RIDICULOUS, the export is broken again!!" } };
+
+/** Calls a tool that must succeed; returns its structured answer. */
+async function ok(c, name, args) {
+  const r = await c.callTool({ name, arguments: args });
+  assert.notEqual(r.isError, true, JSON.stringify(r));
+  assert.equal(r.structuredContent.success, true, JSON.stringify(r.structuredContent));
+  assert.deepEqual(JSON.parse(r.content.at(-1).text), r.structuredContent, "the text block carries the same JSON");
+  return r.structuredContent;
+}
+
+before(async () => {
+  w = await startWorker({ JWT_SECRET: SECRET, RATE_LIMITS: "*=off", FLOWMIND_LEVELS: "2,4" }, { quiet: true });
+});
+after(async () => {
+  for (const c of open) await c.close().catch(() => {});
+  await w?.stop();
+});
+
+describe("progressive authorization", () => {
+  test("a new anonymous caller is a beginner: field_request and get_help; other toolsets unaffected", async () => {
+    const c = await connect();
+    assert.deepEqual(c.getServerCapabilities().tools, { listChanged: true });
+    const all = await names(c);
+    assert.deepEqual(all.filter((n) => FLOWMIND.includes(n)), ["field_request", "get_help"]);
+    for (const other of ["switch_mode", "create_template", "search_flights", "epic-tide-save-work"]) assert.ok(all.includes(other), other);
+    const r = await c.callTool({ name: "switch_mode", arguments: { mode: "mobile-mode" } });
+    assert.notEqual(r.isError, true);
+    assert.equal(r.structuredContent._unlocks, undefined);
+  });
+
+  test("a locked tool is refused with the level it needs and how to get there; refusals do not count", async () => {
+    const c = await connect();
+    let suggestion;
+    for (const [name, needed, left] of [["evaluate_semantic_condition", "intermediate", 2], ["list_available_contexts", "advanced", 4]]) {
+      const r = await c.callTool({ name, arguments: name === "evaluate_semantic_condition" ? condition : {} });
+      assert.equal(r.isError, true, name);
+      assert.match(r.content[0].text, new RegExp(`Tool ${name} is locked: it needs FlowMind level ${needed} and you are beginner \\(0 successful`));
+      assert.match(r.content[0].text, new RegExp(`after ${left} more successful FlowMind calls; until then use field_request, get_help`));
+      const s = r.structuredContent;
+      assert.equal(s.success, false);
+      assert.equal(s.error.code, "TOOL_LOCKED");
+      assert.equal(s.teaching.level, "beginner");
+      assert.deepEqual(s.next_actions.map((a) => a.tool), ["field_request", "get_help"]);
+      suggestion = s.next_actions[0].parameters;
+    }
+    const refused = await c.callTool({ name: "field_request", arguments: { query: "short" } });
+    assert.equal(refused.structuredContent.success, false, "a field_request refused for its arguments");
+    assert.equal(refused.structuredContent.teaching.level, "beginner");
+    assert.equal(refused.structuredContent._unlocks, undefined);
+    const first = await ok(c, "get_help", help);
+    assert.equal(first.teaching.level, "beginner");
+    assert.match(first.teaching.progress, /1 more successful call unlocks intermediate/, "only the successful call counted");
+    const suggested = await ok(c, "field_request", suggestion);
+    assert.equal(suggested._unlocks.level, "intermediate", "the refusal's suggested call works and counts");
+  });
+
+  test("successful calls unlock intermediate then advanced: tools/list, list_changed and _unlocks once each", async () => {
+    const c = await connect();
+    const first = await ok(c, "get_help", help);
+    assert.equal(first._unlocks, undefined);
+    assert.equal(c.listChanged, 0);
+
+    const second = await ok(c, "get_help", help);
+    assert.equal(second.teaching.level, "intermediate");
+    assert.equal(second._unlocks.level, "intermediate");
+    assert.equal(second._unlocks.previous_level, "beginner");
+    assert.deepEqual(second._unlocks.new_tools, ["evaluate_semantic_condition"]);
+    assert.deepEqual(second._unlocks.next_level, { level: "advanced", at_successful_calls: 4 });
+    assert.match(second.teaching.unlock, /now intermediate/);
+    assert.equal(c.listChanged, 1, "notifications/tools/list_changed arrived before the result");
+    assert.deepEqual(await flowmindTools(c), ["evaluate_semantic_condition", "field_request", "get_help"]);
+
+    const third = await ok(c, "evaluate_semantic_condition", condition);
+    assert.equal(third._unlocks, undefined, "_unlocks only on the call that crossed the threshold");
+    assert.equal(third.teaching.level, "intermediate");
+    assert.equal(c.listChanged, 1);
+
+    const fourth = await ok(c, "get_help", help);
+    assert.equal(fourth._unlocks.level, "advanced");
+    assert.deepEqual(fourth._unlocks.new_tools, ["list_available_contexts"]);
+    assert.equal(fourth._unlocks.next_level, undefined);
+    assert.equal(c.listChanged, 2);
+    assert.deepEqual(await flowmindTools(c), ["evaluate_semantic_condition", "field_request", "get_help", "list_available_contexts"]);
+    const listed = await ok(c, "list_available_contexts", {});
+    assert.equal(listed.teaching.level, "advanced");
+    assert.equal(listed._unlocks, undefined);
+    assert.equal(c.listChanged, 2);
+  });
+
+  test("a signed-in user's level follows them into new sessions; a new anonymous session starts fresh", async () => {
+    const user = tokenFor("00000000-0000-4000-8000-00000000a001");
+    const a = await connect(user);
+    assert.deepEqual(await flowmindTools(a), ["field_request", "get_help"]);
+    await ok(a, "get_help", help);
+    await ok(a, "get_help", help);
+    await a.close();
+
+    const b = await connect(user);
+    assert.deepEqual(await flowmindTools(b), ["evaluate_semantic_condition", "field_request", "get_help"], "intermediate in a new session");
+    const s = await ok(b, "evaluate_semantic_condition", condition);
+    assert.equal(s.teaching.level, "intermediate");
+
+    const other = await connect(tokenFor("00000000-0000-4000-8000-00000000a002"));
+    assert.deepEqual(await flowmindTools(other), ["field_request", "get_help"], "another user starts as a beginner");
+    const anon = await connect();
+    assert.deepEqual(await flowmindTools(anon), ["field_request", "get_help"]);
+  });
+});
+
+describe("default thresholds", () => {
+  let d;
+  before(async () => {
+    d = await startWorker({ RATE_LIMITS: "*=off", FLOWMIND_LEVELS: "" }, { quiet: true });
+  });
+  after(() => d?.stop());
+
+  test("intermediate after 10 successful calls, advanced after 50", async () => {
+    const c = await connect({}, d);
+    const unlockedAt = {};
+    for (let i = 1; i <= 50; i++) {
+      const s = await ok(c, "get_help", help);
+      if (s._unlocks) unlockedAt[s._unlocks.level] = i;
+    }
+    assert.deepEqual(unlockedAt, { intermediate: 10, advanced: 50 });
+    assert.equal(c.listChanged, 2);
+    assert.deepEqual(await flowmindTools(c), ["evaluate_semantic_condition", "field_request", "get_help", "list_available_contexts"]);
+  });
+});
