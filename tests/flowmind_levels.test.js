@@ -168,3 +168,45 @@ describe("default thresholds", () => {
     assert.deepEqual(await flowmindTools(c), ["evaluate_semantic_condition", "field_request", "get_help", "list_available_contexts"]);
   });
 });
+
+describe("the 2026-07-28 lane", () => {
+  const MODERN = "2026-07-28";
+  let id = 1;
+  /** A stateless request (no session): the 2026 envelope, headers mirrored from the body. */
+  async function modern(method, params, headers = {}) {
+    const body = { jsonrpc: "2.0", id: id++, method, params: { ...params, _meta: { "io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientCapabilities": {} } } };
+    const h = { "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-protocol-version": MODERN, "mcp-method": method, ...(params.name ? { "mcp-name": params.name } : {}), ...headers };
+    const res = await fetch(w.mcpUrl, { method: "POST", headers: h, body: JSON.stringify(body) });
+    const text = await res.text();
+    const json = res.headers.get("content-type")?.startsWith("text/event-stream")
+      ? text.split("\n").filter((l) => l.startsWith("data: ")).map((l) => JSON.parse(l.slice(6))).find((m) => m.id === body.id)
+      : JSON.parse(text);
+    assert.equal(res.headers.get("mcp-session-id"), null, "no session on this lane");
+    return json;
+  }
+  const listed = async (headers) => (await modern("tools/list", {}, headers)).result.tools.map((t) => t.name).filter((n) => FLOWMIND.includes(n));
+  const call = async (name, args, headers) => (await modern("tools/call", { name, arguments: args }, headers)).result;
+
+  test("a signed-in user's level holds on both lanes, and calls on either count", async () => {
+    const user = tokenFor("00000000-0000-4000-8000-00000000a003");
+    assert.deepEqual(await listed(user), ["field_request", "get_help"], "a new user is a beginner");
+    const locked = await call("evaluate_semantic_condition", condition, user);
+    assert.equal(locked.isError, true);
+    assert.equal(locked.structuredContent.error.code, "TOOL_LOCKED");
+    assert.equal(locked.resultType, "complete");
+    assert.equal((await call("get_help", help, user)).isError, undefined);
+    assert.equal((await call("get_help", help, user)).isError, undefined);
+    assert.deepEqual(await listed(user), ["evaluate_semantic_condition", "field_request", "get_help"], "two successes on the 2026 lane make an intermediate");
+    assert.equal((await call("evaluate_semantic_condition", condition, user)).isError, undefined);
+    const c = await connect(user);
+    assert.deepEqual(await flowmindTools(c), ["evaluate_semantic_condition", "field_request", "get_help"], "the 2025 lane sees the same level");
+    await ok(c, "get_help", help);
+    assert.deepEqual(await listed(user), ["evaluate_semantic_condition", "field_request", "get_help", "list_available_contexts"], "and a 2025 success counts on the 2026 lane");
+  });
+
+  test("anonymous callers stay beginners: nothing identifies them between requests", async () => {
+    for (let i = 0; i < 3; i++) assert.equal((await call("get_help", help)).isError, undefined);
+    assert.deepEqual(await listed(), ["field_request", "get_help"]);
+    assert.equal((await call("evaluate_semantic_condition", condition)).structuredContent.error.code, "TOOL_LOCKED");
+  });
+});

@@ -12,7 +12,8 @@ use super::Core;
 use crate::clock;
 use crate::error::Result;
 use crate::mcp::message::notification;
-use crate::registry::{Caller, Tool};
+use crate::registry::{Caller, Registry, Tool};
+use crate::store::services::Services;
 use crate::tools::flowmind::levels::{self, Level, Thresholds};
 use crate::tools::flowmind::performance;
 
@@ -20,29 +21,48 @@ use crate::tools::flowmind::performance;
 const SESSION_KEY: &str = "flowmind_successes";
 
 /// The FlowMind tools this deployment has, by name.
-fn known(core: &Core) -> Vec<&'static str> {
-    core.registry
+fn known(registry: &Registry) -> Vec<&'static str> {
+    registry
         .tools()
         .filter(|t| levels::is_gated(t.def.toolset, t.def.name))
         .map(|t| t.def.name)
         .collect()
 }
 
+/// A signed-in user's count of successful FlowMind calls, kept in D1 for every session and lane.
+pub(crate) async fn user_successes(services: &Services, user: &str) -> Result<u64> {
+    let rows = services
+        .query(
+            "SELECT successes FROM flowmind_progress WHERE caller = ?1",
+            vec![json!(user)],
+        )
+        .await?;
+    Ok(rows
+        .first()
+        .and_then(|r| r["successes"].as_u64())
+        .unwrap_or(0))
+}
+
+/// Adds one successful call to a signed-in user's count and returns the new count, in one upsert,
+/// so concurrent sessions (and 2026-07-28 calls) of the same user never lose a count.
+pub(crate) async fn record_user(services: &Services, user: &str) -> Result<u64> {
+    let rows = services
+        .query(
+            "INSERT INTO flowmind_progress (caller, successes, updated_at) VALUES (?1, 1, ?2) \
+             ON CONFLICT (caller) DO UPDATE SET successes = successes + 1, updated_at = ?2 \
+             RETURNING successes",
+            vec![json!(user), json!(clock::now_ms() as i64)],
+        )
+        .await?;
+    Ok(rows
+        .first()
+        .and_then(|r| r["successes"].as_u64())
+        .unwrap_or(0))
+}
+
 async fn successes(core: &Core, caller: &Caller) -> Result<u64> {
     match &caller.user {
-        Some(user) => {
-            let rows = core
-                .services
-                .query(
-                    "SELECT successes FROM flowmind_progress WHERE caller = ?1",
-                    vec![json!(user)],
-                )
-                .await?;
-            Ok(rows
-                .first()
-                .and_then(|r| r["successes"].as_u64())
-                .unwrap_or(0))
-        }
+        Some(user) => user_successes(&core.services, user).await,
         None => Ok(core
             .db
             .get(SESSION_KEY)?
@@ -51,25 +71,10 @@ async fn successes(core: &Core, caller: &Caller) -> Result<u64> {
     }
 }
 
-/// Adds one successful call and returns the new count. A user's row is updated in one upsert, so
-/// concurrent sessions of the same user never lose a count.
+/// Adds one successful call and returns the new count.
 async fn record(core: &Core, caller: &Caller) -> Result<u64> {
     match &caller.user {
-        Some(user) => {
-            let rows = core
-                .services
-                .query(
-                    "INSERT INTO flowmind_progress (caller, successes, updated_at) VALUES (?1, 1, ?2) \
-                     ON CONFLICT (caller) DO UPDATE SET successes = successes + 1, updated_at = ?2 \
-                     RETURNING successes",
-                    vec![json!(user), json!(clock::now_ms() as i64)],
-                )
-                .await?;
-            Ok(rows
-                .first()
-                .and_then(|r| r["successes"].as_u64())
-                .unwrap_or(0))
-        }
+        Some(user) => record_user(&core.services, user).await,
         None => {
             let n = successes(core, caller).await? + 1;
             core.db.set(SESSION_KEY, &n.to_string())?;
@@ -90,7 +95,7 @@ pub(super) async fn standing(core: &Core, caller: &Caller) -> Option<(Thresholds
 }
 
 /// Whether a caller at `level` (`None`: no gating) may see and call `tool`.
-pub(super) fn allowed(level: Option<Level>, tool: &Tool) -> bool {
+pub(crate) fn allowed(level: Option<Level>, tool: &Tool) -> bool {
     match level {
         Some(l) if levels::is_gated(tool.def.toolset, tool.def.name) => {
             levels::allows(l, tool.def.name)
@@ -108,12 +113,23 @@ pub(super) async fn refusal(core: &Core, caller: &Caller, tool: &Tool) -> Option
         return None;
     }
     let started = clock::now_ms();
-    let (t, n, level) = standing(core, caller).await?;
+    let standing = standing(core, caller).await?;
+    locked(&core.registry, tool, standing, started)
+}
+
+/// The refusal of `tool` for a caller of `standing` (thresholds, count, level), or `None` when the
+/// level allows it. `started`: when the call began, for `_performance`.
+pub(crate) fn locked(
+    registry: &Registry,
+    tool: &Tool,
+    (t, n, level): (Thresholds, u64, Level),
+    started: f64,
+) -> Option<Value> {
     let name = tool.def.name;
     if levels::allows(level, name) {
         return None;
     }
-    let known = known(core);
+    let known = known(registry);
     let message = levels::locked_message(name, level, &t, n, &known);
     let needed = levels::needed_for(name);
     let example = json!({
@@ -202,7 +218,7 @@ pub(super) async fn after_call(
     }
     let unlocked = level > before;
     if unlocked {
-        let u = levels::unlocks(before, level, &known(core), &t, n);
+        let u = levels::unlocks(before, level, &known(&core.registry), &t, n);
         if let Some(teaching) = updated.get_mut("teaching").and_then(Value::as_object_mut) {
             teaching.insert("unlock".into(), json!(u["message"].clone()));
         }

@@ -8,7 +8,7 @@ mod call;
 mod chat;
 mod hub;
 mod jobs;
-mod levels;
+pub(crate) mod levels;
 mod methods;
 mod platform;
 pub(crate) mod stream;

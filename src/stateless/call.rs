@@ -38,8 +38,9 @@ use crate::mcp::modern::{self, Mirrored, Request};
 use crate::mcp::request_state::{self, arguments_hash, Binding, State};
 use crate::mcp::sse::unnumbered_frame;
 use crate::random;
-use crate::registry::{cache, execute, Caller, Platform, Statement, ToolContext};
+use crate::registry::{cache, execute, Caller, Platform, Statement, Tool, ToolContext};
 use crate::session::stream::{sse_response, StreamPlan};
+use crate::tools::flowmind::levels::is_gated;
 
 /// Seconds between keepalive comments on a streamed reply.
 const KEEPALIVE_SECS: u32 = 15;
@@ -505,6 +506,24 @@ async fn start(
         .map_err(|_| Error::Internal("tool call ended without a reply".into()))
 }
 
+/// Counts a signed-in caller's successful FlowMind call towards their level, as their 2025
+/// sessions do (`session::levels`); the next `tools/list` shows what it unlocked.
+async fn count_flowmind_success(
+    platform: &StatelessPlatform,
+    tool: &Tool,
+    user: &str,
+    result: &Value,
+) {
+    let succeeded = result.get("isError") != Some(&Value::Bool(true))
+        && result.pointer("/structuredContent/success") != Some(&Value::Bool(false));
+    if !succeeded || !is_gated(tool.def.toolset, tool.def.name) {
+        return;
+    }
+    if let Err(e) = crate::session::levels::record_user(platform.services(), user).await {
+        worker::console_error!("{}", json!({ "flowmind_progress": e.to_string() }));
+    }
+}
+
 /// Runs the tool until it finishes, pauses for input, or the client goes away.
 async fn drive(
     call: Rc<ModernCall>,
@@ -522,6 +541,9 @@ async fn drive(
     let run = Box::pin(execute(tool, &*call, args));
     let stop = select(pause, Box::pin(gone(signal)));
     let ended = select(run, stop).await;
+    if let (Either::Left((done, _)), Some(user)) = (&ended, &call.caller.user) {
+        count_flowmind_success(&call.platform, tool, user, &done.result).await;
+    }
     if let Some(key) = &dedup {
         let kept = match &ended {
             Either::Left((done, _)) => {

@@ -13,6 +13,8 @@ mod idempotency;
 mod platform;
 mod runs;
 
+use std::rc::Rc;
+
 use serde_json::{json, Value};
 use worker::{Env, Request, Response};
 
@@ -22,8 +24,11 @@ use crate::error::{code, Error, Result};
 use crate::mcp::message::{error_response, params_object, response, RequestId};
 use crate::mcp::modern::{self, Message, Mirrored, META_SERVER_INFO};
 use crate::mcp::{self as protocol, version};
-use crate::registry::Caller;
+use crate::registry::{Caller, Registry};
+use crate::session::levels;
+use crate::store::services::Services;
 use crate::tools::conformance::fixtures;
+use crate::tools::flowmind::levels::{self as flowmind_levels, Level, Thresholds};
 use crate::tools::Catalog;
 use platform::StatelessPlatform;
 
@@ -42,7 +47,8 @@ pub const SESSION_TOOLS: &[&str] = &[
 ];
 
 /// How long clients may cache `server/discover` and list results (`ttlMs`): the tool set changes
-/// only with a deployment.
+/// with a deployment, or when a signed-in caller reaches a new FlowMind level (a minute late at
+/// most, and a locked call says what to do).
 const LIST_TTL_MS: u64 = 60_000;
 
 /// The HTTP status of a refused modern request: as in the 2025 lane, except that an unknown
@@ -97,7 +103,10 @@ pub async fn serve(
     let id = r.id.clone();
     let answer = match r.method.as_str() {
         "server/discover" => Ok(discover(cfg.catalog)),
-        "tools/list" => tools_list(&registry, &r, cfg, caller),
+        "tools/list" => {
+            let standing = flowmind_standing(env, &registry, cfg, caller).await;
+            tools_list(&registry, &r, cfg, caller, standing)
+        }
         "tools/call"
             if r
                 .params
@@ -111,6 +120,20 @@ pub async fn serve(
             };
         }
         "tools/call" => {
+            let started = crate::clock::now_ms();
+            let gated = r
+                .params
+                .get("name")
+                .and_then(Value::as_str)
+                .and_then(|n| registry.get_for(n, caller))
+                .filter(|t| flowmind_levels::is_gated(t.def.toolset, t.def.name));
+            if let Some(tool) = gated {
+                if let Some(standing) = flowmind_standing(env, &registry, cfg, caller).await {
+                    if let Some(refused) = levels::locked(&registry, tool, standing, started) {
+                        return json_response(&response(&id, modern::complete(refused)), 200);
+                    }
+                }
+            }
             let platform = match StatelessPlatform::open(env, registry, req, &r, caller).await {
                 Ok(p) => p,
                 Err(e) => return refuse(Some(&id), &e),
@@ -194,14 +217,42 @@ fn discover(catalog: Catalog) -> Value {
     })
 }
 
+/// FlowMind's progressive authorization on this lane (`None`: off): a signed-in caller's level
+/// follows their count in D1, the same count their 2025 sessions keep; an anonymous caller has no
+/// identity to count under between requests, so stays a beginner. When the count cannot be read
+/// the caller is taken as a beginner: a storage fault never widens access.
+async fn flowmind_standing(
+    env: &Env,
+    registry: &Rc<Registry>,
+    cfg: &Config,
+    caller: &Caller,
+) -> Option<(Thresholds, u64, Level)> {
+    let t = cfg.flowmind_levels?;
+    let n = match &caller.user {
+        Some(user) => {
+            let services = Services::new(env.clone(), registry.clone());
+            levels::user_successes(&services, user)
+                .await
+                .unwrap_or_else(|e| {
+                    worker::console_error!("{}", json!({ "flowmind_progress": e.to_string() }));
+                    0
+                })
+        }
+        None => 0,
+    };
+    Some((t, n, t.level(n)))
+}
+
 /// `tools/list`: the caller's tools in name order (deterministic), paged as in the 2025 lane,
-/// without the [`SESSION_TOOLS`] for anonymous callers. The list depends on the caller, so it is
-/// cacheable only privately.
+/// without the [`SESSION_TOOLS`] for anonymous callers nor the FlowMind tools the caller's level
+/// (`standing`) does not allow yet. The list depends on the caller, so it is cacheable only
+/// privately.
 fn tools_list(
-    registry: &crate::registry::Registry,
+    registry: &Registry,
     r: &modern::Request,
     cfg: &Config,
     caller: &Caller,
+    standing: Option<(Thresholds, u64, Level)>,
 ) -> Result<Value> {
     let cursor = match r.params.get("cursor") {
         None | Some(Value::Null) => None,
@@ -213,6 +264,13 @@ fn tools_list(
         }
     };
     let (mut tools, next) = registry.page(cursor, cfg.tools_page_size, caller)?;
+    let level = standing.map(|(_, _, l)| l);
+    tools.retain(|t| {
+        t.get("name")
+            .and_then(Value::as_str)
+            .and_then(|n| registry.get(n))
+            .is_none_or(|tool| levels::allowed(level, tool))
+    });
     if caller.user.is_none() {
         tools.retain(|t| {
             t.get("name")

@@ -125,7 +125,8 @@ impl StatelessPlatform {
         }
     }
 
-    fn services(&self) -> &Services {
+    /// The env's services (D1, KV, settings) this call uses.
+    pub(super) fn services(&self) -> &Services {
         &self.services
     }
 }
