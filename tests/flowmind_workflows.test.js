@@ -282,3 +282,88 @@ test("execute_workflow is limited to 20 calls a minute per caller by default", a
     await limited.stop();
   }
 });
+
+describe("compose_workflow", () => {
+  async function compose(c, args) {
+    const r = await c.callTool({ name: "compose_workflow", arguments: args });
+    assert.notEqual(r.isError, true, JSON.stringify(r));
+    const s = r.structuredContent;
+    for (const k of ["tip", "pattern", "confidence_calibration"]) assert.equal(typeof s.teaching[k], "string");
+    if (!s.success) assert.ok(s.error.code && s.error.fix.instruction && s.partial_results.blocked_by, JSON.stringify(s));
+    return s;
+  }
+  const parts = [
+    { uri: "workflow://code-review", role: "primary" },
+    { uri: "agent://debugger", role: "validation" },
+  ];
+
+  test("round trip: compose, save, found by field_request and list_available_contexts, executed like any workflow", async () => {
+    const c = await connect();
+    const draft = await compose(c, { name: "review-and-debug", description: "Review a change, then chase the bugs the review found with the debugger.", components: parts, flow_type: "sequential" });
+    assert.equal(draft.success, true);
+    assert.equal(draft.result.saved, false);
+    assert.deepEqual(draft.result.steps.map((s) => s.name), ["code-review-understand-change", "code-review-review", "code-review-prioritise", "debugger"]);
+    assert.deepEqual(draft.result.context.variables.required, ["technology", "code_reference", "error_description"]);
+    assert.deepEqual(draft.result.chain_definition.steps.map((s) => s.depends_on), [[], [1], [2], [3]]);
+    assert.equal(draft.next_actions[0].parameters.save, true);
+    assert.equal((await run(c, { workflow_uri: "workflow://review-and-debug" })).error.code, "WORKFLOW_NOT_FOUND", "a draft is not in the catalog");
+
+    const saved = await compose(c, draft.next_actions[0].parameters);
+    assert.equal(saved.result.saved, true);
+    assert.deepEqual(saved.next_actions[0], { tool: "execute_workflow", reason: "Run workflow://review-and-debug", parameters: { workflow_uri: "workflow://review-and-debug", initial_variables: { technology: "<technology>", code_reference: "<code_reference>", error_description: "<error_description>" } } });
+
+    const listed = (await c.callTool({ name: "list_available_contexts", arguments: { filter: { tags: ["composed"] }, pagination: { limit: 50 } } })).structuredContent;
+    assert.ok(JSON.stringify(listed).includes("workflow://review-and-debug"), JSON.stringify(listed).slice(0, 500));
+    const found = (await c.callTool({ name: "field_request", arguments: { query: "Review a change, then chase the bugs the review found with the debugger", extracted_variables: { domain: "technical", technology: "Rust" }, confidence_level: 0.7 } })).structuredContent;
+    assert.ok(found.matches.some((m) => m.uri === "workflow://review-and-debug"), JSON.stringify(found.matches.map((m) => m.uri)));
+
+    const prompts = [];
+    const m = await connect({ sampling: model(prompts) });
+    const s = await run(m, { workflow_uri: "workflow://review-and-debug", initial_variables: { technology: "Rust", code_reference: "PR 7", error_description: "panic on empty input" }, execution_mode: "autonomous" });
+    assert.equal(s.result.status, "completed", JSON.stringify(s.result));
+    assert.equal(prompts.length, 4);
+    assert.match(prompts[3].text, /Apply the agent Debugger \(agent:\/\/debugger\) as the validation of this workflow: .*Known: technology: Rust, error_description: panic on empty input\./);
+    assert.equal(s.result.outputs.debugger_result, "debugger_result by model");
+
+    const again = await compose(c, { ...draft.next_actions[0].parameters });
+    assert.equal(again.error.code, "NAME_TAKEN");
+    assert.match(again.error.message, /workflow:\/\/review-and-debug already exists/);
+  });
+
+  test("parallel, conditional and iterative flows become the chain dependencies and conditions they describe", async () => {
+    const c = await connect();
+    let s = await compose(c, { name: "par-flow", flow_type: "parallel", components: [{ uri: "agent://debugger", role: "primary" }, { uri: "pattern://character-arc", role: "support" }, { uri: "workflow://short-story-draft", role: "synthesis" }] });
+    assert.deepEqual(s.result.chain_definition.steps.map((x) => [x.name, x.depends_on]), [["debugger", []], ["character-arc", []], ["short-story-draft-shape", [1, 2]], ["short-story-draft-draft", [3]], ["short-story-draft-revise", [4]]]);
+    s = await compose(c, { name: "cond-flow", flow_type: "conditional", components: [{ uri: "workflow://code-review", role: "primary" }, { uri: "agent://debugger", role: "support", when: "urgency == 'critical'" }] });
+    assert.equal(s.result.chain_definition.steps[3].conditional_execution, "urgency == 'critical'");
+    s = await compose(c, { name: "iter-flow", flow_type: "iterative", components: [{ uri: "agent://debugger", role: "primary", configuration: { iterations: 3 } }, { uri: "pattern://character-arc", role: "validation" }] });
+    assert.deepEqual(s.result.steps.map((x) => x.name), ["debugger", "character-arc", "debugger-r2", "character-arc-r2", "debugger-r3", "character-arc-r3"]);
+
+    // A conditional composition runs: the guarded component is skipped when its condition is false.
+    s = await compose(c, { name: "cond-run", flow_type: "conditional", save: true, components: [{ uri: "workflow://short-story-draft", role: "primary" }, { uri: "agent://debugger", role: "support", when: "urgency == 'critical'" }] });
+    assert.equal(s.success, true);
+    const m = await connect({ sampling: model([]) });
+    const r = await run(m, { workflow_uri: "workflow://cond-run", initial_variables: { premise: "a lighthouse", error_description: "none", technology: "ink", urgency: "low" }, execution_mode: "autonomous" });
+    assert.equal(r.result.status, "completed");
+    assert.deepEqual(r.result.steps.map((x) => x.state), ["done", "done", "done", "skipped"]);
+  });
+
+  test("unknown components, duplicates, misplaced or broken conditions, a missing primary and bad arguments are refused; nothing is saved", async () => {
+    const c = await connect();
+    let s = await compose(c, { name: "nope", flow_type: "sequential", save: true, components: [{ uri: "workflow://code-review", role: "primary" }, { uri: "workflow://no-such-flow", role: "support" }, { uri: "agent://ghost", role: "support" }] });
+    assert.equal(s.error.code, "UNKNOWN_COMPONENTS");
+    assert.match(s.error.message, /workflow:\/\/no-such-flow, agent:\/\/ghost/);
+    assert.deepEqual(s.next_actions.map((a) => a.tool), ["field_request", "list_available_contexts"]);
+    s = await compose(c, { name: "nope", flow_type: "sequential", save: true, components: [{ uri: "workflow://code-review", role: "support", when: "x" }, { uri: "workflow://code-review", role: "support" }] });
+    assert.equal(s.error.code, "INVALID_COMPOSITION");
+    assert.match(s.error.message, /only flow_type conditional uses.*listed twice.*no component has role primary/);
+    s = await compose(c, { name: "nope", flow_type: "conditional", save: true, components: [{ uri: "workflow://code-review", role: "primary" }, { uri: "agent://debugger", role: "support", when: "urgency ==" }] });
+    assert.equal(s.error.code, "INVALID_COMPOSITION");
+    s = await compose(c, { name: "nope", flow_type: "iterative", save: true, components: [{ uri: "workflow://code-review", role: "primary", configuration: { iterations: 9 } }, { uri: "agent://debugger", role: "support" }] });
+    assert.match(s.error.message, /must be 1 to 5/);
+    assert.equal((await run(c, { workflow_uri: "workflow://nope" })).error.code, "WORKFLOW_NOT_FOUND");
+    assert.match(await failing(c, "compose_workflow", { name: "Bad Name", flow_type: "sequential", components: parts }), /name/);
+    assert.match(await failing(c, "compose_workflow", { name: "one", flow_type: "sequential", components: [parts[0]] }), /components/);
+    assert.match(await failing(c, "compose_workflow", { name: "one", flow_type: "loop", components: parts }), /flow_type/);
+  });
+});

@@ -7,6 +7,7 @@
 //! educational error format rather than refused by the schema ([`validate`]).
 
 pub mod catalog;
+pub mod compose;
 pub mod condition;
 pub mod discover;
 pub mod execute;
@@ -148,7 +149,7 @@ fn field_request(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Resul
 }
 
 /// The toolset's tools.
-pub static TOOLS: [ToolDef; 5] = [
+pub static TOOLS: [ToolDef; 6] = [
     ToolDef {
         toolset: TOOLSET,
         name: "field_request",
@@ -212,6 +213,19 @@ pub static TOOLS: [ToolDef; 5] = [
         timeout_ms: 610_000,
         roles: &[],
         handler: execute::execute_workflow,
+        cache: None,
+    },
+    ToolDef {
+        toolset: TOOLSET,
+        name: "compose_workflow",
+        title: "Compose a workflow (FlowMind)",
+        description: "Compose a custom workflow from multiple contexts. Use for complex multi-domain scenarios. Every component URI must exist in the catalog; roles (primary, support, validation, synthesis) and flow_type decide the order: sequential, parallel (synthesis components run last), conditional (a component's when is a condition over the variables, such as urgency == 'critical') or iterative (repeated configuration.iterations times, default 2). Returns the steps and the chain they run as; save: true stores it as workflow://<name>, which field_request finds and execute_workflow runs.",
+        annotations: Annotations { read_only: false, destructive: false, idempotent: false, open_world: false },
+        input_schema: include_str!("../../../schema/flowmind/compose_workflow.input.json"),
+        output_schema: Some(include_str!("../../../schema/flowmind/response.output.json")),
+        timeout_ms: 15_000,
+        roles: &[],
+        handler: compose::compose_workflow,
         cache: None,
     },
 ];

@@ -66,6 +66,12 @@ pub struct Step {
     pub instruction: String,
     /// The variables it produces.
     pub outputs: Vec<String>,
+    /// The names of the steps it runs after; `None`: after the step before it (composed
+    /// workflows set it, see `compose`).
+    pub after: Option<Vec<String>>,
+    /// A chain condition expression: the step runs only when it is true (composed `conditional`
+    /// workflows).
+    pub when: Option<String>,
 }
 
 /// The steps of workflow `c`; empty for contexts that have none (agents, patterns, tools).
@@ -86,6 +92,13 @@ pub fn steps(c: &Context) -> Vec<Step> {
                                 .collect()
                         })
                         .unwrap_or_default(),
+                    after: s["after"].as_array().map(|a| {
+                        a.iter()
+                            .filter_map(Value::as_str)
+                            .map(str::to_string)
+                            .collect()
+                    }),
+                    when: s["when"].as_str().map(str::to_string),
                 })
                 .collect()
         })
@@ -154,12 +167,20 @@ pub fn chain_definition(c: &Context, mode: Mode) -> Value {
     let total = steps.len();
     let mut out: Vec<Value> = Vec::new();
     let mut previous: Option<u32> = None;
+    let mut ids: std::collections::HashMap<&str, u32> = std::collections::HashMap::new();
     for (i, s) in steps.iter().enumerate() {
         let n = i + 1;
         let (template, reads) = to_template(&s.instruction);
+        let mut deps: Vec<u32> = match &s.after {
+            Some(names) => names
+                .iter()
+                .filter_map(|a| ids.get(a.as_str()).copied())
+                .collect(),
+            None => previous.into_iter().collect(),
+        };
         if mode == Mode::StepConfirm {
             let id = out.len() as u32 + 1;
-            out.push(json!({
+            let mut confirm = json!({
                 "id": id,
                 "name": format!("confirm-{}", s.name),
                 "description": format!("Approval before step {n} of {total}, '{}'", s.name),
@@ -168,10 +189,14 @@ pub fn chain_definition(c: &Context, mode: Mode) -> Value {
                 "input_template": format!("Step {n} of {total} of {}: '{}'.\n\n{template}", c.uri, s.name),
                 "input_variables": reads,
                 "output_variables": [approval_variable(n)],
-                "depends_on": previous.into_iter().collect::<Vec<_>>(),
+                "depends_on": deps,
                 "retry_config": { "max_retries": 0 },
-            }));
-            previous = Some(id);
+            });
+            if let Some(w) = &s.when {
+                confirm["conditional_execution"] = json!(w);
+            }
+            out.push(confirm);
+            deps = vec![id];
         }
         let id = out.len() as u32 + 1;
         let mut step = json!({
@@ -183,14 +208,20 @@ pub fn chain_definition(c: &Context, mode: Mode) -> Value {
             "input_template": template,
             "input_variables": reads,
             "output_variables": s.outputs,
-            "depends_on": previous.into_iter().collect::<Vec<_>>(),
+            "depends_on": deps,
             "retry_config": { "max_retries": 1, "backoff_ms": 500 },
         });
-        if mode == Mode::StepConfirm {
-            step["conditional_execution"] =
-                json!(format!("{} == '{APPROVED}'", approval_variable(n)));
+        let approved = format!("{} == '{APPROVED}'", approval_variable(n));
+        match (&s.when, mode == Mode::StepConfirm) {
+            (Some(w), true) => {
+                step["conditional_execution"] = json!(format!("({w}) && {approved}"))
+            }
+            (Some(w), false) => step["conditional_execution"] = json!(w),
+            (None, true) => step["conditional_execution"] = json!(approved),
+            (None, false) => {}
         }
         out.push(step);
+        ids.insert(&s.name, id);
         previous = Some(id);
     }
     json!({
