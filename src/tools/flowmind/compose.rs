@@ -216,11 +216,11 @@ pub fn context(
             &taken,
         )
     });
-    let primary = components
+    let domain = components
         .iter()
         .find(|c| c.role == "primary")
-        .unwrap_or(&components[0])
-        .context;
+        .or(components.first())
+        .map_or_else(|| "personal".to_string(), |c| c.context.domain.clone());
     let uris: Vec<&str> = components.iter().map(|c| c.context.uri.as_str()).collect();
     let n = steps.len();
     Context {
@@ -232,7 +232,7 @@ pub fn context(
         } else {
             description.to_string()
         },
-        domain: primary.domain.clone(),
+        domain,
         tags: vec!["composed".into(), flow.to_string()],
         complexity: match n {
             0..=3 => "simple",

@@ -403,6 +403,11 @@ async fn answer(
             vec![json!({ "tool": "get_chain_status", "reason": "The full step report of this run", "parameters": { "execution_id": id } })],
             format!("{uri}: completed ({} steps)", view["steps_total"]),
         ),
+        None if status == "running" => (
+            "Still running (another call is continuing it): ask again with session_id shortly.".to_string(),
+            vec![json!({ "tool": "get_chain_status", "reason": "Follow the run", "parameters": { "execution_id": id } })],
+            format!("{uri}: running (session_id {id})"),
+        ),
         None => (
             format!("The run ended {status}: read result.steps for the reason, then start it again with what it lacked."),
             vec![
