@@ -367,3 +367,15 @@ describe("compose_workflow", () => {
     assert.match(await failing(c, "compose_workflow", { name: "one", flow_type: "loop", components: parts }), /flow_type/);
   });
 });
+
+test("get_help explains the workflow tools' errors and shows their usage", async () => {
+  const c = await connect();
+  const refusal = await run(c, { workflow_uri: "workflow://code-review", initial_variables: {} });
+  const help = async (args) => (await c.callTool({ name: "get_help", arguments: args })).structuredContent;
+  let h = await help({ help_type: "error", context: { error_message: refusal.error.message } });
+  assert.equal(h.result?.code ?? h.code, "MISSING_VARIABLES", JSON.stringify(h));
+  for (const tool of ["execute_workflow", "compose_workflow"]) {
+    h = await help({ help_type: "usage", context: { attempted_action: tool } });
+    assert.ok(JSON.stringify(h).includes(tool), JSON.stringify(h).slice(0, 300));
+  }
+});
