@@ -106,11 +106,11 @@ describe("progressive authorization", () => {
     assert.equal(second.teaching.level, "intermediate");
     assert.equal(second._unlocks.level, "intermediate");
     assert.equal(second._unlocks.previous_level, "beginner");
-    assert.deepEqual(second._unlocks.new_tools, ["evaluate_semantic_condition"]);
+    assert.deepEqual(second._unlocks.new_tools, ["evaluate_semantic_condition", "execute_workflow"]);
     assert.deepEqual(second._unlocks.next_level, { level: "advanced", at_successful_calls: 4 });
     assert.match(second.teaching.unlock, /now intermediate/);
     assert.equal(c.listChanged, 1, "notifications/tools/list_changed arrived before the result");
-    assert.deepEqual(await flowmindTools(c), ["evaluate_semantic_condition", "field_request", "get_help"]);
+    assert.deepEqual(await flowmindTools(c), ["evaluate_semantic_condition", "execute_workflow", "field_request", "get_help"]);
 
     const third = await ok(c, "evaluate_semantic_condition", condition);
     assert.equal(third._unlocks, undefined, "_unlocks only on the call that crossed the threshold");
@@ -119,10 +119,10 @@ describe("progressive authorization", () => {
 
     const fourth = await ok(c, "get_help", help);
     assert.equal(fourth._unlocks.level, "advanced");
-    assert.deepEqual(fourth._unlocks.new_tools, ["list_available_contexts"]);
+    assert.deepEqual(fourth._unlocks.new_tools, ["compose_workflow", "list_available_contexts"]);
     assert.equal(fourth._unlocks.next_level, undefined);
     assert.equal(c.listChanged, 2);
-    assert.deepEqual(await flowmindTools(c), ["evaluate_semantic_condition", "field_request", "get_help", "list_available_contexts"]);
+    assert.deepEqual(await flowmindTools(c), ["compose_workflow", "evaluate_semantic_condition", "execute_workflow", "field_request", "get_help", "list_available_contexts"]);
     const listed = await ok(c, "list_available_contexts", {});
     assert.equal(listed.teaching.level, "advanced");
     assert.equal(listed._unlocks, undefined);
@@ -138,7 +138,7 @@ describe("progressive authorization", () => {
     await a.close();
 
     const b = await connect(user);
-    assert.deepEqual(await flowmindTools(b), ["evaluate_semantic_condition", "field_request", "get_help"], "intermediate in a new session");
+    assert.deepEqual(await flowmindTools(b), ["evaluate_semantic_condition", "execute_workflow", "field_request", "get_help"], "intermediate in a new session");
     const s = await ok(b, "evaluate_semantic_condition", condition);
     assert.equal(s.teaching.level, "intermediate");
 
@@ -165,7 +165,7 @@ describe("default thresholds", () => {
     }
     assert.deepEqual(unlockedAt, { intermediate: 10, advanced: 50 });
     assert.equal(c.listChanged, 2);
-    assert.deepEqual(await flowmindTools(c), ["evaluate_semantic_condition", "field_request", "get_help", "list_available_contexts"]);
+    assert.deepEqual(await flowmindTools(c), ["compose_workflow", "evaluate_semantic_condition", "execute_workflow", "field_request", "get_help", "list_available_contexts"]);
   });
 });
 
@@ -196,12 +196,12 @@ describe("the 2026-07-28 lane", () => {
     assert.equal(locked.resultType, "complete");
     assert.equal((await call("get_help", help, user)).isError, undefined);
     assert.equal((await call("get_help", help, user)).isError, undefined);
-    assert.deepEqual(await listed(user), ["evaluate_semantic_condition", "field_request", "get_help"], "two successes on the 2026 lane make an intermediate");
+    assert.deepEqual(await listed(user), ["evaluate_semantic_condition", "execute_workflow", "field_request", "get_help"], "two successes on the 2026 lane make an intermediate");
     assert.equal((await call("evaluate_semantic_condition", condition, user)).isError, undefined);
     const c = await connect(user);
-    assert.deepEqual(await flowmindTools(c), ["evaluate_semantic_condition", "field_request", "get_help"], "the 2025 lane sees the same level");
+    assert.deepEqual(await flowmindTools(c), ["evaluate_semantic_condition", "execute_workflow", "field_request", "get_help"], "the 2025 lane sees the same level");
     await ok(c, "get_help", help);
-    assert.deepEqual(await listed(user), ["evaluate_semantic_condition", "field_request", "get_help", "list_available_contexts"], "and a 2025 success counts on the 2026 lane");
+    assert.deepEqual(await listed(user), ["compose_workflow", "evaluate_semantic_condition", "execute_workflow", "field_request", "get_help", "list_available_contexts"], "and a 2025 success counts on the 2026 lane");
   });
 
   test("anonymous callers stay beginners: nothing identifies them between requests", async () => {

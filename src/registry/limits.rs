@@ -24,8 +24,15 @@ pub const DEFAULT_LIMIT: Limit = Limit {
 /// Limits the product gives tools whose specification sets one (seed 001's table), unless
 /// `RATE_LIMITS` names the tool or has a `*` entry: `field_request` 60 a minute with bursts of 10
 /// (a bucket of 10 refilled in 10 s is the same token bucket), `evaluate_semantic_condition` 100 a
-/// minute.
-pub const BUILT_IN: [(&str, Limit); 2] = [
+/// minute, `execute_workflow` 20 a minute.
+pub const BUILT_IN: [(&str, Limit); 3] = [
+    (
+        "execute_workflow",
+        Limit {
+            capacity: 20,
+            period_ms: 60_000,
+        },
+    ),
     (
         "field_request",
         Limit {

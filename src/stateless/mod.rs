@@ -33,14 +33,15 @@ use crate::tools::Catalog;
 use platform::StatelessPlatform;
 
 /// Tools that keep state in an MCP session, which 2026-07-28 requests do not have: chain
-/// executions run under the session's job leases and are bound to it, and the travel assistant's
-/// mode is the session's. For a signed-in caller they run in the caller's run session (`runs`);
+/// executions (FlowMind's workflow runs among them) run under the session's job leases and are
+/// bound to it, and the travel assistant's mode is the session's. For a signed-in caller they run in the caller's run session (`runs`);
 /// anonymous 2026 callers are refused before anything is recorded.
 pub const SESSION_TOOLS: &[&str] = &[
     "execute_chain",
     "get_chain_status",
     "resume_chain",
     "cancel_chain",
+    "execute_workflow",
     "initialize_travel_assistant",
     "switch_mode",
     "get_mode_indicator",

@@ -432,6 +432,41 @@ pub async fn resume(
     id: &str,
     outputs: &serde_json::Map<String, Value>,
 ) -> Result<ToolOutput> {
+    let (run, report) = claim(ctx, id, outputs).await?;
+    if run.mode == Mode::Async {
+        ctx.platform()
+            .job_start(JOB_KIND, id, JobMode::Background)
+            .await?;
+        return Ok(started_text(&run, "resumed in the background"));
+    }
+    ctx.platform()
+        .job_start(JOB_KIND, id, JobMode::Attached)
+        .await?;
+    let report = run.drive(ctx, report).await?;
+    summary(&run, &report)
+}
+
+/// Supplies the outputs a paused synchronous execution waits for and runs it on in this call, to
+/// its end or next pause: how FlowMind's `execute_workflow` continues a workflow.
+pub async fn resume_here(
+    ctx: &dyn ToolContext,
+    id: &str,
+    outputs: &serde_json::Map<String, Value>,
+) -> Result<RunReport> {
+    let (run, report) = claim(ctx, id, outputs).await?;
+    ctx.platform()
+        .job_start(JOB_KIND, id, JobMode::Attached)
+        .await?;
+    run.drive(ctx, report).await
+}
+
+/// The paused state of execution `id` with `outputs` supplied, claimed for one caller: its status
+/// is `running` again.
+async fn claim(
+    ctx: &dyn ToolContext,
+    id: &str,
+    outputs: &serde_json::Map<String, Value>,
+) -> Result<(Run, RunReport)> {
     let mut rec = load(ctx, id).await?;
     let Some(mut report) = rec.report.take().filter(|_| rec.status == "awaiting_input") else {
         return Err(Error::ToolFailed(format!(
@@ -460,18 +495,7 @@ pub async fn resume(
             "Execution {id} was resumed or cancelled by another call just now."
         )));
     }
-    let run = rec.run;
-    if run.mode == Mode::Async {
-        ctx.platform()
-            .job_start(JOB_KIND, id, JobMode::Background)
-            .await?;
-        return Ok(started_text(&run, "resumed in the background"));
-    }
-    ctx.platform()
-        .job_start(JOB_KIND, id, JobMode::Attached)
-        .await?;
-    let report = run.drive(ctx, report).await?;
-    summary(&run, &report)
+    Ok((rec.run, report))
 }
 
 /// The answer of an execution started (or resumed) in the background.

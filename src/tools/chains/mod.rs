@@ -16,7 +16,7 @@ use crate::engine::variables;
 use crate::error::{Error, Result};
 use crate::registry::{Annotations, JobMode, ToolContext, ToolDef, ToolOutput};
 use crate::tools::{not_found_listing, opt_bool, refuse_if_any};
-pub use executions::{abandon, run_background, session_ending};
+pub use executions::{abandon, cancel, resume_here, run_background, session_ending, status};
 use executions::{Mode, Options, Run};
 
 const TOOLSET: &str = "chains";
@@ -332,6 +332,69 @@ fn execute_chain(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Resul
         let report = run.drive(ctx, start).await?;
         executions::summary(&run, &report)
     })
+}
+
+/// Runs a chain definition built by another toolset (FlowMind's `execute_workflow`) as a tracked,
+/// synchronous execution of this session, to its end or first pause, and returns its id.
+///
+/// The definition is stored under its name in `execution_chains` (replacing an earlier version),
+/// because every execution record belongs to a stored chain; the record keeps the definition it
+/// ran with, like any other.
+pub async fn run_linked(
+    ctx: &dyn ToolContext,
+    raw: &Value,
+    variables: Value,
+    max_execution_ms: u64,
+) -> Result<String> {
+    let def: ChainDef = serde_json::from_value(raw.clone())?;
+    let plan = chain::plan(&def).map_err(|e| {
+        Error::Internal(format!(
+            "chain '{}' built from a workflow does not plan: {}",
+            def.name,
+            e.join("; ")
+        ))
+    })?;
+    let row = ctx
+        .query(
+            "INSERT INTO execution_chains (name, title, description, category, definition, is_active)
+             VALUES (?1, ?2, ?3, 'flowmind-workflow', ?4, 1)
+             ON CONFLICT (name) DO UPDATE SET title = excluded.title, description = excluded.description,
+               definition = excluded.definition, is_active = 1,
+               revision = execution_chains.revision + (execution_chains.definition <> excluded.definition),
+               updated_at = strftime('%Y-%m-%dT%H:%M:%SZ', 'now')
+             RETURNING id, revision",
+            vec![
+                json!(def.name),
+                json!(def.title),
+                json!(raw.get("description").and_then(Value::as_str).unwrap_or("")),
+                json!(raw.to_string()),
+            ],
+        )
+        .await?
+        .into_iter()
+        .next()
+        .ok_or_else(|| Error::Internal(format!("chain '{}' was not stored", def.name)))?;
+    let run = Run {
+        id: executions::new_id()?,
+        chain: def.name.clone(),
+        title: def.title.clone(),
+        options: Options {
+            parallel: false,
+            rollback: true,
+            max_execution_ms,
+            save_intermediate_results: true,
+        },
+        mode: Mode::Sync,
+        plan,
+        tracked: true,
+    };
+    executions::insert(ctx, &run, &row, raw, &variables).await?;
+    ctx.platform()
+        .job_start(JOB_KIND, &run.id, JobMode::Attached)
+        .await?;
+    let start = executions::fresh(&run.plan, variables)?;
+    run.drive(ctx, start).await?;
+    Ok(run.id)
 }
 
 fn execution_id(args: &Value) -> &str {

@@ -209,7 +209,7 @@ struct KnownError {
     why: &'static str,
 }
 
-const ERRORS: [KnownError; 9] = [
+const ERRORS: [KnownError; 14] = [
     KnownError {
         code: "INVALID_VARIABLES",
         phrases: &["requires technology", "requires domain", "technical domain"],
@@ -282,6 +282,46 @@ const ERRORS: [KnownError; 9] = [
         example: || json!({ "method": "tools/list" }),
         why: "A tool the caller may not use is as absent as one that does not exist.",
     },
+    KnownError {
+        code: "MISSING_VARIABLES",
+        phrases: &["initial_variables lacks"],
+        explanation: "execute_workflow was called without a required variable of the workflow (absent, null or blank).",
+        instruction: "Ask the user for each variable the message names and pass the answers in initial_variables.",
+        example: || json!({ "workflow_uri": "workflow://code-review", "initial_variables": { "technology": "Rust", "code_reference": "PR 42" } }),
+        why: "A workflow's first steps read its required variables; without them it would run on guesses.",
+    },
+    KnownError {
+        code: "WORKFLOW_NOT_FOUND",
+        phrases: &["no context "],
+        explanation: "The workflow_uri names no context of the catalog.",
+        instruction: "Use a URI field_request or list_available_contexts returned.",
+        example: || json!({ "workflow_uri": "workflow://incident-response" }),
+        why: "execute_workflow runs only workflows the catalog holds.",
+    },
+    KnownError {
+        code: "AUTONOMOUS_UNAVAILABLE",
+        phrases: &["autonomous mode needs a model"],
+        explanation: "autonomous mode never pauses, but no model can carry out the steps: the client did not declare MCP sampling and the server has no MODEL_PROVIDER_URL.",
+        instruction: "Run it in interactive mode and supply each step's outputs, or connect with a client that declares sampling.",
+        example: || json!({ "workflow_uri": "workflow://code-review", "execution_mode": "interactive" }),
+        why: "Every step of an autonomous run must be answerable without asking the caller.",
+    },
+    KnownError {
+        code: "UNKNOWN_COMPONENTS",
+        phrases: &["not in the catalog:"],
+        explanation: "compose_workflow was given component URIs the catalog does not hold.",
+        instruction: "Find each component with field_request or list_available_contexts and use the URIs they return.",
+        example: || json!({ "components": [{ "uri": "workflow://incident-response", "role": "primary" }, { "uri": "pattern://stakeholder-update", "role": "support" }] }),
+        why: "A composed workflow is made only of contexts that exist.",
+    },
+    KnownError {
+        code: "NAME_TAKEN",
+        phrases: &["already exists in the catalog"],
+        explanation: "compose_workflow with save: true named a workflow that already exists.",
+        instruction: "Choose another name; saved contexts are never overwritten.",
+        example: || json!({ "name": "review-and-debug-2", "save": true }),
+        why: "Other callers may rely on the saved workflow as it is.",
+    },
 ];
 
 /// Example calls of the FlowMind tools, for `usage` help.
@@ -296,6 +336,17 @@ fn example(tool: &str) -> Option<Value> {
             "filter": { "domain": ["regulatory"], "type": ["workflow"] },
             "sort": { "by": "popularity" },
             "pagination": { "limit": 5 },
+        }),
+        "execute_workflow" => json!({
+            "workflow_uri": "workflow://code-review",
+            "initial_variables": { "technology": "Rust", "code_reference": "PR 42" },
+            "execution_mode": "interactive",
+        }),
+        "compose_workflow" => json!({
+            "name": "review-and-debug",
+            "components": [{ "uri": "workflow://code-review", "role": "primary" }, { "uri": "agent://debugger", "role": "validation" }],
+            "flow_type": "sequential",
+            "save": true,
         }),
         "get_help" => {
             json!({ "help_type": "error", "context": { "error_message": "INVALID_VARIABLES" } })
@@ -666,6 +717,23 @@ mod tests {
             &all,
         );
         assert_eq!(h["code"], "RATE_LIMITED");
+        for (message, code) in [
+            (
+                "No context workflow://x exists in the catalog.",
+                "WORKFLOW_NOT_FOUND",
+            ),
+            ("workflow://x already exists in the catalog.", "NAME_TAKEN"),
+            ("Not in the catalog: agent://ghost.", "UNKNOWN_COMPONENTS"),
+            ("MISSING_VARIABLES", "MISSING_VARIABLES"),
+        ] {
+            let h = help(
+                &c,
+                &r,
+                &json!({ "help_type": "error", "context": { "error_message": message } }),
+                &all,
+            );
+            assert_eq!(h["code"], code, "{message}");
+        }
         let h = help(
             &c,
             &r,

@@ -7,12 +7,15 @@
 //! educational error format rather than refused by the schema ([`validate`]).
 
 pub mod catalog;
+pub mod compose;
 pub mod condition;
 pub mod discover;
+pub mod execute;
 pub mod field_request;
 pub mod levels;
 pub mod teach;
 pub mod validate;
+pub mod workflow;
 
 use futures::future::LocalBoxFuture;
 use serde_json::{json, Value};
@@ -147,7 +150,7 @@ fn field_request(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Resul
 }
 
 /// The toolset's tools.
-pub static TOOLS: [ToolDef; 4] = [
+pub static TOOLS: [ToolDef; 6] = [
     ToolDef {
         toolset: TOOLSET,
         name: "field_request",
@@ -198,6 +201,32 @@ pub static TOOLS: [ToolDef; 4] = [
         timeout_ms: 5_000,
         roles: &[],
         handler: condition::evaluate_semantic_condition,
+        cache: None,
+    },
+    ToolDef {
+        toolset: TOOLSET,
+        name: "execute_workflow",
+        title: "Execute a workflow (FlowMind)",
+        description: "Execute a specific FlowMind workflow. Use this when you know exactly which workflow to run, either from field_request results or user specification. Give workflow_uri and initial_variables (every required variable). The workflow's steps run as a chain execution of this session: execution_mode interactive pauses when a step needs input (MCP sampling or the server's model answer it otherwise), autonomous never pauses (refused without a model), step_confirm pauses for approval before each step. Continue a paused run with session_id plus step_outputs or approval. constraints (max_steps, max_duration_ms) and confidence_override are enforced; 20 calls a minute, 5 open workflows per session.",
+        annotations: Annotations { read_only: false, destructive: false, idempotent: false, open_world: false },
+        input_schema: include_str!("../../../schema/flowmind/execute_workflow.input.json"),
+        output_schema: Some(include_str!("../../../schema/flowmind/response.output.json")),
+        timeout_ms: 610_000,
+        roles: &[],
+        handler: execute::execute_workflow,
+        cache: None,
+    },
+    ToolDef {
+        toolset: TOOLSET,
+        name: "compose_workflow",
+        title: "Compose a workflow (FlowMind)",
+        description: "Compose a custom workflow from multiple contexts. Use for complex multi-domain scenarios. Every component URI must exist in the catalog; roles (primary, support, validation, synthesis) and flow_type decide the order: sequential, parallel (synthesis components run last), conditional (a component's when is a condition over the variables, such as urgency == 'critical') or iterative (repeated configuration.iterations times, default 2). Returns the steps and the chain they run as; save: true stores it as workflow://<name>, which field_request finds and execute_workflow runs.",
+        annotations: Annotations { read_only: false, destructive: false, idempotent: false, open_world: false },
+        input_schema: include_str!("../../../schema/flowmind/compose_workflow.input.json"),
+        output_schema: Some(include_str!("../../../schema/flowmind/response.output.json")),
+        timeout_ms: 15_000,
+        roles: &[],
+        handler: compose::compose_workflow,
         cache: None,
     },
 ];
