@@ -2,7 +2,8 @@
 // and version rule, server/discover, tools/list cache hints and order, resultType, no session ids,
 // GET/DELETE 405; write confirmations through input_required with a sealed, single-use requestState
 // (tampering, replay, expiry, another caller, other arguments); a retried write runs once; a 2025
-// client and a 2026 client on the same server at the same time.
+// client and a 2026 client on the same server at the same time; paused chain steps asked of the
+// client's model through input_required; anonymous callers' state bound to their address.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { startWorker } from "./support/worker.js";
@@ -247,6 +248,69 @@ describe("chain runs of 2026 callers", () => {
   });
 });
 
+describe("paused chain steps through input_required", () => {
+  const as = (who, name, args, extra = {}) => modern("tools/call", { name, arguments: args, ...extra }, { headers: auth(who, HR_WRITE), capabilities: { sampling: {} } }).then((r) => r.body);
+  const text = (r) => r.result.content.map((c) => c.text).join("\n");
+  const step = (id, name, extra = {}) => ({ id, name, type: "data_transformation", input_variables: [], output_variables: [], ...extra });
+  const answer = (obj) => ({ role: "assistant", model: "test", content: { type: "text", text: JSON.stringify(obj) } });
+  before(async () => {
+    const created = await as("sarah", "create_chain", { chain_definition: {
+      name: "stateless-sampling", title: "Sampling", category: "custom",
+      steps: [
+        step(1, "prepare", { input_template: "{name|upper}", output_variables: ["shout"] }),
+        step(2, "decide", { type: "instruction_set", instruction_set: "client-communication", input_template: "Approve {shout}?", output_variables: ["status"] }),
+        step(3, "finish", { input_template: "{shout}:{status}", output_variables: ["result"] }),
+      ],
+      input_schema: { type: "object", properties: { name: { type: "string", required: true } } },
+    }, creation_options: { overwrite_existing: true } });
+    assert.equal(created.result.isError, undefined, JSON.stringify(created));
+  });
+
+  test("with sampling declared, a step that needs a model is asked of the client's model; the retry continues the run", async () => {
+    const args = { chain_name: "stateless-sampling", variables: { name: "Ada" } };
+    const first = await as("sarah", "execute_chain", args);
+    assert.equal(first.result.resultType, "input_required", JSON.stringify(first));
+    const [key, ask] = Object.entries(first.result.inputRequests)[0];
+    assert.equal(ask.method, "sampling/createMessage");
+    assert.match(ask.params.messages[0].content.text, /Approve ADA\?/);
+    assert.match(ask.params.systemPrompt, /status/);
+    const done = await as("sarah", "execute_chain", args, { inputResponses: { [key]: answer({ status: "approved" }) }, requestState: first.result.requestState });
+    assert.equal(done.result.resultType, "complete", JSON.stringify(done));
+    assert.match(text(done), /completed successfully[\s\S]*ADA:approved/);
+    const id = text(done).match(/exec-[0-9a-f]{32}/)[0];
+    const status = await as("sarah", "get_chain_status", { execution_id: id });
+    assert.equal(status.result.structuredContent.status, "completed");
+    const replay = await as("sarah", "execute_chain", args, { inputResponses: { [key]: answer({ status: "rejected" }) }, requestState: first.result.requestState });
+    assert.equal(replay.error.code, -32602, "a state works once");
+    assert.match(replay.error.message, /already used/);
+  });
+
+  test("a changed, foreign or mismatched state, or an answer without the outputs, is refused and the run stays paused", async () => {
+    const args = { chain_name: "stateless-sampling", variables: { name: "Bo" } };
+    const first = await as("sarah", "execute_chain", args);
+    const state = first.result.requestState;
+    const [key] = Object.keys(first.result.inputRequests);
+    const good = { [key]: answer({ status: "ok" }) };
+    const [body, tag] = state.split(".");
+    const tampered = await as("sarah", "execute_chain", args, { inputResponses: good, requestState: `${body}x.${tag}` });
+    assert.match(tampered.error.message, /integrity check failed/);
+    const foreign = await modern("tools/call", { name: "execute_chain", arguments: args, inputResponses: good, requestState: state }, { headers: auth("helen", HR_WRITE), capabilities: { sampling: {} } });
+    assert.match(foreign.body.error.message, /another caller/);
+    const other = await as("sarah", "execute_chain", { ...args, variables: { name: "Cy" } }, { inputResponses: good, requestState: state });
+    assert.match(other.error.message, /another request/);
+    const lacking = await as("sarah", "execute_chain", args, { inputResponses: { [key]: answer({ verdict: "ok" }) }, requestState: state });
+    assert.match(lacking.error.message, /lacks the output "status"/);
+    const done = await as("sarah", "execute_chain", args, { inputResponses: good, requestState: state });
+    assert.match(text(done), /BO:ok/, "the refusals above did not spend the state");
+  });
+
+  test("without sampling declared the run pauses in awaiting_input for resume_chain, as before", async () => {
+    const r = await modern("tools/call", { name: "execute_chain", arguments: { chain_name: "stateless-sampling", variables: { name: "Di" } } }, { headers: auth("sarah", HR_WRITE) });
+    assert.equal(r.body.result.resultType, "complete");
+    assert.match(text(r.body), /awaiting_input/);
+  });
+});
+
 describe("write confirmation through input_required", () => {
   const ELICIT = { elicitation: {} };
   const args = (salary) => ({ employee_id: ids.sarah, new_salary: salary, reason: "stateless test" });
@@ -416,6 +480,22 @@ describe("notifications on the response stream (conformance fixtures)", () => {
     const messages = text.split("\n\n").map((b) => b.split("\n").filter((l) => l.startsWith("data: ")).map((l) => l.slice(6)).join("\n")).filter(Boolean).map((d) => JSON.parse(d));
     return { type, messages };
   };
+
+  test("an anonymous caller's requestState is bound to their address: a caller elsewhere cannot redeem it", async () => {
+    const sampling = async (ip, extra = {}) => {
+      const res = await post(fx.mcpUrl, { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "test_sampling", arguments: { prompt: "hi" }, ...extra, _meta: meta({ sampling: {} }) } }, { headers: { "mcp-protocol-version": MODERN, "mcp-method": "tools/call", "mcp-name": "test_sampling", "cf-connecting-ip": ip } });
+      return res.json();
+    };
+    const first = await sampling("203.0.113.7");
+    assert.equal(first.result.resultType, "input_required", JSON.stringify(first));
+    const [key] = Object.keys(first.result.inputRequests);
+    const retry = { inputResponses: { [key]: { role: "assistant", model: "m", content: { type: "text", text: "hello" } } }, requestState: first.result.requestState };
+    const elsewhere = await sampling("198.51.100.9", retry);
+    assert.equal(elsewhere.error.code, -32602);
+    assert.match(elsewhere.error.message, /another caller/);
+    const own = await sampling("203.0.113.7", retry);
+    assert.equal(own.result.resultType, "complete", JSON.stringify(own));
+  });
 
   test("log messages only when _meta asks for a level, and only at or above it", async () => {
     const quiet = await call("test_tool_with_logging", meta());
