@@ -9,6 +9,7 @@ import assert from "node:assert/strict";
 import { startWorker } from "./support/worker.js";
 import { ACCEPT_BOTH, LATEST, initialize, post, rpc, sseEvents } from "./support/mcp.js";
 import { hs256 } from "../scripts/token.js";
+import { createServer } from "node:http";
 
 const MODERN = "2026-07-28";
 const SECRET = "stateless-secret";
@@ -538,4 +539,67 @@ test("a modern POST needs both reply types in Accept, like every POST", async ()
   const res = await fetch(w.mcpUrl, { method: "POST", headers: { "content-type": "application/json", accept: "application/json", "mcp-protocol-version": MODERN, "mcp-method": "server/discover" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "server/discover", params: { _meta: meta() } }) });
   assert.equal(res.status, 406);
   assert.ok(ACCEPT_BOTH.includes("text/event-stream"));
+});
+
+describe("cancelling by closing the response stream", () => {
+  // A Duffel stand-in that holds each request until the test releases it, so the call is still
+  // running when the client goes away; the Worker's log line of each call tells how it ended.
+  let api, cw;
+  const held = [];
+  const logs = [];
+  before(async () => {
+    api = createServer((req, res) => {
+      req.resume();
+      req.on("end", () => held.push(res));
+    });
+    await new Promise((r) => api.listen(0, "127.0.0.1", r));
+    cw = await startWorker({ DUFFEL_BASE_URL: `http://127.0.0.1:${api.address().port}`, DUFFEL_API_TOKEN: "duffel_test_token" }, { logs });
+  });
+  after(async () => {
+    await cw?.stop();
+    api?.closeAllConnections();
+    api?.close();
+  });
+  const offers = JSON.stringify({ data: { id: "orq_1", offers: [] } });
+  const release = () => { for (const res of held.splice(0)) res.writeHead(200, { "content-type": "application/json" }).end(offers); };
+  const outcomes = () => logs.filter((l) => l.startsWith("{")).map((l) => JSON.parse(l)).filter((l) => l.era === MODERN && /search-flights/.test(l.tool)).map((l) => l.outcome);
+  const until = async (what, ok) => {
+    for (let i = 0; i < 100 && !ok(); i++) await sleep(50);
+    assert.ok(ok(), `${what}: ${logs.slice(-5).join(" | ")}`);
+  };
+  const search = (date, signal) => fetch(cw.mcpUrl, {
+    method: "POST", signal,
+    headers: { "content-type": "application/json", accept: ACCEPT_BOTH, "mcp-protocol-version": MODERN, "mcp-method": "tools/call", "mcp-name": "search_flights" },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "search_flights", arguments: { origin: "SFO", destination: "CDG", departure_date: date }, _meta: meta({}, { "mcp-edge/cache": "bypass" }) } }),
+  });
+
+  // Known gap (issue 8): in Miniflare, a client closing the connection before the reply has
+  // started (a JSON reply still pending) does not abort the request's signal, so the call runs to
+  // completion and logs "ok". Kept as a todo so the run reports it until it is fixed.
+  test("a call whose client went away is cancelled: its upstream answer arriving later completes nothing", { todo: "closing a pending reply does not abort the call yet" }, async () => {
+    const before = outcomes().length;
+    const abort = new AbortController();
+    const pending = search("2031-05-10", abort.signal).catch((e) => e);
+    await until("the call reached the upstream API", () => held.length === 1);
+    abort.abort();
+    assert.equal((await pending).name, "AbortError");
+    try {
+      await until("the Worker logged the call as cancelled", () => outcomes().length > before);
+    } finally {
+      release();
+    }
+    await sleep(700);
+    assert.deepEqual(outcomes().slice(before), ["cancelled"], "cancelled, and never completed afterwards");
+  });
+
+  test("the same call with its client still there completes (what the test above must tell apart)", async () => {
+    const before = outcomes().length;
+    const pending = search("2031-05-11");
+    await until("the call reached the upstream API", () => held.length === 1);
+    release();
+    const body = await (await pending).json();
+    assert.equal(body.result.resultType, "complete", JSON.stringify(body));
+    await until("the Worker logged the call", () => outcomes().length > before);
+    assert.notEqual(outcomes().at(-1), "cancelled");
+  });
 });
