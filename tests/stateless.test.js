@@ -2,12 +2,14 @@
 // and version rule, server/discover, tools/list cache hints and order, resultType, no session ids,
 // GET/DELETE 405; write confirmations through input_required with a sealed, single-use requestState
 // (tampering, replay, expiry, another caller, other arguments); a retried write runs once; a 2025
-// client and a 2026 client on the same server at the same time.
+// client and a 2026 client on the same server at the same time; paused chain steps asked of the
+// client's model through input_required; anonymous callers' state bound to their address.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { startWorker } from "./support/worker.js";
 import { ACCEPT_BOTH, LATEST, initialize, post, rpc, sseEvents } from "./support/mcp.js";
 import { hs256 } from "../scripts/token.js";
+import { createServer } from "node:http";
 
 const MODERN = "2026-07-28";
 const SECRET = "stateless-secret";
@@ -247,6 +249,69 @@ describe("chain runs of 2026 callers", () => {
   });
 });
 
+describe("paused chain steps through input_required", () => {
+  const as = (who, name, args, extra = {}) => modern("tools/call", { name, arguments: args, ...extra }, { headers: auth(who, HR_WRITE), capabilities: { sampling: {} } }).then((r) => r.body);
+  const text = (r) => r.result.content.map((c) => c.text).join("\n");
+  const step = (id, name, extra = {}) => ({ id, name, type: "data_transformation", input_variables: [], output_variables: [], ...extra });
+  const answer = (obj) => ({ role: "assistant", model: "test", content: { type: "text", text: JSON.stringify(obj) } });
+  before(async () => {
+    const created = await as("sarah", "create_chain", { chain_definition: {
+      name: "stateless-sampling", title: "Sampling", category: "custom",
+      steps: [
+        step(1, "prepare", { input_template: "{name|upper}", output_variables: ["shout"] }),
+        step(2, "decide", { type: "instruction_set", instruction_set: "client-communication", input_template: "Approve {shout}?", output_variables: ["status"] }),
+        step(3, "finish", { input_template: "{shout}:{status}", output_variables: ["result"] }),
+      ],
+      input_schema: { type: "object", properties: { name: { type: "string", required: true } } },
+    }, creation_options: { overwrite_existing: true } });
+    assert.equal(created.result.isError, undefined, JSON.stringify(created));
+  });
+
+  test("with sampling declared, a step that needs a model is asked of the client's model; the retry continues the run", async () => {
+    const args = { chain_name: "stateless-sampling", variables: { name: "Ada" } };
+    const first = await as("sarah", "execute_chain", args);
+    assert.equal(first.result.resultType, "input_required", JSON.stringify(first));
+    const [key, ask] = Object.entries(first.result.inputRequests)[0];
+    assert.equal(ask.method, "sampling/createMessage");
+    assert.match(ask.params.messages[0].content.text, /Approve ADA\?/);
+    assert.match(ask.params.systemPrompt, /status/);
+    const done = await as("sarah", "execute_chain", args, { inputResponses: { [key]: answer({ status: "approved" }) }, requestState: first.result.requestState });
+    assert.equal(done.result.resultType, "complete", JSON.stringify(done));
+    assert.match(text(done), /completed successfully[\s\S]*ADA:approved/);
+    const id = text(done).match(/exec-[0-9a-f]{32}/)[0];
+    const status = await as("sarah", "get_chain_status", { execution_id: id });
+    assert.equal(status.result.structuredContent.status, "completed");
+    const replay = await as("sarah", "execute_chain", args, { inputResponses: { [key]: answer({ status: "rejected" }) }, requestState: first.result.requestState });
+    assert.equal(replay.error.code, -32602, "a state works once");
+    assert.match(replay.error.message, /already used/);
+  });
+
+  test("a changed, foreign or mismatched state, or an answer without the outputs, is refused and the run stays paused", async () => {
+    const args = { chain_name: "stateless-sampling", variables: { name: "Bo" } };
+    const first = await as("sarah", "execute_chain", args);
+    const state = first.result.requestState;
+    const [key] = Object.keys(first.result.inputRequests);
+    const good = { [key]: answer({ status: "ok" }) };
+    const [body, tag] = state.split(".");
+    const tampered = await as("sarah", "execute_chain", args, { inputResponses: good, requestState: `${body}x.${tag}` });
+    assert.match(tampered.error.message, /integrity check failed/);
+    const foreign = await modern("tools/call", { name: "execute_chain", arguments: args, inputResponses: good, requestState: state }, { headers: auth("helen", HR_WRITE), capabilities: { sampling: {} } });
+    assert.match(foreign.body.error.message, /another caller/);
+    const other = await as("sarah", "execute_chain", { ...args, variables: { name: "Cy" } }, { inputResponses: good, requestState: state });
+    assert.match(other.error.message, /another request/);
+    const lacking = await as("sarah", "execute_chain", args, { inputResponses: { [key]: answer({ verdict: "ok" }) }, requestState: state });
+    assert.match(lacking.error.message, /lacks the output "status"/);
+    const done = await as("sarah", "execute_chain", args, { inputResponses: good, requestState: state });
+    assert.match(text(done), /BO:ok/, "the refusals above did not spend the state");
+  });
+
+  test("without sampling declared the run pauses in awaiting_input for resume_chain, as before", async () => {
+    const r = await modern("tools/call", { name: "execute_chain", arguments: { chain_name: "stateless-sampling", variables: { name: "Di" } } }, { headers: auth("sarah", HR_WRITE) });
+    assert.equal(r.body.result.resultType, "complete");
+    assert.match(text(r.body), /awaiting_input/);
+  });
+});
+
 describe("write confirmation through input_required", () => {
   const ELICIT = { elicitation: {} };
   const args = (salary) => ({ employee_id: ids.sarah, new_salary: salary, reason: "stateless test" });
@@ -417,6 +482,22 @@ describe("notifications on the response stream (conformance fixtures)", () => {
     return { type, messages };
   };
 
+  test("an anonymous caller's requestState is bound to their address: a caller elsewhere cannot redeem it", async () => {
+    const sampling = async (ip, extra = {}) => {
+      const res = await post(fx.mcpUrl, { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "test_sampling", arguments: { prompt: "hi" }, ...extra, _meta: meta({ sampling: {} }) } }, { headers: { "mcp-protocol-version": MODERN, "mcp-method": "tools/call", "mcp-name": "test_sampling", "cf-connecting-ip": ip } });
+      return res.json();
+    };
+    const first = await sampling("203.0.113.7");
+    assert.equal(first.result.resultType, "input_required", JSON.stringify(first));
+    const [key] = Object.keys(first.result.inputRequests);
+    const retry = { inputResponses: { [key]: { role: "assistant", model: "m", content: { type: "text", text: "hello" } } }, requestState: first.result.requestState };
+    const elsewhere = await sampling("198.51.100.9", retry);
+    assert.equal(elsewhere.error.code, -32602);
+    assert.match(elsewhere.error.message, /another caller/);
+    const own = await sampling("203.0.113.7", retry);
+    assert.equal(own.result.resultType, "complete", JSON.stringify(own));
+  });
+
   test("log messages only when _meta asks for a level, and only at or above it", async () => {
     const quiet = await call("test_tool_with_logging", meta());
     assert.match(quiet.type, /application\/json/);
@@ -458,4 +539,67 @@ test("a modern POST needs both reply types in Accept, like every POST", async ()
   const res = await fetch(w.mcpUrl, { method: "POST", headers: { "content-type": "application/json", accept: "application/json", "mcp-protocol-version": MODERN, "mcp-method": "server/discover" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "server/discover", params: { _meta: meta() } }) });
   assert.equal(res.status, 406);
   assert.ok(ACCEPT_BOTH.includes("text/event-stream"));
+});
+
+describe("cancelling by closing the response stream", () => {
+  // A Duffel stand-in that holds each request until the test releases it, so the call is still
+  // running when the client goes away; the Worker's log line of each call tells how it ended.
+  let api, cw;
+  const held = [];
+  const logs = [];
+  before(async () => {
+    api = createServer((req, res) => {
+      req.resume();
+      req.on("end", () => held.push(res));
+    });
+    await new Promise((r) => api.listen(0, "127.0.0.1", r));
+    cw = await startWorker({ DUFFEL_BASE_URL: `http://127.0.0.1:${api.address().port}`, DUFFEL_API_TOKEN: "duffel_test_token" }, { logs });
+  });
+  after(async () => {
+    await cw?.stop();
+    api?.closeAllConnections();
+    api?.close();
+  });
+  const offers = JSON.stringify({ data: { id: "orq_1", offers: [] } });
+  const release = () => { for (const res of held.splice(0)) res.writeHead(200, { "content-type": "application/json" }).end(offers); };
+  const outcomes = () => logs.filter((l) => l.startsWith("{")).map((l) => JSON.parse(l)).filter((l) => l.era === MODERN && /search-flights/.test(l.tool)).map((l) => l.outcome);
+  const until = async (what, ok) => {
+    for (let i = 0; i < 100 && !ok(); i++) await sleep(50);
+    assert.ok(ok(), `${what}: ${logs.slice(-5).join(" | ")}`);
+  };
+  const search = (date, signal) => fetch(cw.mcpUrl, {
+    method: "POST", signal,
+    headers: { "content-type": "application/json", accept: ACCEPT_BOTH, "mcp-protocol-version": MODERN, "mcp-method": "tools/call", "mcp-name": "search_flights" },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "search_flights", arguments: { origin: "SFO", destination: "CDG", departure_date: date }, _meta: meta({}, { "mcp-edge/cache": "bypass" }) } }),
+  });
+
+  // Known gap (issue 8): in Miniflare, a client closing the connection before the reply has
+  // started (a JSON reply still pending) does not abort the request's signal, so the call runs to
+  // completion and logs "ok". Kept as a todo so the run reports it until it is fixed.
+  test("a call whose client went away is cancelled: its upstream answer arriving later completes nothing", { todo: "closing a pending reply does not abort the call yet" }, async () => {
+    const before = outcomes().length;
+    const abort = new AbortController();
+    const pending = search("2031-05-10", abort.signal).catch((e) => e);
+    await until("the call reached the upstream API", () => held.length === 1);
+    abort.abort();
+    assert.equal((await pending).name, "AbortError");
+    try {
+      await until("the Worker logged the call as cancelled", () => outcomes().length > before);
+    } finally {
+      release();
+    }
+    await sleep(700);
+    assert.deepEqual(outcomes().slice(before), ["cancelled"], "cancelled, and never completed afterwards");
+  });
+
+  test("the same call with its client still there completes (what the test above must tell apart)", async () => {
+    const before = outcomes().length;
+    const pending = search("2031-05-11");
+    await until("the call reached the upstream API", () => held.length === 1);
+    release();
+    const body = await (await pending).json();
+    assert.equal(body.result.resultType, "complete", JSON.stringify(body));
+    await until("the Worker logged the call", () => outcomes().length > before);
+    assert.notEqual(outcomes().at(-1), "cancelled");
+  });
 });

@@ -32,7 +32,8 @@ pub fn arguments_hash(args: &Value) -> String {
 /// What a state is bound to: who, which call, which arguments.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Binding {
-    /// The caller's user id, or `""` for an anonymous caller.
+    /// The caller's user id, or `anonymous:` and what tells an anonymous caller apart (their
+    /// address, `src/stateless/call.rs`).
     pub user: String,
     /// `method` and target, e.g. `tools/call echo`.
     pub call: String,
@@ -60,6 +61,21 @@ pub struct State {
     pub exp: f64,
     /// The client's answers of earlier rounds, by input key; a retry cannot change them.
     pub answers: Map<String, Value>,
+    /// The paused chain steps whose outputs the `inputRequests` ask the client's model for
+    /// (`src/stateless/runs.rs`); empty for every other request.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub steps: Vec<PausedStep>,
+}
+
+/// A chain step paused in `awaiting_input` whose outputs an `input_required` result asks for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PausedStep {
+    /// The `inputRequests` key of its question.
+    pub key: String,
+    /// The execution id of its run.
+    pub execution: String,
+    /// The output variables the answer must supply.
+    pub outputs: Vec<String>,
 }
 
 fn mac(key: &[u8], body: &str) -> Vec<u8> {
@@ -143,6 +159,7 @@ mod tests {
             args: b.args,
             exp,
             answers: Map::from_iter([("approve".to_string(), json!({"action": "accept"}))]),
+            steps: Vec::new(),
         }
     }
 

@@ -47,7 +47,7 @@ const KEEPALIVE_SECS: u32 = 15;
 
 /// The key `requestState` is sealed with: `REQUEST_STATE_SECRET`, else `JWT_SECRET`, else
 /// `CURSOR_SECRET`.
-fn state_key(p: &dyn Platform) -> Result<Vec<u8>> {
+pub(super) fn state_key(p: &dyn Platform) -> Result<Vec<u8>> {
     ["REQUEST_STATE_SECRET", "JWT_SECRET", "CURSOR_SECRET"]
         .iter()
         .find_map(|name| p.setting(name))
@@ -60,7 +60,7 @@ fn state_key(p: &dyn Platform) -> Result<Vec<u8>> {
 }
 
 /// How long a paused request can be resumed: `REQUEST_STATE_TTL_SECONDS`, else 5 minutes.
-fn lifetime_ms(p: &dyn Platform) -> f64 {
+pub(super) fn lifetime_ms(p: &dyn Platform) -> f64 {
     p.setting("REQUEST_STATE_TTL_SECONDS")
         .and_then(|s| s.trim().parse::<f64>().ok())
         .filter(|s| *s > 0.0)
@@ -78,7 +78,7 @@ fn capability_of(method: &str) -> Result<&'static str> {
 }
 
 /// Records `state`'s nonce as redeemed; false when it already was (a replay).
-async fn redeem(p: &dyn Platform, state: &State) -> Result<bool> {
+pub(super) async fn redeem(p: &dyn Platform, state: &State) -> Result<bool> {
     let rows = p
         .batch(vec![
             Statement::new(
@@ -92,6 +92,23 @@ async fn redeem(p: &dyn Platform, state: &State) -> Result<bool> {
         ])
         .await?;
     Ok(rows.get(1).is_some_and(|r| !r.is_empty()))
+}
+
+/// Who a `requestState` is bound to: the signed-in user's id, else the anonymous caller's
+/// address (`cf-connecting-ip`), the one thing an anonymous caller presents that a caller
+/// elsewhere cannot. Callers behind one address (a NAT) are not told apart; docs/decisions.md.
+pub(super) fn state_owner(p: &dyn Platform, caller: &Caller) -> String {
+    match &caller.user {
+        Some(user) => user.clone(),
+        None => format!("anonymous:{}", p.session_id()),
+    }
+}
+
+/// The refusal of a state presented a second time.
+pub(super) fn replayed() -> Error {
+    Error::InvalidParams(
+        "Invalid params: requestState rejected (it was already used; each state works once); send the original request again without requestState and inputResponses to start over".into(),
+    )
 }
 
 /// What the request brings from earlier rounds.
@@ -135,9 +152,7 @@ async fn resume(p: &dyn Platform, params: &Map<String, Value>, binding: &Binding
     };
     let state = request_state::open(&state_key(p)?, token, binding, clock::now_ms())?;
     if !redeem(p, &state).await? {
-        return Err(Error::InvalidParams(
-            "Invalid params: requestState rejected (it was already used; each state works once); send the original request again without requestState and inputResponses to start over".into(),
-        ));
+        return Err(replayed());
     }
     let mut answers = responses;
     answers.extend(state.answers);
@@ -316,7 +331,6 @@ async fn gone(signal: AbortSignal) {
         Delay::from(Duration::from_millis(250)).await;
     }
 }
-
 /// The `input_required` result asking `asked`, with the sealed state of the answers so far.
 fn input_required(
     p: &dyn Platform,
@@ -333,6 +347,7 @@ fn input_required(
         args: binding.args,
         exp: clock::now_ms() + lifetime_ms(p),
         answers: round.answers.clone(),
+        steps: Vec::new(),
     };
     Ok(json!({
         "resultType": "input_required",
@@ -355,7 +370,7 @@ pub async fn input_prompt(
         .cloned()
         .unwrap_or_else(|| json!({}));
     let binding = Binding {
-        user: caller.user.clone().unwrap_or_default(),
+        user: state_owner(platform, caller),
         call: format!(
             "prompts/get {}",
             crate::tools::conformance::fixtures::INPUT_PROMPT
@@ -447,7 +462,7 @@ async fn start(
             !tool.def.annotations.read_only
         }
     };
-    let user = caller.user.clone().unwrap_or_default();
+    let user = state_owner(&platform, &caller);
     // Anonymous callers are told apart by address, so one's retry never gets another's result.
     let owner = caller.user.clone().unwrap_or_else(|| platform.session_id());
     let dedup = match write {

@@ -115,7 +115,11 @@ pub async fn serve(
                 .and_then(Value::as_str)
                 .is_some_and(|n| SESSION_TOOLS.contains(&n)) =>
         {
-            return match runs::call(env, caller, &id, &r.params).await {
+            let platform = match StatelessPlatform::open(env, registry, req, &r, caller).await {
+                Ok(p) => p,
+                Err(e) => return refuse(Some(&id), &e),
+            };
+            return match runs::call(env, &platform, caller, &r).await {
                 Ok(resp) => Ok(resp),
                 Err(e) => refuse(Some(&id), &e),
             };

@@ -179,7 +179,7 @@ fn from_input(step: &StepDef, input: Option<String>) -> StepOutcome {
 }
 
 /// The first `{…}` block of a model's reply, parsed.
-fn json_object_in(text: &str) -> Option<Map<String, Value>> {
+pub(crate) fn json_object_in(text: &str) -> Option<Map<String, Value>> {
     let start = text.find('{')?;
     let end = text.rfind('}')?;
     match serde_json::from_str(text.get(start..=end)?) {

@@ -4,6 +4,7 @@
 
 mod executions;
 mod host;
+pub(crate) use host::json_object_in;
 mod steps;
 
 use std::collections::BTreeSet;
