@@ -133,6 +133,18 @@ pub async fn not_found_listing(
     )))
 }
 
+/// The strings of a JSON array, in order; other items, and anything but an array, give none.
+pub fn strings(v: &Value) -> Vec<String> {
+    v.as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// A boolean option of a tool's options object (`creation_options`, `processing_options`, …),
 /// with the default the tool's schema documents when it is absent.
 pub fn opt_bool(options: &Value, key: &str, default: bool) -> bool {

@@ -14,6 +14,7 @@ pub mod names;
 pub mod pattern;
 pub mod vocabulary;
 
+use crate::tools::strings;
 use futures::future::LocalBoxFuture;
 use serde_json::{json, Map, Value};
 
@@ -124,17 +125,6 @@ fn json_col(row: &Value, column: &str) -> Value {
         .and_then(Value::as_str)
         .and_then(|s| serde_json::from_str(s).ok())
         .unwrap_or(Value::Null)
-}
-
-fn strings(v: &Value) -> Vec<String> {
-    v.as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 /// A string array argument with each item trimmed.

@@ -10,6 +10,7 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
+use crate::tools::strings;
 use serde_json::{json, Value};
 
 use crate::engine::matcher::bm25::Params;
@@ -71,17 +72,6 @@ pub struct Context {
     pub last_used_at: Option<String>,
     /// When it was added.
     pub created_at: String,
-}
-
-fn strings(v: &Value) -> Vec<String> {
-    v.as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 /// A JSON column: D1 returns it as text.

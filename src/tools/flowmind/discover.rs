@@ -3,6 +3,7 @@
 
 use std::cmp::Ordering;
 
+use crate::tools::strings;
 use futures::future::LocalBoxFuture;
 use serde_json::{json, Value};
 
@@ -15,17 +16,6 @@ use crate::registry::{Registry, ToolContext, ToolOutput};
 
 /// The half-life, in days, of a context's popularity in the `relevance` order.
 const RELEVANCE_HALF_LIFE_DAYS: f64 = 90.0;
-
-fn strings(v: Option<&Value>) -> Vec<String> {
-    v.and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect()
-        })
-        .unwrap_or_default()
-}
 
 /// Days from `iso` (an ISO 8601 date-time) to `now_ms`; `None` when it does not parse.
 fn age_days(iso: &str, now_ms: f64) -> Option<f64> {
@@ -51,9 +41,9 @@ pub fn list(
     now_ms: f64,
 ) -> Value {
     let filter = args.get("filter");
-    let types = strings(filter.and_then(|f| f.get("type")));
-    let domains = strings(filter.and_then(|f| f.get("domain")));
-    let tags: Vec<String> = strings(filter.and_then(|f| f.get("tags")))
+    let types = strings(filter.and_then(|f| f.get("type")).unwrap_or(&Value::Null));
+    let domains = strings(filter.and_then(|f| f.get("domain")).unwrap_or(&Value::Null));
+    let tags: Vec<String> = strings(filter.and_then(|f| f.get("tags")).unwrap_or(&Value::Null))
         .into_iter()
         .map(|t| t.to_lowercase())
         .collect();
