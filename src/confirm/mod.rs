@@ -23,7 +23,7 @@ use crate::clock;
 use crate::edge::config::Config;
 use crate::edge::http::header;
 use crate::error::{Error, Result};
-use crate::registry::{Caller, Heartbeat, JobMode, Platform, Unattended};
+use crate::registry::{Caller, JobMode, Platform, Unattended};
 use crate::store::services::{delegate_services, Services, ROLES_HEADER, USER_HEADER};
 use crate::tools::domain::confirm::{audit, Pending};
 use crate::tools::domain::{Code, Reply};
@@ -70,22 +70,6 @@ impl Platform for ConfirmPlatform {
         _mode: JobMode,
     ) -> LocalBoxFuture<'a, Result<()>> {
         Box::pin(async { Err(no_session()) })
-    }
-
-    fn job_lease_ms(&self) -> u32 {
-        0
-    }
-
-    fn job_heartbeat(&self, _id: &str) -> Result<Heartbeat> {
-        Ok(Heartbeat::Continue)
-    }
-
-    fn job_finish(&self, _id: &str) -> Result<()> {
-        Ok(())
-    }
-
-    fn job_stop(&self, _id: &str, _reason: &str) -> Result<bool> {
-        Ok(false)
     }
 }
 

@@ -175,12 +175,17 @@ pub trait Platform {
     ) -> LocalBoxFuture<'a, Result<(u16, Value)>>;
 
     /// How long a job's lease lasts after each heartbeat, in milliseconds. Runs heartbeat at least
-    /// every third of it.
-    fn job_lease_ms(&self) -> u32;
+    /// every third of it. The job defaults (here and below) are those of a platform that runs no
+    /// jobs, whose [`Platform::job_start`] refuses: nothing is ever tracked.
+    fn job_lease_ms(&self) -> u32 {
+        0
+    }
 
     /// Renews a job's lease, or says it should stop: it was asked to ([`Platform::job_stop`]), or
     /// it is no longer tracked.
-    fn job_heartbeat(&self, id: &str) -> Result<Heartbeat>;
+    fn job_heartbeat(&self, _id: &str) -> Result<Heartbeat> {
+        Ok(Heartbeat::Continue)
+    }
 
     /// Takes a token from `caller`'s bucket of `tool` (an MCP name) in the rate limiter, under
     /// the deployment's `RATE_LIMITS`: `None` when the tool has no limit, else the limit and
@@ -196,11 +201,15 @@ pub trait Platform {
     fn timeout_override(&self, tool: &str) -> Option<u32>;
 
     /// Stops tracking a job (it finished, paused or was cancelled).
-    fn job_finish(&self, id: &str) -> Result<()>;
+    fn job_finish(&self, _id: &str) -> Result<()> {
+        Ok(())
+    }
 
     /// Asks a running job to stop, saying why. True when it is running and will see the request at
     /// its next heartbeat; false when no run of it is under way.
-    fn job_stop(&self, id: &str, reason: &str) -> Result<bool>;
+    fn job_stop(&self, _id: &str, _reason: &str) -> Result<bool> {
+        Ok(false)
+    }
 }
 
 /// Services available to a tool handler during one call.

@@ -14,7 +14,7 @@ use worker::{Env, Headers, Method, Request, RequestInit, Response};
 use crate::edge::http::header;
 use crate::error::{Error, Result};
 use crate::mcp::modern;
-use crate::registry::{Caller, Heartbeat, JobMode, Platform, Registry};
+use crate::registry::{Caller, JobMode, Platform, Registry};
 use crate::session::{RELAY_HEADER, ROLES_HEADER, USER_HEADER};
 use crate::store::services::{delegate_services, Services};
 
@@ -165,21 +165,5 @@ impl Platform for StatelessPlatform {
         _mode: JobMode,
     ) -> LocalBoxFuture<'a, Result<()>> {
         Box::pin(async { Err(needs_session()) })
-    }
-
-    fn job_lease_ms(&self) -> u32 {
-        0
-    }
-
-    fn job_heartbeat(&self, _id: &str) -> Result<Heartbeat> {
-        Ok(Heartbeat::Continue)
-    }
-
-    fn job_finish(&self, _id: &str) -> Result<()> {
-        Ok(())
-    }
-
-    fn job_stop(&self, _id: &str, _reason: &str) -> Result<bool> {
-        Ok(false)
     }
 }
