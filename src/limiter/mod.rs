@@ -6,6 +6,11 @@
 //! call's. The caller sends the limit with each request: the Worker's `RATE_LIMITS` decides, and a
 //! changed setting applies at the next call. An alarm forgets buckets once they are full again,
 //! which is the state a missing bucket stands for, so an object of a caller gone quiet ends empty.
+//!
+//! The same object keeps the caller's concurrency leases ([`leases`]; `POST` to [`LEASE_URL`]):
+//! the alarm forgets lapsed ones too, and the object empties only when neither is left.
+
+pub mod leases;
 
 use std::cell::Cell;
 
@@ -13,12 +18,26 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use worker::{durable_object, DurableObject, Env, Request, Response, SqlStorage, State};
 
+use self::leases::{Held, LeaseAnswer, LeaseRequest};
 use crate::clock;
 use crate::error::{Error, Result};
 use crate::registry::limits::{Admission, Bucket, Limit};
 
+/// The name of the limiter object that counts `caller`'s calls and runs: `user:<id>` for a
+/// signed-in user, whose every session (and background run) shares it; `session:<id>` for an
+/// anonymous caller, who has no identity beyond the MCP session.
+pub fn owner(caller: &crate::registry::Caller, session_id: &str) -> String {
+    match &caller.user {
+        Some(user) => format!("user:{user}"),
+        None => format!("session:{session_id}"),
+    }
+}
+
 /// The URL the Worker side sends a take request to (the host is never resolved).
 pub const TAKE_URL: &str = "https://rate-limiter.internal/take";
+
+/// The URL the Worker side sends a [`leases::LeaseRequest`] to.
+pub const LEASE_URL: &str = "https://rate-limiter.internal/lease";
 
 /// A request for one token.
 #[derive(Debug, Serialize, Deserialize)]
@@ -86,15 +105,27 @@ impl DurableObject for RateLimiter {
     }
 
     async fn fetch(&self, mut req: Request) -> worker::Result<Response> {
-        let answer = match req.text().await.map_err(Error::from).and_then(|body| {
-            serde_json::from_str::<Take>(&body)
-                .map_err(|e| Error::InvalidRequest(format!("rate limiter request: {e}")))
-        }) {
-            Ok(take) => self.take(&take).await,
+        let is_lease = req.path() == "/lease";
+        let body = req.text().await.map_err(Error::from);
+        let answer = match body {
+            Ok(body) if is_lease => match serde_json::from_str::<LeaseRequest>(&body) {
+                Ok(r) => self
+                    .lease(&r)
+                    .await
+                    .and_then(|a| Ok(serde_json::to_value(a)?)),
+                Err(e) => Err(Error::InvalidRequest(format!("lease request: {e}"))),
+            },
+            Ok(body) => match serde_json::from_str::<Take>(&body) {
+                Ok(take) => self
+                    .take(&take)
+                    .await
+                    .and_then(|t| Ok(serde_json::to_value(t)?)),
+                Err(e) => Err(Error::InvalidRequest(format!("rate limiter request: {e}"))),
+            },
             Err(e) => Err(e),
         };
         match answer {
-            Ok(taken) => Response::from_json(&taken),
+            Ok(answer) => Response::from_json(&answer),
             Err(e) => {
                 worker::console_error!("{}", json!({ "rate_limiter_error": e.to_string() }));
                 Ok(Response::from_json(&json!({ "error": e.to_string() }))?.with_status(500))
@@ -122,7 +153,90 @@ impl RateLimiter {
             None,
         )
         .map_err(|e| Error::Storage(format!("rate limiter storage: {e}")))?;
+        sql.exec(
+            "CREATE TABLE IF NOT EXISTS leases (
+               kind TEXT NOT NULL,
+               id TEXT NOT NULL,
+               taken_ms REAL NOT NULL,
+               expires_ms REAL NOT NULL,
+               PRIMARY KEY (kind, id))",
+            None,
+        )
+        .map_err(|e| Error::Storage(format!("rate limiter storage: {e}")))?;
         Ok(sql)
+    }
+
+    /// Takes, renews or gives back a lease. The read, the decision and the write run with no await
+    /// between them, so two acquires cannot both take the last slot.
+    async fn lease(&self, request: &LeaseRequest) -> Result<LeaseAnswer> {
+        let sql = self.sql()?;
+        let now = clock::now_ms();
+        let fail = |e: worker::Error| Error::Storage(format!("lease: {e}"));
+        let (kind, expires) = match request {
+            LeaseRequest::Release { kind, id } => {
+                sql.exec(
+                    "DELETE FROM leases WHERE kind = ? AND id = ?",
+                    vec![kind.clone().into(), id.clone().into()],
+                )
+                .and_then(|c| c.to_array::<serde_json::Value>())
+                .map_err(fail)?;
+                (kind, None)
+            }
+            LeaseRequest::Acquire {
+                kind,
+                id,
+                max,
+                ttl_ms,
+                admitted,
+            } => {
+                let held: Vec<Held> = sql
+                    .exec(
+                        "SELECT id, taken_ms, expires_ms FROM leases WHERE kind = ?",
+                        vec![kind.clone().into()],
+                    )
+                    .and_then(|c| c.to_array())
+                    .map_err(fail)?;
+                let d = leases::decide(&held, id, *max, *admitted, now);
+                if !d.granted {
+                    return Ok(LeaseAnswer {
+                        allowed: false,
+                        holders: d.holders,
+                    });
+                }
+                let expires = now + *ttl_ms as f64;
+                sql.exec(
+                    "INSERT INTO leases (kind, id, taken_ms, expires_ms) VALUES (?, ?, ?, ?)
+                     ON CONFLICT (kind, id) DO UPDATE SET expires_ms = excluded.expires_ms",
+                    vec![
+                        kind.clone().into(),
+                        id.clone().into(),
+                        now.into(),
+                        expires.into(),
+                    ],
+                )
+                .and_then(|c| c.to_array::<serde_json::Value>())
+                .map_err(fail)?;
+                (kind, Some(expires))
+            }
+        };
+        #[derive(Deserialize)]
+        struct Id {
+            id: String,
+        }
+        let holders: Vec<Id> = sql
+            .exec(
+                "SELECT id FROM leases WHERE kind = ? AND expires_ms > ? ORDER BY taken_ms",
+                vec![kind.clone().into(), now.into()],
+            )
+            .and_then(|c| c.to_array())
+            .map_err(fail)?;
+        if let (Some(at), false) = (expires, self.armed.get()) {
+            self.arm(at).await?;
+        }
+        Ok(LeaseAnswer {
+            allowed: true,
+            holders: holders.into_iter().map(|h| h.id).collect(),
+        })
     }
 
     async fn take(&self, take: &Take) -> Result<Taken> {
@@ -187,17 +301,26 @@ impl RateLimiter {
         Ok(())
     }
 
-    /// Deletes the buckets that are full by now; re-arms for the last of the others, or empties
-    /// the object when none is left.
+    /// Deletes the buckets that are full by now and the leases that lapsed; re-arms for the last
+    /// of the others, or empties the object when none is left.
     async fn forget_full(&self) -> Result<()> {
         let sql = self.sql()?;
+        let now = clock::now_ms();
         let latest: Vec<Latest> = sql
             .exec(
                 "DELETE FROM buckets WHERE full_at_ms <= ?",
-                vec![clock::now_ms().into()],
+                vec![now.into()],
             )
             .and_then(|c| c.to_array::<serde_json::Value>())
-            .and_then(|_| sql.exec("SELECT MAX(full_at_ms) AS full_at_ms FROM buckets", None))
+            .and_then(|_| sql.exec("DELETE FROM leases WHERE expires_ms <= ?", vec![now.into()]))
+            .and_then(|c| c.to_array::<serde_json::Value>())
+            .and_then(|_| {
+                sql.exec(
+                    "SELECT MAX(at) AS full_at_ms FROM (SELECT MAX(full_at_ms) AS at FROM buckets
+                     UNION ALL SELECT MAX(expires_ms) FROM leases)",
+                    None,
+                )
+            })
             .and_then(|c| c.to_array())
             .map_err(|e| Error::Storage(format!("rate limiter cleanup: {e}")))?;
         match latest.into_iter().next().and_then(|l| l.full_at_ms) {

@@ -196,6 +196,14 @@ pub trait Platform {
         tool: &'a str,
     ) -> LocalBoxFuture<'a, Result<Option<(Limit, Admission)>>>;
 
+    /// Sends a concurrency lease request to `owner`'s rate limiter object (`user:<id>`,
+    /// `session:<id>`, as for [`Platform::rate_limit`]); see `limiter::leases`.
+    fn lease<'a>(
+        &'a self,
+        owner: &'a str,
+        request: &'a crate::limiter::leases::LeaseRequest,
+    ) -> LocalBoxFuture<'a, Result<crate::limiter::leases::LeaseAnswer>>;
+
     /// The deployment's timeout for `tool` (an MCP name) in milliseconds when `TOOL_TIMEOUTS`
     /// overrides the one it declares.
     fn timeout_override(&self, tool: &str) -> Option<u32>;

@@ -103,10 +103,7 @@ pub async fn execute(tool: &Tool, ctx: &dyn ToolContext, args: Value) -> CallOut
 /// signed-in user shares them across sessions (and with background runs acting for them); an
 /// anonymous caller, who has no identity beyond the session, gets the session's.
 async fn admit(tool: &Tool, ctx: &dyn ToolContext) -> Result<()> {
-    let owner = match ctx.caller().user {
-        Some(user) => format!("user:{user}"),
-        None => format!("session:{}", ctx.session_id()),
-    };
+    let owner = crate::limiter::owner(&ctx.caller(), &ctx.session_id());
     match ctx.platform().rate_limit(&owner, tool.def.name).await {
         Ok(Some((limit, Admission::Refused { retry_after_secs }))) => Err(Error::RateLimited(format!(
             "Rate limit reached for tool {}: {limit} per caller. Try again in {retry_after_secs} s.{}",

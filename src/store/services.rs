@@ -12,7 +12,8 @@ use worker::{Delay, Env, Fetch, Headers, Method, Request, RequestInit};
 use super::d1;
 use crate::edge::config::Config;
 use crate::error::{Error, Result};
-use crate::limiter::{Take, Taken, TAKE_URL};
+use crate::limiter::leases::{LeaseAnswer, LeaseRequest};
+use crate::limiter::{Take, Taken, LEASE_URL, TAKE_URL};
 use crate::registry::limits::{Admission, Limit, RateLimits};
 use crate::registry::per_tool::ToolTimeouts;
 use crate::registry::{Inbound, Outbound, Registry, Statement};
@@ -210,6 +211,32 @@ impl Services {
     }
 }
 
+impl Services {
+    /// See `Platform::lease`: one request to the `RateLimiter` object named `owner`.
+    pub async fn lease(&self, owner: &str, request: &LeaseRequest) -> Result<LeaseAnswer> {
+        let headers = Headers::new();
+        headers.set("content-type", "application/json")?;
+        let mut init = RequestInit::new();
+        init.with_method(Method::Post)
+            .with_headers(headers)
+            .with_body(Some(serde_json::to_string(request)?.into()));
+        let req = Request::new_with_init(LEASE_URL, &init)?;
+        let stub = self
+            .env
+            .durable_object("RATE_LIMITER")?
+            .id_from_name(owner)?
+            .get_stub()?;
+        let mut resp = stub.fetch_with_request(req).await?;
+        if resp.status_code() != 200 {
+            return Err(Error::Internal(format!(
+                "rate limiter answered HTTP {} to a lease request",
+                resp.status_code()
+            )));
+        }
+        Ok(serde_json::from_str(&resp.text().await?)?)
+    }
+}
+
 /// Implements the env-backed methods of `Platform` (query, batch, cache, setting, fetch,
 /// sign_rs256, registry, sleep, confirmation, rate limit, timeout override) through `self.services()`.
 macro_rules! delegate_services {
@@ -303,6 +330,17 @@ macro_rules! delegate_services {
             >,
         > {
             Box::pin(self.services().rate_limit(caller, tool))
+        }
+
+        fn lease<'a>(
+            &'a self,
+            owner: &'a str,
+            request: &'a $crate::limiter::leases::LeaseRequest,
+        ) -> futures::future::LocalBoxFuture<
+            'a,
+            $crate::error::Result<$crate::limiter::leases::LeaseAnswer>,
+        > {
+            Box::pin(self.services().lease(owner, request))
         }
 
         fn timeout_override(&self, tool: &str) -> Option<u32> {

@@ -1,0 +1,161 @@
+//! Concurrency leases: how many runs of one kind (`execute_workflow`'s workflows) a caller may have
+//! under way at once. They live in the caller's `RateLimiter` object beside the token buckets, so
+//! every MCP session of a signed-in user (and every run acting for them) shares one count.
+//!
+//! A lease is taken when a run starts and given back when it ends, whichever way it ends; each one
+//! also lapses `ttl_ms` after it was last taken or renewed, so a run whose end was never reported
+//! (its object lost mid-run) cannot hold a slot for ever. This module is the decision alone, over
+//! the leases the object read, so `cargo test` checks it natively.
+
+use serde::{Deserialize, Serialize};
+
+/// What a caller asks of its leases.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum LeaseRequest {
+    /// Take (or renew) lease `id` of `kind`, if fewer than `max` other unexpired leases of that
+    /// kind are held; with `admitted`, take or renew it regardless (a run that was admitted once
+    /// and is continuing).
+    Acquire {
+        /// What is counted (a tool name).
+        kind: String,
+        /// The run holding it (an execution id).
+        id: String,
+        /// Most leases of `kind` at once.
+        max: u32,
+        /// How long it lasts unless renewed, in milliseconds.
+        ttl_ms: u64,
+        /// Renew or take it without counting.
+        #[serde(default)]
+        admitted: bool,
+    },
+    /// Give lease `id` of `kind` back (nothing happens when it is not held).
+    Release {
+        /// What is counted.
+        kind: String,
+        /// The run that held it.
+        id: String,
+    },
+}
+
+/// The answer to a [`LeaseRequest`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LeaseAnswer {
+    /// Whether the lease is held now (always true for a release).
+    pub allowed: bool,
+    /// The unexpired leases of the kind after the request, oldest first (ids only).
+    pub holders: Vec<String>,
+}
+
+/// One stored lease.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct Held {
+    /// The run holding it.
+    pub id: String,
+    /// When it was first taken (orders the holders).
+    pub taken_ms: f64,
+    /// When it lapses.
+    pub expires_ms: f64,
+}
+
+/// What to do with an acquire: whether it is granted, and the holders afterwards.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Decision {
+    /// Whether the lease is granted (store or renew it).
+    pub granted: bool,
+    /// Unexpired holders, oldest first, including the new lease when granted.
+    pub holders: Vec<String>,
+}
+
+/// Decides an acquire of lease `id` at `now_ms` over the stored leases of its kind: expired ones
+/// do not count; a lease already held is renewed; a new one is granted while fewer than `max` are
+/// held, or always when `admitted`.
+pub fn decide(held: &[Held], id: &str, max: u32, admitted: bool, now_ms: f64) -> Decision {
+    let mut live: Vec<&Held> = held.iter().filter(|h| h.expires_ms > now_ms).collect();
+    live.sort_by(|a, b| a.taken_ms.total_cmp(&b.taken_ms));
+    let mut holders: Vec<String> = live.iter().map(|h| h.id.clone()).collect();
+    if holders.iter().any(|h| h == id) {
+        return Decision {
+            granted: true,
+            holders,
+        };
+    }
+    let granted = admitted || holders.len() < max as usize;
+    if granted {
+        holders.push(id.to_string());
+    }
+    Decision { granted, holders }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn held(id: &str, taken_ms: f64, expires_ms: f64) -> Held {
+        Held {
+            id: id.into(),
+            taken_ms,
+            expires_ms,
+        }
+    }
+
+    #[test]
+    fn grants_until_max_live_leases_then_refuses_naming_the_holders_oldest_first() {
+        let leases = [held("b", 20.0, 1000.0), held("a", 10.0, 1000.0)];
+        let d = decide(&leases, "c", 3, false, 100.0);
+        assert!(d.granted);
+        assert_eq!(d.holders, ["a", "b", "c"]);
+        let d = decide(&leases, "c", 2, false, 100.0);
+        assert!(!d.granted);
+        assert_eq!(d.holders, ["a", "b"]);
+    }
+
+    #[test]
+    fn expired_leases_do_not_count_and_a_held_lease_is_renewed() {
+        let leases = [held("a", 10.0, 50.0), held("b", 20.0, 1000.0)];
+        let d = decide(&leases, "c", 2, false, 100.0);
+        assert!(d.granted);
+        assert_eq!(d.holders, ["b", "c"]);
+        let d = decide(&leases, "b", 1, false, 100.0);
+        assert!(
+            d.granted,
+            "renewing a held lease never counts against the limit"
+        );
+        assert_eq!(d.holders, ["b"]);
+    }
+
+    #[test]
+    fn an_admitted_run_gets_its_lease_back_even_when_full() {
+        let leases = [held("a", 10.0, 1000.0)];
+        let d = decide(&leases, "z", 1, true, 100.0);
+        assert!(d.granted);
+        assert_eq!(d.holders, ["a", "z"]);
+    }
+
+    #[test]
+    fn requests_round_trip_as_tagged_json() {
+        let r: LeaseRequest = serde_json::from_str(
+            r#"{"op":"acquire","kind":"execute_workflow","id":"exec-1","max":5,"ttl_ms":1000}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            r,
+            LeaseRequest::Acquire {
+                kind: "execute_workflow".into(),
+                id: "exec-1".into(),
+                max: 5,
+                ttl_ms: 1000,
+                admitted: false
+            }
+        );
+        let back = serde_json::to_value(LeaseRequest::Release {
+            kind: "k".into(),
+            id: "i".into(),
+        })
+        .unwrap();
+        assert_eq!(
+            back,
+            serde_json::json!({ "op": "release", "kind": "k", "id": "i" })
+        );
+    }
+}
