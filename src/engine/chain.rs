@@ -239,6 +239,25 @@ pub struct StepDef {
     /// What undoes the step on rollback: a tool call (see [`RollbackAction`]).
     #[serde(default)]
     pub rollback_action: Option<String>,
+    /// Who may answer an `instruction_set` step (approvals must come from the caller).
+    #[serde(default)]
+    pub ask: Ask,
+}
+
+/// Who may answer an `instruction_set` step. Whoever it is, a tracked run pauses
+/// (`awaiting_input`) when nobody else can, until the caller supplies the outputs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Ask {
+    /// Any model: the client's (MCP sampling), else the server's model provider.
+    #[default]
+    Model,
+    /// The client: its model through MCP sampling (its user in the loop), never the server's
+    /// model provider (FlowMind's `step_confirm` approvals).
+    Client,
+    /// The caller, explicitly: the run always pauses for the answer (approvals the call asked
+    /// for).
+    Explicit,
 }
 
 /// A chain as defined (the `chain_definition` of `create_chain`).

@@ -101,7 +101,8 @@ pub fn refuse_if_any(what: &str, problems: &[String]) -> Result<()> {
 }
 
 /// The error for a named record that does not exist (or is inactive), listing the active ones as
-/// `name (category)` so the caller can pick one. `table` is one of our own table names.
+/// `name (category)` so the caller can pick one. `table` is one of our own table names. FlowMind's
+/// workflow chains are left out: the chain tools do not run them (`chains::LINKED_CATEGORY`).
 pub async fn not_found_listing(
     ctx: &dyn ToolContext,
     what: &str,
@@ -111,7 +112,8 @@ pub async fn not_found_listing(
     let rows = ctx
         .query(
             &format!(
-                "SELECT name, category FROM {table} WHERE is_active = 1 ORDER BY category, name"
+                "SELECT name, category FROM {table} WHERE is_active = 1 AND category IS NOT '{}' ORDER BY category, name",
+                chains::LINKED_CATEGORY
             ),
             vec![],
         )

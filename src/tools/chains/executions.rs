@@ -17,6 +17,7 @@ use super::JOB_KIND;
 use crate::engine::chain::{self, ChainDef, Plan};
 use crate::engine::run::{self, RunOptions, RunReport, RunStatus, StepState};
 use crate::error::{Error, Result};
+use crate::limiter::leases::LeaseRequest;
 use crate::random;
 use crate::registry::{JobMode, ToolContext, ToolOutput};
 
@@ -54,6 +55,20 @@ pub struct Options {
     pub max_execution_ms: u64,
     /// The final report keeps every step's input, outputs and attempts.
     pub save_intermediate_results: bool,
+    /// The caller's concurrency lease the execution holds (FlowMind workflows), given back when
+    /// it ends for good, whichever way it ends.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lease: Option<Lease>,
+}
+
+/// A concurrency lease held in a caller's rate limiter object (`limiter::leases`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Lease {
+    /// The limiter object (`user:<id>`, `session:<id>`): kept, because the run may end where
+    /// the caller is not known (the session's alarm, its end).
+    pub owner: String,
+    /// What it counts (a tool name).
+    pub kind: String,
 }
 
 impl Options {
@@ -286,9 +301,25 @@ impl Run {
         save(ctx, self, &report).await?;
         if report.status.is_final() {
             host.forget_changes().await;
+            self.release(ctx).await;
         }
         ctx.platform().job_finish(&self.id)?;
         Ok(report)
+    }
+
+    /// Gives back the execution's lease, if it holds one. Failing only delays the slot until the
+    /// lease lapses (or a refused start finds the run ended), so it is logged, not raised.
+    async fn release(&self, ctx: &dyn ToolContext) {
+        let Some(lease) = &self.options.lease else {
+            return;
+        };
+        let request = LeaseRequest::Release {
+            kind: lease.kind.clone(),
+            id: self.id.clone(),
+        };
+        if let Err(e) = ctx.platform().lease(&lease.owner, &request).await {
+            worker::console_error!("lease release {}: {e}", self.id);
+        }
     }
 
     /// Ends a run that will not go on (`cancelled`, or `failed` when interrupted for good): rolls
@@ -307,6 +338,7 @@ impl Run {
         }
         save(ctx, self, &report).await?;
         host.forget_changes().await;
+        self.release(ctx).await;
         ctx.platform().job_finish(&self.id)?;
         Ok(report)
     }

@@ -4,7 +4,7 @@
 //! | --- | --- |
 //! | `template_processing` | renders the stored template `template_id` with the chain's variables; the text becomes the first output variable |
 //! | `data_transformation`, `conditional_logic` | renders `input_template`; with one output variable, the result (parsed as JSON when it is JSON); with several, the result must be a JSON object holding them |
-//! | `instruction_set` | asks a model with the instruction set as system prompt and the rendered input: the client's (MCP sampling) when it declared sampling, else the configured model provider (`MODEL_PROVIDER_URL`); the reply must be a JSON object with the output variables. With neither, a tracked run pauses (`awaiting_input`) with the prompt until the client supplies the outputs (`resume_chain`) |
+//! | `instruction_set` | asks a model with the instruction set as system prompt and the rendered input: the client's (MCP sampling) when it declared sampling, else the configured model provider (`MODEL_PROVIDER_URL`); the reply must be a JSON object with the output variables. With neither, a tracked run pauses (`awaiting_input`) with the prompt until the client supplies the outputs (`resume_chain`). A step whose `ask` is `client` never goes to the model provider (the client's model or a pause); one whose `ask` is `explicit` always pauses (FlowMind's approvals) |
 //! | `external_api` | calls the tool `tool` of this server (MCP name or registry id; never a `chains` tool) with the rendered `input_template` as its arguments (a JSON object; none → `{}`). One output variable gets the tool's `structuredContent`, or its text when it has none; several are picked from the `structuredContent` object. A tool error fails the step: a timeout or unavailable service is transient (`timeout`, `unavailable`), anything else is not retried |
 //! | `database_operation` | applies `operation.action` (`create`, `update`, `delete`, `get`) to one record of the collection `operation.collection` in D1. The rendered `input_template` is a JSON object: `id` names the record (a create without one gets `rec-<32 hex>`), the other fields are its data (`update` merges them into the record, top level only; `delete` and `get` ignore them). The first output variable gets the record, `{id, ...fields}` (for `delete`, as it was) |
 //!
@@ -43,7 +43,7 @@ use serde_json::{json, Map, Value};
 use super::steps::{self, first_output, invalid, pick, Change, JournalRow};
 use super::type_name;
 use crate::clock;
-use crate::engine::chain::{RollbackAction, StepDef, StepType};
+use crate::engine::chain::{Ask, RollbackAction, StepDef, StepType};
 use crate::engine::output::Format;
 use crate::engine::run::{
     ErrorClass, RunReport, StepError, StepHost, StepOutcome, StepReport, StepState,
@@ -232,7 +232,13 @@ impl ChainHost<'_> {
             "{content}\n\nAnswer with one JSON object and nothing else. Its keys: {}.",
             step.output_variables.join(", ")
         );
-        let text = if self.ctx.client_capabilities().get("sampling").is_some() {
+        let sampling =
+            step.ask != Ask::Explicit && self.ctx.client_capabilities().get("sampling").is_some();
+        let provider = match step.ask {
+            Ask::Model => self.ctx.platform().setting("MODEL_PROVIDER_URL"),
+            Ask::Client | Ask::Explicit => None,
+        };
+        let text = if sampling {
             let params = json!({
                 "systemPrompt": system,
                 "messages": [{ "role": "user", "content": { "type": "text", "text": prompt } }],
@@ -248,13 +254,17 @@ impl ChainHost<'_> {
                 .and_then(Value::as_str)
                 .unwrap_or_default()
                 .to_string()
-        } else if let Some(url) = self.ctx.platform().setting("MODEL_PROVIDER_URL") {
+        } else if let Some(url) = provider {
             self.provider(&url, &system, &prompt).await?
         } else if self.tracked {
+            let why = match step.ask {
+                Ask::Model => "no model to run it",
+                Ask::Client | Ask::Explicit => "waits for the caller's answer",
+            };
             let mut e = StepError::new(
                 ErrorClass::AwaitingInput,
                 format!(
-                    "no model to run it: supply {} with resume_chain",
+                    "{why}: supply {} with resume_chain",
                     step.output_variables.join(", ")
                 ),
             );

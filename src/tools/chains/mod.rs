@@ -17,6 +17,7 @@ use crate::engine::variables;
 use crate::error::{Error, Result};
 use crate::registry::{Annotations, JobMode, ToolContext, ToolDef, ToolOutput};
 use crate::tools::{not_found_listing, opt_bool, refuse_if_any};
+pub use executions::Lease;
 pub use executions::{abandon, cancel, resume_here, run_background, session_ending, status};
 use executions::{Mode, Options, Run};
 
@@ -24,6 +25,30 @@ const TOOLSET: &str = "chains";
 
 /// The job kind of chain executions (see `registry::Platform::job_start`).
 pub const JOB_KIND: &str = "chain";
+
+/// The category of chains another toolset builds and stores to run ([`run_linked`]: FlowMind's
+/// workflows). The chain tools leave them to that toolset: `create_chain` cannot create or
+/// replace one, `execute_chain` and `resume_chain` refuse to run one (its checks, approvals and
+/// limits live in the toolset's own tool), and they are not offered among the chains to run.
+/// `get_chain_status` and `cancel_chain` work on their executions as on any other.
+pub const LINKED_CATEGORY: &str = "flowmind-workflow";
+
+/// Name prefixes kept for linked chains: FlowMind names a workflow's chain `wf-<path>`
+/// (interactive), `wfa-<path>` (autonomous) or `wfc-<path>` (step_confirm).
+pub const LINKED_PREFIXES: [&str; 3] = ["wf-", "wfa-", "wfc-"];
+
+/// Whether `name` is a name kept for linked chains.
+pub fn is_linked_name(name: &str) -> bool {
+    LINKED_PREFIXES.iter().any(|p| name.starts_with(p))
+}
+
+/// The refusal of a chain tool asked to create, change or run linked chain `name`.
+fn linked_refusal(what: &str, name: &str) -> Error {
+    Error::ToolFailed(format!(
+        "Chain '{name}' is the chain of a FlowMind workflow (names starting with {} and category '{LINKED_CATEGORY}' are FlowMind's), so {what} does not touch it: run the workflow with execute_workflow (workflow_uri, initial_variables; continue with session_id), change it by composing a new one with compose_workflow, and follow or stop a run with get_chain_status or cancel_chain.",
+        LINKED_PREFIXES.join(", ")
+    ))
+}
 
 /// The `input_schema` of a chain as template-variable rules: each property's own `required` flag
 /// and the schema's `required` list both count.
@@ -164,6 +189,9 @@ fn create_chain(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result
         }
 
         let category = raw["category"].as_str().unwrap_or_default();
+        if is_linked_name(&def.name) || category == LINKED_CATEGORY {
+            return Err(linked_refusal("create_chain", &def.name));
+        }
         let version = raw.get("version").and_then(Value::as_str).unwrap_or("1.0");
         let description = raw.get("description").and_then(Value::as_str).unwrap_or("");
         let active = opt_bool(&opts, "set_active", true);
@@ -259,11 +287,14 @@ fn execute_chain(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Resul
             ));
         }
         let rows = ctx
-            .query("SELECT id, revision, title, definition FROM execution_chains WHERE name = ?1 AND is_active = 1", vec![json!(name)])
+            .query("SELECT id, revision, title, category, definition FROM execution_chains WHERE name = ?1 AND is_active = 1", vec![json!(name)])
             .await?;
         let Some(row) = rows.into_iter().next() else {
             return Err(not_found_listing(ctx, "Chain", name, "execution_chains").await?);
         };
+        if row["category"] == LINKED_CATEGORY {
+            return Err(linked_refusal("execute_chain", name));
+        }
         let raw: Value = serde_json::from_str(row["definition"].as_str().unwrap_or("null"))?;
         let def: ChainDef = serde_json::from_value(raw.clone())?;
         let plan = chain::plan(&def).map_err(|e| {
@@ -310,6 +341,7 @@ fn execute_chain(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Resul
                     .unwrap_or(120_000),
                 save_intermediate_results: opt_bool(&opts, "save_intermediate_results", true)
                     && opt_bool(&config, "save_intermediate_results", true),
+                lease: None,
             },
             mode: if background { Mode::Async } else { Mode::Sync },
             plan,
@@ -335,18 +367,29 @@ fn execute_chain(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Resul
     })
 }
 
-/// Runs a chain definition built by another toolset (FlowMind's `execute_workflow`) as a tracked,
-/// synchronous execution of this session, to its end or first pause, and returns its id.
+/// A fresh execution id, for a caller that must know it before the run starts (to take a lease
+/// under it).
+pub fn new_execution_id() -> Result<String> {
+    executions::new_id()
+}
+
+/// Runs a chain definition built by another toolset (FlowMind's `execute_workflow`) as tracked,
+/// synchronous execution `id` of this session, to its end or first pause. Ready steps marked
+/// `parallel_execution` run concurrently. `lease` is the caller's concurrency lease the run holds:
+/// given back when the execution ends for good, by whatever ends it.
 ///
-/// The definition is stored under its name in `execution_chains` (replacing an earlier version),
+/// The definition is stored under its name in `execution_chains` with category
+/// [`LINKED_CATEGORY`] (replacing an earlier version of it, never a chain of another category),
 /// because every execution record belongs to a stored chain; the record keeps the definition it
 /// ran with, like any other.
 pub async fn run_linked(
     ctx: &dyn ToolContext,
+    id: &str,
     raw: &Value,
     variables: Value,
     max_execution_ms: u64,
-) -> Result<String> {
+    lease: Option<Lease>,
+) -> Result<()> {
     let def: ChainDef = serde_json::from_value(raw.clone())?;
     let plan = chain::plan(&def).map_err(|e| {
         Error::Internal(format!(
@@ -358,32 +401,40 @@ pub async fn run_linked(
     let row = ctx
         .query(
             "INSERT INTO execution_chains (name, title, description, category, definition, is_active)
-             VALUES (?1, ?2, ?3, 'flowmind-workflow', ?4, 1)
+             VALUES (?1, ?2, ?3, ?5, ?4, 1)
              ON CONFLICT (name) DO UPDATE SET title = excluded.title, description = excluded.description,
                definition = excluded.definition, is_active = 1,
                revision = execution_chains.revision + (execution_chains.definition <> excluded.definition),
                updated_at = strftime('%Y-%m-%dT%H:%M:%SZ', 'now')
+             WHERE execution_chains.category = ?5
              RETURNING id, revision",
             vec![
                 json!(def.name),
                 json!(def.title),
                 json!(raw.get("description").and_then(Value::as_str).unwrap_or("")),
                 json!(raw.to_string()),
+                json!(LINKED_CATEGORY),
             ],
         )
         .await?
         .into_iter()
         .next()
-        .ok_or_else(|| Error::Internal(format!("chain '{}' was not stored", def.name)))?;
+        .ok_or_else(|| {
+            Error::ToolFailed(format!(
+                "chain name '{}' is taken by a chain created with create_chain, so this workflow cannot be stored under it; rename that chain (or ask an administrator to)",
+                def.name
+            ))
+        })?;
     let run = Run {
-        id: executions::new_id()?,
+        id: id.to_string(),
         chain: def.name.clone(),
         title: def.title.clone(),
         options: Options {
-            parallel: false,
+            parallel: true,
             rollback: true,
             max_execution_ms,
             save_intermediate_results: true,
+            lease,
         },
         mode: Mode::Sync,
         plan,
@@ -395,7 +446,7 @@ pub async fn run_linked(
         .await?;
     let start = executions::fresh(&run.plan, variables)?;
     run.drive(ctx, start).await?;
-    Ok(run.id)
+    Ok(())
 }
 
 fn execution_id(args: &Value) -> &str {
@@ -412,6 +463,10 @@ fn get_chain_status(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Re
 
 fn resume_chain(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
     Box::pin(async move {
+        let view = executions::status(ctx, execution_id(&args)).await?;
+        if let Some(chain) = view["chain"].as_str().filter(|c| is_linked_name(c)) {
+            return Err(linked_refusal("resume_chain", chain));
+        }
         let outputs = args["outputs"].as_object().cloned().unwrap_or_default();
         executions::resume(ctx, execution_id(&args), &outputs).await
     })
