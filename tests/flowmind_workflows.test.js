@@ -1,28 +1,34 @@
 // FlowMind's execute_workflow through the official MCP SDK client against the built Worker: a
 // workflow context's steps run as a chain execution of the session in its three modes (interactive
 // pauses for step outputs, autonomous asks the client's model through MCP sampling, step_confirm
-// pauses for approval before each step), continued with session_id; constraints, confidence
-// overrides, the per-session limit of open workflows, the 20-a-minute rate limit and every refusal.
+// pauses for approval before each step), continued with session_id; approvals the call asks for
+// (require_approval_for, a low confidence_level) in every mode, confidence overrides, the per-caller
+// limit of open workflows across sessions, parallel steps that really overlap, popularity and
+// recency of used contexts, the chain tools leaving workflow chains alone, the 20-a-minute rate
+// limit and every refusal.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { CreateMessageRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 import { startWorker } from "./support/worker.js";
+import { hs256 } from "../scripts/token.js";
 
+const SECRET = "workflows-secret";
 let w;
 const clients = [];
 
-async function connect({ worker = w, sampling } = {}) {
+async function connect({ worker = w, sampling, user } = {}) {
   const c = new Client({ name: "flowmind-workflows-test", version: "1.0.0" }, { capabilities: sampling ? { sampling: {} } : {} });
   if (sampling) c.setRequestHandler(CreateMessageRequestSchema, sampling);
-  await c.connect(new StreamableHTTPClientTransport(new URL(worker.mcpUrl)));
+  const headers = user ? { authorization: `Bearer ${hs256({ sub: user, roles: [], aud: new URL("/mcp", worker.url).href, exp: Math.floor(Date.now() / 1000) + 600 }, SECRET)}` } : {};
+  await c.connect(new StreamableHTTPClientTransport(new URL(worker.mcpUrl), { requestInit: { headers } }));
   clients.push(c);
   return c;
 }
 
 before(async () => {
-  w = await startWorker({ RATE_LIMITS: "*=off" });
+  w = await startWorker({ RATE_LIMITS: "*=off", JWT_SECRET: SECRET });
 });
 after(async () => {
   for (const c of clients) await c.close().catch(() => {});
@@ -168,15 +174,52 @@ describe("autonomous mode", () => {
     assert.equal(s.next_actions[0].parameters.execution_mode, "interactive");
   });
 
-  test("confidence_override below the workflow's confidence_required is refused", async () => {
-    const c = await connect({ sampling: model([]) });
-    let s = await run(c, { ...review, execution_mode: "autonomous", confidence_override: { min_confidence: 0.4 } });
+  test("a confidence_level below the workflow's confidence_required is refused, unless confidence_override.min_confidence lowers the bar", async () => {
+    const prompts = [];
+    const c = await connect({ sampling: model(prompts) });
+    let s = await run(c, { ...review, execution_mode: "autonomous", confidence_level: 0.5 });
     assert.equal(s.error.code, "CONFIDENCE_TOO_LOW");
-    assert.match(s.error.message, /needs confidence 0.6.*min_confidence 0.4/);
-    s = await run(c, { ...review, execution_mode: "autonomous", confidence_override: { require_confirmation_below: 0.9 } });
+    assert.match(s.error.message, /only with confidence 0.6 \(its confidence_required\); your confidence_level is 0.5/);
+    assert.match(s.error.fix.instruction, /step_confirm/);
+    assert.equal(s.next_actions[0].parameters.execution_mode, "step_confirm");
+    s = await run(c, { ...review, execution_mode: "autonomous", confidence_level: 0.5, confidence_override: { min_confidence: 0.7 } });
     assert.equal(s.error.code, "CONFIDENCE_TOO_LOW");
-    s = await run(c, { ...review, execution_mode: "autonomous", confidence_override: { min_confidence: 0.7, require_confirmation_below: 0.5 } });
+    assert.match(s.error.message, /0.7 \(confidence_override.min_confidence\)/);
+    assert.equal(prompts.length, 0, "nothing ran");
+
+    s = await run(c, { ...review, execution_mode: "autonomous", confidence_level: 0.5, confidence_override: { min_confidence: 0.5 } });
+    assert.equal(s.result.status, "completed", JSON.stringify(s.result));
+    assert.deepEqual(s.result.confidence, { your_confidence: 0.5, confidence_required: 0.6, min_confidence: 0.5, require_confirmation_below: 0.5, overridden: true, steps_confirmed: false });
+    assert.deepEqual(s.result.approvals, []);
+    s = await run(c, { ...review, execution_mode: "autonomous", confidence_level: 0.9 });
     assert.equal(s.result.status, "completed");
+  });
+
+  test("require_confirmation_below above the caller's confidence makes even an autonomous run wait for approval of each step", async () => {
+    const prompts = [];
+    const c = await connect({ sampling: model(prompts) });
+    let s = await run(c, { ...review, execution_mode: "autonomous", confidence_level: 0.7, confidence_override: { require_confirmation_below: 0.9 } });
+    assert.equal(s.result.status, "awaiting_input");
+    assert.equal(s.result.awaiting.kind, "confirmation");
+    assert.equal(s.result.awaiting.step, "understand-change");
+    assert.match(s.result.awaiting.preview, /It needs your approval: your confidence_level 0.7 is below 0.9 \(confidence_override.require_confirmation_below\), so every step is confirmed\./);
+    assert.match(s.result.awaiting.how_to_approve, /approval "approve"/);
+    assert.equal(s.result.approvals.length, 3);
+    assert.equal(prompts.length, 0, "the client's model is not asked to approve");
+    const id = s.result.session_id;
+    s = await run(c, { workflow_uri: review.workflow_uri, session_id: id, approval: "approve" });
+    assert.equal(s.result.execution_mode, "autonomous");
+    assert.equal(s.result.awaiting.step, "review");
+    assert.equal(prompts.length, 1, "the approved step ran through the model");
+    await c.callTool({ name: "cancel_chain", arguments: { execution_id: id } });
+  });
+
+  test("confidence_override without a confidence_level is refused, saying what to add", async () => {
+    const c = await connect({ sampling: model([]) });
+    const s = await run(c, { ...review, execution_mode: "autonomous", confidence_override: { min_confidence: 0.4 } });
+    assert.equal(s.error.code, "CONFIDENCE_LEVEL_NEEDED");
+    assert.match(s.error.fix.instruction, /confidence_level/);
+    assert.equal(s.next_actions[0].parameters.confidence_level, 0.6);
   });
 
   test("max_duration_ms is the run's deadline: no step starts after it", async () => {
@@ -197,7 +240,12 @@ describe("step_confirm mode", () => {
     let s = await run(c, { ...review, execution_mode: "step_confirm" });
     const id = s.result.session_id;
     assert.equal(s.result.execution_mode, "step_confirm");
-    assert.deepEqual(s.result.awaiting, { kind: "confirmation", step: "understand-change", preview: "Step 1 of 3 of workflow://code-review: 'understand-change'.\n\nSummarise what the change in PR 42 (src/lib.rs) does and which parts of the Rust code base it touches." });
+    assert.deepEqual(s.result.awaiting, {
+      kind: "confirmation",
+      step: "understand-change",
+      preview: "Step 1 of 3 of workflow://code-review: 'understand-change'.\n\nSummarise what the change in PR 42 (src/lib.rs) does and which parts of the Rust code base it touches.",
+      how_to_approve: `Call execute_workflow with workflow_uri workflow://code-review, session_id ${id} and approval "approve" to run step 'understand-change', or approval "reject" to stop the workflow.`,
+    });
     assert.deepEqual(s.next_actions.map((a) => a.parameters.approval), ["approve", "reject"]);
     assert.match(await failing(c, "execute_workflow", { workflow_uri: review.workflow_uri, session_id: id, step_outputs: { change_summary: "x" } }), /waits for approval of step 'understand-change'/);
 
@@ -252,16 +300,27 @@ describe("constraints and refusals", () => {
     assert.match(await failing(c, "execute_workflow", { ...review, constraints: { max_duration_ms: 10 } }), /max_duration_ms/);
   });
 
-  test("at most five workflows may be open in a session; a cancelled one makes room", async () => {
+  test("an anonymous caller may have five workflows open in its session; a cancelled one makes room", async () => {
     const c = await connect();
     const ids = [];
     for (let i = 0; i < 5; i++) ids.push((await run(c, review)).result.session_id);
     const s = await run(c, review);
     assert.equal(s.error.code, "TOO_MANY_OPEN_WORKFLOWS");
-    assert.match(s.error.message, new RegExp(ids[0]));
-    assert.deepEqual(s.next_actions[0], { tool: "cancel_chain", reason: "Stop the oldest open workflow", parameters: { execution_id: ids[0], reason: "making room for workflow://code-review" } });
+    assert.match(s.error.message, new RegExp(`You have 5 workflows open \\(at most 5 per caller, over all your sessions\\): ${ids.join(", ")}\\.`));
+    assert.deepEqual(s.next_actions[0], { tool: "cancel_chain", reason: "Stop the oldest open workflow of this session", parameters: { execution_id: ids[0], reason: "making room for workflow://code-review" } });
+    const other = await connect();
+    assert.equal((await run(other, review)).result.status, "awaiting_input", "another anonymous session counts apart");
     await c.callTool({ name: "cancel_chain", arguments: { execution_id: ids[0] } });
     assert.equal((await run(c, review)).result.status, "awaiting_input");
+  });
+
+  test("require_approval_for entries that are neither actions nor steps are refused, naming the entry", async () => {
+    const c = await connect();
+    const s = await run(c, { ...review, constraints: { require_approval_for: ["review", "deploys"] } });
+    assert.equal(s.error.code, "INVALID_CONSTRAINTS");
+    assert.match(s.error.message, /^constraints.require_approval_for\[1\] is "deploys", which is neither an action \(external_api_calls, file_modifications, context_switches\) nor a step of workflow:\/\/code-review \(understand-change, review, prioritise\)$/);
+    assert.deepEqual(s.next_actions[0].parameters.constraints, { require_approval_for: ["review"] });
+    assert.match(await failing(c, "execute_workflow", { ...review, constraints: { require_approval_for: ["Not A Name"] } }), /require_approval_for/);
   });
 });
 
@@ -378,4 +437,219 @@ test("get_help explains the workflow tools' errors and shows their usage", async
     h = await help({ help_type: "usage", context: { attempted_action: tool } });
     assert.ok(JSON.stringify(h).includes(tool), JSON.stringify(h).slice(0, 300));
   }
+});
+
+describe("require_approval_for", () => {
+  test("a named step waits for explicit approval in interactive mode, then runs", async () => {
+    const c = await connect();
+    let s = await run(c, { ...review, constraints: { require_approval_for: ["review"] } });
+    const id = s.result.session_id;
+    assert.deepEqual(s.result.approvals, [{ step: "review", why: "constraints.require_approval_for names it" }]);
+    assert.equal(s.result.awaiting.kind, "input");
+    s = await run(c, { workflow_uri: review.workflow_uri, session_id: id, step_outputs: { change_summary: "adds a cache" } });
+    assert.equal(s.result.awaiting.kind, "confirmation");
+    assert.equal(s.result.awaiting.step, "review");
+    assert.match(s.result.awaiting.preview, /^Step 2 of 3 of workflow:\/\/code-review: 'review'\. It needs your approval: constraints\.require_approval_for names it\.\n\nReview the change/);
+    assert.match(s.summary ?? s.teaching.tip, /approval/);
+    assert.deepEqual(s.next_actions[0].parameters, { workflow_uri: review.workflow_uri, session_id: id, approval: "approve" });
+    s = await run(c, { workflow_uri: review.workflow_uri, session_id: id, approval: "approve" });
+    assert.equal(s.result.awaiting.kind, "input");
+    assert.equal(s.result.awaiting.step, "review");
+    assert.deepEqual(s.result.steps.map((x) => [x.name, x.kind, x.state]), [
+      ["understand-change", "step", "done"], ["confirm-review", "confirmation", "done"], ["review", "step", "awaiting_input"], ["prioritise", "step", "pending"],
+    ]);
+    await c.callTool({ name: "cancel_chain", arguments: { execution_id: id } });
+  });
+
+  test("actions gate the steps of a composed workflow that perform them, in autonomous mode too; the client's model is never asked to approve", async () => {
+    const c = await connect();
+    const saved = (await c.callTool({ name: "compose_workflow", arguments: { name: "review-then-flights", flow_type: "sequential", save: true, components: [{ uri: "workflow://code-review", role: "primary" }, { uri: "tool://search_flights", role: "support" }, { uri: "tool://create_template", role: "support" }] } })).structuredContent;
+    assert.equal(saved.success, true, JSON.stringify(saved));
+    assert.deepEqual(saved.result.steps.map((x) => [x.name, x.context, x.actions]), [
+      ["code-review-understand-change", "workflow://code-review", []],
+      ["code-review-review", "workflow://code-review", []],
+      ["code-review-prioritise", "workflow://code-review", []],
+      ["search_flights", "tool://search_flights", ["external_api_calls", "context_switches"]],
+      ["create_template", "tool://create_template", ["file_modifications", "context_switches"]],
+    ]);
+
+    const prompts = [];
+    const m = await connect({ sampling: model(prompts) });
+    const vars = { technology: "Rust", code_reference: "PR 9", origin: "LHR", destination: "JFK", departure_date: "2027-01-10", template_definition: "a template" };
+    const args = { workflow_uri: "workflow://review-then-flights", initial_variables: vars, execution_mode: "autonomous", constraints: { require_approval_for: ["external_api_calls", "file_modifications"] } };
+    let s = await run(m, args);
+    assert.equal(s.result.status, "awaiting_input", JSON.stringify(s.result));
+    assert.deepEqual(s.result.approvals, [
+      { step: "search_flights", why: "tool://search_flights calls an outside service (external_api_calls)" },
+      { step: "create_template", why: "tool://create_template changes stored data (file_modifications)" },
+    ]);
+    assert.equal(s.result.awaiting.step, "search_flights");
+    assert.match(s.result.awaiting.preview, /It needs your approval: tool:\/\/search_flights calls an outside service \(external_api_calls\)\./);
+    assert.equal(prompts.length, 3, "the three review steps ran through the model, then the run paused");
+    assert.ok(prompts.every((p) => !/Answer "approved"/.test(p.system)), "no approval went to the model");
+    const id = s.result.session_id;
+    s = await run(m, { workflow_uri: args.workflow_uri, session_id: id, approval: "approve" });
+    assert.equal(s.result.awaiting.step, "create_template");
+    assert.equal(prompts.length, 4);
+    s = await run(m, { workflow_uri: args.workflow_uri, session_id: id, approval: "reject" });
+    assert.equal(s.result.status, "cancelled");
+    assert.match(s.error.message, /step 'create_template' was rejected/);
+    assert.equal(prompts.length, 4, "the rejected step did not run");
+
+    // context_switches gates the two tool steps; nothing else.
+    s = await run(m, { ...args, constraints: { require_approval_for: ["context_switches"] } });
+    assert.deepEqual(s.result.approvals.map((a) => [a.step, a.why]), [
+      ["search_flights", "it switches to tool://search_flights (context_switches)"],
+      ["create_template", "it switches to tool://create_template (context_switches)"],
+    ]);
+    await m.callTool({ name: "cancel_chain", arguments: { execution_id: s.result.session_id } });
+  });
+});
+
+describe("open workflows per caller", () => {
+  test("a signed-in user's runs count together over their sessions: the sixth is refused, an end of any kind makes room", async () => {
+    const a = await connect({ user: "pat" });
+    const b = await connect({ user: "pat" });
+    const ids = [];
+    for (const c of [a, a, a, b, b]) ids.push((await run(c, review)).result.session_id);
+    let s = await run(b, review);
+    assert.equal(s.error.code, "TOO_MANY_OPEN_WORKFLOWS");
+    assert.match(s.error.message, new RegExp(ids.join(", ")));
+    assert.deepEqual(s.next_actions[0].parameters, { execution_id: ids[3], reason: "making room for workflow://code-review" }, "the oldest run of this session");
+    assert.match(s.error.fix.instruction, /Paused runs count until they end/);
+    const c2 = await connect({ user: "sam" });
+    assert.equal((await run(c2, review)).result.status, "awaiting_input", "another user has slots of their own");
+
+    // Cancelled in the other session: room here.
+    await a.callTool({ name: "cancel_chain", arguments: { execution_id: ids[0] } });
+    const sixth = (await run(b, review)).result.session_id;
+    assert.equal((await run(b, review)).error.code, "TOO_MANY_OPEN_WORKFLOWS");
+
+    // Completed: room again.
+    let id = ids[1];
+    for (const out of [{ change_summary: "x" }, { review_comments: "y" }, { review_summary: "z", merge_recommendation: "merge" }]) {
+      s = await run(a, { workflow_uri: review.workflow_uri, session_id: id, step_outputs: out });
+    }
+    assert.equal(s.result.status, "completed");
+    const seventh = (await run(b, review)).result.session_id;
+    assert.equal((await run(a, review)).error.code, "TOO_MANY_OPEN_WORKFLOWS");
+
+    // Rejected at an approval (step_confirm): room again.
+    await a.callTool({ name: "cancel_chain", arguments: { execution_id: ids[2] } });
+    s = await run(a, { ...review, execution_mode: "step_confirm" });
+    id = s.result.session_id;
+    assert.equal((await run(b, review)).error.code, "TOO_MANY_OPEN_WORKFLOWS");
+    s = await run(a, { workflow_uri: review.workflow_uri, session_id: id, approval: "reject" });
+    assert.equal(s.result.status, "cancelled");
+
+    // A run whose end was never reported (its record ended behind the lease's back) does not hold
+    // its slot: the next start finds it over and takes the slot.
+    const eighth = (await run(a, review)).result.session_id;
+    assert.equal((await run(a, review)).error.code, "TOO_MANY_OPEN_WORKFLOWS");
+    const db = await w.mf.getD1Database("DB");
+    await db.prepare("UPDATE chain_executions SET status = 'failed' WHERE id = ?1").bind(eighth).run();
+    assert.equal((await run(a, review)).result.status, "awaiting_input");
+    for (const [c, x] of [[b, ids[3]], [b, ids[4]], [b, sixth], [b, seventh]]) await c.callTool({ name: "cancel_chain", arguments: { execution_id: x } });
+  });
+});
+
+describe("parallel steps", () => {
+  const flow = { name: "parallel-check", flow_type: "parallel", save: true, components: [{ uri: "agent://debugger", role: "primary" }, { uri: "pattern://character-arc", role: "support" }, { uri: "workflow://logo-concept", role: "synthesis" }] };
+  const vars = { technology: "Rust", error_description: "panics", character_name: "Ada", brand_name: "Northwind" };
+
+  test("independent steps run at the same time: the model is asked for both before either answers", async () => {
+    const c = await connect();
+    assert.equal((await c.callTool({ name: "compose_workflow", arguments: flow })).structuredContent.success, true);
+    const asked = [];
+    let inFlight = 0;
+    let most = 0;
+    let release;
+    const both = new Promise((r) => (release = r));
+    const answer = model([]);
+    const m = await connect({
+      sampling: async (req) => {
+        const text = req.params.messages[0].content.text;
+        asked.push(text.slice(0, 40));
+        inFlight += 1;
+        most = Math.max(most, inFlight);
+        if (/^Apply the (agent Debugger|pattern Character arc)/.test(text)) {
+          if (inFlight >= 2) release();
+          // The first of the two answers only once the second has been asked (or after 5 s, when
+          // the steps ran one at a time and the assertion below fails).
+          await Promise.race([both, new Promise((r) => setTimeout(r, 5000))]);
+        }
+        inFlight -= 1;
+        return answer(req);
+      },
+    });
+    const s = await run(m, { workflow_uri: "workflow://parallel-check", initial_variables: vars, execution_mode: "autonomous" });
+    assert.equal(s.result.status, "completed", JSON.stringify(s.result));
+    assert.equal(most, 2, `steps overlapped: ${JSON.stringify(asked)}`);
+    assert.deepEqual(s.result.steps.map((x) => x.state), ["done", "done", "done", "done", "done"]);
+    assert.equal(s.result.outputs.debugger_result, "debugger_result by model");
+    assert.equal(s.result.outputs.character_arc_result, "character_arc_result by model");
+    // The synthesis ran after both, with their outputs.
+    assert.deepEqual(asked.slice(2).map((t) => t.slice(0, 8)), ["Generate", "Pick the", "Judge lo"]);
+  });
+
+  test("without a model, steps that run together pause together and take their outputs in one call", async () => {
+    const c = await connect();
+    let s = await run(c, { workflow_uri: "workflow://parallel-check", initial_variables: vars });
+    const id = s.result.session_id;
+    assert.equal(s.result.awaiting.kind, "input");
+    assert.deepEqual(s.result.awaiting.supply, ["debugger_result", "character_arc_result"]);
+    assert.deepEqual(s.result.awaiting.steps.map((x) => x.step), ["debugger", "character-arc"]);
+    assert.deepEqual(s.next_actions[0].parameters.step_outputs, { debugger_result: "<debugger_result>", character_arc_result: "<character_arc_result>" });
+    assert.match(await failing(c, "execute_workflow", { workflow_uri: "workflow://parallel-check", session_id: id, step_outputs: { debugger_result: "fixed" } }), /character_arc_result is missing/);
+    s = await run(c, { workflow_uri: "workflow://parallel-check", session_id: id, step_outputs: { debugger_result: "fixed", character_arc_result: "grows" } });
+    assert.equal(s.result.awaiting.step, "logo-concept-ideas");
+    assert.equal(s.result.steps_finished, 2);
+    await c.callTool({ name: "cancel_chain", arguments: { execution_id: id } });
+  });
+});
+
+describe("usage", () => {
+  test("a run counts in its context's popularity and last_used_at, which list_available_contexts sorts by", async () => {
+    const c = await connect();
+    for (const name of ["usage-a", "usage-b"]) {
+      const r = (await c.callTool({ name: "compose_workflow", arguments: { name, flow_type: "sequential", save: true, components: [{ uri: "workflow://logo-concept", role: "primary" }, { uri: "pattern://character-arc", role: "support" }] } })).structuredContent;
+      assert.equal(r.success, true);
+    }
+    const list = async (by, order = "desc") => (await c.callTool({ name: "list_available_contexts", arguments: { filter: { tags: ["composed"] }, sort: { by, order }, pagination: { limit: 50 } } })).structuredContent.result.contexts.filter((x) => x.uri.startsWith("workflow://usage-"));
+    let before = await list("popularity");
+    assert.deepEqual(before.map((x) => [x.uri, x.popularity, x.last_used_at]), [["workflow://usage-a", 0, null], ["workflow://usage-b", 0, null]]);
+
+    const id = (await run(c, { workflow_uri: "workflow://usage-b", initial_variables: { brand_name: "N", character_name: "A" } })).result.session_id;
+    let after = await list("popularity");
+    assert.deepEqual(after.map((x) => [x.uri, x.popularity]), [["workflow://usage-b", 1], ["workflow://usage-a", 0]]);
+    assert.ok(Date.now() - Date.parse(after[0].last_used_at) < 60_000, after[0].last_used_at);
+    assert.deepEqual((await list("recent")).map((x) => x.uri), ["workflow://usage-b", "workflow://usage-a"]);
+    await c.callTool({ name: "cancel_chain", arguments: { execution_id: id } });
+
+    // Refused calls are no use: nothing moves.
+    assert.equal((await run(c, { workflow_uri: "workflow://usage-a" })).error.code, "MISSING_VARIABLES");
+    assert.equal((await list("popularity", "asc"))[0].popularity, 0);
+  });
+});
+
+describe("the chain tools and workflow chains", () => {
+  test("workflow chains are FlowMind's: not run, resumed, created or replaced through the chain tools, nor offered by them; status and cancel work", async () => {
+    const c = await connect();
+    const id = (await run(c, review)).result.session_id;
+    let text = await failing(c, "execute_chain", { chain_name: "wf-code-review", variables: {} });
+    assert.match(text, /Chain 'wf-code-review' is the chain of a FlowMind workflow .*execute_chain does not touch it: run the workflow with execute_workflow/);
+    text = await failing(c, "resume_chain", { execution_id: id, outputs: { change_summary: "x" } });
+    assert.match(text, /resume_chain does not touch it.*continue with session_id/);
+    const step = { id: 1, name: "only", type: "data_transformation", input_template: "x", input_variables: [], output_variables: ["y"] };
+    for (const [name, opts] of [["wf-code-review", { overwrite_existing: true }], ["wfc-mine", {}], ["wfa-mine", {}]]) {
+      text = await failing(c, "create_chain", { chain_definition: { name, title: "My chain", category: "custom", steps: [step] }, creation_options: opts });
+      assert.match(text, /is the chain of a FlowMind workflow/, name);
+    }
+    text = await failing(c, "execute_chain", { chain_name: "no-such-chain", variables: {} });
+    assert.match(text, /Available chains: /);
+    assert.doesNotMatch(text, /wf-|flowmind-workflow/);
+    assert.equal((await c.callTool({ name: "get_chain_status", arguments: { execution_id: id } })).structuredContent.chain, "wf-code-review");
+    assert.equal((await c.callTool({ name: "cancel_chain", arguments: { execution_id: id } })).structuredContent.status, "cancelled");
+    assert.equal((await run(c, { workflow_uri: review.workflow_uri, session_id: id })).result.status, "cancelled");
+  });
 });

@@ -6,6 +6,11 @@
 //! generation (the D1 row `flowmind_generation`, bumped by every write to `contexts`) and the
 //! registry stay the same. A call reads the generation (one indexed D1 row) and rebuilds only when
 //! it moved.
+//!
+//! Running a workflow moves its context's `popularity` and `last_used_at` ([`record_use`]), which
+//! the index does not depend on: it bumps a second counter in the same row, `usage_generation`, and
+//! a call that sees only that one move re-reads those two columns into the catalog it has, keeping
+//! the index.
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -16,7 +21,7 @@ use serde_json::{json, Value};
 use crate::engine::matcher::bm25::Params;
 use crate::engine::matcher::{Entry, Matcher};
 use crate::error::Result;
-use crate::registry::{Registry, ToolContext};
+use crate::registry::{Registry, Statement, ToolContext};
 
 /// The columns every catalog read selects.
 pub const COLUMNS: &str =
@@ -233,8 +238,8 @@ pub struct Catalog {
     pub generation: i64,
     /// Every context, in index order.
     pub contexts: Vec<Context>,
-    /// The index over them.
-    pub matcher: Matcher,
+    /// The index over them (shared by the catalogs of one generation that differ only in usage).
+    pub matcher: Rc<Matcher>,
 }
 
 impl Catalog {
@@ -243,8 +248,37 @@ impl Catalog {
         let entries = contexts.iter().map(Context::entry).collect();
         Catalog {
             generation,
-            matcher: Matcher::new(entries, Params::default()),
+            matcher: Rc::new(Matcher::new(entries, Params::default())),
             contexts,
+        }
+    }
+
+    /// The same catalog with each context's `popularity` and `last_used_at` taken from `rows`
+    /// (`uri`, `popularity`, `last_used_at`); contexts without a row keep theirs.
+    pub fn with_usage(&self, rows: &[Value]) -> Catalog {
+        let usage: std::collections::HashMap<&str, &Value> = rows
+            .iter()
+            .filter_map(|r| Some((r.get("uri")?.as_str()?, r)))
+            .collect();
+        let contexts = self
+            .contexts
+            .iter()
+            .map(|c| {
+                let mut c = c.clone();
+                if let Some(r) = usage.get(c.uri.as_str()) {
+                    c.popularity = r.get("popularity").and_then(Value::as_i64).unwrap_or(0);
+                    c.last_used_at = r
+                        .get("last_used_at")
+                        .and_then(Value::as_str)
+                        .map(str::to_string);
+                }
+                c
+            })
+            .collect();
+        Catalog {
+            generation: self.generation,
+            contexts,
+            matcher: self.matcher.clone(),
         }
     }
 
@@ -254,24 +288,55 @@ impl Catalog {
     }
 }
 
-thread_local! {
-    /// The last catalog built in this instance, with the registry size it included.
-    static BUILT: RefCell<Option<(i64, usize, Rc<Catalog>)>> = const { RefCell::new(None) };
+/// The catalog an instance keeps: built from `generation`, with the registry's `tools`, and the
+/// usage of `usage`.
+struct Built {
+    generation: i64,
+    usage: i64,
+    tools: usize,
+    catalog: Rc<Catalog>,
 }
 
-/// The catalog's current generation.
-pub async fn generation(ctx: &dyn ToolContext) -> Result<i64> {
+thread_local! {
+    /// The last catalog built in this instance.
+    static BUILT: RefCell<Option<Built>> = const { RefCell::new(None) };
+}
+
+/// The catalog's current generation and usage generation.
+pub async fn generation(ctx: &dyn ToolContext) -> Result<(i64, i64)> {
     let rows = ctx
         .query(
-            "SELECT generation FROM flowmind_generation WHERE id = 1",
+            "SELECT generation, usage_generation FROM flowmind_generation WHERE id = 1",
             vec![],
         )
         .await?;
-    Ok(rows
-        .first()
-        .and_then(|r| r.get("generation"))
-        .and_then(Value::as_i64)
-        .unwrap_or(0))
+    let get = |k: &str| {
+        rows.first()
+            .and_then(|r| r.get(k))
+            .and_then(Value::as_i64)
+            .unwrap_or(0)
+    };
+    Ok((get("generation"), get("usage_generation")))
+}
+
+/// Counts a run of context `uri`: its `popularity` goes up by one and `last_used_at` becomes now,
+/// in one batch with the usage generation, so every instance's catalog shows it at its next call.
+pub async fn record_use(ctx: &dyn ToolContext, uri: &str) -> Result<()> {
+    ctx.platform()
+        .batch(vec![
+            Statement::new(
+                "UPDATE contexts SET popularity = popularity + 1,
+                   last_used_at = strftime('%Y-%m-%dT%H:%M:%SZ', 'now')
+                 WHERE uri = ?1",
+                vec![json!(uri)],
+            ),
+            Statement::new(
+                "UPDATE flowmind_generation SET usage_generation = usage_generation + 1 WHERE id = 1",
+                vec![],
+            ),
+        ])
+        .await?;
+    Ok(())
 }
 
 /// Makes every instance rebuild its index at its next call: after any write to `contexts`.
@@ -284,29 +349,51 @@ pub async fn bump(ctx: &dyn ToolContext) -> Result<()> {
     Ok(())
 }
 
-/// The catalog of the current generation, and whether it came from this instance's cache.
+/// The catalog of the current generation, and whether its index came from this instance's cache
+/// (usage figures are re-read whenever they moved).
 pub async fn load(ctx: &dyn ToolContext) -> Result<(Rc<Catalog>, bool)> {
-    let generation = generation(ctx).await?;
+    let (generation, usage) = generation(ctx).await?;
     let registry = ctx.platform().registry();
     let tools = registry.len();
     let cached = BUILT.with(|b| {
         b.borrow()
             .as_ref()
-            .filter(|(g, n, _)| *g == generation && *n == tools)
-            .map(|(_, _, c)| c.clone())
+            .filter(|b| b.generation == generation && b.tools == tools)
+            .map(|b| (b.usage, b.catalog.clone()))
     });
-    if let Some(c) = cached {
-        return Ok((c, true));
-    }
-    let rows = ctx
-        .query(
-            &format!("SELECT {COLUMNS} FROM contexts ORDER BY uri"),
-            vec![],
-        )
-        .await?;
-    let catalog = Rc::new(build(generation, &rows, registry));
-    BUILT.with(|b| *b.borrow_mut() = Some((generation, tools, catalog.clone())));
+    let catalog = match cached {
+        Some((u, c)) if u == usage => return Ok((c, true)),
+        Some((_, c)) => {
+            let rows = ctx
+                .query("SELECT uri, popularity, last_used_at FROM contexts", vec![])
+                .await?;
+            let catalog = Rc::new(c.with_usage(&rows));
+            keep(generation, usage, tools, &catalog);
+            return Ok((catalog, true));
+        }
+        None => {
+            let rows = ctx
+                .query(
+                    &format!("SELECT {COLUMNS} FROM contexts ORDER BY uri"),
+                    vec![],
+                )
+                .await?;
+            Rc::new(build(generation, &rows, registry))
+        }
+    };
+    keep(generation, usage, tools, &catalog);
     Ok((catalog, false))
+}
+
+fn keep(generation: i64, usage: i64, tools: usize, catalog: &Rc<Catalog>) {
+    BUILT.with(|b| {
+        *b.borrow_mut() = Some(Built {
+            generation,
+            usage,
+            tools,
+            catalog: catalog.clone(),
+        })
+    });
 }
 
 /// The catalog of `rows` (from D1) and the registry's tools. Stored `tool://` rows are skipped:

@@ -13,6 +13,12 @@
 //! - `iterative`: the sequence is repeated `configuration.iterations` times (of the primary
 //!   component; default 2, 1 to 5); later rounds' steps are named `…-r2`, `…-r3` and read the
 //!   outputs of the round before.
+//!
+//! Every step records the component it comes from (`context`) and the actions it performs
+//! (`actions`, which `execute_workflow`'s `constraints.require_approval_for` gates): a `tool://`
+//! component's step `external_api_calls` when the tool reaches an outside service and
+//! `file_modifications` when it changes stored data; a step that runs right after a step of
+//! another component `context_switches`.
 
 use std::collections::BTreeSet;
 
@@ -40,6 +46,22 @@ pub struct Component<'a> {
     pub when: Option<String>,
     /// `configuration.iterations` (`iterative` flows, primary component).
     pub iterations: Option<u64>,
+    /// What applying it does, of `workflow::ACTIONS` (a tool's: see [`tool_actions`]).
+    pub actions: Vec<String>,
+}
+
+/// The actions of applying tool `t`: `external_api_calls` when it reaches an outside service
+/// (`open_world`), `file_modifications` when it changes stored data (not read-only).
+pub fn tool_actions(t: &crate::registry::Tool) -> Vec<String> {
+    let a = t.def.annotations;
+    let mut out = Vec::new();
+    if a.open_world {
+        out.push("external_api_calls".to_string());
+    }
+    if !a.read_only {
+        out.push("file_modifications".to_string());
+    }
+    out
 }
 
 fn slug(uri: &str) -> String {
@@ -56,7 +78,11 @@ fn component_steps(c: &Component) -> Vec<Value> {
     if !own.is_empty() {
         return own
             .iter()
-            .map(|st| json!({ "name": format!("{s}-{}", st.name), "instruction": st.instruction, "outputs": st.outputs }))
+            .map(|st| {
+                let mut actions = st.actions.clone();
+                actions.extend(c.actions.iter().filter(|a| !st.actions.contains(a)).cloned());
+                json!({ "name": format!("{s}-{}", st.name), "instruction": st.instruction, "outputs": st.outputs, "context": ctx.uri, "actions": actions })
+            })
             .collect();
     }
     let known: Vec<String> = ctx
@@ -75,7 +101,41 @@ fn component_steps(c: &Component) -> Vec<Value> {
         "name": s,
         "instruction": instruction,
         "outputs": [format!("{}_result", s.replace('-', "_"))],
+        "context": ctx.uri,
+        "actions": c.actions,
     })]
+}
+
+/// Marks `context_switches` on every step that runs right after a step of another component: the
+/// steps its `after` names, or else the step before it.
+fn mark_switches(steps: &mut [Value]) {
+    let contexts: Vec<(String, String)> = steps
+        .iter()
+        .map(|s| {
+            (
+                s["name"].as_str().unwrap_or_default().to_string(),
+                s["context"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect();
+    for i in 0..steps.len() {
+        let own = &contexts[i].1;
+        let switches = match steps[i]["after"].as_array() {
+            Some(after) => after.iter().filter_map(Value::as_str).any(|a| {
+                contexts
+                    .iter()
+                    .any(|(name, context)| name == a && context != own)
+            }),
+            None => i > 0 && &contexts[i - 1].1 != own,
+        };
+        if switches {
+            if let Some(actions) = steps[i]["actions"].as_array_mut() {
+                if !actions.iter().any(|a| a == "context_switches") {
+                    actions.push(json!("context_switches"));
+                }
+            }
+        }
+    }
 }
 
 /// The steps of a workflow composed of `components` in `flow`, or every problem.
@@ -161,6 +221,7 @@ pub fn compose(
             }
         }
     }
+    mark_switches(&mut steps);
     if steps.len() > MAX_STEPS {
         return Err(vec![format!(
             "the composition has {} steps; a workflow may have at most {MAX_STEPS}: drop a component or use fewer iterations",
@@ -264,7 +325,7 @@ pub fn context(
 
 /// Every problem the chain planner finds in the chain `c` runs as (conditions that do not compile).
 fn plan_problems(c: &Context) -> Vec<String> {
-    let def = workflow::chain_definition(c, Mode::Interactive);
+    let def = workflow::chain_definition(c, Mode::Interactive, &[]);
     match serde_json::from_value::<ChainDef>(def) {
         Ok(d) => chain::plan(&d).err().unwrap_or_default(),
         Err(e) => vec![e.to_string()],
@@ -334,6 +395,12 @@ pub fn compose_workflow(
                     role: c["role"].as_str().unwrap_or("support").to_string(),
                     when: c["when"].as_str().map(str::to_string),
                     iterations: c["configuration"]["iterations"].as_u64(),
+                    actions: c["uri"]
+                        .as_str()
+                        .and_then(|u| u.strip_prefix("tool://"))
+                        .and_then(|name| ctx.platform().registry().get(name))
+                        .map(tool_actions)
+                        .unwrap_or_default(),
                 })
             })
             .collect();
@@ -439,7 +506,7 @@ pub fn compose_workflow(
                 "flow_type": flow,
                 "context": c.summary(),
                 "steps": c.steps,
-                "chain_definition": workflow::chain_definition(&c, Mode::Interactive),
+                "chain_definition": workflow::chain_definition(&c, Mode::Interactive, &[]),
             },
             "teaching": {
                 "tip": if save { "Saved: field_request and list_available_contexts find it now, and execute_workflow runs it." } else { "Not saved: review result.steps, then call again with save: true to run it." },
@@ -492,7 +559,50 @@ mod tests {
             role: role.into(),
             when: None,
             iterations: None,
+            actions: Vec::new(),
         }
+    }
+
+    fn actions(steps: &[Value]) -> Vec<(String, Value)> {
+        steps
+            .iter()
+            .map(|s| {
+                (
+                    s["name"].as_str().unwrap().to_string(),
+                    s["actions"].clone(),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn steps_record_their_component_and_actions_and_a_switch_of_component_is_marked() {
+        let (a, t) = (wf(), ctx("tool://book", Value::Null, &[]));
+        let mut tool = comp(&t, "support");
+        tool.actions = vec!["external_api_calls".into()];
+        let steps = compose(&[comp(&a, "primary"), tool], "sequential").unwrap();
+        assert_eq!(
+            actions(&steps),
+            [
+                ("a-one".to_string(), json!([])),
+                ("a-two".to_string(), json!([])),
+                (
+                    "book".to_string(),
+                    json!(["external_api_calls", "context_switches"])
+                ),
+            ]
+        );
+        assert_eq!(steps[2]["context"], "tool://book");
+        assert_eq!(steps[0]["context"], "workflow://a");
+        let steps = compose(&[comp(&t, "primary"), comp(&a, "synthesis")], "parallel").unwrap();
+        assert_eq!(
+            actions(&steps),
+            [
+                ("book".to_string(), json!([])),
+                ("a-one".to_string(), json!(["context_switches"])),
+                ("a-two".to_string(), json!([])),
+            ]
+        );
     }
 
     #[test]
@@ -516,7 +626,7 @@ mod tests {
         );
         assert_eq!(c.required, ["x", "y"]);
         assert!(plan_problems(&c).is_empty());
-        let def = workflow::chain_definition(&c, Mode::Interactive);
+        let def = workflow::chain_definition(&c, Mode::Interactive, &[]);
         assert_eq!(def["steps"][2]["depends_on"], json!([2]));
     }
 
@@ -537,7 +647,7 @@ mod tests {
         )
         .unwrap();
         let c = context("par", "", &[comp(&a, "primary")], "parallel", steps, None);
-        let def = workflow::chain_definition(&c, Mode::Interactive);
+        let def = workflow::chain_definition(&c, Mode::Interactive, &[]);
         let deps: Vec<(String, Value)> = def["steps"]
             .as_array()
             .unwrap()

@@ -1,19 +1,46 @@
 //! The `execute_workflow` tool: checks the call against the workflow and its constraints, starts
 //! or continues the workflow's chain execution ([`super::workflow`]), and answers with where the
 //! run got to in the seed's response pattern.
+//!
+//! **Approvals.** `constraints.require_approval_for` lists the seed's actions
+//! (`external_api_calls`, `file_modifications`, `context_switches`) or names of the workflow's
+//! steps; a step that performs a listed action (as it declares: see `workflow`) or is named gets
+//! a confirmation before it, in every mode. An entry that is neither is refused.
+//!
+//! **Confidence.** `confidence_level` is the caller's confidence that this workflow fits (as
+//! `field_request` reported it). The workflow's `confidence_required` is the confidence needed to
+//! act without asking; `confidence_override.min_confidence` replaces it, and
+//! `confidence_override.require_confirmation_below` sets the confidence under which steps need
+//! confirmation (the threshold itself when absent). An autonomous run below the threshold is
+//! refused; any run below the confirmation level confirms every step. An override without a
+//! confidence_level has nothing to compare with and is refused.
+//!
+//! **Concurrency.** At most [`MAX_OPEN`] workflow runs of one caller (a signed-in user across all
+//! their MCP sessions; an anonymous caller's session) may be open at once, running or paused: each
+//! holds a lease in the caller's `RateLimiter` object from its start until it ends, whichever way
+//! (`chains::Lease`), lapsing [`LEASE_TTL_MS`] after it last moved.
 
 use futures::future::LocalBoxFuture;
 use serde_json::{json, Map, Value};
 
-use super::workflow::{self, Mode, APPROVED, CATEGORY};
+use super::workflow::{self, Mode, APPROVED, CONFIRM_PREFIX};
 use super::{catalog, performance, teach};
 use crate::clock;
 use crate::error::{Error, Result};
+use crate::limiter::{self, leases::LeaseRequest};
 use crate::registry::{ToolContext, ToolOutput};
 use crate::tools::chains;
 
-/// At most this many workflow executions of one session may be open (running or paused) at once.
-pub const MAX_OPEN: usize = 5;
+/// At most this many workflow runs of one caller may be open (running or paused) at once (seed
+/// 001: `concurrent: 5`).
+pub const MAX_OPEN: u32 = 5;
+
+/// What the caller's concurrency leases of workflow runs are counted as.
+const LEASE_KIND: &str = "execute_workflow";
+
+/// How long a run's lease lasts after it last moved: longer than a session may stay idle (24 h by
+/// default) before it ends and cancels its runs, so it only lapses for a run whose end was lost.
+pub const LEASE_TTL_MS: u64 = 25 * 3_600_000;
 
 /// `max_duration_ms` when the call sets none (the seed's default).
 const DEFAULT_DURATION_MS: u64 = 300_000;
@@ -53,6 +80,78 @@ fn refuse(
         }),
         summary,
     }
+}
+
+/// The confidence rules of one run whose call gave a confidence_level.
+struct Confidence {
+    /// The caller's confidence_level.
+    yours: f64,
+    /// The confidence needed to act without asking.
+    threshold: f64,
+    /// Below it, every step is confirmed.
+    confirm_below: f64,
+    /// Whether confidence_override changed either.
+    overridden: bool,
+}
+
+impl Confidence {
+    fn view(&self, required: f64) -> Value {
+        json!({
+            "your_confidence": self.yours,
+            "confidence_required": required,
+            "min_confidence": self.threshold,
+            "require_confirmation_below": self.confirm_below,
+            "overridden": self.overridden,
+            "steps_confirmed": self.yours < self.confirm_below,
+        })
+    }
+}
+
+/// Asks `owner`'s rate limiter for lease `id`; `Ok(None)` when granted, `Ok(Some(holders))` when
+/// the caller already has [`MAX_OPEN`] runs open.
+async fn acquire(
+    ctx: &dyn ToolContext,
+    owner: &str,
+    id: &str,
+    admitted: bool,
+) -> Result<Option<Vec<String>>> {
+    let request = LeaseRequest::Acquire {
+        kind: LEASE_KIND.into(),
+        id: id.into(),
+        max: MAX_OPEN,
+        ttl_ms: LEASE_TTL_MS,
+        admitted,
+    };
+    let answer = ctx.platform().lease(owner, &request).await?;
+    Ok((!answer.allowed).then_some(answer.holders))
+}
+
+/// The holders of `owner`'s leases whose runs are still open, by D1's record (`id`, `owner`
+/// session), after giving back the leases of runs that ended without doing so themselves.
+async fn open_holders(
+    ctx: &dyn ToolContext,
+    owner: &str,
+    holders: &[String],
+) -> Result<Vec<Value>> {
+    let open = ctx
+        .query(
+            "SELECT id, owner FROM chain_executions
+             WHERE id IN (SELECT value FROM json_each(?1)) AND status IN ('running', 'awaiting_input')
+             ORDER BY started_at",
+            vec![json!(serde_json::to_string(holders)?)],
+        )
+        .await?;
+    for stale in holders
+        .iter()
+        .filter(|h| !open.iter().any(|o| o["id"] == h.as_str()))
+    {
+        let request = LeaseRequest::Release {
+            kind: LEASE_KIND.into(),
+            id: stale.clone(),
+        };
+        ctx.platform().lease(owner, &request).await?;
+    }
+    Ok(open)
 }
 
 fn with(args: &Value, key: &str, value: Value) -> Value {
@@ -166,10 +265,59 @@ pub fn execute_workflow(
             ));
         }
 
+        let gated = crate::tools::strings(&constraints["require_approval_for"]);
+        let unknown = workflow::unknown_approvals(&steps, &gated, &uri);
+        if !unknown.is_empty() {
+            let mut fixed = constraints.clone();
+            let kept: Vec<&String> = gated
+                .iter()
+                .filter(|g| {
+                    workflow::ACTIONS.contains(&g.as_str()) || steps.iter().any(|s| &s.name == *g)
+                })
+                .collect();
+            fixed["require_approval_for"] = json!(kept);
+            return Ok(refuse(
+                started,
+                "INVALID_CONSTRAINTS",
+                unknown.join("; "),
+                format!(
+                    "List in constraints.require_approval_for only actions ({}) or names of {uri}'s steps.",
+                    workflow::ACTIONS.join(", ")
+                ),
+                json!({ "constraints": { "require_approval_for": ["context_switches", steps[0].name] } }),
+                "Each entry gates the steps that do that action, or the step it names; an entry that matches nothing would gate nothing.",
+                vec![json!({ "tool": "execute_workflow", "reason": "Call again with the entries that exist", "parameters": with(&args, "constraints", fixed) })],
+            ));
+        }
+
         let overrides = args
             .get("confidence_override")
             .cloned()
             .unwrap_or(json!({}));
+        let min = overrides["min_confidence"].as_f64();
+        let below = overrides["require_confirmation_below"].as_f64();
+        let yours = args.get("confidence_level").and_then(Value::as_f64);
+        if yours.is_none() && (min.is_some() || below.is_some()) {
+            return Ok(refuse(
+                started,
+                "CONFIDENCE_LEVEL_NEEDED",
+                "confidence_override sets the thresholds your confidence_level is compared with, but the call has no confidence_level.".into(),
+                "Add confidence_level: your confidence (0-1) that this workflow fits the request, as field_request's matches[].activation.your_confidence reported it.".into(),
+                json!({ "confidence_level": 0.8, "confidence_override": overrides }),
+                "An override without a confidence to compare would change nothing.",
+                vec![json!({ "tool": "execute_workflow", "reason": "Call again with your confidence", "parameters": with(&args, "confidence_level", json!(c.confidence_required)) })],
+            ));
+        }
+        let confidence = yours.map(|yours| {
+            let threshold = min.unwrap_or(c.confidence_required);
+            Confidence {
+                yours,
+                threshold,
+                confirm_below: below.unwrap_or(threshold),
+                overridden: min.is_some() || below.is_some(),
+            }
+        });
+
         if mode == Mode::Autonomous {
             if !has_model(ctx) {
                 return Ok(refuse(
@@ -182,71 +330,179 @@ pub fn execute_workflow(
                     vec![json!({ "tool": "execute_workflow", "reason": "Run it interactively", "parameters": with(&args, "execution_mode", json!("interactive")) })],
                 ));
             }
-            let min = overrides["min_confidence"].as_f64();
-            let below = overrides["require_confirmation_below"].as_f64();
-            if let Some(bad) = min
-                .filter(|m| *m < c.confidence_required)
-                .map(|m| ("min_confidence", m))
-                .or_else(|| {
-                    below
-                        .filter(|b| *b > c.confidence_required)
-                        .map(|b| ("require_confirmation_below", b))
-                })
-            {
+            if let Some(k) = confidence.as_ref().filter(|k| k.yours < k.threshold) {
+                let source = if min.is_some() {
+                    "confidence_override.min_confidence"
+                } else {
+                    "its confidence_required"
+                };
                 return Ok(refuse(
                     started,
                     "CONFIDENCE_TOO_LOW",
-                    format!("{uri} needs confidence {} for autonomous decisions; confidence_override.{} {} does not allow running it without confirmation.", c.confidence_required, bad.0, bad.1),
-                    "Run it in step_confirm mode, so each step is approved, or confirm with the user and drop the override.".into(),
+                    format!("{uri} runs autonomously only with confidence {} ({source}); your confidence_level is {}.", k.threshold, k.yours),
+                    "Confirm with the user that this is the right workflow, then run it in step_confirm mode (each step approved) or interactive mode; if the user explicitly asked for it, confidence_override.min_confidence may lower the bar to your confidence.".into(),
                     json!({ "execution_mode": "step_confirm" }),
                     "A workflow's confidence_required is the confidence needed to act without asking.",
-                    vec![json!({ "tool": "execute_workflow", "reason": "Approve each step instead", "parameters": with(&args, "execution_mode", json!("step_confirm")) })],
+                    vec![
+                        json!({ "tool": "execute_workflow", "reason": "Approve each step instead", "parameters": with(&args, "execution_mode", json!("step_confirm")) }),
+                        json!({ "tool": "field_request", "reason": "Check that this is the workflow that fits", "parameters": { "query": format!("<the user's request> ({uri} was {})", k.yours), "confidence_level": k.yours } }),
+                    ],
                 ));
             }
         }
 
-        let open = ctx
-            .query(
-                "SELECT e.id FROM chain_executions e JOIN execution_chains c ON c.id = e.chain_id
-                 WHERE e.owner = ?1 AND e.status IN ('running', 'awaiting_input') AND c.category = ?2
-                 ORDER BY e.started_at",
-                vec![json!(ctx.session_id()), json!(CATEGORY)],
-            )
-            .await?;
-        if open.len() >= MAX_OPEN {
-            let ids: Vec<&str> = open.iter().filter_map(|r| r["id"].as_str()).collect();
-            return Ok(refuse(
-                started,
-                "TOO_MANY_OPEN_WORKFLOWS",
-                format!("This session has {} workflows open (at most {MAX_OPEN}): {}.", ids.len(), ids.join(", ")),
-                "Finish a paused workflow (execute_workflow with its session_id) or stop one with cancel_chain, then start this one.".into(),
-                json!({ "execution_id": ids.first() }),
-                "At most five workflow runs per session may be under way or paused at once.",
-                vec![json!({ "tool": "cancel_chain", "reason": "Stop the oldest open workflow", "parameters": { "execution_id": ids.first(), "reason": format!("making room for {uri}") } })],
-            ));
+        let mut approvals = workflow::approvals_required(&steps, &gated);
+        if let Some(k) = confidence.as_ref().filter(|k| k.yours < k.confirm_below) {
+            let why = format!(
+                "your confidence_level {} is below {} ({}), so every step is confirmed",
+                k.yours,
+                k.confirm_below,
+                if below.is_some() {
+                    "confidence_override.require_confirmation_below"
+                } else if min.is_some() {
+                    "confidence_override.min_confidence"
+                } else {
+                    "the workflow's confidence_required"
+                }
+            );
+            for a in approvals.iter_mut() {
+                *a = Some(match a.take() {
+                    Some(w) => format!("{w}; {why}"),
+                    None => why.clone(),
+                });
+            }
         }
 
-        let def = workflow::chain_definition(c, mode);
+        let owner = limiter::owner(&ctx.caller(), &ctx.session_id());
+        let id = chains::new_execution_id()?;
+        let lease = match acquire(ctx, &owner, &id, false).await {
+            Ok(None) => Some(chains::Lease {
+                owner: owner.clone(),
+                kind: LEASE_KIND.into(),
+            }),
+            Ok(Some(holders)) => {
+                let open = open_holders(ctx, &owner, &holders).await?;
+                let retried = if open.len() < holders.len() {
+                    acquire(ctx, &owner, &id, false).await?
+                } else {
+                    Some(holders)
+                };
+                if retried.is_some() {
+                    return Ok(too_many(ctx, started, &uri, &open));
+                }
+                Some(chains::Lease {
+                    owner: owner.clone(),
+                    kind: LEASE_KIND.into(),
+                })
+            }
+            // Fail open, as rate limits do: the limiter guards capacity, it is not an access rule.
+            Err(e) => {
+                worker::console_error!(
+                    "{}",
+                    json!({ "workflow_lease_unavailable": e.to_string() })
+                );
+                None
+            }
+        };
+        let holds = lease.is_some();
+        let def = workflow::chain_definition(c, mode, &approvals);
         let duration = constraints["max_duration_ms"]
             .as_u64()
             .unwrap_or(DEFAULT_DURATION_MS);
-        let id = chains::run_linked(ctx, &def, Value::Object(vars), duration).await?;
-        answer(ctx, &args, &uri, mode, &id, started).await
+        let begun = match catalog::record_use(ctx, &uri).await {
+            Ok(()) => {
+                chains::run_linked(ctx, &id, &def, Value::Object(vars), duration, lease).await
+            }
+            Err(e) => Err(e),
+        };
+        if let Err(e) = begun {
+            // A run that could not start gives its slot back at once (one that started and ended
+            // gave it back itself).
+            if holds {
+                let request = LeaseRequest::Release {
+                    kind: LEASE_KIND.into(),
+                    id: id.clone(),
+                };
+                if let Err(le) = ctx.platform().lease(&owner, &request).await {
+                    worker::console_error!("lease release {id}: {le}");
+                }
+            }
+            return Err(e);
+        }
+        let mut extra = json!({
+            "approvals": steps.iter().zip(&approvals).filter_map(|(s, a)| a.as_ref().map(|why| json!({ "step": s.name, "why": why }))).collect::<Vec<_>>(),
+        });
+        if let Some(k) = &confidence {
+            extra["confidence"] = k.view(c.confidence_required);
+        }
+        let out = answer(ctx, &args, &uri, mode, &id, started).await?;
+        Ok(with_result(out, extra))
     })
 }
 
-/// The pause of the view's run: the paused step and whether it waits for an approval.
-fn pause(view: &Value) -> Option<(&Value, bool)> {
-    view["steps"]
+/// `out` with `extra`'s keys added to its `result`.
+fn with_result(out: ToolOutput, extra: Value) -> ToolOutput {
+    match out {
+        ToolOutput::Described { mut value, summary } => {
+            if let (Some(r), Some(e)) = (value["result"].as_object_mut(), extra.as_object()) {
+                r.extend(e.clone());
+            }
+            ToolOutput::Described { value, summary }
+        }
+        other => other,
+    }
+}
+
+/// The refusal when the caller already has [`MAX_OPEN`] workflow runs open (`open`: their `id`
+/// and `owner` session, oldest first).
+fn too_many(ctx: &dyn ToolContext, started: f64, uri: &str, open: &[Value]) -> ToolOutput {
+    let ids: Vec<&str> = open.iter().filter_map(|r| r["id"].as_str()).collect();
+    let session = ctx.session_id();
+    let here = open
+        .iter()
+        .find(|r| r["owner"] == session.as_str())
+        .and_then(|r| r["id"].as_str());
+    let mut next = Vec::new();
+    if let Some(id) = here {
+        next.push(json!({ "tool": "cancel_chain", "reason": "Stop the oldest open workflow of this session", "parameters": { "execution_id": id, "reason": format!("making room for {uri}") } }));
+        next.push(json!({ "tool": "get_chain_status", "reason": "See where it stands before stopping it", "parameters": { "execution_id": id } }));
+    }
+    refuse(
+        started,
+        "TOO_MANY_OPEN_WORKFLOWS",
+        format!(
+            "You have {} workflows open (at most {MAX_OPEN} per caller, over all your sessions): {}{}.",
+            ids.len(),
+            ids.join(", "),
+            if here.is_none() { "; none of them in this session" } else { "" }
+        ),
+        "Finish a paused workflow (execute_workflow with its session_id, in the session that started it) or stop one with cancel_chain, then start this one. Paused runs count until they end.".into(),
+        json!({ "execution_id": here.or(ids.first().copied()) }),
+        "At most five workflow runs per caller may be under way or paused at once (queue overflow is rejected with guidance).",
+        next,
+    )
+}
+
+/// The pause of the view's run: the paused steps (several when steps that run together all wait
+/// for input; an approval always waits alone) and whether it waits for an approval.
+fn pause(view: &Value) -> Option<(Vec<&Value>, bool)> {
+    let paused: Vec<&Value> = view["steps"]
         .as_array()?
         .iter()
-        .find(|s| s["state"] == "awaiting_input")
-        .map(|s| {
-            let confirm = s["name"]
-                .as_str()
-                .is_some_and(|n| n.starts_with("confirm-"));
-            (s, confirm)
-        })
+        .filter(|s| s["state"] == "awaiting_input")
+        .collect();
+    let confirm = paused.first()?["name"]
+        .as_str()
+        .is_some_and(|n| n.starts_with(CONFIRM_PREFIX));
+    Some((paused, confirm))
+}
+
+/// The output variables paused steps wait for, in step order.
+fn awaited(paused: &[&Value]) -> Vec<String> {
+    paused
+        .iter()
+        .flat_map(|s| crate::tools::strings(&s["awaiting"]["output_variables"]))
+        .collect()
 }
 
 async fn continue_run(
@@ -258,11 +514,7 @@ async fn continue_run(
 ) -> Result<ToolOutput> {
     let view = chains::status(ctx, id).await?;
     let chain = view["chain"].as_str().unwrap_or_default();
-    let mode = if chain == workflow::chain_name(uri, Mode::StepConfirm) {
-        Mode::StepConfirm
-    } else if chain == workflow::chain_name(uri, Mode::Interactive) {
-        Mode::Interactive
-    } else {
+    let Some(mode) = Mode::of_chain(uri, chain) else {
         return Err(Error::ToolFailed(format!(
             "session_id {id} is not a run of {uri} (it runs chain '{chain}'); pass the workflow_uri it was started with"
         )));
@@ -272,12 +524,18 @@ async fn continue_run(
     if approval.is_none() && supplied.is_none() {
         return answer(ctx, args, uri, mode, id, started).await;
     }
-    let Some((step, confirm)) = pause(&view) else {
+    let Some((paused, confirm)) = pause(&view) else {
         return Err(Error::ToolFailed(format!(
             "session_id {id} is {}, not paused: there is nothing to approve or supply. Call with just workflow_uri and session_id to see its state.",
             view["status"].as_str().unwrap_or("unknown")
         )));
     };
+    // The run goes on: its lease is renewed (taken back if it lapsed), so it keeps its slot.
+    let owner = limiter::owner(&ctx.caller(), &ctx.session_id());
+    if let Err(e) = acquire(ctx, &owner, id, true).await {
+        worker::console_error!("{}", json!({ "workflow_lease_unavailable": e.to_string() }));
+    }
+    let step = paused[0];
     let name = step["name"].as_str().unwrap_or_default();
     if confirm {
         let var = step["awaiting"]["output_variables"][0]
@@ -290,14 +548,14 @@ async fn continue_run(
                 chains::resume_here(ctx, id, &outputs).await?;
             }
             Some(_) => {
-                let step = name.trim_start_matches("confirm-");
+                let step = name.trim_start_matches(CONFIRM_PREFIX);
                 chains::cancel(ctx, id, &format!("cancelled: step '{step}' was rejected"), 10_000)
                     .await?;
             }
             None => {
                 return Err(Error::ToolFailed(format!(
                     "session_id {id} waits for approval of step '{}', not for step_outputs: pass approval: \"approve\" to run it or \"reject\" to stop the workflow",
-                    name.trim_start_matches("confirm-")
+                    name.trim_start_matches(CONFIRM_PREFIX)
                 )))
             }
         }
@@ -305,7 +563,7 @@ async fn continue_run(
         let Some(outputs) = supplied else {
             return Err(Error::ToolFailed(format!(
                 "session_id {id} waits for the outputs of step '{name}', not for an approval: pass step_outputs with {}",
-                step["awaiting"]["output_variables"]
+                awaited(&paused).join(", ")
             )));
         };
         chains::resume_here(ctx, id, outputs).await?;
@@ -329,13 +587,13 @@ async fn answer(
     for s in view["steps"].as_array().into_iter().flatten() {
         let name = s["name"].as_str().unwrap_or_default();
         if let Some(o) = s["outputs"].as_object() {
-            if !name.starts_with("confirm-") {
+            if !name.starts_with(CONFIRM_PREFIX) {
                 outputs.extend(o.clone());
             }
         }
         steps.push(json!({
             "name": name,
-            "kind": if name.starts_with("confirm-") { "confirmation" } else { "step" },
+            "kind": if name.starts_with(CONFIRM_PREFIX) { "confirmation" } else { "step" },
             "state": s["state"],
             "reason": s["reason"],
             "outputs": s["outputs"],
@@ -353,15 +611,17 @@ async fn answer(
         "outputs": outputs,
     });
     let (tip, next_actions, summary) = match pause(&view) {
-        Some((step, true)) => {
-            let name = step["name"].as_str().unwrap_or_default().trim_start_matches("confirm-");
+        Some((paused, true)) => {
+            let step = paused[0];
+            let name = step["name"].as_str().unwrap_or_default().trim_start_matches(CONFIRM_PREFIX);
             result["awaiting"] = json!({
                 "kind": "confirmation",
                 "step": name,
                 "preview": step["awaiting"]["input"],
+                "how_to_approve": format!("Call execute_workflow with workflow_uri {uri}, session_id {id} and approval \"approve\" to run step '{name}', or approval \"reject\" to stop the workflow."),
             });
             (
-                format!("Show the user what step '{name}' will do (awaiting.preview) and ask whether to go on."),
+                format!("Show the user what step '{name}' will do and why it needs approval (awaiting.preview), and ask whether to go on."),
                 vec![
                     json!({ "tool": "execute_workflow", "reason": format!("Approve step '{name}' and run it"), "parameters": { "workflow_uri": uri, "session_id": id, "approval": "approve" } }),
                     json!({ "tool": "execute_workflow", "reason": "Reject it: the workflow stops", "parameters": { "workflow_uri": uri, "session_id": id, "approval": "reject" } }),
@@ -369,28 +629,30 @@ async fn answer(
                 format!("{uri}: waiting for approval of step '{name}' (session_id {id})"),
             )
         }
-        Some((step, false)) => {
-            let name = step["name"].as_str().unwrap_or_default();
-            let wanted: Vec<String> = step["awaiting"]["output_variables"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect();
+        Some((paused, false)) => {
+            let names: Vec<&str> = paused.iter().filter_map(|s| s["name"].as_str()).collect();
+            let name = names.join("', '");
+            let wanted = awaited(&paused);
             let template: Map<String, Value> = wanted
                 .iter()
                 .map(|v| (v.clone(), json!(format!("<{v}>"))))
                 .collect();
+            let step = paused[0];
             result["awaiting"] = json!({
                 "kind": "input",
-                "step": name,
+                "step": names[0],
                 "instructions": step["awaiting"]["instructions"],
                 "input": step["awaiting"]["input"],
                 "supply": wanted,
             });
+            if paused.len() > 1 {
+                result["awaiting"]["steps"] = paused
+                    .iter()
+                    .map(|s| json!({ "step": s["name"], "input": s["awaiting"]["input"], "supply": s["awaiting"]["output_variables"] }))
+                    .collect();
+            }
             (
-                format!("Carry out step '{name}' as awaiting.input says (with the user where needed) and supply {} as step_outputs.", wanted.join(", ")),
+                format!("Carry out step '{name}' as awaiting says (with the user where needed) and supply {} as step_outputs, all in one call.", wanted.join(", ")),
                 vec![
                     json!({ "tool": "execute_workflow", "reason": format!("Supply the outputs of step '{name}' and continue"), "parameters": { "workflow_uri": uri, "session_id": id, "step_outputs": template } }),
                     json!({ "tool": "cancel_chain", "reason": "Stop the workflow", "parameters": { "execution_id": id } }),
