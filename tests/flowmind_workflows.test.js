@@ -11,6 +11,7 @@ import assert from "node:assert/strict";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { CreateMessageRequestSchema } from "@modelcontextprotocol/sdk/types.js";
+import { createServer } from "node:http";
 import { startWorker } from "./support/worker.js";
 import { hs256 } from "../scripts/token.js";
 
@@ -273,6 +274,47 @@ describe("step_confirm mode", () => {
     const s = await run(c, { ...review, execution_mode: "step_confirm" });
     assert.equal(s.result.status, "completed", JSON.stringify(s.result));
     assert.equal(prompts.filter((p) => p.approval).length, 3);
+  });
+});
+
+describe("with the server's model provider", () => {
+  let provider, pw;
+  const systems = [];
+  before(async () => {
+    // An OpenAI-compatible stand-in (an external service) answering every requested key.
+    provider = createServer((req, res) => {
+      let body = "";
+      req.on("data", (d) => (body += d));
+      req.on("end", () => {
+        const system = JSON.parse(body).messages[0].content;
+        systems.push(system);
+        const keys = system.match(/Its keys: (.*)\.$/)[1].split(", ");
+        const content = JSON.stringify(Object.fromEntries(keys.map((k) => [k, `${k} by provider`])));
+        res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ choices: [{ message: { role: "assistant", content } }] }));
+      });
+    });
+    await new Promise((r) => provider.listen(0, "127.0.0.1", r));
+    pw = await startWorker({ RATE_LIMITS: "*=off", MODEL_PROVIDER_URL: `http://127.0.0.1:${provider.address().port}/v1/chat/completions`, MODEL_PROVIDER_KEY: "k", MODEL_PROVIDER_MODEL: "m" }, { quiet: true });
+  });
+  after(async () => {
+    await pw?.stop();
+    provider?.closeAllConnections();
+    provider?.close();
+  });
+
+  test("step_confirm approvals wait for the caller: the server's model runs the steps but never approves them", async () => {
+    const c = await connect({ worker: pw });
+    let s = await run(c, { ...review, execution_mode: "step_confirm" });
+    assert.equal(s.result.awaiting.kind, "confirmation");
+    assert.equal(systems.length, 0);
+    const id = s.result.session_id;
+    s = await run(c, { workflow_uri: review.workflow_uri, session_id: id, approval: "approve" });
+    assert.equal(s.result.awaiting.kind, "confirmation");
+    assert.equal(s.result.awaiting.step, "review");
+    assert.equal(s.result.outputs.change_summary, "change_summary by provider");
+    assert.equal(systems.length, 1);
+    assert.ok(systems.every((x) => !/Answer "approved"/.test(x)), "the provider was never asked to approve");
+    await c.callTool({ name: "cancel_chain", arguments: { execution_id: id } });
   });
 });
 
