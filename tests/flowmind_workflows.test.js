@@ -14,6 +14,7 @@ import { CreateMessageRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 import { createServer } from "node:http";
 import { startWorker } from "./support/worker.js";
 import { hs256 } from "../scripts/token.js";
+import { sseEvents } from "./support/mcp.js";
 
 const SECRET = "workflows-secret";
 let w;
@@ -624,9 +625,24 @@ describe("parallel steps", () => {
         return answer(req);
       },
     });
+    const dashboard = await fetch(new URL(`/sessions/${m.transport.sessionId}/events`, w.url), { headers: { accept: "text/event-stream" } });
+    assert.equal(dashboard.status, 200);
     const s = await run(m, { workflow_uri: "workflow://parallel-check", initial_variables: vars, execution_mode: "autonomous" });
     assert.equal(s.result.status, "completed", JSON.stringify(s.result));
     assert.equal(most, 2, `steps overlapped: ${JSON.stringify(asked)}`);
+    // The session's events show both steps starting before either finished, then the synthesis.
+    const seen = sseEvents(dashboard, { timeoutMs: 5000 });
+    const steps = [];
+    while (steps.length < 10) {
+      const ev = await seen.next();
+      assert.ok(ev, `events so far: ${JSON.stringify(steps)}`);
+      const data = ev.data ? JSON.parse(ev.data) : {};
+      if (String(data.tool).startsWith("wfa-parallel-check/")) steps.push(`${ev.event} ${data.tool.split("/")[1]}`);
+    }
+    seen.close();
+    assert.deepEqual(steps.slice(0, 2).sort(), ["tool_call character-arc", "tool_call debugger"]);
+    assert.deepEqual(steps.slice(2, 4).sort(), ["tool_result character-arc", "tool_result debugger"]);
+    assert.deepEqual(steps.slice(4), ["tool_call logo-concept-ideas", "tool_result logo-concept-ideas", "tool_call logo-concept-refine", "tool_result logo-concept-refine", "tool_call logo-concept-evaluate", "tool_result logo-concept-evaluate"]);
     assert.deepEqual(s.result.steps.map((x) => x.state), ["done", "done", "done", "done", "done"]);
     assert.equal(s.result.outputs.debugger_result, "debugger_result by model");
     assert.equal(s.result.outputs.character_arc_result, "character_arc_result by model");
