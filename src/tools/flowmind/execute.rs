@@ -126,30 +126,34 @@ async fn acquire(
     Ok((!answer.allowed).then_some(answer.holders))
 }
 
-/// The holders of `owner`'s leases whose runs are still open, by D1's record (`id`, `owner`
-/// session), after giving back the leases of runs that ended without doing so themselves.
+/// The holders of `owner`'s leases whose runs are still open (`id`, and `owner`: the session
+/// that started it), oldest first, after giving back the leases of runs whose records say they
+/// ended. A holder without a record yet is a run still starting, and stays.
 async fn open_holders(
     ctx: &dyn ToolContext,
     owner: &str,
     holders: &[String],
 ) -> Result<Vec<Value>> {
-    let open = ctx
+    let records = ctx
         .query(
-            "SELECT id, owner FROM chain_executions
-             WHERE id IN (SELECT value FROM json_each(?1)) AND status IN ('running', 'awaiting_input')
-             ORDER BY started_at",
+            "SELECT id, owner, status FROM chain_executions
+             WHERE id IN (SELECT value FROM json_each(?1))",
             vec![json!(serde_json::to_string(holders)?)],
         )
         .await?;
-    for stale in holders
-        .iter()
-        .filter(|h| !open.iter().any(|o| o["id"] == h.as_str()))
-    {
-        let request = LeaseRequest::Release {
-            kind: LEASE_KIND.into(),
-            id: stale.clone(),
-        };
-        ctx.platform().lease(owner, &request).await?;
+    let mut open = Vec::new();
+    for h in holders {
+        match records.iter().find(|r| r["id"] == h.as_str()) {
+            Some(r) if !matches!(r["status"].as_str(), Some("running" | "awaiting_input")) => {
+                let request = LeaseRequest::Release {
+                    kind: LEASE_KIND.into(),
+                    id: h.clone(),
+                };
+                ctx.platform().lease(owner, &request).await?;
+            }
+            Some(r) => open.push(json!({ "id": h, "owner": r["owner"] })),
+            None => open.push(json!({ "id": h, "owner": null })),
+        }
     }
     Ok(open)
 }
