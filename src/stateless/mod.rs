@@ -10,6 +10,7 @@
 
 mod call;
 mod idempotency;
+pub mod listen;
 mod platform;
 mod runs;
 
@@ -23,13 +24,13 @@ use crate::edge::http::{header, json_response};
 use crate::error::{code, Error, Result};
 use crate::mcp::message::{error_response, params_object, response, RequestId};
 use crate::mcp::modern::{self, Message, Mirrored, META_SERVER_INFO};
+use crate::mcp::subscriptions;
 use crate::mcp::{self as protocol, version};
-use crate::registry::{Caller, Registry};
+use crate::registry::{Caller, Registry, Tool};
 use crate::session::levels;
 use crate::store::services::Services;
 use crate::tools::conformance::fixtures;
 use crate::tools::flowmind::levels::{self as flowmind_levels, Level, Thresholds};
-use crate::tools::Catalog;
 use platform::StatelessPlatform;
 
 /// Tools that keep state in an MCP session, which 2026-07-28 requests do not have: chain
@@ -102,8 +103,20 @@ pub async fn serve(
     };
     let registry = crate::session::registry(cfg.catalog)?;
     let id = r.id.clone();
+    if let Some(change) = conformance_hook(cfg, &r) {
+        return match listen::trigger(env, &listen::owner_of(caller, req), change).await {
+            Ok(result) => json_response(&response(&id, modern::complete(result)), 200),
+            Err(e) => refuse(Some(&id), &e),
+        };
+    }
     let answer = match r.method.as_str() {
-        "server/discover" => Ok(discover(cfg.catalog)),
+        "server/discover" => Ok(discover(cfg)),
+        "subscriptions/listen" => {
+            return match listen::open(env, cfg, caller, req, &r).await {
+                Ok(resp) => Ok(resp),
+                Err(e) => refuse(Some(&id), &e),
+            };
+        }
         "tools/list" => {
             let standing = flowmind_standing(env, &registry, cfg, caller).await;
             tools_list(&registry, &r, cfg, caller, standing)
@@ -178,6 +191,18 @@ pub async fn serve(
     }
 }
 
+/// The change a `tools/call` of the conformance catalog's diagnostic hooks announces
+/// (`listen::hook`); `None` for every other request and in the production catalog.
+fn conformance_hook(cfg: &Config, r: &modern::Request) -> Option<subscriptions::Change> {
+    if !cfg.catalog.has_fixtures() || r.method != "tools/call" {
+        return None;
+    }
+    r.params
+        .get("name")
+        .and_then(Value::as_str)
+        .and_then(listen::hook)
+}
+
 /// The fixture methods the modern lane serves in the conformance catalog (subscriptions and
 /// `logging/setLevel` were removed in 2026-07-28).
 const FIXTURE_METHODS: &[&str] = &[
@@ -199,22 +224,35 @@ fn fixture(method: &str, params: &serde_json::Map<String, Value>) -> Result<Valu
     Ok(result)
 }
 
-/// What the modern lane declares: the 2025 capabilities without subscriptions (2026-07-28 moved
-/// them to `subscriptions/listen`, which this server does not serve).
-fn capabilities(catalog: Catalog) -> Value {
-    let mut caps = protocol::capabilities(catalog);
+/// What the modern lane declares: the 2025 capabilities, with `listChanged` only for the lists a
+/// `subscriptions/listen` stream really announces (`listen::offer`) and no resource subscriptions
+/// (the resources served never change while a deployment runs).
+fn capabilities(cfg: &Config) -> Value {
+    let mut caps = protocol::capabilities(cfg.catalog);
+    let offer = listen::offer(cfg);
     if let Some(resources) = caps.get_mut("resources") {
         *resources = json!({});
     }
-    caps["tools"] = json!({});
+    caps["tools"] = if offer.tools {
+        json!({ "listChanged": true })
+    } else {
+        json!({})
+    };
+    if let Some(prompts) = caps.get_mut("prompts") {
+        *prompts = if offer.prompts {
+            json!({ "listChanged": true })
+        } else {
+            json!({})
+        };
+    }
     caps
 }
 
 /// The `server/discover` result.
-fn discover(catalog: Catalog) -> Value {
+fn discover(cfg: &Config) -> Value {
     json!({
         "supportedVersions": version::ADVERTISED,
-        "capabilities": capabilities(catalog),
+        "capabilities": capabilities(cfg),
         "instructions": protocol::INSTRUCTIONS,
         "ttlMs": LIST_TTL_MS,
         "cacheScope": "public",
@@ -235,7 +273,7 @@ async fn flowmind_standing(
     let t = cfg.flowmind_levels?;
     let n = match &caller.user {
         Some(user) => {
-            let services = Services::new(env.clone(), registry.clone());
+            let services = Services::with_config(env.clone(), registry.clone(), cfg);
             levels::user_successes(&services, user)
                 .await
                 .unwrap_or_else(|e| {
@@ -268,21 +306,13 @@ fn tools_list(
             ))
         }
     };
-    let (mut tools, next) = registry.page(cursor, cfg.tools_page_size, caller)?;
     let level = standing.map(|(_, _, l)| l);
-    tools.retain(|t| {
-        t.get("name")
-            .and_then(Value::as_str)
-            .and_then(|n| registry.get(n))
-            .is_none_or(|tool| levels::allowed(level, tool))
-    });
-    if caller.user.is_none() {
-        tools.retain(|t| {
-            t.get("name")
-                .and_then(Value::as_str)
-                .is_none_or(|n| !SESSION_TOOLS.contains(&n))
-        });
-    }
+    let anonymous = caller.user.is_none();
+    // Filtered before paging, so every page but the last is full and a cursor (the last name of
+    // its page) means the same position whichever tools are left out.
+    let visible =
+        |t: &Tool| levels::allowed(level, t) && !(anonymous && SESSION_TOOLS.contains(&t.def.name));
+    let (tools, next) = registry.page_where(cursor, cfg.tools_page_size, caller, &visible)?;
     let mut result = json!({ "tools": tools, "ttlMs": LIST_TTL_MS, "cacheScope": "private" });
     if let Some(n) = next {
         result["nextCursor"] = json!(n);
@@ -293,6 +323,7 @@ fn tools_list(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tools::Catalog;
 
     #[test]
     fn session_tools_are_production_tools() {
