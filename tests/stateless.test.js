@@ -725,14 +725,34 @@ describe("subscriptions/listen", () => {
     both.close();
   });
 
+  /** Waits for the listen object's log line saying the client of subscription `id` left. */
+  const untilLogged = async (id) => {
+    const closed = () => flogs.filter((l) => l.startsWith("{")).map((l) => JSON.parse(l)).find((l) => l.listen === "closed by the client" && l.subscription === id);
+    for (let i = 0; i < 100 && !closed(); i++) await sleep(50);
+    assert.ok(closed(), `the object noticed the client of ${id} leave: ${flogs.slice(-5).join(" | ")}`);
+  };
+
   test("a stream the client closes is dropped: later changes reach no one", async () => {
     const s = await listen(fw, { toolsListChanged: true }, {}, "gone");
     s.close();
-    const closed = () => flogs.filter((l) => l.startsWith("{")).map((l) => JSON.parse(l)).find((l) => l.listen === "closed by the client" && l.subscription === "gone");
-    for (let i = 0; i < 100 && !closed(); i++) await sleep(50);
-    assert.ok(closed(), `the object noticed the client leave: ${flogs.slice(-5).join(" | ")}`);
+    await untilLogged("gone");
     const t = await ask(fw, "tools/call", { name: "test_trigger_tool_change", arguments: {} });
     assert.equal(t.result.structuredContent.delivered, 0);
+  });
+
+  test("a caller holds at most 16 open streams; a closed one frees its place", async () => {
+    const open = [];
+    for (let i = 0; i < 16; i++) open.push(await listen(fw, { toolsListChanged: true }, {}, `cap-${i}`));
+    const over = await ask(fw, "subscriptions/listen", { notifications: { toolsListChanged: true } });
+    assert.equal(over.status, 409, JSON.stringify(over));
+    assert.equal(over.error.code, -32000);
+    assert.match(over.error.message, /already has 16 open subscriptions\/listen streams; close one/);
+    open.shift().close();
+    await untilLogged("cap-0");
+    open.push(await listen(fw, { toolsListChanged: true }, {}, "cap-again"));
+    const t = await ask(fw, "tools/call", { name: "test_trigger_tool_change", arguments: {} });
+    assert.equal(t.result.structuredContent.delivered, 16);
+    for (const s of open) s.close();
   });
 
   test("keep-alive comments while idle; at the lifetime cap the server ends it with the completion result", async () => {

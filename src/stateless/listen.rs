@@ -40,6 +40,9 @@ const BINDING: &str = "LISTENERS";
 const LISTEN_URL: &str = "https://listeners.internal/listen";
 /// Where a change is announced to the object's streams.
 const NOTIFY_URL: &str = "https://listeners.internal/notify";
+/// Open listen streams one caller may hold: one per kind of change is all a client needs, and a
+/// bound keeps a runaway client from filling its object's memory.
+pub const MAX_STREAMS: usize = 16;
 
 /// What this deployment delivers on listen streams, for `server/discover` and the
 /// acknowledgement alike: tool-list changes when FlowMind's progressive authorization is on (a
@@ -118,7 +121,20 @@ pub async fn open(
         .durable_object(BINDING)?
         .id_from_name(&owner_of(caller, req))?
         .get_stub()?;
-    Ok(stub.fetch_with_request(Request::from(inner)).await?)
+    let mut resp = stub.fetch_with_request(Request::from(inner)).await?;
+    match resp.status_code() {
+        200 => Ok(resp),
+        409 => {
+            let answer: Value = serde_json::from_str(&resp.text().await?)?;
+            Err(Error::Conflict(
+                answer["error"].as_str().unwrap_or("Conflict").to_string(),
+            ))
+        }
+        status => Err(Error::Internal(format!(
+            "listen object answered HTTP {status}: {}",
+            resp.text().await.unwrap_or_default()
+        ))),
+    }
 }
 
 /// Announces `change` to the open listen streams of `owner` ([`owner_of`]) that asked for it;
@@ -281,6 +297,12 @@ impl Listeners {
         let open: Open = serde_json::from_str(body)
             .map_err(|e| Error::InvalidRequest(format!("listen object: open request: {e}")))?;
         let filter = Filter::from_json(&open.notifications);
+        self.streams.open.borrow_mut().retain(|l| !l.gone());
+        if self.streams.open.borrow().len() >= MAX_STREAMS {
+            return Err(Error::Conflict(format!(
+                "Conflict: this caller already has {MAX_STREAMS} open subscriptions/listen streams; close one, or listen for several kinds of change on one stream"
+            )));
+        }
         let ack = subscriptions::acknowledged(&open.id, filter);
         let (tx, rx) = unbounded();
         let key = self.streams.next.get() + 1;
