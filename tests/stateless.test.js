@@ -740,18 +740,18 @@ describe("subscriptions/listen", () => {
     assert.equal(t.result.structuredContent.delivered, 0);
   });
 
-  test("a caller holds at most 16 open streams; a closed one frees its place", async () => {
+  test("a caller holds at most 16 open streams: one more ends the oldest with its completion result", async () => {
     const open = [];
     for (let i = 0; i < 16; i++) open.push(await listen(fw, { toolsListChanged: true }, {}, `cap-${i}`));
-    const over = await ask(fw, "subscriptions/listen", { notifications: { toolsListChanged: true } });
-    assert.equal(over.status, 409, JSON.stringify(over));
-    assert.equal(over.error.code, -32000);
-    assert.match(over.error.message, /already has 16 open subscriptions\/listen streams; close one/);
-    open.shift().close();
-    await untilLogged("cap-0");
-    open.push(await listen(fw, { toolsListChanged: true }, {}, "cap-again"));
+    open.push(await listen(fw, { toolsListChanged: true }, {}, "cap-16"));
+    const oldest = open.shift();
+    await oldest.until("the oldest stream's completion result", (f) => f.id === "cap-0");
+    for (let i = 0; i < 40 && !oldest.ended; i++) await sleep(50);
+    assert.ok(oldest.ended, "and the server closed it");
+    assert.deepEqual(oldest.frames.at(-1).result, { resultType: "complete", _meta: { [SUB]: "cap-0" } });
     const t = await ask(fw, "tools/call", { name: "test_trigger_tool_change", arguments: {} });
-    assert.equal(t.result.structuredContent.delivered, 16);
+    assert.equal(t.result.structuredContent.delivered, 16, "the 16 newest get changes");
+    await open.at(-1).until("the newest stream's change", (f) => f.method === "notifications/tools/list_changed");
     for (const s of open) s.close();
   });
 

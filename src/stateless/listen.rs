@@ -41,7 +41,9 @@ const LISTEN_URL: &str = "https://listeners.internal/listen";
 /// Where a change is announced to the object's streams.
 const NOTIFY_URL: &str = "https://listeners.internal/notify";
 /// Open listen streams one caller may hold: one per kind of change is all a client needs, and a
-/// bound keeps a runaway client from filling its object's memory.
+/// bound keeps a runaway client from filling its object's memory. Opening one more ends the
+/// oldest gracefully rather than refusing the new one: a client that closed a stream and opens
+/// another at once must not be refused because its close has not reached the object yet.
 pub const MAX_STREAMS: usize = 16;
 
 /// What this deployment delivers on listen streams, for `server/discover` and the
@@ -124,12 +126,6 @@ pub async fn open(
     let mut resp = stub.fetch_with_request(Request::from(inner)).await?;
     match resp.status_code() {
         200 => Ok(resp),
-        409 => {
-            let answer: Value = serde_json::from_str(&resp.text().await?)?;
-            Err(Error::Conflict(
-                answer["error"].as_str().unwrap_or("Conflict").to_string(),
-            ))
-        }
         status => Err(Error::Internal(format!(
             "listen object answered HTTP {status}: {}",
             resp.text().await.unwrap_or_default()
@@ -225,6 +221,27 @@ struct Streams {
 }
 
 impl Streams {
+    /// Drops the streams whose client has gone, then ends the oldest ones (with their completion
+    /// result) until there is room for one more.
+    fn make_room(&self) {
+        let ended: Vec<Listener> = {
+            let mut open = self.open.borrow_mut();
+            open.retain(|l| !l.gone());
+            let excess = (open.len() + 1).saturating_sub(MAX_STREAMS);
+            open.drain(..excess).collect()
+        };
+        for l in ended {
+            let _ = l.tx.unbounded_send(unnumbered_frame(
+                "message",
+                &subscriptions::closed(&l.id).to_string(),
+            ));
+            worker::console_log!(
+                "{}",
+                json!({ "listen": "ended by the server", "reason": "a newer stream took its place", "subscription": l.id })
+            );
+        }
+    }
+
     /// Takes stream `key` out, if it is still there.
     fn remove(&self, key: u64) -> Option<Listener> {
         let mut open = self.open.borrow_mut();
@@ -297,12 +314,7 @@ impl Listeners {
         let open: Open = serde_json::from_str(body)
             .map_err(|e| Error::InvalidRequest(format!("listen object: open request: {e}")))?;
         let filter = Filter::from_json(&open.notifications);
-        self.streams.open.borrow_mut().retain(|l| !l.gone());
-        if self.streams.open.borrow().len() >= MAX_STREAMS {
-            return Err(Error::Conflict(format!(
-                "Conflict: this caller already has {MAX_STREAMS} open subscriptions/listen streams; close one, or listen for several kinds of change on one stream"
-            )));
-        }
+        self.streams.make_room();
         let ack = subscriptions::acknowledged(&open.id, filter);
         let (tx, rx) = unbounded();
         let key = self.streams.next.get() + 1;
