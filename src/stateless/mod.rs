@@ -7,6 +7,9 @@
 //! the answers of earlier rounds in a sealed, single-use `requestState` (`mcp::request_state`).
 //! Tools that keep per-session state (chain executions, the travel assistant's mode) answer with
 //! an error that points to the 2025 lane.
+//!
+//! `subscriptions/listen` streams are held by a `Listeners` object per caller (`listen`), so that
+//! changes made by other requests reach them.
 
 mod call;
 mod idempotency;
@@ -49,8 +52,9 @@ pub const SESSION_TOOLS: &[&str] = &[
 ];
 
 /// How long clients may cache `server/discover` and list results (`ttlMs`): the tool set changes
-/// with a deployment, or when a signed-in caller reaches a new FlowMind level (a minute late at
-/// most, and a locked call says what to do).
+/// with a deployment, or when a signed-in caller reaches a new FlowMind level (announced at once
+/// on their `subscriptions/listen` streams; otherwise a minute late at most, and a locked call says
+/// what to do).
 const LIST_TTL_MS: u64 = 60_000;
 
 /// The HTTP status of a refused modern request: as in the 2025 lane, except that an unknown
@@ -176,7 +180,7 @@ pub async fn serve(
             fixture(m, &params_object(Some(&Value::Object(r.params.clone()))))
         }
         m => Err(Error::MethodNotFound(format!(
-            "{m} is not a 2026-07-28 method of this server (server/discover lists what it serves; initialize, ping, logging/setLevel and resources/subscribe belong to the 2025 session lane)"
+            "{m} is not a 2026-07-28 method of this server (server/discover lists what it serves; initialize, ping, logging/setLevel and resources/subscribe belong to the 2025 session lane; subscriptions/listen streams change notifications)"
         ))),
     };
     match answer {
@@ -288,8 +292,8 @@ async fn flowmind_standing(
 
 /// `tools/list`: the caller's tools in name order (deterministic), paged as in the 2025 lane,
 /// without the [`SESSION_TOOLS`] for anonymous callers nor the FlowMind tools the caller's level
-/// (`standing`) does not allow yet. The list depends on the caller, so it is cacheable only
-/// privately.
+/// (`standing`) does not allow yet; both are left out before paging, so pages are full. The list
+/// depends on the caller, so it is cacheable only privately.
 fn tools_list(
     registry: &Registry,
     r: &modern::Request,
