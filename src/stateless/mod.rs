@@ -329,6 +329,97 @@ mod tests {
     use super::*;
     use crate::tools::Catalog;
 
+    fn config(pairs: &[(&str, &str)]) -> Config {
+        Config::from_lookup(|n| {
+            pairs
+                .iter()
+                .find(|(k, _)| *k == n)
+                .map(|(_, v)| v.to_string())
+        })
+    }
+
+    fn list_request(cursor: Option<&str>) -> modern::Request {
+        let mut params = serde_json::Map::new();
+        if let Some(c) = cursor {
+            params.insert("cursor".into(), json!(c));
+        }
+        modern::Request {
+            id: RequestId::from_value(&json!(1)).expect("an integer id"),
+            method: "tools/list".into(),
+            params,
+            capabilities: json!({}),
+            log_level: None,
+        }
+    }
+
+    #[test]
+    fn list_changed_is_declared_only_where_a_listen_stream_delivers_it() {
+        let caps = capabilities(&config(&[]));
+        assert_eq!(
+            caps["tools"],
+            json!({ "listChanged": true }),
+            "levels on by default"
+        );
+        assert_eq!(caps["resources"], json!({}), "the vocabulary never changes");
+        assert!(caps.get("prompts").is_none());
+        let off = capabilities(&config(&[("FLOWMIND_LEVELS", "off")]));
+        assert_eq!(off["tools"], json!({}));
+        let fixtures = capabilities(&config(&[
+            ("MCP_CATALOG", "conformance"),
+            ("FLOWMIND_LEVELS", "off"),
+        ]));
+        assert_eq!(fixtures["tools"], json!({ "listChanged": true }));
+        assert_eq!(fixtures["prompts"], json!({ "listChanged": true }));
+        assert_eq!(fixtures["resources"], json!({}));
+    }
+
+    #[test]
+    fn anonymous_pages_are_full_until_the_last_and_hold_only_visible_tools() {
+        let registry = Registry::new(crate::tools::catalog(Catalog::Production))
+            .expect("the production registry builds");
+        let cfg = config(&[("TOOLS_PAGE_SIZE", "3")]);
+        let caller = Caller::anonymous();
+        let standing = Some((Thresholds::default(), 0, Level::Beginner));
+        let mut cursor: Option<String> = None;
+        let mut pages: Vec<Vec<String>> = Vec::new();
+        loop {
+            let page = tools_list(
+                &registry,
+                &list_request(cursor.as_deref()),
+                &cfg,
+                &caller,
+                standing,
+            )
+            .expect("a page");
+            let names: Vec<String> = page["tools"]
+                .as_array()
+                .expect("tools")
+                .iter()
+                .filter_map(|t| t["name"].as_str().map(String::from))
+                .collect();
+            pages.push(names);
+            match page.get("nextCursor").and_then(Value::as_str) {
+                Some(next) => cursor = Some(next.to_string()),
+                None => break,
+            }
+        }
+        let (last, full) = pages.split_last().expect("at least one page");
+        assert!(full.iter().all(|p| p.len() == 3), "{pages:?}");
+        assert!(!last.is_empty() && last.len() <= 3);
+        let names: Vec<&String> = pages.iter().flatten().collect();
+        for hidden in SESSION_TOOLS
+            .iter()
+            .chain(&["compose_workflow", "list_available_contexts"])
+        {
+            assert!(!names.iter().any(|n| n == hidden), "{hidden} is listed");
+        }
+        assert!(names.iter().any(|n| *n == "field_request"));
+        assert!(
+            names.windows(2).all(|w| w[0] < w[1]),
+            "name order, no repeats"
+        );
+    }
+
     #[test]
     fn session_tools_are_production_tools() {
         let registry = crate::registry::Registry::new(crate::tools::catalog(Catalog::Production))
