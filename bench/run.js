@@ -65,7 +65,7 @@ async function startTimes(model) {
         scriptPath: join(root, "build", "index.js"), rootPath: root, modules: true,
         modulesRules: [{ type: "CompiledWasm", include: ["**/*.wasm"], fallthrough: true }],
         compatibilityDate: "2026-07-30", compatibilityFlags: ["enable_request_signal"],
-        durableObjects: { SESSION: { className: "Session", useSQLite: true }, CONFIRMATIONS: { className: "Confirmation", useSQLite: true }, RATE_LIMITER: { className: "RateLimiter", useSQLite: true } },
+        durableObjects: { SESSION: { className: "Session", useSQLite: true }, CONFIRMATIONS: { className: "Confirmation", useSQLite: true }, RATE_LIMITER: { className: "RateLimiter", useSQLite: true }, LISTENERS: { className: "Listeners", useSQLite: true } },
         d1Databases: ["DB"], kvNamespaces: ["CACHE"],
         bindings: { ALLOWED_ORIGINS: "", ALLOWED_HOSTS: "", MCP_CATALOG: "production", ANONYMOUS_ACCESS: "true", ...ourVars(model) },
         handleRuntimeStdio: (out, err) => { out.resume(); err.resume(); },

@@ -15,7 +15,7 @@ test("deploy --dry-run bundles the Worker and its wasm without publishing", () =
     const log = run.stdout + run.stderr;
     assert.equal(run.status, 0, log);
     assert.match(log, /--dry-run: exiting now/);
-    for (const binding of ["env.SESSION (Session)", "env.CONFIRMATIONS (Confirmation)", "env.RATE_LIMITER (RateLimiter)", "env.DB (mcp-edge)", "env.CACHE"]) assert.ok(log.includes(binding), binding);
+    for (const binding of ["env.SESSION (Session)", "env.CONFIRMATIONS (Confirmation)", "env.RATE_LIMITER (RateLimiter)", "env.LISTENERS (Listeners)", "env.DB (mcp-edge)", "env.CACHE"]) assert.ok(log.includes(binding), binding);
     const files = readdirSync(out);
     assert.ok(files.includes("index.js"), files.join(","));
     const wasm = files.find((f) => f.endsWith(".wasm"));

@@ -584,3 +584,211 @@ describe("cancelling by closing the response stream", () => {
     assert.notEqual(outcomes().at(-1), "cancelled");
   });
 });
+
+describe("subscriptions/listen", () => {
+  // A deployment with FlowMind's levels on (1 and 3 successful calls) and short tools/list pages,
+  // and a conformance-catalog one (its diagnostic hooks announce list changes) whose log lines are
+  // kept and whose streams the server ends after 4 s.
+  let lw, fw;
+  const flogs = [];
+  before(async () => {
+    lw = await startWorker({ JWT_SECRET: SECRET, FLOWMIND_LEVELS: "1,3", TOOLS_PAGE_SIZE: "4", RATE_LIMITS: "*=off" }, { quiet: true });
+    fw = await startWorker({ MCP_CATALOG: "conformance", SSE_MAX_STREAM_SECONDS: "4", SSE_KEEPALIVE_SECONDS: "1" }, { logs: flogs });
+  });
+  after(async () => {
+    await lw?.stop();
+    await fw?.stop();
+  });
+
+  const user = (sub) => ({ authorization: `Bearer ${hs256({ sub, roles: [], aud: new URL("/mcp", lw.url).href, exp: Math.floor(Date.now() / 1000) + 600 }, SECRET)}` });
+  const headersFor = (method, name) => ({ "content-type": "application/json", accept: ACCEPT_BOTH, "mcp-protocol-version": MODERN, "mcp-method": method, ...(name ? { "mcp-name": name } : {}) });
+
+  /** A 2026 request to `worker`; the JSON-RPC reply (the final message of an SSE reply). */
+  async function ask(worker, method, params = {}, headers = {}) {
+    const id = n++;
+    const res = await fetch(worker.mcpUrl, { method: "POST", headers: { ...headersFor(method, params.name), ...headers }, body: JSON.stringify({ jsonrpc: "2.0", id, method, params: { ...params, _meta: meta() } }) });
+    const text = await res.text();
+    if (!(res.headers.get("content-type") ?? "").startsWith("text/event-stream")) return { status: res.status, ...JSON.parse(text) };
+    const messages = text.split("\n\n").map((b) => b.split("\n").filter((l) => l.startsWith("data: ")).map((l) => l.slice(6)).join("\n")).filter(Boolean).map((d) => JSON.parse(d));
+    return { status: res.status, ...messages.find((m) => m.id === id) };
+  }
+
+  /**
+   * Opens a listen stream on `worker` and reads it in the background: `frames` are its JSON-RPC
+   * messages in order, `keepalives` its comment lines; `until(pred)` waits for a frame; `close()`
+   * is the client going away.
+   */
+  async function listen(worker, notifications, headers = {}, id = `sub-${n++}`) {
+    const ctrl = new AbortController();
+    const res = await fetch(worker.mcpUrl, {
+      method: "POST", signal: ctrl.signal, headers: { ...headersFor("subscriptions/listen"), ...headers },
+      body: JSON.stringify({ jsonrpc: "2.0", id, method: "subscriptions/listen", params: { notifications, _meta: meta() } }),
+    });
+    const s = { id, res, frames: [], keepalives: 0, ended: false, close: () => ctrl.abort() };
+    (async () => {
+      const reader = res.body.getReader();
+      const dec = new TextDecoder();
+      let buf = "";
+      try {
+        for (;;) {
+          const { value, done } = await reader.read();
+          if (done) break;
+          buf += dec.decode(value, { stream: true });
+          for (let i = buf.indexOf("\n\n"); i >= 0; i = buf.indexOf("\n\n")) {
+            const block = buf.slice(0, i);
+            buf = buf.slice(i + 2);
+            const data = block.split("\n").filter((l) => l.startsWith("data: ")).map((l) => l.slice(6)).join("\n");
+            if (data) s.frames.push(JSON.parse(data));
+            else if (block.startsWith(":")) s.keepalives += 1;
+          }
+        }
+        s.ended = true;
+      } catch {
+        // the client closed it
+      }
+    })();
+    s.until = async (what, pred, ms = 5000) => {
+      for (const end = Date.now() + ms; Date.now() < end && !s.frames.some(pred); ) await sleep(25);
+      const found = s.frames.find(pred);
+      assert.ok(found, `${what}: ${JSON.stringify(s.frames)}`);
+      return found;
+    };
+    await s.until("the acknowledgement", () => true);
+    return s;
+  }
+  const SUB = "io.modelcontextprotocol/subscriptionId";
+  const changes = (s, method) => s.frames.filter((f) => f.method === method);
+
+  test("the acknowledgement comes first, with the subscription id and only what the server honours", async () => {
+    const d = (await ask(lw, "server/discover")).result;
+    assert.deepEqual(d.capabilities.tools, { listChanged: true }, "levels on: tool lists change");
+    assert.deepEqual(d.capabilities.resources, {}, "no resource subscriptions: the vocabulary never changes");
+    assert.equal(d.capabilities.prompts, undefined);
+    const s = await listen(lw, { toolsListChanged: true, promptsListChanged: true, resourcesListChanged: true, resourceSubscriptions: ["epic-tide://vocabulary"], someFutureKind: true }, {}, 42);
+    assert.equal(s.res.status, 200);
+    assert.match(s.res.headers.get("content-type"), /^text\/event-stream/);
+    assert.equal(s.res.headers.get("x-accel-buffering"), "no");
+    assert.equal(s.res.headers.get("mcp-session-id"), null);
+    const [ack] = s.frames;
+    assert.equal(ack.method, "notifications/subscriptions/acknowledged");
+    assert.equal(ack.params._meta[SUB], 42, "the subscription id is the request's JSON-RPC id");
+    assert.deepEqual(ack.params.notifications, { toolsListChanged: true }, "prompts, resources and unknown kinds are not honoured, so not acknowledged");
+    s.close();
+    const off = await listen(w, { toolsListChanged: true });
+    assert.deepEqual(off.frames[0].params.notifications, {}, "with levels off tool lists never change: nothing is acknowledged");
+    assert.deepEqual((await modern("server/discover")).body.result.capabilities.tools, {});
+    off.close();
+  });
+
+  test("a FlowMind level reached on either lane reaches the user's open streams that asked for it, and no one else's", async () => {
+    const ann = user("00000000-0000-4000-8000-00000000b001");
+    const bob = user("00000000-0000-4000-8000-00000000b002");
+    const tools = await listen(lw, { toolsListChanged: true }, ann, "ann-tools");
+    const narrow = await listen(lw, { promptsListChanged: true }, ann, "ann-narrow");
+    const other = await listen(lw, { toolsListChanged: true }, bob, "bob-tools");
+    const anonymous = await listen(lw, { toolsListChanged: true });
+    const help = { name: "get_help", arguments: { help_type: "best_practices" } };
+    assert.equal((await ask(lw, "tools/call", help, ann)).result.isError, undefined);
+    const changed = await tools.until("list_changed after the first level", (f) => f.method === "notifications/tools/list_changed");
+    assert.deepEqual(changed.params._meta, { [SUB]: "ann-tools" });
+    // A 2025 session of the same user: two more successes reach the next level.
+    const init = await post(lw.mcpUrl, { jsonrpc: "2.0", id: 0, method: "initialize", params: { protocolVersion: LATEST, capabilities: {}, clientInfo: { name: "t", version: "1" } } }, { headers: ann });
+    const session = init.headers.get("mcp-session-id");
+    await post(lw.mcpUrl, { jsonrpc: "2.0", method: "notifications/initialized" }, { session, version: LATEST, headers: ann });
+    for (const id of [1, 2]) {
+      const r = await post(lw.mcpUrl, { jsonrpc: "2.0", id, method: "tools/call", params: help }, { session, version: LATEST, headers: ann });
+      assert.match(await r.text(), /"result"/);
+    }
+    await tools.until("a second list_changed after the level reached in a 2025 session", () => changes(tools, "notifications/tools/list_changed").length === 2);
+    await sleep(300);
+    assert.equal(changes(tools, "notifications/tools/list_changed").length, 2, "one per level, not one per call");
+    for (const s of [narrow, other, anonymous]) assert.deepEqual(s.frames.map((f) => f.method), ["notifications/subscriptions/acknowledged"], `${s.id} got nothing`);
+    for (const s of [tools, narrow, other, anonymous]) s.close();
+  });
+
+  test("the conformance hooks: a stream gets only the kinds it asked for, each tagged with its id", async () => {
+    const prompts = await listen(fw, { promptsListChanged: true }, {}, "p");
+    const both = await listen(fw, { promptsListChanged: true, toolsListChanged: true }, {}, "b");
+    const t = await ask(fw, "tools/call", { name: "test_trigger_tool_change", arguments: {} });
+    assert.equal(t.result.resultType, "complete");
+    assert.equal(t.result.structuredContent.delivered, 1, "only the stream that asked for tools");
+    await both.until("tools change", (f) => f.method === "notifications/tools/list_changed");
+    await ask(fw, "tools/call", { name: "test_trigger_prompt_change", arguments: {} });
+    await prompts.until("prompts change", (f) => f.method === "notifications/prompts/list_changed");
+    await both.until("prompts change", (f) => f.method === "notifications/prompts/list_changed");
+    assert.deepEqual(prompts.frames.map((f) => f.method), ["notifications/subscriptions/acknowledged", "notifications/prompts/list_changed"]);
+    for (const f of prompts.frames) assert.equal(f.params._meta[SUB], "p");
+    for (const f of both.frames) assert.equal(f.params._meta[SUB], "b");
+    const d = (await ask(fw, "server/discover")).result;
+    assert.deepEqual([d.capabilities.tools, d.capabilities.prompts], [{ listChanged: true }, { listChanged: true }]);
+    prompts.close();
+    both.close();
+  });
+
+  /** Waits for the listen object's log line saying the client of subscription `id` left. */
+  const untilLogged = async (id) => {
+    const closed = () => flogs.filter((l) => l.startsWith("{")).map((l) => JSON.parse(l)).find((l) => l.listen === "closed by the client" && l.subscription === id);
+    for (let i = 0; i < 100 && !closed(); i++) await sleep(50);
+    assert.ok(closed(), `the object noticed the client of ${id} leave: ${flogs.slice(-5).join(" | ")}`);
+  };
+
+  test("a stream the client closes is dropped: later changes reach no one", async () => {
+    const s = await listen(fw, { toolsListChanged: true }, {}, "gone");
+    s.close();
+    await untilLogged("gone");
+    const t = await ask(fw, "tools/call", { name: "test_trigger_tool_change", arguments: {} });
+    assert.equal(t.result.structuredContent.delivered, 0);
+  });
+
+  test("a caller holds at most 16 open streams: one more ends the oldest with its completion result", async () => {
+    const open = [];
+    for (let i = 0; i < 16; i++) open.push(await listen(fw, { toolsListChanged: true }, {}, `cap-${i}`));
+    open.push(await listen(fw, { toolsListChanged: true }, {}, "cap-16"));
+    const oldest = open.shift();
+    await oldest.until("the oldest stream's completion result", (f) => f.id === "cap-0");
+    for (let i = 0; i < 40 && !oldest.ended; i++) await sleep(50);
+    assert.ok(oldest.ended, "and the server closed it");
+    assert.deepEqual(oldest.frames.at(-1).result, { resultType: "complete", _meta: { [SUB]: "cap-0" } });
+    const t = await ask(fw, "tools/call", { name: "test_trigger_tool_change", arguments: {} });
+    assert.equal(t.result.structuredContent.delivered, 16, "the 16 newest get changes");
+    await open.at(-1).until("the newest stream's change", (f) => f.method === "notifications/tools/list_changed");
+    for (const s of open) s.close();
+  });
+
+  test("keep-alive comments while idle; at the lifetime cap the server ends it with the completion result", async () => {
+    const s = await listen(fw, { toolsListChanged: true }, {}, 7);
+    for (let i = 0; i < 120 && !s.ended; i++) await sleep(50);
+    assert.ok(s.ended, "the server closed the stream");
+    assert.ok(s.keepalives >= 1, "a keep-alive comment while nothing happened");
+    const last = s.frames.at(-1);
+    assert.deepEqual(last, { jsonrpc: "2.0", id: 7, result: { resultType: "complete", _meta: { [SUB]: 7 } } });
+  });
+
+  test("a missing or mistyped filter is -32602 naming the field, answered without a stream", async () => {
+    for (const [params, field] of [[{}, /params\.notifications/], [{ notifications: true }, /params\.notifications must be an object/], [{ notifications: { toolsListChanged: "yes" } }, /toolsListChanged must be true or false/], [{ notifications: { resourceSubscriptions: "epic-tide://vocabulary" } }, /resourceSubscriptions must be an array/]]) {
+      const r = await ask(lw, "subscriptions/listen", params);
+      assert.equal(r.error?.code, -32602, JSON.stringify(r));
+      assert.match(r.error.message, field);
+    }
+  });
+
+  test("anonymous tools/list pages are full until the last, filtered before paging, and cursors are stable", async () => {
+    const pages = [];
+    let cursor;
+    do {
+      const r = (await ask(lw, "tools/list", cursor ? { cursor } : {})).result;
+      pages.push({ cursor, names: r.tools.map((t) => t.name), next: r.nextCursor });
+      cursor = r.nextCursor;
+    } while (cursor);
+    assert.ok(pages.length > 2);
+    for (const p of pages.slice(0, -1)) assert.equal(p.names.length, 4, `a full page: ${p.names}`);
+    assert.ok(pages.at(-1).names.length >= 1 && pages.at(-1).names.length <= 4);
+    const names = pages.flatMap((p) => p.names);
+    assert.deepEqual(names, [...names].sort(), "in name order across pages");
+    assert.equal(new Set(names).size, names.length, "no tool twice");
+    for (const hidden of ["execute_chain", "switch_mode", "compose_workflow", "list_available_contexts"]) assert.ok(!names.includes(hidden), hidden);
+    assert.ok(names.includes("field_request") && names.includes("create_chain"));
+    const again = (await ask(lw, "tools/list", { cursor: pages[1].cursor })).result;
+    assert.deepEqual(again.tools.map((t) => t.name), pages[1].names, "the same cursor gives the same page");
+  });
+});

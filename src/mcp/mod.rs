@@ -5,6 +5,7 @@ pub mod message;
 pub mod modern;
 pub mod request_state;
 pub mod sse;
+pub mod subscriptions;
 pub mod version;
 
 use serde_json::{json, Map, Value};

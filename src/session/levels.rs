@@ -12,7 +12,9 @@ use super::Core;
 use crate::clock;
 use crate::error::Result;
 use crate::mcp::message::notification;
+use crate::mcp::subscriptions::Change;
 use crate::registry::{Caller, Registry, Tool};
+use crate::stateless::listen;
 use crate::store::services::Services;
 use crate::tools::flowmind::levels::{self, Level, Thresholds};
 use crate::tools::flowmind::performance;
@@ -44,7 +46,9 @@ pub(crate) async fn user_successes(services: &Services, user: &str) -> Result<u6
 }
 
 /// Adds one successful call to a signed-in user's count and returns the new count, in one upsert,
-/// so concurrent sessions (and 2026-07-28 calls) of the same user never lose a count.
+/// so concurrent sessions (and 2026-07-28 calls) of the same user never lose a count. When the
+/// count reaches a new level, the user's open `subscriptions/listen` streams are told their tool
+/// list changed, whichever lane the call came from.
 pub(crate) async fn record_user(services: &Services, user: &str) -> Result<u64> {
     let rows = services
         .query(
@@ -54,10 +58,16 @@ pub(crate) async fn record_user(services: &Services, user: &str) -> Result<u64> 
             vec![json!(user), json!(clock::now_ms() as i64)],
         )
         .await?;
-    Ok(rows
+    let n = rows
         .first()
         .and_then(|r| r["successes"].as_u64())
-        .unwrap_or(0))
+        .unwrap_or(0);
+    if let Some(t) = services.flowmind_levels() {
+        if t.level(n) > t.level(n.saturating_sub(1)) {
+            listen::announce_logged(services.env(), &listen::user_owner(user), Change::Tools).await;
+        }
+    }
+    Ok(n)
 }
 
 async fn successes(core: &Core, caller: &Caller) -> Result<u64> {

@@ -55,5 +55,7 @@ pub fn sse_response(plan: StreamPlan, rx: UnboundedReceiver<Vec<u8>>) -> Result<
     let headers = Headers::new();
     headers.set("content-type", EVENT_STREAM)?;
     headers.set("cache-control", "no-cache, no-transform")?;
+    // Reverse proxies (nginx) must pass events on as they come (2026-07-28 transport, a SHOULD).
+    headers.set("x-accel-buffering", "no")?;
     Ok(Response::from_stream(body)?.with_headers(headers))
 }

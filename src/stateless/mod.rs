@@ -7,9 +7,13 @@
 //! the answers of earlier rounds in a sealed, single-use `requestState` (`mcp::request_state`).
 //! Tools that keep per-session state (chain executions, the travel assistant's mode) answer with
 //! an error that points to the 2025 lane.
+//!
+//! `subscriptions/listen` streams are held by a `Listeners` object per caller (`listen`), so that
+//! changes made by other requests reach them.
 
 mod call;
 mod idempotency;
+pub mod listen;
 mod platform;
 mod runs;
 
@@ -23,13 +27,13 @@ use crate::edge::http::{header, json_response};
 use crate::error::{code, Error, Result};
 use crate::mcp::message::{error_response, params_object, response, RequestId};
 use crate::mcp::modern::{self, Message, Mirrored, META_SERVER_INFO};
+use crate::mcp::subscriptions;
 use crate::mcp::{self as protocol, version};
-use crate::registry::{Caller, Registry};
+use crate::registry::{Caller, Registry, Tool};
 use crate::session::levels;
 use crate::store::services::Services;
 use crate::tools::conformance::fixtures;
 use crate::tools::flowmind::levels::{self as flowmind_levels, Level, Thresholds};
-use crate::tools::Catalog;
 use platform::StatelessPlatform;
 
 /// Tools that keep state in an MCP session, which 2026-07-28 requests do not have: chain
@@ -48,8 +52,9 @@ pub const SESSION_TOOLS: &[&str] = &[
 ];
 
 /// How long clients may cache `server/discover` and list results (`ttlMs`): the tool set changes
-/// with a deployment, or when a signed-in caller reaches a new FlowMind level (a minute late at
-/// most, and a locked call says what to do).
+/// with a deployment, or when a signed-in caller reaches a new FlowMind level (announced at once
+/// on their `subscriptions/listen` streams; otherwise a minute late at most, and a locked call says
+/// what to do).
 const LIST_TTL_MS: u64 = 60_000;
 
 /// The HTTP status of a refused modern request: as in the 2025 lane, except that an unknown
@@ -102,8 +107,20 @@ pub async fn serve(
     };
     let registry = crate::session::registry(cfg.catalog)?;
     let id = r.id.clone();
+    if let Some(change) = conformance_hook(cfg, &r) {
+        return match listen::trigger(env, &listen::owner_of(caller, req), change).await {
+            Ok(result) => json_response(&response(&id, modern::complete(result)), 200),
+            Err(e) => refuse(Some(&id), &e),
+        };
+    }
     let answer = match r.method.as_str() {
-        "server/discover" => Ok(discover(cfg.catalog)),
+        "server/discover" => Ok(discover(cfg)),
+        "subscriptions/listen" => {
+            return match listen::open(env, cfg, caller, req, &r).await {
+                Ok(resp) => Ok(resp),
+                Err(e) => refuse(Some(&id), &e),
+            };
+        }
         "tools/list" => {
             let standing = flowmind_standing(env, &registry, cfg, caller).await;
             tools_list(&registry, &r, cfg, caller, standing)
@@ -163,7 +180,7 @@ pub async fn serve(
             fixture(m, &params_object(Some(&Value::Object(r.params.clone()))))
         }
         m => Err(Error::MethodNotFound(format!(
-            "{m} is not a 2026-07-28 method of this server (server/discover lists what it serves; initialize, ping, logging/setLevel and resources/subscribe belong to the 2025 session lane)"
+            "{m} is not a 2026-07-28 method of this server (server/discover lists what it serves; initialize, ping, logging/setLevel and resources/subscribe belong to the 2025 session lane; subscriptions/listen streams change notifications)"
         ))),
     };
     match answer {
@@ -176,6 +193,18 @@ pub async fn serve(
         }
         Err(e) => refuse(Some(&id), &e),
     }
+}
+
+/// The change a `tools/call` of the conformance catalog's diagnostic hooks announces
+/// (`listen::hook`); `None` for every other request and in the production catalog.
+fn conformance_hook(cfg: &Config, r: &modern::Request) -> Option<subscriptions::Change> {
+    if !cfg.catalog.has_fixtures() || r.method != "tools/call" {
+        return None;
+    }
+    r.params
+        .get("name")
+        .and_then(Value::as_str)
+        .and_then(listen::hook)
 }
 
 /// The fixture methods the modern lane serves in the conformance catalog (subscriptions and
@@ -199,22 +228,35 @@ fn fixture(method: &str, params: &serde_json::Map<String, Value>) -> Result<Valu
     Ok(result)
 }
 
-/// What the modern lane declares: the 2025 capabilities without subscriptions (2026-07-28 moved
-/// them to `subscriptions/listen`, which this server does not serve).
-fn capabilities(catalog: Catalog) -> Value {
-    let mut caps = protocol::capabilities(catalog);
+/// What the modern lane declares: the 2025 capabilities, with `listChanged` only for the lists a
+/// `subscriptions/listen` stream really announces (`listen::offer`) and no resource subscriptions
+/// (the resources served never change while a deployment runs).
+fn capabilities(cfg: &Config) -> Value {
+    let mut caps = protocol::capabilities(cfg.catalog);
+    let offer = listen::offer(cfg);
     if let Some(resources) = caps.get_mut("resources") {
         *resources = json!({});
     }
-    caps["tools"] = json!({});
+    caps["tools"] = if offer.tools {
+        json!({ "listChanged": true })
+    } else {
+        json!({})
+    };
+    if let Some(prompts) = caps.get_mut("prompts") {
+        *prompts = if offer.prompts {
+            json!({ "listChanged": true })
+        } else {
+            json!({})
+        };
+    }
     caps
 }
 
 /// The `server/discover` result.
-fn discover(catalog: Catalog) -> Value {
+fn discover(cfg: &Config) -> Value {
     json!({
         "supportedVersions": version::ADVERTISED,
-        "capabilities": capabilities(catalog),
+        "capabilities": capabilities(cfg),
         "instructions": protocol::INSTRUCTIONS,
         "ttlMs": LIST_TTL_MS,
         "cacheScope": "public",
@@ -235,7 +277,7 @@ async fn flowmind_standing(
     let t = cfg.flowmind_levels?;
     let n = match &caller.user {
         Some(user) => {
-            let services = Services::new(env.clone(), registry.clone());
+            let services = Services::with_config(env.clone(), registry.clone(), cfg);
             levels::user_successes(&services, user)
                 .await
                 .unwrap_or_else(|e| {
@@ -250,8 +292,8 @@ async fn flowmind_standing(
 
 /// `tools/list`: the caller's tools in name order (deterministic), paged as in the 2025 lane,
 /// without the [`SESSION_TOOLS`] for anonymous callers nor the FlowMind tools the caller's level
-/// (`standing`) does not allow yet. The list depends on the caller, so it is cacheable only
-/// privately.
+/// (`standing`) does not allow yet; both are left out before paging, so pages are full. The list
+/// depends on the caller, so it is cacheable only privately.
 fn tools_list(
     registry: &Registry,
     r: &modern::Request,
@@ -268,21 +310,13 @@ fn tools_list(
             ))
         }
     };
-    let (mut tools, next) = registry.page(cursor, cfg.tools_page_size, caller)?;
     let level = standing.map(|(_, _, l)| l);
-    tools.retain(|t| {
-        t.get("name")
-            .and_then(Value::as_str)
-            .and_then(|n| registry.get(n))
-            .is_none_or(|tool| levels::allowed(level, tool))
-    });
-    if caller.user.is_none() {
-        tools.retain(|t| {
-            t.get("name")
-                .and_then(Value::as_str)
-                .is_none_or(|n| !SESSION_TOOLS.contains(&n))
-        });
-    }
+    let anonymous = caller.user.is_none();
+    // Filtered before paging, so every page but the last is full and a cursor (the last name of
+    // its page) means the same position whichever tools are left out.
+    let visible =
+        |t: &Tool| levels::allowed(level, t) && !(anonymous && SESSION_TOOLS.contains(&t.def.name));
+    let (tools, next) = registry.page_where(cursor, cfg.tools_page_size, caller, &visible)?;
     let mut result = json!({ "tools": tools, "ttlMs": LIST_TTL_MS, "cacheScope": "private" });
     if let Some(n) = next {
         result["nextCursor"] = json!(n);
@@ -293,6 +327,98 @@ fn tools_list(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tools::Catalog;
+
+    fn config(pairs: &[(&str, &str)]) -> Config {
+        Config::from_lookup(|n| {
+            pairs
+                .iter()
+                .find(|(k, _)| *k == n)
+                .map(|(_, v)| v.to_string())
+        })
+    }
+
+    fn list_request(cursor: Option<&str>) -> modern::Request {
+        let mut params = serde_json::Map::new();
+        if let Some(c) = cursor {
+            params.insert("cursor".into(), json!(c));
+        }
+        modern::Request {
+            id: RequestId::from_value(&json!(1)).expect("an integer id"),
+            method: "tools/list".into(),
+            params,
+            capabilities: json!({}),
+            log_level: None,
+        }
+    }
+
+    #[test]
+    fn list_changed_is_declared_only_where_a_listen_stream_delivers_it() {
+        let caps = capabilities(&config(&[]));
+        assert_eq!(
+            caps["tools"],
+            json!({ "listChanged": true }),
+            "levels on by default"
+        );
+        assert_eq!(caps["resources"], json!({}), "the vocabulary never changes");
+        assert!(caps.get("prompts").is_none());
+        let off = capabilities(&config(&[("FLOWMIND_LEVELS", "off")]));
+        assert_eq!(off["tools"], json!({}));
+        let fixtures = capabilities(&config(&[
+            ("MCP_CATALOG", "conformance"),
+            ("FLOWMIND_LEVELS", "off"),
+        ]));
+        assert_eq!(fixtures["tools"], json!({ "listChanged": true }));
+        assert_eq!(fixtures["prompts"], json!({ "listChanged": true }));
+        assert_eq!(fixtures["resources"], json!({}));
+    }
+
+    #[test]
+    fn anonymous_pages_are_full_until_the_last_and_hold_only_visible_tools() {
+        let registry = Registry::new(crate::tools::catalog(Catalog::Production))
+            .expect("the production registry builds");
+        let cfg = config(&[("TOOLS_PAGE_SIZE", "3")]);
+        let caller = Caller::anonymous();
+        let standing = Some((Thresholds::default(), 0, Level::Beginner));
+        let mut cursor: Option<String> = None;
+        let mut pages: Vec<Vec<String>> = Vec::new();
+        loop {
+            let page = tools_list(
+                &registry,
+                &list_request(cursor.as_deref()),
+                &cfg,
+                &caller,
+                standing,
+            )
+            .expect("a page");
+            let names: Vec<String> = page["tools"]
+                .as_array()
+                .expect("tools")
+                .iter()
+                .filter_map(|t| t["name"].as_str().map(String::from))
+                .collect();
+            pages.push(names);
+            match page.get("nextCursor").and_then(Value::as_str) {
+                Some(next) => cursor = Some(next.to_string()),
+                None => break,
+            }
+        }
+        let (last, full) = pages.split_last().expect("at least one page");
+        assert!(full.iter().all(|p| p.len() == 3), "{pages:?}");
+        assert!(!last.is_empty() && last.len() <= 3);
+        let names: Vec<&String> = pages.iter().flatten().collect();
+        for hidden in SESSION_TOOLS
+            .iter()
+            .chain(&["compose_workflow", "list_available_contexts"])
+        {
+            assert!(!names.iter().any(|n| n == hidden), "{hidden} is listed");
+        }
+        assert!(names.iter().any(|n| *n == "field_request"));
+        assert!(
+            names.windows(2).all(|w| w[0] < w[1]),
+            "name order, no repeats"
+        );
+    }
 
     #[test]
     fn session_tools_are_production_tools() {

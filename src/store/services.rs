@@ -17,6 +17,7 @@ use crate::limiter::{Take, Taken, LEASE_URL, TAKE_URL};
 use crate::registry::limits::{Admission, Limit, RateLimits};
 use crate::registry::per_tool::ToolTimeouts;
 use crate::registry::{Inbound, Outbound, Registry, Statement};
+use crate::tools::flowmind::levels::Thresholds;
 
 /// Internal header to a `Confirmation` object: the verified caller's user id.
 pub const USER_HEADER: &str = "x-mcp-edge-user";
@@ -30,18 +31,37 @@ pub struct Services {
     registry: Rc<Registry>,
     limits: Rc<RateLimits>,
     timeouts: Rc<ToolTimeouts>,
+    flowmind_levels: Option<Thresholds>,
 }
 
 impl Services {
     /// Services over `env`, with the deployment's tools, its `RATE_LIMITS` and `TOOL_TIMEOUTS`.
     pub fn new(env: Env, registry: Rc<Registry>) -> Self {
         let cfg = Config::from_env(&env);
+        Self::with_config(env, registry, &cfg)
+    }
+
+    /// [`Services::new`] with the configuration a request has already read from `env`, so a
+    /// request that needs services more than once does not parse its settings again.
+    pub fn with_config(env: Env, registry: Rc<Registry>, cfg: &Config) -> Self {
         Services {
             env,
             registry,
-            limits: Rc::new(cfg.rate_limits),
-            timeouts: Rc::new(cfg.tool_timeouts),
+            limits: Rc::new(cfg.rate_limits.clone()),
+            timeouts: Rc::new(cfg.tool_timeouts.clone()),
+            flowmind_levels: cfg.flowmind_levels,
         }
+    }
+
+    /// FlowMind's level thresholds (`FLOWMIND_LEVELS`), `None` when progressive authorization is
+    /// off.
+    pub fn flowmind_levels(&self) -> Option<Thresholds> {
+        self.flowmind_levels
+    }
+
+    /// The Worker's bindings, for services beside these (the listen streams of `stateless::listen`).
+    pub fn env(&self) -> &Env {
+        &self.env
     }
 
     /// See `Platform::timeout_override`.

@@ -85,6 +85,7 @@ export async function startWorker(vars = {}, { quiet = false, logs, persist } = 
       SESSION: { className: "Session", useSQLite: true },
       CONFIRMATIONS: { className: "Confirmation", useSQLite: true },
       RATE_LIMITER: { className: "RateLimiter", useSQLite: true },
+      LISTENERS: { className: "Listeners", useSQLite: true },
     },
     d1Databases: ["DB"],
     kvNamespaces: ["CACHE"],
