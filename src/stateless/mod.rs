@@ -30,6 +30,7 @@ use crate::store::services::Services;
 use crate::tools::conformance::fixtures;
 use crate::tools::flowmind::levels::{self as flowmind_levels, Level, Thresholds};
 use crate::tools::Catalog;
+pub(crate) use platform::relay_to;
 use platform::StatelessPlatform;
 
 /// Tools that keep state in an MCP session, which 2026-07-28 requests do not have: chain
@@ -119,7 +120,7 @@ pub async fn serve(
                 Ok(p) => p,
                 Err(e) => return refuse(Some(&id), &e),
             };
-            return match runs::call(env, &platform, caller, &r).await {
+            return match runs::call(env, platform, caller, &r, req.inner().signal()).await {
                 Ok(resp) => Ok(resp),
                 Err(e) => refuse(Some(&id), &e),
             };
