@@ -272,6 +272,21 @@ describe("chain runs of 2026 callers", () => {
     assert.equal(again.result.isError, true, "a cancelled run stays cancelled");
   });
 
+  test("a workflow run is a run object too: continued with its session_id by its caller only", async () => {
+    const review = { workflow_uri: "workflow://code-review", initial_variables: { technology: "Rust", code_reference: "PR 7" } };
+    const started = await as("alice", "execute_workflow", review);
+    assert.equal(started.result.structuredContent.success, true, JSON.stringify(started));
+    const id = started.result.structuredContent.result.session_id;
+    assert.equal((await runObject(id)).user, ids.alice);
+    const foreign = await as("helen", "execute_workflow", { workflow_uri: review.workflow_uri, session_id: id, step_outputs: { change_summary: "x" } });
+    assert.equal(foreign.result.isError, true);
+    assert.match(text(foreign), /not found in this session/);
+    const shown = await as("alice", "execute_workflow", { workflow_uri: review.workflow_uri, session_id: id });
+    assert.equal(shown.result.structuredContent.result.status, "awaiting_input", JSON.stringify(shown));
+    const cancelled = await as("alice", "cancel_chain", { execution_id: id });
+    assert.equal(cancelled.result.isError, undefined, JSON.stringify(cancelled));
+  });
+
   test("another caller's read, resume and cancel of a run get the answer of an unknown execution, and change nothing", async () => {
     const id = await start("alice", "Cal");
     const unknown = "exec-" + "0".repeat(32);
