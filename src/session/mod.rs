@@ -3,6 +3,10 @@
 //! It owns the session's protocol state and event log (SQLite), runs tool calls, and serves the
 //! session's SSE streams. The Worker (`src/edge/`) has already checked headers, origin and body size,
 //! and forwards only requests that belong to a session (or create one).
+//!
+//! The 2026-07-28 lane has no sessions but uses the same class for its run objects (one per chain
+//! or workflow run) and for each caller's own object (`stateless::runs`): to them the Worker's run
+//! lane is an MCP client like any other, plus the internal headers below.
 
 mod call;
 mod chat;

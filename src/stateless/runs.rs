@@ -17,7 +17,9 @@
 //! notifications before it when the request has a `progressToken`): a client that closes it
 //! cancels the run at its next step boundary, with rollback, as `cancel_chain` would (status
 //! `cancelled`, "client closed the stream"). A reply that has not started yet cannot tell the
-//! server its client left (docs/decisions.md), hence the stream.
+//! server its client left, hence the stream; and a Durable Object request with a body is not
+//! aborted when the Worker's client leaves, hence a bodyless watch request beside the call
+//! (`session::RUN_WATCH_HEADER`; docs/decisions.md has the measurements).
 //!
 //! Run objects declare no client capabilities, so a step that would ask the client's model
 //! pauses; when the request declared `sampling`, the pause is answered as an `input_required`
@@ -343,7 +345,11 @@ async fn call_tool(
     }
     let (status, mut reply) = match (notify, inner.as_str()) {
         (Some(_), Some(key)) if answer.status_code() == 200 => {
-            let watch = request(to, None, Some((RUN_WATCH_HEADER, key))).await?;
+            let bare = Send {
+                headers: Vec::new(),
+                ..*to
+            };
+            let watch = request(&bare, None, Some((RUN_WATCH_HEADER, key))).await?;
             let reply = Box::pin(reply_of(answer, notify));
             match select(reply, Box::pin(drain(watch))).await {
                 Either::Left((reply, _)) => reply?,
