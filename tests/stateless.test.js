@@ -552,6 +552,21 @@ describe("events of 2026 chain runs", () => {
     assert.ok(later.every((e) => e.execution === bgId), "the background run's steps, driven by its object's alarm and jobs");
   });
 
+  test("the caller's own object (the assistant's mode) shows a call's events only when the call names a session", async () => {
+    const res = await watch(alices, auth("alice", HR_WRITE));
+    const it = sseEvents(res, { timeoutMs: 3000 });
+    const quiet = await as("alice", "get_mode_indicator", {});
+    assert.equal(quiet.result.resultType, "complete", JSON.stringify(quiet));
+    const named = await as("alice", "get_mode_indicator", {}, { [EVENTS]: alices });
+    assert.equal(named.result.resultType, "complete");
+    const seen = [];
+    for (let ev = await it.next(); ev; ev = await it.next()) {
+      if (ev.event === "tool_call") seen.push(JSON.parse(ev.data).tool);
+    }
+    it.close();
+    assert.deepEqual(seen, ["get_mode_indicator"], "one call named the session, one did not");
+  });
+
   test("a run naming another user's session for its events is refused before it starts", async () => {
     const before = (await db.prepare("SELECT COUNT(*) AS n FROM chain_executions").first()).n;
     const refused = await as("helen", "execute_chain", { chain_name: "stateless-events", variables: { name: "Hal" } }, { [EVENTS]: alices });
