@@ -3,7 +3,9 @@
 // GET/DELETE 405; write confirmations through input_required with a sealed, single-use requestState
 // (tampering, replay, expiry, another caller, other arguments); a retried write runs once; a 2025
 // client and a 2026 client on the same server at the same time; paused chain steps asked of the
-// client's model through input_required; anonymous callers' state bound to their address.
+// client's model through input_required; anonymous callers' state bound to their address; each
+// chain or workflow run in a Durable Object of its own, addressed by execution id by its caller only;
+// run events on the session named in _meta; closing a run call's stream cancels the run.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { startWorker } from "./support/worker.js";
