@@ -3,7 +3,9 @@
 // GET/DELETE 405; write confirmations through input_required with a sealed, single-use requestState
 // (tampering, replay, expiry, another caller, other arguments); a retried write runs once; a 2025
 // client and a 2026 client on the same server at the same time; paused chain steps asked of the
-// client's model through input_required; anonymous callers' state bound to their address.
+// client's model through input_required; anonymous callers' state bound to their address; each
+// chain or workflow run in a Durable Object of its own, addressed by execution id by its caller only;
+// run events on the session named in _meta; closing a run call's stream cancels the run.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { startWorker } from "./support/worker.js";
@@ -247,6 +249,59 @@ describe("chain runs of 2026 callers", () => {
     assert.match(text(done), /completed successfully[\s\S]*ADA:approved/);
     assert.equal(done.result.resultType, "complete");
   });
+
+  const runObject = async (id) => (await db.prepare("SELECT r.session, r.user FROM chain_executions e JOIN run_objects r ON r.session = e.owner WHERE e.id = ?1").bind(id).first());
+  const start = async (who, name) => {
+    const run = await as(who, "execute_chain", { chain_name: "stateless-approval", variables: { name } });
+    assert.match(text(run), /awaiting_input/, JSON.stringify(run));
+    return text(run).match(/exec-[0-9a-f]{32}/)[0];
+  };
+
+  test("each run lives in a Durable Object of its own: cancelling one run of a caller leaves their other run paused", async () => {
+    const [a, b] = [await start("alice", "Ann"), await start("alice", "Bea")];
+    const [oa, ob] = [await runObject(a), await runObject(b)];
+    assert.ok(oa && ob, "both runs are recorded in run objects");
+    assert.notEqual(oa.session, ob.session, "two runs, two objects");
+    assert.match(oa.session, /^[0-9a-f]{64}$/);
+    assert.equal(oa.user, ids.alice, "the object belongs to the caller");
+    const cancelled = await as("alice", "cancel_chain", { execution_id: a, reason: "not needed" });
+    assert.equal(cancelled.result.isError, undefined, JSON.stringify(cancelled));
+    assert.equal((await as("alice", "get_chain_status", { execution_id: a })).result.structuredContent.status, "cancelled");
+    assert.equal((await as("alice", "get_chain_status", { execution_id: b })).result.structuredContent.status, "awaiting_input", "the other run is untouched");
+    const done = await as("alice", "resume_chain", { execution_id: b, outputs: { status: "ok" } });
+    assert.match(text(done), /BEA:ok/);
+    const again = await as("alice", "resume_chain", { execution_id: a, outputs: { status: "ok" } });
+    assert.equal(again.result.isError, true, "a cancelled run stays cancelled");
+  });
+
+  test("a workflow run is a run object too: continued with its session_id by its caller only", async () => {
+    const review = { workflow_uri: "workflow://code-review", initial_variables: { technology: "Rust", code_reference: "PR 7" } };
+    const started = await as("alice", "execute_workflow", review);
+    assert.equal(started.result.structuredContent.success, true, JSON.stringify(started));
+    const id = started.result.structuredContent.result.session_id;
+    assert.equal((await runObject(id)).user, ids.alice);
+    const foreign = await as("helen", "execute_workflow", { workflow_uri: review.workflow_uri, session_id: id, step_outputs: { change_summary: "x" } });
+    assert.equal(foreign.result.isError, true);
+    assert.match(text(foreign), /not found in this session/);
+    const shown = await as("alice", "execute_workflow", { workflow_uri: review.workflow_uri, session_id: id });
+    assert.equal(shown.result.structuredContent.result.status, "awaiting_input", JSON.stringify(shown));
+    const cancelled = await as("alice", "cancel_chain", { execution_id: id });
+    assert.equal(cancelled.result.isError, undefined, JSON.stringify(cancelled));
+  });
+
+  test("another caller's read, resume and cancel of a run get the answer of an unknown execution, and change nothing", async () => {
+    const id = await start("alice", "Cal");
+    const unknown = "exec-" + "0".repeat(32);
+    for (const [tool, args] of [["get_chain_status", {}], ["resume_chain", { outputs: { status: "x" } }], ["cancel_chain", {}]]) {
+      const foreign = await as("helen", tool, { execution_id: id, ...args });
+      const none = await as("helen", tool, { execution_id: unknown, ...args });
+      assert.equal(foreign.result.isError, true, tool);
+      assert.equal(text(foreign), text(none).replaceAll(unknown, id), `${tool}: no difference between another caller's run and none`);
+    }
+    assert.equal((await as("alice", "get_chain_status", { execution_id: id })).result.structuredContent.status, "awaiting_input");
+    const done = await as("alice", "resume_chain", { execution_id: id, outputs: { status: "fine" } });
+    assert.match(text(done), /CAL:fine/);
+  });
 });
 
 describe("paused chain steps through input_required", () => {
@@ -445,6 +500,84 @@ describe("events of stateless calls", () => {
   });
 });
 
+describe("events of 2026 chain runs", () => {
+  const watch = (id, headers = {}) => fetch(new URL(`/sessions/${id}/events`, w.url), { headers: { accept: "text/event-stream", ...headers } });
+  const EVENTS = "mcp-edge/eventsSession";
+  const as = (who, name, args, metaExtra) => modern("tools/call", { name, arguments: args }, { headers: auth(who, HR_WRITE), metaExtra }).then((r) => r.body);
+  const text = (r) => r.result.content.map((c) => c.text).join("\n");
+  const step = (id, name, extra = {}) => ({ id, name, type: "data_transformation", input_variables: [], output_variables: [], ...extra });
+  let alices;
+  before(async () => {
+    const created = await as("alice", "create_chain", { chain_definition: {
+      name: "stateless-events", title: "Events", category: "custom",
+      steps: [
+        step(1, "shout", { input_template: "{name|upper}", output_variables: ["shout"] }),
+        step(2, "greet", { input_template: "hello {shout}", output_variables: ["greeting"], depends_on: [1] }),
+      ],
+      input_schema: { type: "object", properties: { name: { type: "string", required: true } } },
+    }, creation_options: { overwrite_existing: true } });
+    assert.equal(created.result.isError, undefined, JSON.stringify(created));
+    const init = await post(w.mcpUrl, { jsonrpc: "2.0", id: 0, method: "initialize", params: { protocolVersion: LATEST, capabilities: {}, clientInfo: { name: "t", version: "1" } } }, { headers: auth("alice", HR_WRITE) });
+    alices = init.headers.get("mcp-session-id");
+  });
+
+  /** The step events (tool_call, tool_result, error) of execution `id` on `it`, until `n` arrived. */
+  const stepEvents = async (it, n) => {
+    const seen = [];
+    while (seen.length < n) {
+      const ev = await it.next();
+      if (!ev) break;
+      if (!["tool_call", "tool_result", "error"].includes(ev.event)) continue;
+      const data = JSON.parse(ev.data);
+      if (data.execution_id) seen.push({ event: ev.event, step: data.step, tool: data.tool, execution: data.execution_id });
+    }
+    return seen;
+  };
+
+  test("the steps of a run in its own object reach the events session named in _meta, in a synchronous and a background run", async () => {
+    const res = await watch(alices, auth("alice", HR_WRITE));
+    assert.equal(res.status, 200);
+    const it = sseEvents(res, { timeoutMs: 10000 });
+    const run = await as("alice", "execute_chain", { chain_name: "stateless-events", variables: { name: "Eve" } }, { [EVENTS]: alices });
+    assert.match(text(run), /completed successfully/, JSON.stringify(run));
+    const id = text(run).match(/exec-[0-9a-f]{32}/)[0];
+    const owner = (await db.prepare("SELECT owner FROM chain_executions WHERE id = ?1").bind(id).first()).owner;
+    assert.notEqual(owner, alices, "the run ran in its own object, not in the watched session");
+    const sync = await stepEvents(it, 4);
+    assert.deepEqual(sync.map((e) => `${e.event}:${e.step}`), ["tool_call:1", "tool_result:1", "tool_call:2", "tool_result:2"]);
+    assert.ok(sync.every((e) => e.execution === id && e.tool.startsWith("stateless-events/")));
+    const bg = await as("alice", "execute_chain", { chain_name: "stateless-events", variables: { name: "Bo" }, execution_options: { async_execution: true } }, { [EVENTS]: alices });
+    const bgId = text(bg).match(/exec-[0-9a-f]{32}/)[0];
+    const later = await stepEvents(it, 4);
+    it.close();
+    assert.deepEqual(later.map((e) => `${e.event}:${e.step}`), ["tool_call:1", "tool_result:1", "tool_call:2", "tool_result:2"]);
+    assert.ok(later.every((e) => e.execution === bgId), "the background run's steps, driven by its object's alarm and jobs");
+  });
+
+  test("the caller's own object (the assistant's mode) shows a call's events only when the call names a session", async () => {
+    const res = await watch(alices, auth("alice", HR_WRITE));
+    const it = sseEvents(res, { timeoutMs: 3000 });
+    const quiet = await as("alice", "get_mode_indicator", {});
+    assert.equal(quiet.result.resultType, "complete", JSON.stringify(quiet));
+    const named = await as("alice", "get_mode_indicator", {}, { [EVENTS]: alices });
+    assert.equal(named.result.resultType, "complete");
+    const seen = [];
+    for (let ev = await it.next(); ev; ev = await it.next()) {
+      if (ev.event === "tool_call") seen.push(JSON.parse(ev.data).tool);
+    }
+    it.close();
+    assert.deepEqual(seen, ["get_mode_indicator"], "one call named the session, one did not");
+  });
+
+  test("a run naming another user's session for its events is refused before it starts", async () => {
+    const before = (await db.prepare("SELECT COUNT(*) AS n FROM chain_executions").first()).n;
+    const refused = await as("helen", "execute_chain", { chain_name: "stateless-events", variables: { name: "Hal" } }, { [EVENTS]: alices });
+    assert.equal(refused.error?.code, -32602, JSON.stringify(refused));
+    assert.match(refused.error.message, /another user/);
+    assert.equal((await db.prepare("SELECT COUNT(*) AS n FROM chain_executions").first()).n, before, "nothing ran");
+  });
+});
+
 describe("both eras at once", () => {
   test("a 2025 session and 2026 requests interleave on the same server", async () => {
     const { session } = await initialize(w.mcpUrl);
@@ -553,7 +686,7 @@ describe("cancelling by closing the response stream", () => {
       req.on("end", () => held.push(res));
     });
     await new Promise((r) => api.listen(0, "127.0.0.1", r));
-    cw = await startWorker({ DUFFEL_BASE_URL: `http://127.0.0.1:${api.address().port}`, DUFFEL_API_TOKEN: "duffel_test_token" }, { logs });
+    cw = await startWorker({ DUFFEL_BASE_URL: `http://127.0.0.1:${api.address().port}`, DUFFEL_API_TOKEN: "duffel_test_token", JWT_SECRET: SECRET }, { logs });
   });
   after(async () => {
     await cw?.stop();
@@ -573,7 +706,7 @@ describe("cancelling by closing the response stream", () => {
     body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "search_flights", arguments: { origin: "SFO", destination: "CDG", departure_date: date }, _meta: meta({}, { "mcp-edge/cache": "bypass" }) } }),
   });
 
-  test("a call whose client stays completes, logged as such (the baseline a cancellation test needs; closing a pending reply does not cancel yet, see docs/decisions.md)", async () => {
+  test("a direct tool's call whose client stays completes, logged as such (direct tools answer JSON: nothing long-running; docs/decisions.md)", async () => {
     const before = outcomes().length;
     const pending = search("2031-05-11");
     await until("the call reached the upstream API", () => held.length === 1);
@@ -582,6 +715,75 @@ describe("cancelling by closing the response stream", () => {
     assert.equal(body.result.resultType, "complete", JSON.stringify(body));
     await until("the Worker logged the call", () => outcomes().length > before);
     assert.notEqual(outcomes().at(-1), "cancelled");
+  });
+
+  // A chain whose middle step waits on the held upstream: a record is written before it and
+  // another after it, so a cancelled run shows its rollback and the step that never ran.
+  const cdb = () => cw.mf.getD1Database("DB");
+  const record = async (id) => (await (await cdb()).prepare("SELECT data FROM collection_records WHERE collection = 'stream-runs' AND id = ?1").bind(id).first());
+  const step = (id, name, type, extra = {}) => ({ id, name, type, input_variables: [], output_variables: [], ...extra });
+  const runCall = (args, signal) => fetch(cw.mcpUrl, {
+    method: "POST", signal,
+    headers: { "content-type": "application/json", accept: ACCEPT_BOTH, "mcp-protocol-version": MODERN, "mcp-method": "tools/call", "mcp-name": "execute_chain", ...cauth() },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 7, method: "tools/call", params: { name: "execute_chain", arguments: args, _meta: meta({}, { progressToken: "run-1" }) } }),
+  });
+  const statusOf = async (id) => {
+    const res = await post(cw.mcpUrl, { jsonrpc: "2.0", id: 8, method: "tools/call", params: { name: "get_chain_status", arguments: { execution_id: id }, _meta: meta() } },
+      { headers: { "mcp-protocol-version": MODERN, "mcp-method": "tools/call", "mcp-name": "get_chain_status", ...cauth() } });
+    return (await res.json()).result.structuredContent;
+  };
+  // Tokens name the Worker they are for.
+  const cauth = () => ({ authorization: `Bearer ${hs256({ sub: ids.alice, roles: HR_WRITE, aud: cw.mcpUrl, exp: Math.floor(Date.now() / 1000) + 600 }, SECRET)}` });
+  const stopping = () => logs.filter((l) => l.startsWith("{")).map((l) => JSON.parse(l)).filter((l) => l.run_stopping);
+
+  test("closing the stream of a chain run cancels it at the next step boundary with rollback; the same run with its client there completes", async () => {
+    const created = await post(cw.mcpUrl, { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "create_chain", _meta: meta(), arguments: { chain_definition: {
+      name: "held-flight", title: "Held flight", category: "custom",
+      steps: [
+        step(1, "first", "database_operation", { operation: { collection: "stream-runs", action: "create" }, input_template: '{{"id": {tag|json}, "at": "start"}}', output_variables: ["first"] }),
+        step(2, "search", "external_api", { tool: "search_flights", input_template: '{{"origin": "SFO", "destination": "CDG", "departure_date": {date|json}}}', output_variables: ["offers"], depends_on: [1] }),
+        step(3, "last", "database_operation", { operation: { collection: "stream-runs", action: "create" }, input_template: '{{"id": "{tag}-last", "at": "end"}}', output_variables: ["last"], depends_on: [2] }),
+      ],
+      input_schema: { type: "object", properties: { tag: { type: "string", required: true }, date: { type: "string", required: true } } },
+    }, creation_options: { overwrite_existing: true } } } }, { headers: { "mcp-protocol-version": MODERN, "mcp-method": "tools/call", "mcp-name": "create_chain", ...cauth() } });
+    const made = await created.json();
+    assert.ok(made.result && !made.result.isError, JSON.stringify(made));
+
+    // The client goes away while step 2 waits on the upstream.
+    const ac = new AbortController();
+    const res = await runCall({ chain_name: "held-flight", variables: { tag: "gone", date: "2031-06-01" } }, ac.signal);
+    assert.match(res.headers.get("content-type"), /^text\/event-stream/, "the stream opened before the run ended");
+    await until("the run reached the upstream API", () => held.length === 1);
+    assert.ok(await record("gone"), "step 1 wrote its record");
+    ac.abort();
+    await until("the run's object saw the client go", () => stopping().length === 1);
+    const [{ run_stopping: id, reason }] = stopping();
+    assert.equal(reason, "client closed the stream");
+    release();
+    let status;
+    for (let i = 0; i < 100; i++) {
+      status = await statusOf(id);
+      if (status.status !== "running") break;
+      await sleep(100);
+    }
+    assert.equal(status.status, "cancelled", JSON.stringify(status));
+    assert.match(JSON.stringify(status), /client closed the stream/);
+    assert.equal(status.steps.find((s) => s.name === "last").state, "not_run", JSON.stringify(status.steps));
+    assert.equal(await record("gone"), null, "step 1 was rolled back");
+    assert.equal(await record("gone-last"), null, "step 3 never ran");
+
+    // The same run with its client there: it completes, and the reply is the stream's last event.
+    const kept = await runCall({ chain_name: "held-flight", variables: { tag: "kept", date: "2031-06-02" } });
+    await until("the second run reached the upstream API", () => held.length === 1);
+    release();
+    const events = (await kept.text()).split("\n\n").map((b) => b.split("\n").filter((l) => l.startsWith("data: ")).map((l) => l.slice(6)).join("\n")).filter(Boolean).map((d) => JSON.parse(d));
+    const reply = events.at(-1);
+    assert.equal(reply.id, 7);
+    assert.equal(reply.result.resultType, "complete", JSON.stringify(reply));
+    assert.match(reply.result.content[0].text, /completed successfully/);
+    assert.ok(events.slice(0, -1).some((m) => m.method === "notifications/progress" && m.params.progressToken === "run-1"), "progress before the reply");
+    assert.ok(await record("kept") && await record("kept-last"), "every step ran");
+    assert.equal(stopping().length, 1, "nothing was stopped this time");
   });
 });
 

@@ -112,6 +112,12 @@ impl Call {
         Ok(stream)
     }
 
+    /// Answers with an SSE stream now, before the call has anything to send: the run lane's
+    /// calls, whose client closing the stream is what cancels them.
+    pub fn open_stream(&self) -> Result<()> {
+        self.stream().map(drop)
+    }
+
     /// Sends a message (notification or server request) before the final response.
     fn send(&self, msg: &Value) -> Result<()> {
         let stream = self.stream()?;

@@ -113,6 +113,11 @@ impl Hub {
         token
     }
 
+    /// Whether a request with this key is running.
+    pub fn is_in_flight(&self, request_key: &str) -> bool {
+        self.inflight.borrow().contains_key(request_key)
+    }
+
     /// Forgets a finished request.
     pub fn untrack(&self, request_key: &str, token: u64) {
         let mut map = self.inflight.borrow_mut();

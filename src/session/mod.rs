@@ -3,6 +3,10 @@
 //! It owns the session's protocol state and event log (SQLite), runs tool calls, and serves the
 //! session's SSE streams. The Worker (`src/edge/`) has already checked headers, origin and body size,
 //! and forwards only requests that belong to a session (or create one).
+//!
+//! The 2026-07-28 lane has no sessions but uses the same class for its run objects (one per chain
+//! or workflow run) and for each caller's own object (`stateless::runs`): to them the Worker's run
+//! lane is an MCP client like any other, plus the internal headers below.
 
 mod call;
 mod chat;
@@ -11,15 +15,18 @@ mod jobs;
 pub(crate) mod levels;
 mod methods;
 mod platform;
+mod relay;
 pub(crate) mod stream;
 
 use std::cell::RefCell;
 use std::rc::{Rc, Weak};
+use std::time::Duration;
 
-use futures::channel::mpsc::unbounded;
+use futures::channel::mpsc::{unbounded, UnboundedSender};
 use futures::future::{join_all, AbortHandle, Abortable};
 use serde_json::{json, Value};
-use worker::{durable_object, DurableObject, Env, Method, Request, Response, State};
+use worker::web_sys::AbortSignal;
+use worker::{durable_object, Delay, DurableObject, Env, Method, Request, Response, State};
 
 use crate::clock;
 use crate::edge::config::Config;
@@ -48,6 +55,25 @@ pub const WATCH_HEADER: &str = "x-mcp-edge-watch";
 /// Internal header from the Worker: this POST carries tool events of 2026-07-28 calls that named
 /// this session in `_meta` (`stateless::platform`), for its event stream.
 pub const RELAY_HEADER: &str = "x-mcp-edge-relay";
+/// Internal header from the Worker's 2026-07-28 run lane (`stateless::runs`) on a `tools/call`:
+/// answer with an SSE stream at once.
+pub const RUN_HEADER: &str = "x-mcp-edge-run";
+/// Internal header from the Worker's 2026-07-28 run lane on a bodyless `GET`: the id of a running
+/// `tools/call` of this object; when this request's client goes away before the call ends, the
+/// runs the call drives stop, as `cancel_chain` would ([`STREAM_CLOSED`]). The call's own POST
+/// cannot tell: workerd does not abort a Durable Object request that came with a body when the
+/// Worker's client disconnects (docs/decisions.md), a bodyless one it does.
+pub const RUN_WATCH_HEADER: &str = "x-mcp-edge-run-watch";
+/// Internal header from the Worker's 2026-07-28 run lane on a `tools/call`: the session whose event
+/// stream shows this object's tool events from now on (the Worker checked the caller may send
+/// events there); empty stops relaying.
+pub const EVENTS_HEADER: &str = "x-mcp-edge-events";
+/// Seconds between comments on a run watch: workerd tells a Durable Object that the Worker's
+/// request went away when the object next writes to its response, so this bounds how late a
+/// closed stream is noticed.
+const RUN_WATCH_TICK_SECS: u32 = 1;
+/// Why a run stops when the client of the call driving it closed the response stream.
+pub const STREAM_CLOSED: &str = "client closed the stream";
 /// Internal header from the Worker: correlation id for log lines.
 pub const CORRELATION_HEADER: &str = "x-correlation-id";
 
@@ -67,11 +93,22 @@ pub struct Core {
     state: State,
     /// This core, for work it starts that outlives the request (background jobs).
     me: Weak<Core>,
+    /// The env, for relaying tool events to another session (`relay`).
+    env: Env,
+    /// Tool events on their way to the session a 2026-07-28 call named (`relay`).
+    relay: Rc<relay::Relay>,
 }
 
 impl Core {
-    /// Writes an event to the log, then to the live readers of its stream.
+    /// Writes an event to the log, then to the live readers of its stream (and a tool event to
+    /// the session a 2026-07-28 call named for its events).
     fn publish(&self, stream: &str, event: &str, data: &str) -> Result<()> {
+        self.publish_from(stream, event, data, true)
+    }
+
+    /// [`Core::publish`]; `relay` false for events relayed here, which go no further, so no chain
+    /// of relays can loop.
+    fn publish_from(&self, stream: &str, event: &str, data: &str, relay: bool) -> Result<()> {
         let seq = self
             .db
             .append(stream, event, data, clock::now_ms() as i64)?;
@@ -82,9 +119,26 @@ impl Core {
         let frame = sse::frame(&id, event, data);
         if stream == STANDALONE && is_tool_event(event) {
             self.hub.deliver_to_watchers(&frame);
+            if relay {
+                self.relay_event(event, data);
+            }
         }
         self.hub.deliver(stream, &frame);
         Ok(())
+    }
+
+    /// Sends a tool event to the session a 2026-07-28 call named for its events, if one did.
+    fn relay_event(&self, event: &str, data: &str) {
+        let Some(target) = self
+            .setting(relay::EVENTS_SETTING)
+            .filter(|t| !t.is_empty() && *t != self.session)
+        else {
+            return;
+        };
+        let data = serde_json::from_str::<Value>(data).unwrap_or_else(|_| json!(data));
+        let event = json!({ "event": event, "data": data });
+        self.relay
+            .push(&self.env, target, self.stored_caller(), event);
     }
 
     /// A session setting; a storage failure is logged and reads as unset, so callers fall back to
@@ -184,6 +238,47 @@ pub fn registry(catalog: crate::tools::Catalog) -> Result<Rc<Registry>> {
     Ok(r)
 }
 
+/// What the Worker's 2026-07-28 run lane asks of a forwarded request ([`RUN_HEADER`],
+/// [`EVENTS_HEADER`]).
+struct RunLane {
+    stream_at_once: bool,
+    events: Option<String>,
+}
+
+/// Stops the runs a call drives (its attached jobs) at their next step boundary, with rollback as
+/// `cancel_chain` does, when the client of the watch request (`signal`) goes away before the call
+/// (`key`) ends; then ends the watch (`_tx`). The object of a 2026-07-28 run holds that one run, so
+/// its attached jobs are the call's.
+async fn stop_runs_when_gone(
+    core: Rc<Core>,
+    key: String,
+    signal: AbortSignal,
+    _tx: UnboundedSender<Vec<u8>>,
+) {
+    while core.hub.is_in_flight(&key) {
+        if signal.aborted() {
+            stop_attached_jobs(&core);
+            return;
+        }
+        Delay::from(Duration::from_millis(100)).await;
+    }
+}
+
+/// Asks the object's attached jobs to stop at their next step boundary ([`STREAM_CLOSED`]).
+fn stop_attached_jobs(core: &Core) {
+    match core.db.stop_attached_jobs(STREAM_CLOSED) {
+        Ok(jobs) => {
+            for job in jobs {
+                worker::console_log!(
+                    "{}",
+                    json!({ "run_stopping": job.id, "reason": STREAM_CLOSED, "session": core.session })
+                );
+            }
+        }
+        Err(e) => worker::console_error!("{}", json!({ "run_stop": e.to_string() })),
+    }
+}
+
 /// The Durable Object class (`class_name = "Session"` in wrangler.toml).
 #[durable_object]
 pub struct Session {
@@ -252,6 +347,8 @@ impl Session {
                 self.state.as_raw(),
             ))),
             me: me.clone(),
+            env: self.env.clone(),
+            relay: Rc::default(),
         });
         *self.core.borrow_mut() = Some(core.clone());
         Ok(core)
@@ -267,6 +364,10 @@ impl Session {
                     .await
                     .map_err(|e| Error::Internal(format!("read forwarded body: {e}")))?;
                 let signal = Some(req.inner().signal());
+                let lane = RunLane {
+                    stream_at_once: header(&req, RUN_HEADER).is_some(),
+                    events: header(&req, EVENTS_HEADER),
+                };
                 let chat = header(&req, CHAT_HEADER).is_some();
                 let create = header(&req, CREATE_HEADER).is_some();
                 if header(&req, RELAY_HEADER).is_some() {
@@ -278,7 +379,8 @@ impl Session {
                 } else if create {
                     self.create(&core, &body, &caller).await
                 } else {
-                    self.post(&core, &body, signal, correlation, &caller).await
+                    self.post(&core, &body, signal, correlation, &caller, lane)
+                        .await
                 }
             }
             Method::Get => {
@@ -286,6 +388,8 @@ impl Session {
                 let signal = Some(req.inner().signal());
                 if header(&req, CHAT_HEADER).is_some() {
                     self.chat_history(&core, &caller)
+                } else if let Some(call) = header(&req, RUN_WATCH_HEADER) {
+                    self.run_watch(&core, &call, signal, &caller)
                 } else if header(&req, WATCH_HEADER).is_some() {
                     self.watch(&core, last.as_deref(), signal, &caller)
                 } else {
@@ -377,6 +481,7 @@ impl Session {
         signal: Option<worker::web_sys::AbortSignal>,
         correlation: &str,
         caller: &Caller,
+        lane: RunLane,
     ) -> Result<Response> {
         Self::require_session(core, caller)?;
         let msg = Incoming::parse(body)?;
@@ -399,7 +504,7 @@ impl Session {
             }
             Incoming::Request { id, method, params } if method == "tools/call" => {
                 match self
-                    .tools_call(core, id.clone(), params, signal, correlation, caller)
+                    .tools_call(core, id.clone(), params, signal, correlation, caller, lane)
                     .await
                 {
                     Ok(resp) => Ok(resp),
@@ -421,16 +526,27 @@ impl Session {
         }
     }
 
-    /// `tools/call`: validated and run in the background, answered as JSON or as an SSE stream.
+    /// `tools/call`: validated and run in the background, answered as JSON or as an SSE stream
+    /// (at once for the run lane, which also stops the call's runs when the stream's client goes).
+    #[allow(clippy::too_many_arguments)]
     async fn tools_call(
         &self,
         core: &Rc<Core>,
         id: RequestId,
         params: Option<Value>,
-        signal: Option<worker::web_sys::AbortSignal>,
+        signal: Option<AbortSignal>,
         correlation: &str,
         caller: &Caller,
+        lane: RunLane,
     ) -> Result<Response> {
+        if let Some(events) = &lane.events {
+            if !events.is_empty() && !crate::edge::valid_session_id(events) {
+                return Err(Error::Internal(format!(
+                    "run lane: events session {events:?} is not a session id"
+                )));
+            }
+            core.db.set(relay::EVENTS_SETTING, events)?;
+        }
         let params = params_object(params.as_ref());
         let name = required_str(&params, "name")?.to_string();
         let Some(tool) = core.registry.get_for(&name, caller) else {
@@ -454,6 +570,9 @@ impl Session {
             signal,
             caller.clone(),
         )?;
+        if lane.stream_at_once {
+            call.open_stream()?;
+        }
         let (abort, registration) = AbortHandle::new_pair();
         let key = id.key();
         let ticket = core.hub.track(&key, abort);
@@ -487,6 +606,7 @@ impl Session {
                 "{}",
                 json!({ "cid": correlation, "tool": tool.def.id(), "ms": ms, "outcome": outcome })
             );
+            core2.relay.flush().await;
             call.finish(reply);
         });
         match first.await {
@@ -508,6 +628,32 @@ impl Session {
             }
             Err(_) => Err(Error::Internal("tool call ended without a reply".into())),
         }
+    }
+
+    /// The run lane's watch of call `call` (its JSON-RPC id string; [`RUN_WATCH_HEADER`]): an SSE
+    /// stream of keepalive comments that ends with the call, or sooner, when its client goes away,
+    /// stops the call's runs. A call not running (any more) ends it at once.
+    fn run_watch(
+        &self,
+        core: &Rc<Core>,
+        call: &str,
+        signal: Option<AbortSignal>,
+        caller: &Caller,
+    ) -> Result<Response> {
+        Self::require_session(core, caller)?;
+        let key = RequestId::from_value(&Value::String(call.to_string()))?.key();
+        let (tx, rx) = unbounded();
+        if let Some(signal) = signal.filter(|_| core.hub.is_in_flight(&key)) {
+            wasm_bindgen_futures::spawn_local(stop_runs_when_gone(core.clone(), key, signal, tx));
+        }
+        sse_response(
+            StreamPlan {
+                prefix: b": watching\n\n".to_vec(),
+                keepalive_secs: RUN_WATCH_TICK_SECS,
+                max_secs: None,
+            },
+            rx,
+        )
     }
 
     /// `GET /mcp`: the standalone stream, or the resumption of any stream with `Last-Event-ID`.
@@ -613,7 +759,7 @@ impl Session {
                 (ev.get("event").and_then(Value::as_str), ev.get("data"))
             {
                 if is_tool_event(event) {
-                    core.publish(STANDALONE, event, &data.to_string())?;
+                    core.publish_from(STANDALONE, event, &data.to_string(), false)?;
                 }
             }
         }

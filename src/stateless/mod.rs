@@ -5,8 +5,8 @@
 //! What a session used to carry travels with the request instead: the protocol version, client
 //! capabilities and log level in `_meta`; answers the server asked for in `inputResponses`, with
 //! the answers of earlier rounds in a sealed, single-use `requestState` (`mcp::request_state`).
-//! Tools that keep per-session state (chain executions, the travel assistant's mode) answer with
-//! an error that points to the 2025 lane.
+//! Tools that keep state (chain executions, the travel assistant's mode) run in Durable Objects
+//! of their own for signed-in callers (`runs`).
 //!
 //! `subscriptions/listen` streams are held by a `Listeners` object per caller (`listen`), so that
 //! changes made by other requests reach them.
@@ -34,11 +34,12 @@ use crate::session::levels;
 use crate::store::services::Services;
 use crate::tools::conformance::fixtures;
 use crate::tools::flowmind::levels::{self as flowmind_levels, Level, Thresholds};
+pub(crate) use platform::relay_to;
 use platform::StatelessPlatform;
 
 /// Tools that keep state in an MCP session, which 2026-07-28 requests do not have: chain
 /// executions (FlowMind's workflow runs among them) run under the session's job leases and are
-/// bound to it, and the travel assistant's mode is the session's. For a signed-in caller they run in the caller's run session (`runs`);
+/// bound to it, and the travel assistant's mode is the session's. For a signed-in caller they run in a run object per run, or the caller's own object for the mode (`runs`);
 /// anonymous 2026 callers are refused before anything is recorded.
 pub const SESSION_TOOLS: &[&str] = &[
     "execute_chain",
@@ -136,7 +137,7 @@ pub async fn serve(
                 Ok(p) => p,
                 Err(e) => return refuse(Some(&id), &e),
             };
-            return match runs::call(env, &platform, caller, &r).await {
+            return match runs::call(env, platform, caller, &r, req.inner().signal()).await {
                 Ok(resp) => Ok(resp),
                 Err(e) => refuse(Some(&id), &e),
             };

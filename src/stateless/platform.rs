@@ -33,8 +33,14 @@ struct Relay {
     done: RefCell<Option<oneshot::Receiver<()>>>,
 }
 
-/// Sends `events` (`[{event, data}]`) to session `id`'s object as `caller`; its answer.
-async fn relay_to(env: &Env, id: &str, caller: &Caller, events: &Value) -> Result<Response> {
+/// Sends `events` (`[{event, data}]`) to session `id`'s object as `caller`; its answer (204 when
+/// the session took them). Also how a run object relays its events (`session::relay`).
+pub(crate) async fn relay_to(
+    env: &Env,
+    id: &str,
+    caller: &Caller,
+    events: &Value,
+) -> Result<Response> {
     let headers = Headers::new();
     headers.set("content-type", "application/json")?;
     headers.set(RELAY_HEADER, "1")?;

@@ -1,30 +1,74 @@
 //! The tools that keep state in a session ([`super::SESSION_TOOLS`]: chain executions, the travel
-//! assistant's mode) for 2026-07-28 callers. A signed-in caller's calls of these tools run in a
-//! session object of their own, named after the user and opened on first use, so chain runs are
-//! addressed by their execution ids from any later request of the same user (and of nobody else:
-//! the object checks the owner), background runs are driven by its alarm, and a paused step is
-//! resumed with `resume_chain`. That object declares no client capabilities, so a step that would
-//! ask the client's model pauses; when the request declared `sampling`, the pause is answered as an
-//! `input_required` round (see [`call`]) instead of leaving the client to call `resume_chain`.
+//! assistant's mode) for 2026-07-28 callers, who have no session. Two kinds of object hold it:
+//!
+//! - **Run objects.** Every `execute_chain` or `execute_workflow` call of a signed-in caller opens
+//!   a session object of its own for the run it starts (a fresh 64-hex-digit name, the caller as
+//!   its owner), recorded in D1 `run_objects`. The run's execution id is its handle: its
+//!   `chain_executions.owner` is that object, so `get_chain_status`, `resume_chain`,
+//!   `cancel_chain` and `execute_workflow` with `session_id` find the object from the id, for
+//!   the caller who owns it. Each run has the object's job lease, alarm (background runs,
+//!   interrupted runs) and event log to itself.
+//! - **The caller's own object**, named after the user: the travel assistant's mode, which
+//!   belongs to the caller rather than to a run. It also answers every execution id the caller
+//!   does not own, so an unknown id and another caller's get the same answer.
+//!
+//! Calls that run chain steps (`execute_chain`, `resume_chain`, `execute_workflow`) are answered
+//! with an SSE stream that starts at once, the final JSON-RPC response its last event (progress
+//! notifications before it when the request has a `progressToken`): a client that closes it
+//! cancels the run at its next step boundary, with rollback, as `cancel_chain` would (status
+//! `cancelled`, "client closed the stream"). A reply that has not started yet cannot tell the
+//! server its client left, hence the stream; and a Durable Object request with a body is not
+//! aborted when the Worker's client leaves, hence a bodyless watch request beside the call
+//! (`session::RUN_WATCH_HEADER`; docs/decisions.md has the measurements).
+//!
+//! Run objects declare no client capabilities, so a step that would ask the client's model
+//! pauses; when the request declared `sampling`, the pause is answered as an `input_required`
+//! round (see [`call`]) instead of leaving the client to call `resume_chain`.
 
+use futures::channel::mpsc::{unbounded, UnboundedSender};
+use futures::future::{select, Either};
+use futures::StreamExt;
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
-use worker::{Env, Headers, Method, RequestInit, Response};
+use worker::web_sys::AbortSignal;
+use worker::{Env, Response};
 
 use super::call;
 use super::platform::StatelessPlatform;
 use crate::clock;
 use crate::edge::http::{json_response, EVENT_STREAM};
 use crate::error::{Error, Result};
-use crate::mcp::message::{response, RequestId};
-use crate::mcp::modern::Request;
+use crate::mcp::message::{error_response, response, RequestId};
+use crate::mcp::modern::{self, Request, META_EVENTS_SESSION};
 use crate::mcp::request_state::{self, arguments_hash, Binding, PausedStep, State};
-use crate::mcp::{modern, version, SERVER_VERSION};
+use crate::mcp::sse::unnumbered_frame;
+use crate::mcp::{version, SERVER_VERSION};
 use crate::random;
-use crate::registry::Caller;
-use crate::session::{CREATE_HEADER, ROLES_HEADER, USER_HEADER};
+use crate::registry::{Caller, Platform, Statement};
+use crate::session::stream::{sse_response, StreamPlan};
+use crate::session::{
+    CREATE_HEADER, EVENTS_HEADER, ROLES_HEADER, RUN_HEADER, RUN_WATCH_HEADER, USER_HEADER,
+};
 
-/// The id of `user`'s run session: 64 hex digits like any session id, derived so every request
+/// Seconds between keepalive comments on a run call's stream. workerd notices that the client
+/// closed the stream when the Worker next writes to it, so this bounds how late a cancellation is
+/// seen (with the run watch's own tick, `session::RUN_WATCH_HEADER`).
+const KEEPALIVE_SECS: u32 = 1;
+
+/// How old a run object with no execution (its `execute_chain` was refused) gets before its D1
+/// row is pruned.
+const UNUSED_RUN_OBJECT_MS: f64 = 24.0 * 3600.0 * 1000.0;
+
+/// The tools that start a run: each call opens a run object of its own.
+const STARTING: &[&str] = &["execute_chain", "execute_workflow"];
+
+/// The tools whose call runs chain steps: answered as a stream at once, so closing it cancels.
+const DRIVING: &[&str] = &["execute_chain", "resume_chain", "execute_workflow"];
+
+/// The tools whose run can pause at a step that asks the client's model.
+const PAUSING: &[&str] = &["execute_chain", "resume_chain"];
+
+/// The id of `user`'s own object: 64 hex digits like any session id, derived so every request
 /// of the user finds it.
 fn session_of(user: &str) -> String {
     Sha256::digest(format!("mcp-edge/stateless-runs\0{user}").as_bytes())
@@ -33,103 +77,291 @@ fn session_of(user: &str) -> String {
         .collect()
 }
 
-/// Sends one 2025 message to the run session as `caller`.
-async fn send(
-    env: &Env,
-    session: &str,
-    caller: &Caller,
-    body: &Value,
-    create: bool,
-) -> Result<Response> {
-    let headers = Headers::new();
-    headers.set("content-type", "application/json")?;
-    headers.set("accept", "application/json, text/event-stream")?;
-    headers.set("mcp-session-id", session)?;
-    headers.set(USER_HEADER, caller.user.as_deref().unwrap_or(""))?;
-    headers.set(ROLES_HEADER, &caller.roles.join(","))?;
-    if create {
-        headers.set(CREATE_HEADER, "1")?;
-    }
-    let mut init = RequestInit::new();
-    init.with_method(Method::Post)
-        .with_headers(headers)
-        .with_body(Some(body.to_string().into()));
-    let req = worker::Request::new_with_init("https://session.internal/mcp", &init)?;
-    let stub = env
-        .durable_object("SESSION")?
-        .id_from_name(session)?
-        .get_stub()?;
-    Ok(stub.fetch_with_request(req).await?)
+/// Where a call goes.
+struct Target {
+    /// The object's session id.
+    session: String,
+    /// A run object (else the caller's own object).
+    run: bool,
 }
 
-/// Opens the run session and turns its log messages off (a 2026 reply carries them only when
-/// asked, and this object answers for many requests).
-async fn open(env: &Env, session: &str, caller: &Caller) -> Result<()> {
+/// The execution id a call addresses: `execution_id`, or `execute_workflow`'s `session_id` (which
+/// continues the workflow run it names).
+fn addressed(name: &str, arguments: &Value) -> Option<String> {
+    let field = match name {
+        "get_chain_status" | "resume_chain" | "cancel_chain" => "execution_id",
+        "execute_workflow" => "session_id",
+        _ => return None,
+    };
+    arguments
+        .get(field)
+        .and_then(Value::as_str)
+        .map(str::to_string)
+}
+
+/// The run object of `execution`, when `user` owns it.
+async fn run_object_of(
+    platform: &StatelessPlatform,
+    user: &str,
+    execution: &str,
+) -> Result<Option<String>> {
+    let rows = platform
+        .query(
+            "SELECT r.session FROM chain_executions e JOIN run_objects r ON r.session = e.owner
+             WHERE e.id = ?1 AND r.user = ?2",
+            vec![json!(execution), json!(user)],
+        )
+        .await?;
+    Ok(rows
+        .first()
+        .and_then(|r| r["session"].as_str())
+        .map(str::to_string))
+}
+
+/// A fresh run object for `user`, recorded in D1 (pruning objects that never got a run).
+async fn new_run_object(platform: &StatelessPlatform, user: &str) -> Result<String> {
+    let session = random::hex(32)?;
+    let now = clock::now_ms();
+    platform
+        .batch(vec![
+            Statement::new(
+                "DELETE FROM run_objects WHERE created_ms < ?1
+                 AND NOT EXISTS (SELECT 1 FROM chain_executions e WHERE e.owner = run_objects.session)",
+                vec![json!((now - UNUSED_RUN_OBJECT_MS) as i64)],
+            ),
+            Statement::new(
+                "INSERT INTO run_objects (session, user, created_ms) VALUES (?1, ?2, ?3)",
+                vec![json!(session), json!(user), json!(now as i64)],
+            ),
+        ])
+        .await?;
+    Ok(session)
+}
+
+/// Which object serves `name(arguments)` for `user`: a new run object for a tool that starts a
+/// run, the run's object for an execution id the user owns, else the user's own object (the mode
+/// tools, and execution ids that are unknown or another caller's: that object answers "not found"
+/// for them, the same answer either way).
+async fn target_of(
+    platform: &StatelessPlatform,
+    user: &str,
+    name: &str,
+    arguments: &Value,
+) -> Result<Target> {
+    let own = Target {
+        session: session_of(user),
+        run: false,
+    };
+    if let Some(execution) = addressed(name, arguments) {
+        return Ok(match run_object_of(platform, user, &execution).await? {
+            Some(session) => Target { session, run: true },
+            None => own,
+        });
+    }
+    if STARTING.contains(&name) {
+        return Ok(Target {
+            session: new_run_object(platform, user).await?,
+            run: true,
+        });
+    }
+    Ok(own)
+}
+
+/// How a call is sent to its object.
+struct Send<'a> {
+    env: &'a Env,
+    session: &'a str,
+    caller: &'a Caller,
+    /// Extra internal headers.
+    headers: Vec<(&'static str, String)>,
+    /// The client request's signal: the forwarded request is aborted with it.
+    signal: Option<&'a AbortSignal>,
+}
+
+/// Sends one 2025 message to a run or own object as `caller`.
+async fn send(to: &Send<'_>, body: &Value, create: bool) -> Result<Response> {
+    let create = if create {
+        Some((CREATE_HEADER, "1"))
+    } else {
+        None
+    };
+    request(to, Some(body), create).await
+}
+
+/// A request to the object as `caller`: a POST of `body`, or a bodyless GET, with `to`'s headers
+/// and `extra`.
+async fn request(
+    to: &Send<'_>,
+    body: Option<&Value>,
+    extra: Option<(&str, &str)>,
+) -> Result<Response> {
+    let headers = worker::web_sys::Headers::new().map_err(|_| Error::Internal("headers".into()))?;
+    let set = |k: &str, v: &str| {
+        headers
+            .set(k, v)
+            .map_err(|_| Error::Internal(format!("header {k}")))
+    };
+    set("content-type", "application/json")?;
+    set("accept", "application/json, text/event-stream")?;
+    set("mcp-session-id", to.session)?;
+    set(USER_HEADER, to.caller.user.as_deref().unwrap_or(""))?;
+    set(ROLES_HEADER, &to.caller.roles.join(","))?;
+    if let Some((k, v)) = extra {
+        set(k, v)?;
+    }
+    for (k, v) in &to.headers {
+        set(k, v)?;
+    }
+    let init = worker::web_sys::RequestInit::new();
+    init.set_headers(&headers);
+    init.set_signal(to.signal);
+    match body {
+        Some(body) => {
+            init.set_method("POST");
+            init.set_body(&worker::wasm_bindgen::JsValue::from_str(&body.to_string()));
+        }
+        None => init.set_method("GET"),
+    }
+    let req =
+        worker::web_sys::Request::new_with_str_and_init("https://session.internal/mcp", &init)
+            .map_err(|_| Error::Internal("run lane: request not built".into()))?;
+    let stub = to
+        .env
+        .durable_object("SESSION")?
+        .id_from_name(to.session)?
+        .get_stub()?;
+    Ok(stub.fetch_with_request(req.into()).await?)
+}
+
+/// Opens an object for `to.caller` and turns its log messages off (a 2026 reply carries them only
+/// when asked, and nothing reads the object's own streams).
+async fn open(to: &Send<'_>) -> Result<()> {
+    let bare = Send {
+        headers: Vec::new(),
+        signal: None,
+        ..*to
+    };
     let init = json!({ "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
         "protocolVersion": version::LATEST, "capabilities": {},
         "clientInfo": { "name": "mcp-edge 2026-07-28 runs", "version": SERVER_VERSION }
     }});
-    let created = send(env, session, caller, &init, true).await?;
+    let created = send(&bare, &init, true).await?;
     // 400: another request opened it first, which is as good.
     if !matches!(created.status_code(), 200 | 400) {
         return Err(Error::Internal(format!(
-            "run session not opened: HTTP {}",
+            "run object not opened: HTTP {}",
             created.status_code()
         )));
     }
     let quiet = json!({ "jsonrpc": "2.0", "id": 1, "method": "logging/setLevel", "params": { "level": "emergency" } });
-    send(env, session, caller, &quiet, false).await?;
+    send(&bare, &quiet, false).await?;
     Ok(())
 }
 
-/// The JSON-RPC message of a session reply: the body, or the last message of an SSE stream.
-async fn reply_of(mut resp: Response) -> Result<(u16, Value)> {
+/// The JSON-RPC messages in complete SSE blocks at the start of `buf`, which keeps the rest.
+fn messages_in(buf: &mut Vec<u8>) -> Vec<Value> {
+    let mut out = Vec::new();
+    while let Some(end) = buf.windows(2).position(|w| w == b"\n\n") {
+        let block: Vec<u8> = buf.drain(..end + 2).collect();
+        let text = String::from_utf8_lossy(&block);
+        let data: Vec<&str> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("data: ").or_else(|| l.strip_prefix("data:")))
+            .collect();
+        if let Ok(msg) = serde_json::from_str::<Value>(&data.join("\n")) {
+            out.push(msg);
+        }
+    }
+    out
+}
+
+/// The reply of an object: the HTTP status and the final JSON-RPC message, the body or the last
+/// message of an SSE stream. Notifications on the stream go to `notify` as they arrive.
+async fn reply_of(
+    mut resp: Response,
+    notify: Option<&UnboundedSender<Vec<u8>>>,
+) -> Result<(u16, Value)> {
     let status = resp.status_code();
     let streamed = resp
         .headers()
         .get("content-type")?
         .is_some_and(|t| t.starts_with(EVENT_STREAM));
-    let text = resp.text().await?;
-    let body = if streamed {
-        text.split("\n\n")
-            .filter_map(|block| {
-                let data: Vec<&str> = block
-                    .lines()
-                    .filter_map(|l| l.strip_prefix("data: "))
-                    .collect();
-                serde_json::from_str::<Value>(&data.join("\n")).ok()
-            })
-            .filter(|m| m.get("result").is_some() || m.get("error").is_some())
-            .last()
-            .unwrap_or(Value::Null)
-    } else {
-        serde_json::from_str(&text)?
-    };
-    Ok((status, body))
+    if !streamed {
+        return Ok((status, serde_json::from_str(&resp.text().await?)?));
+    }
+    let mut body = resp.stream()?;
+    let mut buf = Vec::new();
+    while let Some(chunk) = body.next().await {
+        buf.extend(chunk?);
+        for msg in messages_in(&mut buf) {
+            if msg.get("result").is_some() || msg.get("error").is_some() {
+                return Ok((status, msg));
+            }
+            if let (Some(tx), Some("notifications/progress")) =
+                (notify, msg.get("method").and_then(Value::as_str))
+            {
+                let _ = tx.unbounded_send(unnumbered_frame("message", &msg.to_string()));
+            }
+        }
+    }
+    Err(Error::Internal(
+        "the run object's stream ended without a reply".into(),
+    ))
 }
 
-/// The tools whose run can pause at a step that asks the client's model.
-const PAUSING: &[&str] = &["execute_chain", "resume_chain"];
+/// Reads a response to its end (or until the reader is dropped).
+async fn drain(mut resp: Response) {
+    let Ok(mut body) = resp.stream() else { return };
+    while let Some(Ok(_)) = body.next().await {}
+}
 
-/// Sends `tools/call name(arguments)` to the caller's run session, opening it on first use;
-/// returns the HTTP status and the JSON-RPC reply.
+/// Sends `tools/call name(arguments)` to the object, opening it on first use (or again, after it
+/// ended idle: the caller's ownership was checked in D1 or is the object's name); returns the
+/// HTTP status and the JSON-RPC reply.
+///
+/// With `notify` (a driving call), the call goes under an id of its own and is watched: a
+/// bodyless request ([`RUN_WATCH_HEADER`]) stays open beside it, so that when the client goes
+/// away, the Worker's requests to the object are cancelled and the object sees it. Notifications
+/// go to `notify`.
 async fn call_tool(
-    env: &Env,
-    session: &str,
-    caller: &Caller,
+    to: &Send<'_>,
     id: &RequestId,
     name: &str,
     arguments: Value,
+    meta: Value,
+    notify: Option<&UnboundedSender<Vec<u8>>>,
 ) -> Result<(u16, Value)> {
-    let call = json!({ "jsonrpc": "2.0", "id": id.as_value(), "method": "tools/call", "params": {
-        "name": name, "arguments": arguments,
+    let inner = match notify {
+        Some(_) => json!(format!("run-{}", random::hex(12)?)),
+        None => id.as_value().clone(),
+    };
+    let call = json!({ "jsonrpc": "2.0", "id": inner, "method": "tools/call", "params": {
+        "name": name, "arguments": arguments, "_meta": meta,
     }});
-    let mut answer = send(env, session, caller, &call, false).await?;
+    let mut answer = send(to, &call, false).await?;
     if answer.status_code() == 404 {
-        open(env, session, caller).await?;
-        answer = send(env, session, caller, &call, false).await?;
+        open(to).await?;
+        answer = send(to, &call, false).await?;
     }
-    reply_of(answer).await
+    let (status, mut reply) = match (notify, inner.as_str()) {
+        (Some(_), Some(key)) if answer.status_code() == 200 => {
+            let bare = Send {
+                headers: Vec::new(),
+                ..*to
+            };
+            let watch = request(&bare, None, Some((RUN_WATCH_HEADER, key))).await?;
+            let reply = Box::pin(reply_of(answer, notify));
+            match select(reply, Box::pin(drain(watch))).await {
+                Either::Left((reply, _)) => reply?,
+                Either::Right((_, reply)) => reply.await?,
+            }
+        }
+        _ => reply_of(answer, notify).await?,
+    };
+    if reply.get("id").is_some() {
+        reply["id"] = id.as_value().clone();
+    }
+    Ok((status, reply))
 }
 
 /// The execution id a chain tool's text names when it reports a paused run.
@@ -147,19 +379,17 @@ fn execution_in(result: &Value) -> Option<String> {
 
 /// The steps of `execution` paused in `awaiting_input`, as sampling requests by key.
 async fn paused_steps(
-    env: &Env,
-    session: &str,
-    caller: &Caller,
+    to: &Send<'_>,
     id: &RequestId,
     execution: &str,
 ) -> Result<(Map<String, Value>, Vec<PausedStep>)> {
     let (_, status) = call_tool(
-        env,
-        session,
-        caller,
+        to,
         id,
         "get_chain_status",
         json!({ "execution_id": execution }),
+        json!({}),
+        None,
     )
     .await?;
     let report = &status["result"]["structuredContent"];
@@ -240,7 +470,8 @@ fn outputs_of(params: &Map<String, Value>, steps: &[PausedStep]) -> Result<(Stri
     Ok((execution, Value::Object(outputs)))
 }
 
-/// Runs `tools/call` of a session tool for a 2026-07-28 caller in the caller's run session.
+/// Runs `tools/call` of a session tool for a 2026-07-28 caller in its object (see the module
+/// doc): at once as JSON for calls that run no steps, else on an SSE stream.
 ///
 /// When `execute_chain` or `resume_chain` leaves its run paused at steps that need a model and
 /// the request declared `sampling`, the answer is `input_required`: one `sampling/createMessage`
@@ -249,18 +480,17 @@ fn outputs_of(params: &Map<String, Value>, steps: &[PausedStep]) -> Result<(Stri
 /// would and continues the run, which may pause again the same way.
 pub async fn call(
     env: &Env,
-    platform: &StatelessPlatform,
+    platform: StatelessPlatform,
     caller: &Caller,
     r: &Request,
+    signal: AbortSignal,
 ) -> Result<Response> {
     let Some(user) = caller.user.as_deref() else {
         return Err(Error::InvalidParams(
             "Invalid params: this tool keeps runs or a mode for its caller, and 2026-07-28 requests without a bearer token have no caller to keep them for; send a token, or call it from a 2025 session (initialize first)".into(),
         ));
     };
-    let session = session_of(user);
-    let id = &r.id;
-    let name = crate::mcp::message::required_str(&r.params, "name")?;
+    let name = crate::mcp::message::required_str(&r.params, "name")?.to_string();
     let arguments = r
         .params
         .get("arguments")
@@ -271,8 +501,9 @@ pub async fn call(
         call: format!("tools/call {name}"),
         args: arguments_hash(&arguments),
     };
-    let (status, mut body) = match r.params.get("requestState") {
-        None => call_tool(env, &session, caller, id, name, arguments).await?,
+    // A retry with a requestState continues the paused run it names, through resume_chain.
+    let (tool, arguments) = match r.params.get("requestState") {
+        None => (name.clone(), arguments),
         Some(token) => {
             let token = token.as_str().ok_or_else(|| {
                 Error::InvalidParams(
@@ -280,7 +511,7 @@ pub async fn call(
                 )
             })?;
             let state = request_state::open(
-                &call::state_key(platform)?,
+                &call::state_key(&platform)?,
                 token,
                 &binding,
                 clock::now_ms(),
@@ -292,44 +523,150 @@ pub async fn call(
             }
             // Checked before the state is spent, so a malformed answer can be corrected.
             let (execution, outputs) = outputs_of(&r.params, &state.steps)?;
-            if !call::redeem(platform, &state).await? {
+            if !call::redeem(&platform, &state).await? {
                 return Err(call::replayed());
             }
             let resume = json!({ "execution_id": execution, "outputs": outputs });
-            call_tool(env, &session, caller, id, "resume_chain", resume).await?
+            ("resume_chain".to_string(), resume)
         }
     };
-    let Some(result) = body.get_mut("result") else {
-        return json_response(&body, status);
+    let target = target_of(&platform, user, &tool, &arguments).await?;
+    let mut headers = vec![];
+    match r.meta().get(META_EVENTS_SESSION).and_then(Value::as_str) {
+        // Checked by `StatelessPlatform::open`: the session exists and takes the caller's events.
+        Some(events) => headers.push((EVENTS_HEADER, events.to_string())),
+        // The caller's own object relays only for the calls that ask; a run object keeps relaying
+        // its run's events to the session named before.
+        None if !target.run => headers.push((EVENTS_HEADER, String::new())),
+        None => {}
+    }
+    let mut meta = Map::new();
+    if let Some(token) = r.meta().get("progressToken") {
+        meta.insert("progressToken".into(), token.clone());
+    }
+    let job = Job {
+        platform,
+        caller: caller.clone(),
+        session: target.session,
+        id: r.id.clone(),
+        name,
+        binding,
+        sampling: r.declares("sampling"),
     };
-    let paused = match execution_in(result) {
-        Some(execution) if PAUSING.contains(&name) && r.declares("sampling") => {
-            Some(paused_steps(env, &session, caller, id, &execution).await?)
+    if !DRIVING.contains(&tool.as_str()) {
+        let to = job.to(env, headers, None);
+        let (status, body) =
+            call_tool(&to, &job.id, &tool, arguments, Value::Object(meta), None).await?;
+        let (status, reply) = job.answer(&to, status, body).await?;
+        return json_response(&reply, status);
+    }
+    headers.push((RUN_HEADER, "1".to_string()));
+    let (tx, rx) = unbounded();
+    let env = env.clone();
+    wasm_bindgen_futures::spawn_local(async move {
+        let to = job.to(&env, headers, Some(&signal));
+        let reply = match call_tool(
+            &to,
+            &job.id,
+            &tool,
+            arguments,
+            Value::Object(meta),
+            Some(&tx),
+        )
+        .await
+        {
+            Ok((status, body)) => job.answer(&to, status, body).await.map(|(_, reply)| reply),
+            Err(e) => Err(e),
+        };
+        let reply = reply.unwrap_or_else(|e| {
+            if !e.is_public() {
+                worker::console_error!("{}", json!({ "run_lane": e.to_string() }));
+            }
+            error_response(Some(&job.id), &e)
+        });
+        let _ = tx.unbounded_send(unnumbered_frame("message", &reply.to_string()));
+    });
+    let resp = sse_response(
+        StreamPlan {
+            prefix: b": run started\n\n".to_vec(),
+            keepalive_secs: KEEPALIVE_SECS,
+            max_secs: None,
+        },
+        rx,
+    )?;
+    let resp_headers = crate::edge::http::mutable_headers(&resp)?;
+    resp_headers.set("x-accel-buffering", "no")?;
+    Ok(resp.with_headers(resp_headers))
+}
+
+/// One call on its way to its object, and what its answer needs.
+struct Job {
+    platform: StatelessPlatform,
+    caller: Caller,
+    session: String,
+    id: RequestId,
+    /// The tool the client called (`execute_chain` for a retry that resumes its run).
+    name: String,
+    binding: Binding,
+    sampling: bool,
+}
+
+impl Job {
+    fn to<'a>(
+        &'a self,
+        env: &'a Env,
+        headers: Vec<(&'static str, String)>,
+        signal: Option<&'a AbortSignal>,
+    ) -> Send<'a> {
+        Send {
+            env,
+            session: &self.session,
+            caller: &self.caller,
+            headers,
+            signal,
         }
-        _ => None,
-    };
-    let result = match paused {
-        Some((asked, steps)) if !steps.is_empty() => {
-            let state = State {
-                v: 1,
-                nonce: random::hex(16)?,
-                exchange: steps[0].execution.clone(),
-                user: binding.user,
-                call: binding.call,
-                args: binding.args,
-                exp: clock::now_ms() + call::lifetime_ms(platform),
-                answers: Map::new(),
-                steps,
-            };
-            json!({
-                "resultType": "input_required",
-                "inputRequests": asked,
-                "requestState": request_state::seal(&call::state_key(platform)?, &state)?,
-            })
-        }
-        _ => modern::complete(result.take()),
-    };
-    json_response(&response(id, result), 200)
+    }
+
+    /// The 2026 reply to the object's reply: `input_required` for a run paused at model steps
+    /// when the request declared `sampling`, else the result marked complete (or the error).
+    async fn answer(&self, to: &Send<'_>, status: u16, mut body: Value) -> Result<(u16, Value)> {
+        let Some(result) = body.get_mut("result") else {
+            return Ok((status, body));
+        };
+        let plain = Send {
+            headers: Vec::new(),
+            signal: None,
+            ..*to
+        };
+        let paused = match execution_in(result) {
+            Some(execution) if PAUSING.contains(&self.name.as_str()) && self.sampling => {
+                Some(paused_steps(&plain, &self.id, &execution).await?)
+            }
+            _ => None,
+        };
+        let result = match paused {
+            Some((asked, steps)) if !steps.is_empty() => {
+                let state = State {
+                    v: 1,
+                    nonce: random::hex(16)?,
+                    exchange: steps[0].execution.clone(),
+                    user: self.binding.user.clone(),
+                    call: self.binding.call.clone(),
+                    args: self.binding.args.clone(),
+                    exp: clock::now_ms() + call::lifetime_ms(&self.platform),
+                    answers: Map::new(),
+                    steps,
+                };
+                json!({
+                    "resultType": "input_required",
+                    "inputRequests": asked,
+                    "requestState": request_state::seal(&call::state_key(&self.platform)?, &state)?,
+                })
+            }
+            _ => modern::complete(result.take()),
+        };
+        Ok((200, response(&self.id, result)))
+    }
 }
 
 #[cfg(test)]
@@ -337,10 +674,38 @@ mod tests {
     use super::*;
 
     #[test]
-    fn each_user_has_one_run_session_of_the_session_id_form() {
+    fn each_user_has_one_own_object_of_the_session_id_form() {
         let a = session_of("u1");
         assert_eq!(a, session_of("u1"));
         assert_ne!(a, session_of("u2"));
         assert!(crate::edge::valid_session_id(&a));
+    }
+
+    #[test]
+    fn calls_address_runs_by_execution_id_or_workflow_session_id() {
+        let id = json!({ "execution_id": "exec-1", "session_id": "exec-2" });
+        assert_eq!(addressed("cancel_chain", &id).as_deref(), Some("exec-1"));
+        assert_eq!(
+            addressed("execute_workflow", &id).as_deref(),
+            Some("exec-2")
+        );
+        assert_eq!(addressed("execute_workflow", &json!({})), None);
+        assert_eq!(addressed("execute_chain", &id), None);
+        assert_eq!(
+            addressed("get_chain_status", &json!({ "execution_id": 7 })),
+            None
+        );
+    }
+
+    #[test]
+    fn stream_blocks_yield_their_messages_and_keep_the_rest() {
+        let mut buf =
+            b": run started\n\nevent: message\ndata: {\"a\":1}\n\nevent: message\ndata: {\"b\""
+                .to_vec();
+        assert_eq!(messages_in(&mut buf), vec![json!({ "a": 1 })]);
+        assert_eq!(buf, b"event: message\ndata: {\"b\"".to_vec());
+        buf.extend(b":2}\n\n");
+        assert_eq!(messages_in(&mut buf), vec![json!({ "b": 2 })]);
+        assert!(buf.is_empty());
     }
 }

@@ -305,6 +305,18 @@ impl SessionDb {
         Ok(rows.into_iter().next().and_then(|r| r.lease_until))
     }
 
+    /// Asks every job that runs inside a call (not in the background) to stop, saying why: the
+    /// call's client went away. Returns those jobs.
+    pub fn stop_attached_jobs(&self, reason: &str) -> Result<Vec<Job>> {
+        self.sql
+            .exec(
+                "UPDATE jobs SET stop = ? WHERE background = 0 AND stop IS NULL RETURNING id, kind, background",
+                vec![reason.into()],
+            )
+            .and_then(|c| c.to_array())
+            .map_err(storage_err("stop attached jobs"))
+    }
+
     /// Stops tracking a job.
     pub fn job_delete(&self, id: &str) -> Result<()> {
         self.sql
