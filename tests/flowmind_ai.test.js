@@ -1,9 +1,11 @@
 // FlowMind with models, through the official MCP SDK client against the built Worker:
 // field_request's bge-small embedding blend through a Workers AI binding named AI (backed by the
-// stand-in of support/ai.js, since Workers AI is an external, remote-only service). Without it, or
-// when it fails, the answers keep their shape and say why.
+// stand-in of support/ai.js, since Workers AI is an external, remote-only service), and
+// evaluate_semantic_condition assisted by an OpenAI-compatible model provider (a local stand-in
+// server). Without either, or when they fail, the answers keep their shape and say why.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
+import { createServer } from "node:http";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { startWorker } from "./support/worker.js";
@@ -140,5 +142,127 @@ describe("field_request with a Workers AI binding", () => {
       assert.equal((await withAi.ai.calls()).length, 1, `${mode}: the model was asked once`);
     }
     await withAi.ai.reset();
+  });
+});
+
+/**
+ * An OpenAI-compatible model provider that answers every request with `p.answer` as the message
+ * content, or HTTP 500 while `p.fail` is set. `p.requests` records { auth, body } of each.
+ */
+function judge() {
+  const p = { requests: [], answer: null, fail: false };
+  p.server = createServer((req, res) => {
+    let body = "";
+    req.on("data", (d) => (body += d));
+    req.on("end", () => {
+      p.requests.push({ auth: req.headers.authorization, body: JSON.parse(body) });
+      if (p.fail) return res.writeHead(500, { "content-type": "application/json" }).end('{"error":"overloaded"}');
+      res.writeHead(200, { "content-type": "application/json" })
+        .end(JSON.stringify({ choices: [{ message: { role: "assistant", content: `Here you go: ${JSON.stringify(p.answer)}` } }] }));
+    });
+  });
+  return new Promise((resolve) => p.server.listen(0, "127.0.0.1", () => {
+    p.url = `http://127.0.0.1:${p.server.address().port}/v1/chat/completions`;
+    resolve(p);
+  }));
+}
+
+describe("evaluate_semantic_condition with a model provider", () => {
+  let provider, w, bare, c, bareClient;
+  before(async () => {
+    provider = await judge();
+    w = await startWorker({ RATE_LIMITS: "*=off", MODEL_PROVIDER_URL: provider.url, MODEL_PROVIDER_KEY: "judge-key", MODEL_PROVIDER_MODEL: "judge-small" }, { quiet: true });
+    bare = await startWorker({ RATE_LIMITS: "*=off" }, { quiet: true });
+    c = await connect(w);
+    bareClient = await connect(bare);
+  });
+  after(async () => {
+    await c?.close();
+    await bareClient?.close();
+    await w?.stop();
+    await bare?.stop();
+    provider?.server.closeAllConnections();
+    provider?.server.close();
+  });
+
+  const ask = (client, user_message, condition = "user seems frustrated") =>
+    call(client, "evaluate_semantic_condition", { condition, context: { user_message, session_variables: { plan: "pro" } }, evaluation_type: "detailed" });
+
+  test("without a model the rules decide alone, and detailed says why", async () => {
+    const s = await ask(bareClient, "this export is useless, broken again!!");
+    assert.equal(s._metadata.model_assisted, false);
+    assert.match(s._metadata.model_not_used_reason, /no model is configured \(MODEL_PROVIDER_URL or a Workers AI binding named AI\)/);
+    assert.equal(s.result.evaluator, "rules");
+    assert.equal(s.result.model.used, false);
+    assert.match(s.result.reasoning.at(-1), /^No model was consulted: no model is configured/);
+  });
+
+  test("agreement: the same verdict with more confidence, both shown", async () => {
+    const message = "this export is useless, broken again!!";
+    const rules = (await ask(bareClient, message)).result;
+    provider.answer = { result: true, confidence: 0.85, reasoning: "They call the export useless and broken." };
+    const before = provider.requests.length;
+    const s = await ask(c, message);
+    assert.equal(s._metadata.model_assisted, true);
+    assert.equal(s._metadata.model_not_used_reason, null);
+    assert.equal(s.result.evaluator, "rules+model");
+    assert.equal(s.result.result, true);
+    assert.equal(s.result.rules.result, rules.result);
+    assert.equal(s.result.rules.confidence, rules.confidence);
+    assert.ok(s.result.confidence > rules.confidence && s.result.confidence > 0.85, `${s.result.confidence} vs ${rules.confidence}`);
+    assert.deepEqual(s.result.model, { used: true, provider: "openai_compatible", result: true, confidence: 0.85, reasoning: "They call the export useless and broken.", agrees_with_rules: true });
+    assert.ok(s.result.reasoning.some((r) => r.includes("They call the export useless and broken.")));
+    assert.match(s.result.reasoning.at(-1), /agree, so the confidence rises/);
+
+    assert.equal(provider.requests.length, before + 1);
+    const req = provider.requests.at(-1);
+    assert.equal(req.auth, "Bearer judge-key");
+    assert.equal(req.body.model, "judge-small");
+    assert.match(req.body.messages[0].content, /JSON object/);
+    assert.match(req.body.messages[1].content, /Condition: user seems frustrated\nUser message: this export is useless, broken again!!/);
+    assert.match(req.body.messages[1].content, /"plan":"pro"/);
+
+    const cached = await ask(c, message);
+    assert.equal(cached._metadata.cache_hit, true);
+    assert.deepEqual(cached.result, s.result);
+    assert.equal(provider.requests.length, before + 1, "the 5 s cache answers without asking the model again");
+  });
+
+  test("disagreement: the more confident side wins with less confidence, and detailed shows both", async () => {
+    const message = "the report is broken";
+    const rules = (await ask(bareClient, message)).result;
+    provider.answer = { result: !rules.result, confidence: 0.97, reasoning: "A plain statement of fact, without any annoyance." };
+    const s = await ask(c, message);
+    assert.equal(s.result.rules.result, rules.result);
+    assert.equal(s.result.model.result, !rules.result);
+    assert.equal(s.result.model.agrees_with_rules, false);
+    assert.equal(s.result.result, !rules.result, "the model was far surer than the rules");
+    assert.ok(s.result.confidence < 0.97, `${s.result.confidence}: disagreement costs confidence`);
+    assert.match(s.result.reasoning.at(-1), /disagree/);
+
+    // An exact variable comparison (0.97) outweighs a model that disagrees less surely.
+    provider.answer = { result: false, confidence: 0.8, reasoning: "Looks like a free plan." };
+    const v = await ask(c, "what does my plan include?", "plan is pro");
+    assert.equal(v.result.rules.result, true);
+    assert.equal(v.result.result, true);
+    assert.ok(v.result.confidence < v.result.rules.confidence);
+  });
+
+  test("a failing or nonsensical provider: the rules alone, and detailed says what went wrong", async () => {
+    provider.fail = true;
+    const message = "honestly I am fed up, nothing works";
+    const rules = (await ask(bareClient, message)).result;
+    const s = await ask(c, message);
+    provider.fail = false;
+    assert.equal(s._metadata.model_assisted, false);
+    assert.match(s._metadata.model_not_used_reason, /the model provider answered HTTP 500; the rules decided alone/);
+    assert.equal(s.result.result, rules.result);
+    assert.equal(s.result.confidence, rules.confidence);
+    assert.equal(s.result.model.used, false);
+
+    provider.answer = "I think so";
+    const g = await ask(c, "honestly I am fed up, nothing works at all");
+    assert.equal(g._metadata.model_assisted, false);
+    assert.match(g._metadata.model_not_used_reason, /holds no JSON object/);
   });
 });
