@@ -121,6 +121,31 @@ describe("field_request with a Workers AI binding", () => {
     const row = await db.prepare("SELECT COUNT(*) AS n, MIN(dims) AS dims FROM flowmind_embeddings WHERE model = ?1").bind(MODEL).first();
     assert.ok(row.n >= 50, JSON.stringify(row));
     assert.equal(row.dims, 384);
+
+    // An edited context is re-embedded on its next search (its text no longer matches the hash).
+    const uri = s.matches[0].uri;
+    await db.prepare("UPDATE contexts SET description = description || ' Also covers card declines.' WHERE uri = ?1").bind(uri).run();
+    await db.prepare("UPDATE flowmind_generation SET generation = generation + 1").run();
+    await withAi.ai.reset();
+    const edited = await call(ai, "field_request", other);
+    const recalls = await withAi.ai.calls();
+    assert.equal(recalls.length, 1);
+    assert.equal(recalls[0].texts.length, 1, "the request is cached in KV; only the edited context is embedded");
+    assert.match(recalls[0].texts[0], /Also covers card declines\./);
+    assert.equal(edited._metadata.embeddings.cached_contexts, 49);
+  });
+
+  test("evaluate_semantic_condition asks the Workers AI binding when no MODEL_PROVIDER_URL is set", async () => {
+    await withAi.ai.reset();
+    await withAi.ai.judge(JSON.stringify({ result: true, confidence: 0.9, reasoning: "Three failures in a row." }));
+    const s = await call(ai, "evaluate_semantic_condition", { condition: "user seems frustrated", context: { user_message: "third failure today, this is useless" }, evaluation_type: "detailed" });
+    assert.equal(s._metadata.model_assisted, true);
+    assert.equal(s.result.model.provider, "workers_ai");
+    assert.equal(s.result.model.reasoning, "Three failures in a row.");
+    const calls = await withAi.ai.calls();
+    assert.equal(calls.length, 1);
+    assert.equal(calls[0].model, "@cf/meta/llama-3.1-8b-instruct");
+    assert.match(calls[0].messages[1].content, /^Condition: user seems frustrated/);
   });
 
   test("a failing, malformed or silent model: degraded with what happened, same shape, text matching", async () => {
