@@ -112,14 +112,11 @@ fn field_request(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Resul
         } else {
             let (pool, query) = field_request::pool(&catalog, &a, &visible);
             let pooled: Vec<&Context> = pool.iter().map(|c| &catalog.contexts[c.entry]).collect();
-            match embeddings::cosines(ctx, &query, &pooled).await {
-                Ok(e) => {
-                    let outcome =
-                        field_request::search_blended(&catalog, &a, &visible, pool, &e.cosines);
-                    Ok((outcome, e))
-                }
-                Err(reason) => Err(reason),
-            }
+            embeddings::cosines(ctx, &query, &pooled).await.map(|e| {
+                let outcome =
+                    field_request::search_blended(&catalog, &a, &visible, pool, &e.cosines);
+                (outcome, e)
+            })
         };
         let (outcome, embedded, degraded) = match blended {
             Ok((outcome, e)) => {
@@ -225,7 +222,7 @@ pub static TOOLS: [ToolDef; 6] = [
         toolset: TOOLSET,
         name: "evaluate_semantic_condition",
         title: "Evaluate a condition (FlowMind)",
-        description: "Evaluate a natural language condition against current context. Use for workflow branching decisions or understanding activation conditions. Reads sentiment (frustrated, confused, happy), urgency, variable tests (\"budget is over 5000\", \"user_tier is premium\", \"email is provided\"), mentions (\"mentions a refund\") and questions, with negation; deterministic rules. evaluation_type boolean (result), confidence (result and confidence, the default) or detailed (with the reasoning and evidence). The same call within 5 s is answered from a cache.",
+        description: "Evaluate a natural language condition against current context. Use for workflow branching decisions or understanding activation conditions. Reads sentiment (frustrated, confused, happy), urgency, variable tests (\"budget is over 5000\", \"user_tier is premium\", \"email is provided\"), mentions (\"mentions a refund\") and questions, with negation; deterministic rules, assisted by the server's model when one is configured (agreement raises the confidence, disagreement lowers it). evaluation_type boolean (result), confidence (result and confidence, the default) or detailed (with the reasoning, the evidence and both verdicts). The same call within 5 s is answered from a cache.",
         annotations: Annotations::READ_ONLY,
         input_schema: include_str!("../../../schema/flowmind/evaluate_semantic_condition.input.json"),
         output_schema: Some(include_str!("../../../schema/flowmind/response.output.json")),
