@@ -176,6 +176,7 @@ pub async fn cosines(
         if query_vector.is_none() {
             query_vector = fresh.next();
             if let Some(v) = &query_vector {
+                // A failed write only costs embedding the request again next time.
                 let _ = platform.cache_put(&key, &encode(v), QUERY_TTL_SECS).await;
             }
         }
