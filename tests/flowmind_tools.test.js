@@ -60,7 +60,7 @@ describe("field_request statuses", () => {
     assert.equal(s.status, "success");
     const m = s.matches[0];
     assert.equal(m.uri, "workflow://incident-response");
-    assert.ok(m.confidence > 0.42 && m.confidence <= 1);
+    assert.ok(m.confidence >= 0.6 && m.confidence <= 1, "at or above the success threshold");
     assert.ok(m.confidence >= s.matches[1].confidence);
     assert.equal(typeof m.match_reasoning.semantic_similarity, "number");
     assert.equal(m.match_reasoning.domain_match, true);
@@ -99,15 +99,15 @@ describe("field_request statuses", () => {
     assert.equal(s.next_actions[0].tool, "field_request");
   });
 
-  // Refinement lies in a narrow band (0.40 to 0.42 with the fitted thresholds): this request's best
-  // match is about 0.41 over the shipped catalog and today's tools. Adding many tools shifts idf
-  // and may move it out of the band; pick another labelled request near 0.41 then.
+  // Refinement is the band from 0.40 to 0.60 (docs/flowmind.md): the best match of this labelled
+  // request is about 0.5 over the shipped catalog and today's tools, in the middle of the band.
   test("a weak match: refinement_suggested, with a browse of its domain", async () => {
-    const s = await fr({ query: "rightsizing EC2 instances and buying savings plans to trim what we pay", confidence_level: 0.5 });
+    const s = await fr({ query: "long weekend in the mountains on a budget", confidence_level: 0.5 });
     assert.equal(s.status, "refinement_suggested");
-    assert.equal(s.matches[0].uri, "workflow://cloud-cost-optimization");
+    assert.equal(s.matches[0].uri, "workflow://trip-planning");
+    assert.ok(s.matches[0].confidence >= 0.4 && s.matches[0].confidence < 0.6, String(s.matches[0].confidence));
     assert.deepEqual(s.next_actions.map((a) => a.tool), ["field_request", "list_available_contexts"]);
-    assert.deepEqual(s.next_actions[1].parameters, { filter: { domain: ["technical"] } });
+    assert.deepEqual(s.next_actions[1].parameters, { filter: { domain: ["personal"] } });
   });
 
   test("out-of-domain and empty-of-meaning requests: no_matches, no matches listed", async () => {

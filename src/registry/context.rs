@@ -208,6 +208,21 @@ pub trait Platform {
     /// overrides the one it declares.
     fn timeout_override(&self, tool: &str) -> Option<u32>;
 
+    /// Whether this deployment binds Workers AI as `AI`. The default is a platform without it.
+    fn ai_bound(&self) -> bool {
+        false
+    }
+
+    /// Runs Workers AI model `model` (for example `@cf/baai/bge-small-en-v1.5`) on `input` through
+    /// the binding `AI` and returns its answer as JSON; `Ok(None)` when there is no such binding.
+    fn ai_run<'a>(
+        &'a self,
+        _model: &'a str,
+        _input: &'a Value,
+    ) -> LocalBoxFuture<'a, Result<Option<Value>>> {
+        Box::pin(async { Ok(None) })
+    }
+
     /// Stops tracking a job (it finished, paused or was cancelled).
     fn job_finish(&self, _id: &str) -> Result<()> {
         Ok(())

@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use futures::future::LocalBoxFuture;
 use serde_json::Value;
-use worker::{Delay, Env, Fetch, Headers, Method, Request, RequestInit};
+use wasm_bindgen::{JsCast, JsValue};
+use wasm_bindgen_futures::JsFuture;
+use worker::{js_sys, Delay, Env, Fetch, Headers, Method, Request, RequestInit};
 
 use super::d1;
 use crate::edge::config::Config;
@@ -145,6 +147,63 @@ impl Services {
         })
     }
 
+    /// The Workers AI binding `AI`, when the env has one.
+    fn ai_binding(&self) -> Option<JsValue> {
+        js_sys::Reflect::get(self.env.as_ref(), &JsValue::from_str("AI"))
+            .ok()
+            .filter(|b| !b.is_undefined() && !b.is_null())
+    }
+
+    /// See `Platform::ai_bound`.
+    pub fn ai_bound(&self) -> bool {
+        self.ai_binding().is_some()
+    }
+
+    /// See `Platform::ai_run`. The input and answer cross as JSON text (`JSON.parse`,
+    /// `JSON.stringify`): `Ai::run` converts with serde-wasm-bindgen, which would turn a
+    /// `serde_json::Value` object into a JS `Map` the model cannot read.
+    pub async fn ai_run(&self, model: &str, input: &Value) -> Result<Option<Value>> {
+        let Some(binding) = self.ai_binding() else {
+            return Ok(None);
+        };
+        let failed = |what: &str, e: JsValue| {
+            let text = e
+                .dyn_ref::<js_sys::Error>()
+                .map(|e| String::from(e.message()))
+                .or_else(|| e.as_string())
+                .unwrap_or_else(|| format!("{e:?}"));
+            Error::Unavailable(format!("Workers AI {what}: {text}"))
+        };
+        let run: js_sys::Function = js_sys::Reflect::get(&binding, &JsValue::from_str("run"))
+            .ok()
+            .and_then(|f| f.dyn_into().ok())
+            .ok_or_else(|| {
+                Error::Misconfigured(
+                    "the binding AI has no run method: bind Workers AI as AI ([ai] binding = \"AI\" in wrangler.toml)".into(),
+                )
+            })?;
+        let js_input = js_sys::JSON::parse(&input.to_string()).map_err(|e| failed("input", e))?;
+        let promise = run
+            .call2(&binding, &JsValue::from_str(model), &js_input)
+            .map_err(|e| failed("run", e))?;
+        let output = JsFuture::from(js_sys::Promise::resolve(&promise))
+            .await
+            .map_err(|e| failed("run", e))?;
+        let text = js_sys::JSON::stringify(&output)
+            .ok()
+            .and_then(|s| s.as_string())
+            .ok_or_else(|| {
+                Error::Unavailable(format!(
+                    "Workers AI {model} answered with something that is not JSON"
+                ))
+            })?;
+        serde_json::from_str(&text).map(Some).map_err(|e| {
+            Error::Unavailable(format!(
+                "Workers AI {model} answered with unreadable JSON: {e}"
+            ))
+        })
+    }
+
     /// See `Platform::registry`.
     pub fn registry(&self) -> &Registry {
         &self.registry
@@ -258,7 +317,8 @@ impl Services {
 }
 
 /// Implements the env-backed methods of `Platform` (query, batch, cache, setting, fetch,
-/// sign_rs256, registry, sleep, confirmation, rate limit, timeout override) through `self.services()`.
+/// sign_rs256, registry, sleep, confirmation, rate limit, timeout override, Workers AI) through
+/// `self.services()`.
 macro_rules! delegate_services {
     () => {
         fn query<'a>(
@@ -365,6 +425,18 @@ macro_rules! delegate_services {
 
         fn timeout_override(&self, tool: &str) -> Option<u32> {
             self.services().timeout_override(tool)
+        }
+
+        fn ai_bound(&self) -> bool {
+            self.services().ai_bound()
+        }
+
+        fn ai_run<'a>(
+            &'a self,
+            model: &'a str,
+            input: &'a serde_json::Value,
+        ) -> futures::future::LocalBoxFuture<'a, $crate::error::Result<Option<serde_json::Value>>> {
+            Box::pin(self.services().ai_run(model, input))
         }
     };
 }

@@ -4,6 +4,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Miniflare } from "miniflare";
+import { aiHandle, aiWorkers } from "./ai.js";
 
 export const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 
@@ -59,10 +60,11 @@ export async function migrate(db) {
  * Starts the Worker. `vars` override the wrangler [vars]; with `quiet`, the Worker's stdout (one log
  * line per tool call) is dropped; with `logs` (an array), its stdout lines are collected there
  * instead; with `persist` (a directory), D1, KV and Durable Object storage live there, so a second
- * Worker started on it continues where the first stopped.
- * Returns { url, mcpUrl, mf, stop }.
+ * Worker started on it continues where the first stopped; with `ai`, a Workers AI binding named AI
+ * is backed by the stand-in of support/ai.js.
+ * Returns { url, mcpUrl, mf, stop }, and `ai` (the stand-in's handle) when asked for.
  */
-export async function startWorker(vars = {}, { quiet = false, logs, persist } = {}) {
+export async function startWorker(vars = {}, { quiet = false, logs, persist, ai = false } = {}) {
   const collect = (stdout) => {
     let rest = "";
     stdout.setEncoding("utf8");
@@ -72,14 +74,13 @@ export async function startWorker(vars = {}, { quiet = false, logs, persist } = 
       logs.push(...lines);
     });
   };
-  const mf = new Miniflare({
-    ...(persist ? { d1Persist: join(persist, "d1"), kvPersist: join(persist, "kv"), durableObjectsPersist: join(persist, "do") } : {}),
-    ...(quiet || logs ? { handleRuntimeStdio: (stdout, stderr) => { logs ? collect(stdout) : stdout.resume(); stderr.pipe(process.stderr); } } : {}),
+  const compatibilityDate = "2026-07-30";
+  const worker = {
     rootPath: root,
     scriptPath: join(root, "build", "index.js"),
     modules: true,
     modulesRules: [{ type: "CompiledWasm", include: ["**/*.wasm"], fallthrough: true }],
-    compatibilityDate: "2026-07-30",
+    compatibilityDate,
     compatibilityFlags: ["enable_request_signal"],
     durableObjects: {
       SESSION: { className: "Session", useSQLite: true },
@@ -99,9 +100,16 @@ export async function startWorker(vars = {}, { quiet = false, logs, persist } = 
       FLOWMIND_LEVELS: "off",
       ...vars,
     },
+  };
+  const mf = new Miniflare({
+    ...(persist ? { d1Persist: join(persist, "d1"), kvPersist: join(persist, "kv"), durableObjectsPersist: join(persist, "do") } : {}),
+    ...(quiet || logs ? { handleRuntimeStdio: (stdout, stderr) => { logs ? collect(stdout) : stdout.resume(); stderr.pipe(process.stderr); } } : {}),
+    ...(ai
+      ? { workers: [{ name: "mcp-edge", ...worker, wrappedBindings: { AI: { scriptName: "workers-ai" } } }, ...aiWorkers(compatibilityDate)] }
+      : worker),
   });
   const url = await mf.ready;
   await migrate(await mf.getD1Database("DB"));
   const mcpUrl = new URL("/mcp", url).href;
-  return { url, mcpUrl, mf, stop: () => mf.dispose() };
+  return { url, mcpUrl, mf, stop: () => mf.dispose(), ...(ai ? { ai: aiHandle(mf) } : {}) };
 }

@@ -158,6 +158,11 @@ pub struct Report {
     pub no_match_recall: f64,
     /// Share of requests given the status they deserve (see [`deserved`]).
     pub status_accuracy: f64,
+    /// Share of requests answered `success` with a wrong first match: the caller would run the
+    /// wrong context.
+    pub wrong_success: f64,
+    /// Share of requests answered `refinement_suggested`.
+    pub refined: f64,
     /// Expected calibration error over every shown match: the gap between confidence and the
     /// share of right matches, averaged over ten equal-width confidence bins weighted by size.
     pub ece: f64,
@@ -178,6 +183,7 @@ pub fn evaluate(
     let mut in_domain = 0;
     let (mut top1, mut top3, mut deserved_n) = (0, 0, 0);
     let (mut said_none, mut said_none_rightly, mut out_of_domain) = (0, 0, 0);
+    let (mut wrong_success, mut refined) = (0, 0);
     let mut all = Vec::new();
     let mut firsts = Vec::new();
     for request in set {
@@ -194,6 +200,9 @@ pub fn evaluate(
             said_none_rightly += usize::from(request.expected.is_empty());
         }
         deserved_n += usize::from(deserved(request, &o));
+        wrong_success +=
+            usize::from(o.verdict == Verdict::Success && o.correct.first() != Some(&true));
+        refined += usize::from(o.verdict == Verdict::Refine);
         for (c, &right) in o.candidates.iter().zip(&o.correct) {
             all.push((c.confidence, right));
         }
@@ -209,6 +218,8 @@ pub fn evaluate(
         no_match_precision: share(said_none_rightly, said_none),
         no_match_recall: share(said_none_rightly, out_of_domain),
         status_accuracy: share(deserved_n, set.len()),
+        wrong_success: share(wrong_success, set.len()),
+        refined: share(refined, set.len()),
         ece: expected_calibration_error(&all),
         ece_top1: expected_calibration_error(&firsts),
         brier: if all.is_empty() {
@@ -247,7 +258,7 @@ impl fmt::Display for Report {
         write!(
             f,
             "{} requests ({} in-domain): top-1 {:.3}, recall@3 {:.3}, no-match precision {:.3} recall {:.3}, \
-             right status {:.3}, ECE {:.3} (first match {:.3}), Brier {:.3}",
+             right status {:.3}, wrong success {:.3}, refinement {:.3}, ECE {:.3} (first match {:.3}), Brier {:.3}",
             self.requests,
             self.in_domain,
             self.top1,
@@ -255,6 +266,8 @@ impl fmt::Display for Report {
             self.no_match_precision,
             self.no_match_recall,
             self.status_accuracy,
+            self.wrong_success,
+            self.refined,
             self.ece,
             self.ece_top1,
             self.brier
@@ -363,9 +376,21 @@ fn solve(mut a: [[f64; 5]; 5], mut b: [f64; 5]) -> [f64; 5] {
     x
 }
 
+/// What running the wrong context costs a caller, in units of what running the right one gains: a
+/// wrong workflow wastes the user's time and may change things, so it weighs more than the gain.
+pub const WRONG_RUN_COST: f64 = 1.5;
+
+/// The confidence at and above which acting on the best match pays: with a calibrated confidence
+/// `p`, acting gains `p` and loses `(1 − p)·WRONG_RUN_COST` against asking for a better request
+/// (worth 0), so it pays from `p = cost / (1 + cost)`: 0.6.
+pub fn act_threshold() -> f64 {
+    WRONG_RUN_COST / (1.0 + WRONG_RUN_COST)
+}
+
 /// What a response status is worth to a caller: the status it deserves 1; a hedge that still shows
 /// a right match among the first two (refinement for a clear request, success for an ambiguous
-/// one) ½; acting on a wrong match −1 (the caller runs the wrong workflow); anything else 0.
+/// one) ½; acting on a wrong match −[`WRONG_RUN_COST`] (the caller runs the wrong workflow);
+/// anything else 0.
 fn utility(request: &Labelled, o: &Outcome) -> f64 {
     if deserved(request, o) {
         return 1.0;
@@ -373,7 +398,7 @@ fn utility(request: &Labelled, o: &Outcome) -> f64 {
     let right_first = o.correct.first() == Some(&true);
     let right_in_two = o.correct.iter().take(2).any(|&c| c);
     match (request.expected.len(), o.verdict) {
-        (_, Verdict::Success) if !right_first => -1.0,
+        (_, Verdict::Success) if !right_first => -WRONG_RUN_COST,
         (0, Verdict::Ambiguous) => -0.5,
         (1, Verdict::Refine | Verdict::Ambiguous) | (2, Verdict::Success | Verdict::Refine)
             if right_in_two =>
@@ -384,37 +409,37 @@ fn utility(request: &Labelled, o: &Outcome) -> f64 {
     }
 }
 
-/// The thresholds that maximise the total [`utility`] of `set` under `model`, by grid search in
-/// steps of 0.02 (the first best in the order success, no-match, gap ascending).
+/// The thresholds for `set` under `model`: success at [`act_threshold`] (the confidence is
+/// calibrated, so where acting pays follows from the costs, not from the set), and the no-match
+/// threshold and ambiguity gap that maximise the total [`utility`] of `set`, by grid search in
+/// steps of 0.02 (the first best in the order no-match, gap ascending).
 pub fn tune(matcher: &Matcher, model: &Model, set: &[Labelled]) -> Thresholds {
     let probe = Thresholds::default();
     let outcomes: Vec<Outcome> = set.iter().map(|r| run(matcher, model, &probe, r)).collect();
     let grid = |from: u32, to: u32| (from..=to).map(|i| f64::from(i) * 0.02);
     let mut best = (f64::NEG_INFINITY, probe);
-    for success in grid(10, 45) {
-        for no_match in grid(1, 45).filter(|&n| n < success) {
-            for ambiguity_gap in grid(1, 25) {
-                let t = Thresholds {
-                    success,
-                    no_match,
-                    ambiguity_gap,
-                };
-                let total: f64 = set
-                    .iter()
-                    .zip(&outcomes)
-                    .map(|(r, o)| {
-                        let confidences: Vec<f64> =
-                            o.candidates.iter().map(|c| c.confidence).collect();
-                        let o = Outcome {
-                            verdict: decide(&confidences, &t),
-                            ..o.clone()
-                        };
-                        utility(r, &o)
-                    })
-                    .sum();
-                if total > best.0 {
-                    best = (total, t);
-                }
+    let success = act_threshold();
+    for no_match in grid(1, 45).filter(|&n| n < success) {
+        for ambiguity_gap in grid(1, 25) {
+            let t = Thresholds {
+                success,
+                no_match,
+                ambiguity_gap,
+            };
+            let total: f64 = set
+                .iter()
+                .zip(&outcomes)
+                .map(|(r, o)| {
+                    let confidences: Vec<f64> = o.candidates.iter().map(|c| c.confidence).collect();
+                    let o = Outcome {
+                        verdict: decide(&confidences, &t),
+                        ..o.clone()
+                    };
+                    utility(r, &o)
+                })
+                .sum();
+            if total > best.0 {
+                best = (total, t);
             }
         }
     }
@@ -558,6 +583,8 @@ mod tests {
                 r.no_match_precision,
                 r.no_match_recall,
                 r.status_accuracy,
+                r.wrong_success,
+                r.refined,
                 r.ece,
                 r.brier,
             ] {
@@ -580,13 +607,35 @@ mod tests {
                 "workflow://database-migration",
             ),
             (
-                "write a bedtime story about a dragon who is afraid of the dark for my five year old",
-                "workflow://short-story-draft",
+                "I want to write a thriller book about a hacker, help me structure the chapters",
+                "workflow://novel-planning",
             ),
         ] {
             let (o, uris) = outcome(query);
             assert_eq!(o.verdict, Verdict::Success, "{query}: {uris:?} {:?}", o.candidates);
             assert_eq!(uris[0], uri, "{query}");
+        }
+    }
+
+    #[test]
+    fn a_weak_fit_suggests_refinement_with_the_expected_context_first() {
+        for (query, uri) in [
+            (
+                "write a bedtime story about a dragon who is afraid of the dark for my five year old",
+                "workflow://short-story-draft",
+            ),
+            ("long weekend in the mountains on a budget", "workflow://trip-planning"),
+            (
+                "when do we run out of money at the current burn rate",
+                "workflow://financial-forecasting",
+            ),
+        ] {
+            let (o, uris) = outcome(query);
+            assert_eq!(o.verdict, Verdict::Refine, "{query}: {uris:?} {:?}", o.candidates);
+            assert_eq!(uris[0], uri, "{query}");
+            let best = o.candidates[0].confidence;
+            let t = Thresholds::default();
+            assert!(best >= t.no_match && best < t.success, "{query}: {best}");
         }
     }
 

@@ -19,18 +19,25 @@
 //! A negated condition ("is not frustrated", "does not mention") inverts the verdict. The confidence
 //! is the evaluator's confidence in its verdict: evidence s maps to p = s / (s + 1); a true verdict
 //! has confidence 0.5 + p/2, a false one 0.75 − p/2 (absence of evidence is weaker than evidence).
+//!
+//! **Model assistance.** When a model is configured (an OpenAI-compatible `MODEL_PROVIDER_URL`, as
+//! chat and chains use, else a Workers AI binding named `AI`), it is asked for a JSON judgement
+//! `{result, confidence, reasoning}` within [`MODEL_TIMEOUT_MS`] and combined with the rules'
+//! verdict by [`combine`] (log-odds added: agreement raises the confidence, disagreement lowers it
+//! and the more confident side wins). `detailed` shows both verdicts and why; without a model, or
+//! when it fails, is slow or answers nonsense, the rules decide alone and `detailed` says why.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
 
-use futures::future::LocalBoxFuture;
+use futures::future::{select, Either, LocalBoxFuture};
 use serde_json::{json, Map, Value};
 
 use super::performance;
 use crate::clock;
 use crate::engine::matcher::text::terms;
 use crate::error::Result;
-use crate::registry::{ToolContext, ToolOutput};
+use crate::registry::{Outbound, Platform, ToolContext, ToolOutput};
 
 /// How long an evaluation is reused for the same arguments (seed 001: `cache_ttl_ms: 5000`).
 pub const CACHE_TTL_MS: f64 = 5000.0;
@@ -697,8 +704,89 @@ fn remember(key: String, now: f64, v: &Value) {
     });
 }
 
-/// The answer for `args` in the shape its `evaluation_type` asks for.
-pub fn answer(args: &Value) -> Value {
+/// What the model made of the condition.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Judgement {
+    /// Whether the model says the condition holds.
+    pub result: bool,
+    /// The model's confidence in `result`, in [0, 1].
+    pub confidence: f64,
+    /// The model's reason, in one or two sentences.
+    pub reasoning: String,
+}
+
+/// Whether a model assisted, and if not, why.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Assistance {
+    /// The model answered: `provider` names where it ran (`openai_compatible`, `workers_ai`).
+    Used {
+        /// Where the model ran.
+        provider: &'static str,
+        /// Its answer.
+        judgement: Judgement,
+    },
+    /// No model was asked, or its answer could not be used: why, for `detailed`.
+    NotUsed(String),
+}
+
+/// The judgement in a model's reply: the first JSON object in it, with a boolean `result`, a
+/// numeric `confidence` (clamped to [0, 1]; 0.7 when missing) and an optional `reasoning`.
+pub fn parse_judgement(reply: &str) -> std::result::Result<Judgement, String> {
+    let object = reply
+        .find('{')
+        .zip(reply.rfind('}'))
+        .and_then(|(start, end)| reply.get(start..=end))
+        .and_then(|t| serde_json::from_str::<Value>(t).ok())
+        .filter(Value::is_object)
+        .ok_or("the model's reply holds no JSON object")?;
+    let result = object
+        .get("result")
+        .and_then(Value::as_bool)
+        .ok_or("the model's JSON has no boolean result")?;
+    let confidence = object
+        .get("confidence")
+        .and_then(Value::as_f64)
+        .filter(|c| c.is_finite())
+        .map_or(0.7, |c| c.clamp(0.0, 1.0));
+    let reasoning = object
+        .get("reasoning")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .chars()
+        .take(500)
+        .collect();
+    Ok(Judgement {
+        result,
+        confidence,
+        reasoning,
+    })
+}
+
+/// The rules' verdict combined with the model's, by adding their log-odds as independent
+/// evidence: each verdict with its confidence is a probability that the condition holds (`c` for
+/// true, `1 − c` for false, bounded to [0.01, 0.99] so neither side is ever certain); the combined
+/// probability is `σ(logit(p_rules) + logit(p_model))`. Agreement therefore raises the confidence
+/// above either one's; disagreement lowers it, and the more confident side wins (the rules' 0.97
+/// of an exact variable comparison outweighs a model's 0.9). An exact tie keeps the rules' verdict.
+pub fn combine(rules: (bool, f64), model: (bool, f64)) -> (bool, f64) {
+    let p = |(holds, c): (bool, f64)| {
+        let c = c.clamp(0.01, 0.99);
+        if holds {
+            c
+        } else {
+            1.0 - c
+        }
+    };
+    let logit = |p: f64| (p / (1.0 - p)).ln();
+    let z = logit(p(rules)) + logit(p(model));
+    let holds = if z == 0.0 { rules.0 } else { z > 0.0 };
+    let p_true = 1.0 / (1.0 + (-z).exp());
+    let confidence = if holds { p_true } else { 1.0 - p_true };
+    (holds, (confidence * 1000.0).round() / 1000.0)
+}
+
+/// The parts of `args` an evaluation reads: condition, message, summary, session variables.
+fn inputs(args: &Value) -> (&str, &str, &str, Map<String, Value>) {
     let condition = args["condition"].as_str().unwrap_or_default();
     let message = args
         .pointer("/context/user_message")
@@ -713,28 +801,219 @@ pub fn answer(args: &Value) -> Value {
         .and_then(Value::as_object)
         .cloned()
         .unwrap_or_default();
-    let e = evaluate(condition, message, summary, &vars);
+    (condition, message, summary, vars)
+}
+
+/// The answer for `args` in the shape its `evaluation_type` asks for, from the rules' evaluation
+/// and the model's assistance.
+pub fn answer(args: &Value, e: &Evaluation, assistance: &Assistance) -> Value {
+    let (result, confidence, model) = match assistance {
+        Assistance::Used {
+            provider,
+            judgement,
+        } => {
+            let (result, confidence) = combine(
+                (e.result, e.confidence),
+                (judgement.result, judgement.confidence),
+            );
+            let agreed = judgement.result == e.result;
+            let model = json!({
+                "used": true,
+                "provider": provider,
+                "result": judgement.result,
+                "confidence": judgement.confidence,
+                "reasoning": judgement.reasoning,
+                "agrees_with_rules": agreed,
+            });
+            (result, confidence, model)
+        }
+        Assistance::NotUsed(why) => (
+            e.result,
+            e.confidence,
+            json!({ "used": false, "reason": why }),
+        ),
+    };
     match args
         .get("evaluation_type")
         .and_then(Value::as_str)
         .unwrap_or("confidence")
     {
-        "boolean" => json!({ "result": e.result }),
-        "detailed" => json!({
-            "result": e.result,
-            "confidence": e.confidence,
-            "condition_kind": e.kind,
-            "reasoning": e.reasoning,
-            "evidence": e.evidence,
-            "evaluator": "rules",
-        }),
-        _ => json!({ "result": e.result, "confidence": e.confidence }),
+        "boolean" => json!({ "result": result }),
+        "detailed" => {
+            let mut reasoning = e.reasoning.clone();
+            match assistance {
+                Assistance::Used { judgement, .. } => {
+                    reasoning.push(format!(
+                        "The model says the condition {} (confidence {:.2}){}",
+                        if judgement.result {
+                            "holds"
+                        } else {
+                            "does not hold"
+                        },
+                        judgement.confidence,
+                        if judgement.reasoning.is_empty() {
+                            ".".to_string()
+                        } else {
+                            format!(": {}", judgement.reasoning)
+                        }
+                    ));
+                    reasoning.push(if judgement.result == e.result {
+                        format!("The rules and the model agree, so the confidence rises from the rules' {:.2} to {confidence:.2}.", e.confidence)
+                    } else {
+                        format!(
+                            "The rules and the model disagree; their evidence combined says the condition {} with confidence {confidence:.2}.",
+                            if result { "holds" } else { "does not hold" }
+                        )
+                    });
+                }
+                Assistance::NotUsed(why) => {
+                    reasoning.push(format!("No model was consulted: {why}"));
+                }
+            }
+            json!({
+                "result": result,
+                "confidence": confidence,
+                "condition_kind": e.kind,
+                "reasoning": reasoning,
+                "evidence": e.evidence,
+                "evaluator": if matches!(assistance, Assistance::Used { .. }) { "rules+model" } else { "rules" },
+                "rules": { "result": e.result, "confidence": e.confidence },
+                "model": model,
+            })
+        }
+        _ => json!({ "result": result, "confidence": confidence }),
     }
 }
 
-/// `evaluate_semantic_condition`'s handler: answers repeated evaluations from a 5-second cache.
+/// How long the model may take when `CONDITION_MODEL_TIMEOUT_MS` does not say: well inside the
+/// tool's 5-second limit, so a slow model costs its assistance, never the answer.
+pub const MODEL_TIMEOUT_MS: u32 = 2500;
+
+/// The model's chat model on Workers AI when `MODEL_PROVIDER_MODEL` names none.
+const WORKERS_AI_MODEL: &str = "@cf/meta/llama-3.1-8b-instruct";
+
+const JUDGE_PROMPT: &str = "You judge whether a condition holds for a conversation. Answer with only a JSON object: {\"result\": true or false, \"confidence\": a number from 0 to 1, \"reasoning\": \"one sentence\"}.";
+
+/// Asks the configured model (an OpenAI-compatible `MODEL_PROVIDER_URL` first, else the Workers AI
+/// binding `AI`) for its judgement of `args`' condition, within the time limit.
+async fn consult(ctx: &dyn ToolContext, args: &Value) -> Assistance {
+    let platform = ctx.platform();
+    let (condition, message, summary, vars) = inputs(args);
+    let user = format!(
+        "Condition: {condition}\nUser message: {message}\nConversation summary: {}\nSession variables: {}",
+        if summary.is_empty() { "(none)" } else { summary },
+        Value::Object(vars)
+    );
+    let limit = platform
+        .setting("CONDITION_MODEL_TIMEOUT_MS")
+        .and_then(|v| v.trim().parse().ok())
+        .filter(|&ms: &u32| ms > 0)
+        .unwrap_or(MODEL_TIMEOUT_MS);
+    let (provider, call): (
+        &'static str,
+        LocalBoxFuture<'_, std::result::Result<String, String>>,
+    ) = if let Some(url) = platform.setting("MODEL_PROVIDER_URL") {
+        ("openai_compatible", Box::pin(ask_http(platform, url, user)))
+    } else if platform.ai_bound() {
+        ("workers_ai", Box::pin(ask_workers_ai(platform, user)))
+    } else {
+        return Assistance::NotUsed(
+                "no model is configured (MODEL_PROVIDER_URL or a Workers AI binding named AI); the rules decided alone.".into(),
+            );
+    };
+    let reply = match select(call, ctx.sleep(limit)).await {
+        Either::Left((reply, _)) => reply,
+        Either::Right(_) => {
+            return Assistance::NotUsed(format!(
+                "the model did not answer within {limit} ms (CONDITION_MODEL_TIMEOUT_MS); the rules decided alone."
+            ))
+        }
+    };
+    match reply.and_then(|text| parse_judgement(&text)) {
+        Ok(judgement) => Assistance::Used {
+            provider,
+            judgement,
+        },
+        Err(why) => Assistance::NotUsed(format!("{why}; the rules decided alone.")),
+    }
+}
+
+fn judge_messages(user: &str) -> Value {
+    json!([
+        { "role": "system", "content": JUDGE_PROMPT },
+        { "role": "user", "content": user },
+    ])
+}
+
+async fn ask_http(
+    platform: &dyn Platform,
+    url: String,
+    user: String,
+) -> std::result::Result<String, String> {
+    let mut headers = vec![("content-type".to_string(), "application/json".to_string())];
+    if let Some(key) = platform.setting("MODEL_PROVIDER_KEY") {
+        headers.push(("authorization".into(), format!("Bearer {key}")));
+    }
+    let body = json!({
+        "model": platform.setting("MODEL_PROVIDER_MODEL").unwrap_or_else(|| "default".into()),
+        "messages": judge_messages(&user),
+        "max_tokens": 200,
+        "temperature": 0,
+    });
+    let reply = platform
+        .fetch(Outbound {
+            method: "POST",
+            url,
+            headers,
+            body: Some(body.to_string()),
+        })
+        .await
+        .map_err(|e| {
+            format!(
+                "the model provider could not be reached: {}",
+                e.public_message()
+            )
+        })?;
+    if !(200..300).contains(&reply.status) {
+        return Err(format!("the model provider answered HTTP {}", reply.status));
+    }
+    serde_json::from_str::<Value>(&reply.body)
+        .ok()
+        .and_then(|v| {
+            v.pointer("/choices/0/message/content")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        })
+        .ok_or_else(|| "the model provider's answer has no choices[0].message.content".into())
+}
+
+async fn ask_workers_ai(
+    platform: &dyn Platform,
+    user: String,
+) -> std::result::Result<String, String> {
+    let model = platform
+        .setting("MODEL_PROVIDER_MODEL")
+        .unwrap_or_else(|| WORKERS_AI_MODEL.into());
+    let input = json!({ "messages": judge_messages(&user), "max_tokens": 200 });
+    match platform.ai_run(&model, &input).await {
+        Ok(Some(out)) => out
+            .get("response")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .ok_or_else(|| format!("Workers AI ({model}) answered without a response text")),
+        Ok(None) => Err("the Workers AI binding AI is gone".into()),
+        Err(e) => Err(format!(
+            "Workers AI ({model}) failed: {}",
+            e.public_message()
+        )),
+    }
+}
+
+/// `evaluate_semantic_condition`'s handler: the rules, assisted by the configured model when there
+/// is one; repeated evaluations are answered from a 5-second cache (model included, so a repeat
+/// costs no model call).
 pub fn evaluate_semantic_condition(
-    _ctx: &dyn ToolContext,
+    ctx: &dyn ToolContext,
     args: Value,
 ) -> LocalBoxFuture<'_, Result<ToolOutput>> {
     Box::pin(async move {
@@ -743,16 +1022,28 @@ pub fn evaluate_semantic_condition(
         let (result, hit) = match cached(&key, started) {
             Some(v) => (v, true),
             None => {
-                let v = answer(&args);
+                let (condition, message, summary, vars) = inputs(&args);
+                let e = evaluate(condition, message, summary, &vars);
+                let assistance = consult(ctx, &args).await;
+                let v = json!({
+                    "answer": answer(&args, &e, &assistance),
+                    "assisted": matches!(assistance, Assistance::Used { .. }),
+                    "not_used": match &assistance {
+                        Assistance::NotUsed(why) => Value::String(why.clone()),
+                        Assistance::Used { .. } => Value::Null,
+                    },
+                });
                 remember(key, started, &v);
                 (v, false)
             }
         };
         let eval_ms = clock::now_ms() - started;
-        let holds = result["result"].as_bool().unwrap_or(false);
+        let assisted = result["assisted"].as_bool().unwrap_or(false);
+        let answer = result["answer"].clone();
+        let holds = answer["result"].as_bool().unwrap_or(false);
         let body = json!({
             "success": true,
-            "result": result,
+            "result": answer,
             "teaching": {
                 "tip": "Phrase conditions as one observable thing: a feeling (\"user seems frustrated\"), a variable test (\"budget is over 5000\") or a mention (\"mentions a refund\").",
                 "pattern": "condition + user_message + session_variables = a decision you can branch on",
@@ -763,7 +1054,14 @@ pub fn evaluate_semantic_condition(
                 "reason": "How conditions are read, and how workflows branch on them",
                 "parameters": { "help_type": "concept", "specific_question": "activation conditions" },
             }],
-            "_metadata": { "cache_hit": hit, "cache_ttl_ms": CACHE_TTL_MS, "evaluator": "rules", "model_assisted": false },
+            "_metadata": {
+                "cache_hit": hit,
+                "cache_ttl_ms": CACHE_TTL_MS,
+                "evaluator": if assisted { "rules+model" } else { "rules" },
+                "model_assisted": assisted,
+                "model_not_used_reason": result["not_used"],
+                "alpha_llm_calls": u8::from(assisted && !hit),
+            },
             "_performance": performance(started, eval_ms),
         });
         Ok(ToolOutput::Described {
@@ -861,20 +1159,124 @@ mod tests {
         assert!(!eval("user asked a question", "Reset my password.").result);
     }
 
+    fn rules_only(args: &Value) -> Value {
+        let (c, m, su, v) = inputs(args);
+        answer(
+            args,
+            &evaluate(c, m, su, &v),
+            &Assistance::NotUsed("no model is configured".into()),
+        )
+    }
+
     #[test]
     fn answers_in_the_requested_shape() {
         let args = json!({ "condition": "user seems frustrated", "context": { "user_message": "this is useless and broken" }, "evaluation_type": "boolean" });
-        assert_eq!(answer(&args), json!({ "result": true }));
+        assert_eq!(rules_only(&args), json!({ "result": true }));
         let mut d = args.clone();
         d["evaluation_type"] = json!("detailed");
-        let a = answer(&d);
+        let a = rules_only(&d);
         assert!(a["reasoning"].as_array().unwrap().len() >= 2);
         assert_eq!(a["condition_kind"], "sentiment");
+        assert_eq!(a["evaluator"], "rules");
+        assert_eq!(a["model"]["used"], false);
+        assert!(a["reasoning"]
+            .as_array()
+            .unwrap()
+            .last()
+            .unwrap()
+            .as_str()
+            .unwrap()
+            .starts_with("No model was consulted: no model is configured"));
         d.as_object_mut().unwrap().remove("evaluation_type");
-        let a = answer(&d);
+        let a = rules_only(&d);
         assert!(
             a["confidence"].is_number() && a.get("reasoning").is_none(),
             "confidence is the default"
         );
+    }
+
+    #[test]
+    fn a_judgement_is_read_from_the_reply() {
+        let j = parse_judgement(
+            "Sure: {\"result\": true, \"confidence\": 0.9, \"reasoning\": \"They say it is broken again.\"} Hope that helps",
+        )
+        .unwrap();
+        assert_eq!(
+            j,
+            Judgement {
+                result: true,
+                confidence: 0.9,
+                reasoning: "They say it is broken again.".into()
+            }
+        );
+        let j = parse_judgement(r#"{"result": false, "confidence": 7}"#).unwrap();
+        assert_eq!((j.result, j.confidence), (false, 1.0), "clamped");
+        assert_eq!(
+            parse_judgement(r#"{"result": false}"#).unwrap().confidence,
+            0.7
+        );
+        for (bad, want) in [
+            ("yes it holds", "no JSON object"),
+            (r#"{"result": "yes"}"#, "no boolean result"),
+            ("[true]", "no JSON object"),
+        ] {
+            let e = parse_judgement(bad).unwrap_err();
+            assert!(e.contains(want), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn agreement_raises_and_disagreement_lowers_the_confidence() {
+        let (holds, c) = combine((true, 0.8), (true, 0.8));
+        assert!(holds);
+        assert!(c > 0.9 && c < 1.0, "{c}");
+        let (holds, c) = combine((false, 0.7), (false, 0.6));
+        assert!(!holds);
+        assert!(c > 0.7, "{c}");
+        let (holds, c) = combine((true, 0.97), (false, 0.9));
+        assert!(holds, "an exact comparison outweighs the model");
+        assert!(c < 0.97 && c > 0.5, "{c}");
+        let (holds, c) = combine((false, 0.6), (true, 0.9));
+        assert!(holds, "a confident model outweighs weak rules");
+        assert!(c < 0.9, "{c}");
+        assert_eq!(
+            combine((true, 0.8), (false, 0.8)),
+            (true, 0.5),
+            "a tie keeps the rules' verdict"
+        );
+        assert_eq!(
+            combine((true, 1.0), (true, 1.0)).1,
+            1.0,
+            "bounded, never infinite"
+        );
+    }
+
+    #[test]
+    fn a_model_answer_shows_in_detailed() {
+        let args = json!({ "condition": "user seems frustrated", "context": { "user_message": "this is useless and broken" }, "evaluation_type": "detailed" });
+        let (c, m, su, v) = inputs(&args);
+        let e = evaluate(c, m, su, &v);
+        let disagree = Assistance::Used {
+            provider: "openai_compatible",
+            judgement: Judgement {
+                result: false,
+                confidence: 0.95,
+                reasoning: "They sound calm.".into(),
+            },
+        };
+        let a = answer(&args, &e, &disagree);
+        assert_eq!(a["evaluator"], "rules+model");
+        assert_eq!(a["rules"]["result"], true);
+        assert_eq!(a["model"]["result"], false);
+        assert_eq!(a["model"]["agrees_with_rules"], false);
+        let reasons: Vec<&str> = a["reasoning"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r.as_str().unwrap())
+            .collect();
+        assert!(reasons.iter().any(|r| r.contains("They sound calm.")));
+        assert!(reasons.last().unwrap().contains("disagree"));
+        assert!(a["confidence"].as_f64().unwrap() < e.confidence.max(0.95));
     }
 }

@@ -6,7 +6,8 @@ use serde_json::{json, Map, Value};
 
 use super::catalog::{Catalog, Context};
 use super::teach;
-use crate::engine::matcher::{decide, Candidate, Model, Request, Thresholds, Verdict};
+use crate::engine::matcher::blend::Blend;
+use crate::engine::matcher::{decide, Candidate, Considered, Model, Request, Thresholds, Verdict};
 
 /// How many matches a response lists unless `context_preferences.max_results` says otherwise.
 pub const DEFAULT_RESULTS: usize = 5;
@@ -70,7 +71,7 @@ impl Args {
     }
 
     /// Large content was referenced but not summarised.
-    fn content_unprocessed(&self) -> bool {
+    pub fn content_unprocessed(&self) -> bool {
         let Some(c) = &self.content else {
             return false;
         };
@@ -115,26 +116,37 @@ pub struct Outcome {
     pub searched: usize,
 }
 
-/// Runs the matcher for `args` over the contexts `visible` lets through.
-pub fn search(catalog: &Catalog, args: &Args, visible: &dyn Fn(&Context) -> bool) -> Outcome {
-    let provided: Vec<String> = args.variables.keys().cloned().collect();
-    let text = args.text();
-    let request = Request {
-        query: &text,
-        provided: &provided,
+/// How many contexts are embedded for one request when a Workers AI binding is configured: the
+/// best text hits, topped up by domain ([`Matcher::pool`](crate::engine::matcher::Matcher::pool)).
+/// Bounds the cost of a search to one embedding call of at most this many texts plus the query,
+/// whatever the catalog's size; the model re-ranks within the pool only.
+pub const EMBEDDING_POOL: usize = 50;
+
+/// The matcher's view of `args`.
+fn request<'a>(args: &'a Args, text: &'a str, provided: &'a [String]) -> Request<'a> {
+    Request {
+        query: text,
+        provided,
         domain: args.domain(),
-    };
-    let keep = |i: usize| {
+    }
+}
+
+/// Whether context `i` passes the type filter and `visible`.
+fn keeper<'a>(
+    catalog: &'a Catalog,
+    args: &'a Args,
+    visible: &'a dyn Fn(&Context) -> bool,
+) -> impl Fn(usize) -> bool + 'a {
+    move |i: usize| {
         let c = &catalog.contexts[i];
         (args.types.is_empty() || args.types.contains(&c.kind)) && visible(c)
-    };
-    let searched = (0..catalog.contexts.len()).filter(|&i| keep(i)).count();
-    let candidates =
-        catalog
-            .matcher
-            .rank(&request, &Model::default(), keep, args.max_results.max(2));
+    }
+}
+
+/// The status of ranked `candidates` for `args`.
+fn status(args: &Args, candidates: &[Candidate]) -> &'static str {
     let confidences: Vec<f64> = candidates.iter().map(|c| c.confidence).collect();
-    let status = if args.content_unprocessed() {
+    if args.content_unprocessed() {
         "content_processing_required"
     } else {
         match decide(&confidences, &Thresholds::default()) {
@@ -143,13 +155,86 @@ pub fn search(catalog: &Catalog, args: &Args, visible: &dyn Fn(&Context) -> bool
             Verdict::Refine => "refinement_suggested",
             Verdict::NoMatch => "no_matches",
         }
-    };
+    }
+}
+
+/// Runs the matcher for `args` over the contexts `visible` lets through, on text alone.
+pub fn search(catalog: &Catalog, args: &Args, visible: &dyn Fn(&Context) -> bool) -> Outcome {
+    let provided: Vec<String> = args.variables.keys().cloned().collect();
+    let text = args.text();
+    let keep = keeper(catalog, args, visible);
+    let searched = (0..catalog.contexts.len()).filter(|&i| keep(i)).count();
+    let candidates = catalog.matcher.rank(
+        &request(args, &text, &provided),
+        &Model::default(),
+        keep,
+        args.max_results.max(2),
+    );
     Outcome {
-        status,
+        status: status(args, &candidates),
         candidates,
         searched,
     }
 }
+
+/// The contexts worth embedding for `args` (at most [`EMBEDDING_POOL`]), and the text the
+/// request is embedded by.
+pub fn pool(
+    catalog: &Catalog,
+    args: &Args,
+    visible: &dyn Fn(&Context) -> bool,
+) -> (Vec<Considered>, String) {
+    let provided: Vec<String> = args.variables.keys().cloned().collect();
+    let text = args.text();
+    let pool = catalog.matcher.pool(
+        &request(args, &text, &provided),
+        keeper(catalog, args, visible),
+        EMBEDDING_POOL,
+    );
+    (pool, text)
+}
+
+/// Runs the matcher for `args` over `pool` (from [`pool`]) with `cosines`, the similarity of the
+/// request's embedding to each pool context's, blended into the text similarity.
+pub fn search_blended(
+    catalog: &Catalog,
+    args: &Args,
+    visible: &dyn Fn(&Context) -> bool,
+    pool: Vec<Considered>,
+    cosines: &[f64],
+) -> Outcome {
+    let provided: Vec<String> = args.variables.keys().cloned().collect();
+    let text = args.text();
+    let keep = keeper(catalog, args, visible);
+    let searched = (0..catalog.contexts.len()).filter(|&i| keep(i)).count();
+    let candidates = catalog.matcher.rank_blended(
+        &request(args, &text, &provided),
+        &Model::default(),
+        pool,
+        cosines,
+        &Blend::default(),
+        args.max_results.max(2),
+    );
+    Outcome {
+        status: status(args, &candidates),
+        candidates,
+        searched,
+    }
+}
+
+/// The text a context is embedded by: its name, description and example requests, cut to
+/// [`EMBEDDED_CHARS`] characters (bge-small reads at most 512 tokens).
+pub fn embedding_text(c: &Context) -> String {
+    let mut t = format!("{}. {}", c.name, c.description);
+    for e in &c.examples {
+        t.push(' ');
+        t.push_str(e);
+    }
+    t.chars().take(EMBEDDED_CHARS).collect()
+}
+
+/// How much of a context's or a request's text is embedded.
+pub const EMBEDDED_CHARS: usize = 1500;
 
 fn round(x: f64) -> f64 {
     (x * 1000.0).round() / 1000.0
@@ -235,6 +320,8 @@ fn shaped(catalog: &Catalog, cand: &Candidate, args: &Args) -> Value {
     let (provided, missing) = provided_missing(c, args);
     let mut reasoning = json!({
         "semantic_similarity": round(cand.signals.similarity),
+        "lexical_similarity": round(cand.lexical),
+        "embedding_similarity": cand.embedding.map(round),
         "relative_similarity": round(cand.signals.relative),
         "variable_alignment": round(cand.signals.alignment),
         "domain_match": cand.signals.domain_match,
@@ -513,12 +600,14 @@ mod tests {
         let c = catalog();
         let (o, body) = ask(
             &c,
-            json!({ "query": "what should we stock up on before tornado season", "confidence_level": 0.5 }),
+            json!({ "query": "long weekend in the mountains on a budget", "confidence_level": 0.5 }),
         );
         assert_eq!(o.status, "refinement_suggested");
-        assert_eq!(
-            body["matches"][0]["uri"],
-            "workflow://natural-disaster-preparedness"
+        assert_eq!(body["matches"][0]["uri"], "workflow://trip-planning");
+        let best = o.candidates[0].confidence;
+        assert!(
+            (0.45..0.55).contains(&best),
+            "in the middle of the band, not at its edge: {best}"
         );
         let tools: Vec<&str> = body["next_actions"]
             .as_array()

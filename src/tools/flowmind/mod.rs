@@ -10,6 +10,7 @@ pub mod catalog;
 pub mod compose;
 pub mod condition;
 pub mod discover;
+pub mod embeddings;
 pub mod execute;
 pub mod field_request;
 pub mod levels;
@@ -26,10 +27,6 @@ use crate::error::Result;
 use crate::registry::{Annotations, Caller, Registry, ToolContext, ToolDef, ToolOutput};
 
 const TOOLSET: &str = "flowmind";
-
-/// Why `degraded` is true: the embedding blend needs a Workers AI binding this server does not use
-/// yet, so matching is lexical only.
-const DEGRADED_REASON: &str = "No embedding model is configured: similarity is BM25F over names, tags, descriptions and example requests, without the bge-small embedding blend.";
 
 /// Whether `caller` may see context `c`: `tool://` contexts follow the tool's roles, like
 /// `tools/list`.
@@ -106,18 +103,42 @@ fn field_request(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Resul
 
         let a = field_request::Args::read(&args);
         let search_started = clock::now_ms();
-        let outcome = field_request::search(&catalog, &a, &visible);
+        let mut indices = vec!["bm25f", "variable_alignment"];
+        let blended = if a.content_unprocessed() {
+            // Nothing is matched for real until the content is summarised: no model call.
+            Err("The content is not summarised yet, so nothing was embedded.".to_string())
+        } else if let Some(reason) = embeddings::unavailable(ctx.platform()) {
+            Err(reason)
+        } else {
+            let (pool, query) = field_request::pool(&catalog, &a, &visible);
+            let pooled: Vec<&Context> = pool.iter().map(|c| &catalog.contexts[c.entry]).collect();
+            embeddings::cosines(ctx, &query, &pooled).await.map(|e| {
+                let outcome =
+                    field_request::search_blended(&catalog, &a, &visible, pool, &e.cosines);
+                (outcome, e)
+            })
+        };
+        let (outcome, embedded, degraded) = match blended {
+            Ok((outcome, e)) => {
+                indices.push(embeddings::INDEX);
+                (outcome, Some(e), None)
+            }
+            Err(reason) => (
+                field_request::search(&catalog, &a, &visible),
+                None,
+                Some(reason),
+            ),
+        };
         let search_ms = clock::now_ms() - search_started;
         let mut body = field_request::respond(&catalog, &a, &outcome);
-        let mut indices = vec!["bm25f", "variable_alignment"];
         if a.domain().is_some() {
             indices.push("domain_signal");
         }
         if !a.types.is_empty() {
             indices.push("type_filtered");
         }
-        body["degraded"] = json!(true);
-        body["degraded_reason"] = json!(DEGRADED_REASON);
+        body["degraded"] = json!(degraded.is_some());
+        body["degraded_reason"] = json!(degraded);
         body["_metadata"] = json!({
             "search_time_ms": ms(search_ms),
             "contexts_searched": outcome.searched,
@@ -125,6 +146,13 @@ fn field_request(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Resul
             "cache_hit": cache_hit,
             "alpha_llm_calls": 0,
             "catalog_generation": catalog.generation,
+            "embedding_model": embedded.as_ref().map(|_| embeddings::MODEL),
+            "embeddings": embedded.as_ref().map(|e| json!({
+                "contexts": e.cosines.len(),
+                "computed": e.computed,
+                "cached_contexts": e.cached,
+                "query_cached": e.query_cached,
+            })),
         });
         body["_performance"] = performance(started, search_ms);
         let summary = match body["matches"].get(0) {
@@ -194,7 +222,7 @@ pub static TOOLS: [ToolDef; 6] = [
         toolset: TOOLSET,
         name: "evaluate_semantic_condition",
         title: "Evaluate a condition (FlowMind)",
-        description: "Evaluate a natural language condition against current context. Use for workflow branching decisions or understanding activation conditions. Reads sentiment (frustrated, confused, happy), urgency, variable tests (\"budget is over 5000\", \"user_tier is premium\", \"email is provided\"), mentions (\"mentions a refund\") and questions, with negation; deterministic rules. evaluation_type boolean (result), confidence (result and confidence, the default) or detailed (with the reasoning and evidence). The same call within 5 s is answered from a cache.",
+        description: "Evaluate a natural language condition against current context. Use for workflow branching decisions or understanding activation conditions. Reads sentiment (frustrated, confused, happy), urgency, variable tests (\"budget is over 5000\", \"user_tier is premium\", \"email is provided\"), mentions (\"mentions a refund\") and questions, with negation; deterministic rules, assisted by the server's model when one is configured (agreement raises the confidence, disagreement lowers it). evaluation_type boolean (result), confidence (result and confidence, the default) or detailed (with the reasoning, the evidence and both verdicts). The same call within 5 s is answered from a cache.",
         annotations: Annotations::READ_ONLY,
         input_schema: include_str!("../../../schema/flowmind/evaluate_semantic_condition.input.json"),
         output_schema: Some(include_str!("../../../schema/flowmind/response.output.json")),
