@@ -10,6 +10,7 @@ pub mod flights;
 pub mod flowmind;
 pub mod hr;
 pub mod instructions;
+pub mod model_provider;
 pub mod sales;
 pub mod support;
 pub mod templates;

@@ -52,7 +52,8 @@ use crate::engine::template::RenderOptions;
 use crate::error::{Error, Result};
 use crate::mcp::logging::LogLevel;
 use crate::random;
-use crate::registry::{self, Caller, Heartbeat, Outbound, Platform, ToolContext};
+use crate::registry::{self, Caller, Heartbeat, Platform, ToolContext};
+use crate::tools::model_provider;
 use crate::tools::templates::Stored;
 
 /// Runs steps through a tool call's (or background job's) context, reporting progress and events
@@ -304,25 +305,9 @@ impl ChainHost<'_> {
     /// Asks the configured model provider (an OpenAI-compatible chat completions endpoint).
     async fn provider(&self, url: &str, system: &str, prompt: &str) -> Result<String, StepError> {
         let platform = self.ctx.platform();
-        let mut headers = vec![("content-type".to_string(), "application/json".to_string())];
-        if let Some(key) = platform.setting("MODEL_PROVIDER_KEY") {
-            headers.push(("authorization".into(), format!("Bearer {key}")));
-        }
-        let body = json!({
-            "model": platform.setting("MODEL_PROVIDER_MODEL").unwrap_or_else(|| "default".into()),
-            "messages": [
-                { "role": "system", "content": system },
-                { "role": "user", "content": prompt }
-            ],
-            "max_tokens": 1000
-        });
+        let ask = model_provider::request(platform, url.to_string(), system, prompt, 1000, None);
         let reply = platform
-            .fetch(Outbound {
-                method: "POST",
-                url: url.to_string(),
-                headers,
-                body: Some(body.to_string()),
-            })
+            .fetch(ask)
             .await
             .map_err(|e| StepError::transient("model_unavailable", e.public_message()))?;
         if reply.status == 429 || reply.status >= 500 {
@@ -338,19 +323,8 @@ impl ChainHost<'_> {
                 reply.body.chars().take(300).collect::<String>()
             )));
         }
-        serde_json::from_str::<Value>(&reply.body)
-            .ok()
-            .and_then(|v| {
-                v.pointer("/choices/0/message/content")
-                    .and_then(Value::as_str)
-                    .map(str::to_string)
-            })
-            .ok_or_else(|| {
-                StepError::transient(
-                    "model_output",
-                    "the model provider's answer has no choices[0].message.content",
-                )
-            })
+        model_provider::reply_text(&reply.body)
+            .ok_or_else(|| StepError::transient("model_output", model_provider::NO_REPLY_TEXT))
     }
 
     async fn attempt(&self, step: &StepDef, input: Option<String>, vars: &Value) -> StepOutcome {

@@ -37,7 +37,8 @@ use super::performance;
 use crate::clock;
 use crate::engine::matcher::text::terms;
 use crate::error::Result;
-use crate::registry::{Outbound, Platform, ToolContext, ToolOutput};
+use crate::registry::{Platform, ToolContext, ToolOutput};
+use crate::tools::model_provider;
 
 /// How long an evaluation is reused for the same arguments (seed 001: `cache_ttl_ms: 5000`).
 pub const CACHE_TTL_MS: f64 = 5000.0;
@@ -950,41 +951,17 @@ async fn ask_http(
     url: String,
     user: String,
 ) -> std::result::Result<String, String> {
-    let mut headers = vec![("content-type".to_string(), "application/json".to_string())];
-    if let Some(key) = platform.setting("MODEL_PROVIDER_KEY") {
-        headers.push(("authorization".into(), format!("Bearer {key}")));
-    }
-    let body = json!({
-        "model": platform.setting("MODEL_PROVIDER_MODEL").unwrap_or_else(|| "default".into()),
-        "messages": judge_messages(&user),
-        "max_tokens": 200,
-        "temperature": 0,
-    });
-    let reply = platform
-        .fetch(Outbound {
-            method: "POST",
-            url,
-            headers,
-            body: Some(body.to_string()),
-        })
-        .await
-        .map_err(|e| {
-            format!(
-                "the model provider could not be reached: {}",
-                e.public_message()
-            )
-        })?;
+    let ask = model_provider::request(platform, url, JUDGE_PROMPT, &user, 200, Some(0.0));
+    let reply = platform.fetch(ask).await.map_err(|e| {
+        format!(
+            "the model provider could not be reached: {}",
+            e.public_message()
+        )
+    })?;
     if !(200..300).contains(&reply.status) {
         return Err(format!("the model provider answered HTTP {}", reply.status));
     }
-    serde_json::from_str::<Value>(&reply.body)
-        .ok()
-        .and_then(|v| {
-            v.pointer("/choices/0/message/content")
-                .and_then(Value::as_str)
-                .map(str::to_string)
-        })
-        .ok_or_else(|| "the model provider's answer has no choices[0].message.content".into())
+    model_provider::reply_text(&reply.body).ok_or_else(|| model_provider::NO_REPLY_TEXT.into())
 }
 
 async fn ask_workers_ai(
