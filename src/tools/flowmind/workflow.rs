@@ -363,6 +363,15 @@ mod tests {
     use super::*;
     use crate::engine::chain::{self, ChainDef};
 
+    fn step_names(def: &Value) -> Vec<&str> {
+        def["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["name"].as_str().unwrap())
+            .collect()
+    }
+
     fn workflow() -> Context {
         let row = json!({
             "uri": "workflow://code-review", "type": "workflow", "name": "Code review",
@@ -427,12 +436,7 @@ mod tests {
         let def = chain_definition(&workflow(), Mode::StepConfirm, &[]);
         let parsed: ChainDef = serde_json::from_value(def.clone()).unwrap();
         chain::plan(&parsed).unwrap();
-        let names: Vec<&str> = def["steps"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|s| s["name"].as_str().unwrap())
-            .collect();
+        let names = step_names(&def);
         assert_eq!(
             names,
             [
@@ -497,12 +501,7 @@ mod tests {
         let def = chain_definition(&c, Mode::Autonomous, &why[..1]);
         let parsed: ChainDef = serde_json::from_value(def.clone()).unwrap();
         chain::plan(&parsed).unwrap();
-        let names: Vec<&str> = def["steps"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|s| s["name"].as_str().unwrap())
-            .collect();
+        let names = step_names(&def);
         assert_eq!(names, ["confirm-a", "a", "book"]);
         assert_eq!(def["name"], "wfa-combo");
         assert_eq!(def["steps"][0]["ask"], "explicit");
