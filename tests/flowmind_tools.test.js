@@ -69,7 +69,7 @@ describe("field_request statuses", () => {
     assert.deepEqual(m.variables.missing, ["error_description"]);
     assert.ok(m.variables.provided.includes("system_component"));
     assert.equal(m.execution_preview.type, "recursive_workflow");
-    assert.deepEqual(m.next_action, { tool: "execute_workflow", parameters: { workflow_uri: "workflow://incident-response", initial_variables: { system_component: "checkout", technology: "nodejs", urgency: "critical" } } });
+    assert.deepEqual(m.next_action, { tool: "execute_workflow", parameters: { workflow_uri: "workflow://incident-response", initial_variables: { system_component: "checkout", technology: "nodejs", urgency: "critical" }, confidence_level: 0.8 } });
     assert.match(s.guidance.suggestions[0], /^Ask user: "What specific error/);
     assert.equal(s.disambiguation.needed, false);
     assert.equal(s.degraded, true, "no embedding model is bound in tests");
@@ -299,6 +299,22 @@ describe("get_help", () => {
     const u = await call("get_help", { help_type: "error", context: { error_message: "the flux capacitor melted" } });
     assert.equal(u.result.code, null);
     assert.ok(u.result.known_codes.includes("QUERY_TOO_BRIEF"));
+  });
+
+  test("error: the workflow tools' codes each get their own explanation; the next action calls the tool the fix belongs to", async () => {
+    const codes = [
+      ["MAX_STEPS_EXCEEDED", "execute_workflow"], ["INVALID_CONSTRAINTS", "execute_workflow"], ["CONFIDENCE_LEVEL_NEEDED", "execute_workflow"],
+      ["CONFIDENCE_TOO_LOW", "execute_workflow"], ["WORKFLOW_TIMED_OUT", "execute_workflow"], ["WORKFLOW_CANCELLED", "execute_workflow"],
+      ["INVALID_COMPOSITION", "compose_workflow"], ["NOT_EXECUTABLE", "get_help"], ["TOO_MANY_OPEN_WORKFLOWS", "get_help"],
+    ];
+    for (const [code, tool] of codes) {
+      const s = await call("get_help", { help_type: "error", context: { error_message: code } });
+      assert.equal(s.result.code, code);
+      assert.equal(s.next_actions[0].tool, tool, code);
+      if (tool !== "get_help") assert.deepEqual(s.next_actions[0].parameters, s.result.fix.example, code);
+    }
+    const s = await call("get_help", { help_type: "error", context: { error_message: "TOO_MANY_OPEN_WORKFLOWS" } });
+    assert.match(s.result.explanation, /per caller: a signed-in user's runs over all their MCP sessions and 2026-07-28 requests together.*Paused runs count/);
   });
 
   test("usage: the named tool's schema and an example that works", async () => {

@@ -349,7 +349,7 @@ describe("constraints and refusals", () => {
     for (let i = 0; i < 5; i++) ids.push((await run(c, review)).result.session_id);
     const s = await run(c, review);
     assert.equal(s.error.code, "TOO_MANY_OPEN_WORKFLOWS");
-    assert.match(s.error.message, new RegExp(`You have 5 workflows open \\(at most 5 per caller, over all your sessions\\): ${ids.join(", ")}\\.`));
+    assert.match(s.error.message, new RegExp(`You have 5 workflows open \\(at most 5 per caller, counted in this session for a caller without a token\\): ${ids.join(", ")}\\.`));
     assert.deepEqual(s.next_actions[0], { tool: "cancel_chain", reason: "Stop the oldest open workflow of this session", parameters: { execution_id: ids[0], reason: "making room for workflow://code-review" } });
     const other = await connect();
     assert.equal((await run(other, review)).result.status, "awaiting_input", "another anonymous session counts apart");

@@ -4,8 +4,9 @@
 // (tampering, replay, expiry, another caller, other arguments); a retried write runs once; a 2025
 // client and a 2026 client on the same server at the same time; paused chain steps asked of the
 // client's model through input_required; anonymous callers' state bound to their address; each
-// chain or workflow run in a Durable Object of its own, addressed by execution id by its caller only;
-// run events on the session named in _meta; closing a run call's stream cancels the run.
+// chain or workflow run in a Durable Object of its own, addressed by execution id by its caller only,
+// at most 5 open workflow runs per user over their run objects; run events on the session named in
+// _meta; closing a run call's stream cancels the run.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { startWorker } from "./support/worker.js";
@@ -287,6 +288,39 @@ describe("chain runs of 2026 callers", () => {
     assert.equal(shown.result.structuredContent.result.status, "awaiting_input", JSON.stringify(shown));
     const cancelled = await as("alice", "cancel_chain", { execution_id: id });
     assert.equal(cancelled.result.isError, undefined, JSON.stringify(cancelled));
+  });
+
+  test("a signed-in caller has at most 5 workflow runs open over all their run objects: the sixth is refused with guidance, a cancelled one makes room", async () => {
+    const review = { workflow_uri: "workflow://code-review", initial_variables: { technology: "Go", code_reference: "PR 9" } };
+    const workflow = async (who, args = review) => (await as(who, "execute_workflow", args)).result.structuredContent;
+    const open = [];
+    for (let i = 0; i < 5; i++) {
+      const s = await workflow("sarah");
+      assert.equal(s.result?.status, "awaiting_input", JSON.stringify(s));
+      open.push(s.result.session_id);
+    }
+    const objects = await Promise.all(open.map(runObject));
+    assert.equal(new Set(objects.map((o) => o.session)).size, 5, "five runs, five run objects: the limit is the user's, not an object's");
+    assert.ok(objects.every((o) => o.user === ids.sarah));
+
+    const refused = await workflow("sarah");
+    assert.equal(refused.success, false);
+    assert.equal(refused.error.code, "TOO_MANY_OPEN_WORKFLOWS");
+    assert.match(refused.error.message, new RegExp(`You have 5 workflows open \\(at most 5 per caller[^)]*\\): ${open.join(", ")}\\.$`));
+    assert.match(refused.error.fix.instruction, /Paused runs count until they end/);
+    assert.deepEqual(refused.next_actions.map((a) => [a.tool, a.parameters.execution_id]), [["cancel_chain", open[0]], ["get_chain_status", open[0]]], "the oldest run, reachable from any 2026 request of the caller");
+    assert.equal(await db.prepare("SELECT COUNT(*) AS n FROM chain_executions WHERE id NOT IN (SELECT value FROM json_each(?1)) AND owner IN (SELECT session FROM run_objects WHERE user = ?2)").bind(JSON.stringify(open), ids.sarah).first("n"), 0, "the refused call started nothing");
+    const other = await workflow("nina");
+    assert.equal(other.result?.status, "awaiting_input", "another user has slots of their own");
+
+    const cancelled = await as("sarah", refused.next_actions[0].tool, refused.next_actions[0].parameters);
+    assert.equal(cancelled.result.isError, undefined, JSON.stringify(cancelled));
+    const sixth = await workflow("sarah");
+    assert.equal(sixth.result?.status, "awaiting_input", JSON.stringify(sixth));
+    assert.equal((await workflow("sarah")).error?.code, "TOO_MANY_OPEN_WORKFLOWS", "the new run holds the freed slot");
+    for (const [who, id] of [...open.slice(1), sixth.result.session_id].map((id) => ["sarah", id]).concat([["nina", other.result.session_id]])) {
+      assert.equal((await as(who, "cancel_chain", { execution_id: id })).result.isError, undefined);
+    }
   });
 
   test("another caller's read, resume and cancel of a run get the answer of an unknown execution, and change nothing", async () => {

@@ -26,8 +26,8 @@ use futures::future::LocalBoxFuture;
 use serde_json::{json, Map, Value};
 
 use super::catalog::{self, Context};
-use super::performance;
 use super::workflow::{self, Mode};
+use super::{codes, performance};
 use crate::clock;
 use crate::engine::chain::{self, ChainDef};
 use crate::error::Result;
@@ -377,7 +377,7 @@ pub fn compose_workflow(
             let words = slug(first).replace('-', " ");
             return Ok(refuse(
                 started,
-                "UNKNOWN_COMPONENTS",
+                codes::UNKNOWN_COMPONENTS,
                 format!("Not in the catalog: {}.", unknown.join(", ")),
                 "Use the URIs field_request or list_available_contexts return; every component must exist.",
                 json!({ "components": [{ "uri": "workflow://incident-response", "role": "primary" }, { "uri": "pattern://stakeholder-update", "role": "support" }] }),
@@ -428,7 +428,7 @@ pub fn compose_workflow(
             Err(problems) => {
                 return Ok(refuse(
                     started,
-                    "INVALID_COMPOSITION",
+                    codes::INVALID_COMPOSITION,
                     problems.join("; "),
                     "Fix each problem listed and compose again.",
                     json!({ "flow_type": "conditional", "components": [{ "uri": "workflow://incident-response", "role": "primary" }, { "uri": "pattern://stakeholder-update", "role": "support", "when": "affected_users > 100" }] }),
@@ -441,7 +441,7 @@ pub fn compose_workflow(
         if save && catalog.get(&c.uri).is_some() {
             return Ok(refuse(
                 started,
-                "NAME_TAKEN",
+                codes::NAME_TAKEN,
                 format!("{} already exists in the catalog.", c.uri),
                 "Choose another name; saved contexts are never overwritten.",
                 json!({ "name": format!("{name}-2") }),
@@ -477,7 +477,7 @@ pub fn compose_workflow(
             if inserted.is_empty() {
                 return Ok(refuse(
                     started,
-                    "NAME_TAKEN",
+                    codes::NAME_TAKEN,
                     format!("{} was saved by another call just now.", c.uri),
                     "Choose another name; saved contexts are never overwritten.",
                     json!({ "name": format!("{name}-2") }),

@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 
 use super::catalog::{self, Catalog, Context, DOMAINS};
 use super::field_request::{self, Args};
-use super::{performance, visible_to};
+use super::{codes, performance, visible_to};
 use crate::clock;
 use crate::error::Result;
 use crate::registry::{Registry, ToolContext, ToolOutput};
@@ -191,6 +191,8 @@ pub fn list_available_contexts(
 /// An error FlowMind (or the server) gives, and how to get past it.
 struct KnownError {
     code: &'static str,
+    /// The tool whose call the fix's example is merged into, when the fix is such a call.
+    tool: Option<&'static str>,
     /// Lower-case fragments of its message, for errors given as text.
     phrases: &'static [&'static str],
     explanation: &'static str,
@@ -199,9 +201,12 @@ struct KnownError {
     why: &'static str,
 }
 
-const ERRORS: [KnownError; 14] = [
+/// What `get_help` explains: every code of [`codes::ALL`] (a test holds it to that list) and the
+/// server's own refusals a FlowMind caller meets.
+const ERRORS: [KnownError; 24] = [
     KnownError {
-        code: "INVALID_VARIABLES",
+        code: codes::INVALID_VARIABLES,
+        tool: Some("field_request"),
         phrases: &["requires technology", "requires domain", "technical domain"],
         explanation: "The extracted variables break one of field_request's consistency rules: a technical domain needs technology, and a critical or emergency urgency needs a domain.",
         instruction: "Add the variable the message names to extracted_variables (technology for technical requests, domain for critical ones).",
@@ -209,7 +214,8 @@ const ERRORS: [KnownError; 14] = [
         why: "Technical workflows are organized by technology stack, and urgent requests are routed by domain first.",
     },
     KnownError {
-        code: "QUERY_TOO_BRIEF",
+        code: codes::QUERY_TOO_BRIEF,
+        tool: Some("field_request"),
         phrases: &["too brief"],
         explanation: "The query has fewer than 3 words or 10 characters, too little to match on.",
         instruction: "Say what the user wants, why, or how, in one or two sentences.",
@@ -217,7 +223,8 @@ const ERRORS: [KnownError; 14] = [
         why: "Matching compares words with each context's name, tags and example requests; one or two words match everything weakly.",
     },
     KnownError {
-        code: "QUERY_TOO_LONG",
+        code: codes::QUERY_TOO_LONG,
+        tool: Some("field_request"),
         phrases: &["at most 500"],
         explanation: "The query is longer than 500 characters.",
         instruction: "Summarise the need in the query and describe large content in content_reference (has_large_content, content_summary, key_entities).",
@@ -225,7 +232,8 @@ const ERRORS: [KnownError; 14] = [
         why: "A long query blurs the intent the matcher looks for.",
     },
     KnownError {
-        code: "CONFIDENCE_INCONSISTENT",
+        code: codes::CONFIDENCE_INCONSISTENT,
+        tool: Some("field_request"),
         phrases: &["high for", "high confidence with few"],
         explanation: "confidence_level is above 0.9 but fewer than 3 variables were extracted.",
         instruction: "Lower confidence_level to what the evidence supports, or extract more variables.",
@@ -233,7 +241,8 @@ const ERRORS: [KnownError; 14] = [
         why: "Above a context's confidence_required a match may run without asking; that should rest on what the user actually said.",
     },
     KnownError {
-        code: "INVALID_CONFIDENCE",
+        code: codes::INVALID_CONFIDENCE,
+        tool: Some("field_request"),
         phrases: &["confidence_level is required", "outside 0..1", "confidence_level must be"],
         explanation: "confidence_level is missing, not a number, or outside 0 to 1.",
         instruction: "Send confidence_level as a number from 0 to 1.",
@@ -241,7 +250,8 @@ const ERRORS: [KnownError; 14] = [
         why: "Each context has a confidence_required; yours decides whether a match can run.",
     },
     KnownError {
-        code: "MISSING_QUERY",
+        code: codes::MISSING_QUERY,
+        tool: Some("field_request"),
         phrases: &["query is required"],
         explanation: "field_request was called without a query.",
         instruction: "Add a query of one or two sentences.",
@@ -249,7 +259,8 @@ const ERRORS: [KnownError; 14] = [
         why: "The query is what is matched.",
     },
     KnownError {
-        code: "INVALID_INPUT",
+        code: codes::INVALID_INPUT,
+        tool: None,
         phrases: &["do not match field_request's schema", "invalid arguments", "must be a json object"],
         explanation: "An argument does not match the tool's input schema (a wrong type, a value outside its enum, an unknown property).",
         instruction: "Correct the named argument; get_help with help_type usage shows each tool's arguments and values.",
@@ -258,6 +269,7 @@ const ERRORS: [KnownError; 14] = [
     },
     KnownError {
         code: "RATE_LIMITED",
+        tool: None,
         phrases: &["rate limit"],
         explanation: "The caller used up a tool's rate limit for now.",
         instruction: "Wait the number of seconds the message gives, then call again; meanwhile, reuse the answers you already have.",
@@ -266,6 +278,7 @@ const ERRORS: [KnownError; 14] = [
     },
     KnownError {
         code: "UNKNOWN_TOOL",
+        tool: None,
         phrases: &["unknown tool"],
         explanation: "The tool named is not one this caller may use (it does not exist, or the caller's roles do not allow it).",
         instruction: "Call tools/list and use a name it shows.",
@@ -273,7 +286,8 @@ const ERRORS: [KnownError; 14] = [
         why: "A tool the caller may not use is as absent as one that does not exist.",
     },
     KnownError {
-        code: "MISSING_VARIABLES",
+        code: codes::MISSING_VARIABLES,
+        tool: Some("execute_workflow"),
         phrases: &["initial_variables lacks"],
         explanation: "execute_workflow was called without a required variable of the workflow (absent, null or blank).",
         instruction: "Ask the user for each variable the message names and pass the answers in initial_variables.",
@@ -281,7 +295,8 @@ const ERRORS: [KnownError; 14] = [
         why: "A workflow's first steps read its required variables; without them it would run on guesses.",
     },
     KnownError {
-        code: "WORKFLOW_NOT_FOUND",
+        code: codes::WORKFLOW_NOT_FOUND,
+        tool: Some("execute_workflow"),
         phrases: &["no context "],
         explanation: "The workflow_uri names no context of the catalog.",
         instruction: "Use a URI field_request or list_available_contexts returned.",
@@ -289,7 +304,8 @@ const ERRORS: [KnownError; 14] = [
         why: "execute_workflow runs only workflows the catalog holds.",
     },
     KnownError {
-        code: "AUTONOMOUS_UNAVAILABLE",
+        code: codes::AUTONOMOUS_UNAVAILABLE,
+        tool: Some("execute_workflow"),
         phrases: &["autonomous mode needs a model"],
         explanation: "autonomous mode never pauses, but no model can carry out the steps: the client did not declare MCP sampling and the server has no MODEL_PROVIDER_URL.",
         instruction: "Run it in interactive mode and supply each step's outputs, or connect with a client that declares sampling.",
@@ -297,7 +313,8 @@ const ERRORS: [KnownError; 14] = [
         why: "Every step of an autonomous run must be answerable without asking the caller.",
     },
     KnownError {
-        code: "UNKNOWN_COMPONENTS",
+        code: codes::UNKNOWN_COMPONENTS,
+        tool: Some("compose_workflow"),
         phrases: &["not in the catalog:"],
         explanation: "compose_workflow was given component URIs the catalog does not hold.",
         instruction: "Find each component with field_request or list_available_contexts and use the URIs they return.",
@@ -305,12 +322,103 @@ const ERRORS: [KnownError; 14] = [
         why: "A composed workflow is made only of contexts that exist.",
     },
     KnownError {
-        code: "NAME_TAKEN",
+        code: codes::NAME_TAKEN,
+        tool: Some("compose_workflow"),
         phrases: &["already exists in the catalog"],
         explanation: "compose_workflow with save: true named a workflow that already exists.",
         instruction: "Choose another name; saved contexts are never overwritten.",
         example: || json!({ "name": "review-and-debug-2", "save": true }),
         why: "Other callers may rely on the saved workflow as it is.",
+    },
+    KnownError {
+        code: codes::NOT_EXECUTABLE,
+        tool: None,
+        phrases: &["has no steps to run"],
+        explanation: "execute_workflow was given an agent://, pattern:// or tool:// context: only workflow:// contexts have steps to run.",
+        instruction: "Follow the agent's or pattern's guidance yourself (get_help with help_type concept and its URI shows it), call a tool:// context's tool directly, or run one of the workflows it involves.",
+        example: || json!({ "help_type": "concept", "specific_question": "agent://debugger" }),
+        why: "Agents and patterns describe how to work; they have no steps for the chain engine to run.",
+    },
+    KnownError {
+        code: codes::MAX_STEPS_EXCEEDED,
+        tool: Some("execute_workflow"),
+        phrases: &["constraints.max_steps allows"],
+        explanation: "The workflow has more steps than constraints.max_steps allows (50 when not set).",
+        instruction: "Raise constraints.max_steps to at least the number of steps the message gives, or run it in step_confirm mode to approve each step.",
+        example: || json!({ "constraints": { "max_steps": 12 } }),
+        why: "max_steps is the most steps a run may take without confirmation.",
+    },
+    KnownError {
+        code: codes::INVALID_CONSTRAINTS,
+        tool: Some("execute_workflow"),
+        phrases: &["neither an action"],
+        explanation: "An entry of constraints.require_approval_for is neither an action (external_api_calls, file_modifications, context_switches) nor the name of one of the workflow's steps.",
+        instruction: "Keep only actions and step names in constraints.require_approval_for; the message names each wrong entry and lists the workflow's steps.",
+        example: || json!({ "constraints": { "require_approval_for": ["external_api_calls"] } }),
+        why: "Each entry gates the steps that do that action, or the step it names; an entry that matches nothing would gate nothing.",
+    },
+    KnownError {
+        code: codes::CONFIDENCE_LEVEL_NEEDED,
+        tool: Some("execute_workflow"),
+        phrases: &["has no confidence_level"],
+        explanation: "execute_workflow got a confidence_override but no confidence_level to compare with its thresholds.",
+        instruction: "Add confidence_level: your confidence (0-1) that this workflow fits, as field_request reported it (matches[].activation.your_confidence; field_request's next_action pre-fills it).",
+        example: || json!({ "confidence_level": 0.8, "confidence_override": { "min_confidence": 0.7 } }),
+        why: "An override without a confidence to compare would change nothing.",
+    },
+    KnownError {
+        code: codes::CONFIDENCE_TOO_LOW,
+        tool: Some("execute_workflow"),
+        phrases: &["runs autonomously only with confidence"],
+        explanation: "An autonomous run was asked for with a confidence_level below the workflow's confidence_required (or confidence_override.min_confidence).",
+        instruction: "Confirm with the user that this is the right workflow and run it in step_confirm or interactive mode (below the threshold every step is confirmed); if the user explicitly asked for it, confidence_override.min_confidence may lower the bar.",
+        example: || json!({ "execution_mode": "step_confirm" }),
+        why: "A workflow's confidence_required is the confidence needed to act without asking.",
+    },
+    KnownError {
+        code: codes::TOO_MANY_OPEN_WORKFLOWS,
+        tool: None,
+        phrases: &["workflows open (at most"],
+        explanation: "The caller already has 5 workflow runs open. They are counted per caller: a signed-in user's runs over all their MCP sessions and 2026-07-28 requests together, an anonymous caller's in its session. Paused runs count until they complete, fail, time out or are cancelled.",
+        instruction: "Finish a paused run (execute_workflow with its workflow_uri and session_id) or stop one with cancel_chain and its execution id (the message lists them, oldest first), then start the new one. A 2025 session reaches only its own runs; a 2026-07-28 request reaches every run the user started on that lane.",
+        example: || json!({ "execution_id": "exec-0123456789abcdef0123456789abcdef", "reason": "making room for another workflow" }),
+        why: "At most five workflow runs per caller may be under way or paused at once; a sixth is refused with guidance rather than queued.",
+    },
+    KnownError {
+        code: codes::WORKFLOW_FAILED,
+        tool: Some("execute_workflow"),
+        phrases: &[],
+        explanation: "The workflow's run ended failed: a step could not produce its outputs (the step's reason says why).",
+        instruction: "Read result.steps (or get_chain_status) for the failed step's reason, fix what it lacked (usually a variable or an output), and start the workflow again.",
+        example: || json!({ "execution_mode": "interactive" }),
+        why: "A run stops at the first step that fails rather than going on with missing outputs.",
+    },
+    KnownError {
+        code: codes::WORKFLOW_TIMED_OUT,
+        tool: Some("execute_workflow"),
+        phrases: &["ran past its time limit"],
+        explanation: "The workflow's run took longer than constraints.max_duration_ms (300000 when not set; time paused is not counted), so no further step started.",
+        instruction: "Start it again with a larger constraints.max_duration_ms (at most 600000), or in interactive mode so slow steps pause for you.",
+        example: || json!({ "constraints": { "max_duration_ms": 600000 } }),
+        why: "The deadline bounds what one run may cost.",
+    },
+    KnownError {
+        code: codes::WORKFLOW_CANCELLED,
+        tool: Some("execute_workflow"),
+        phrases: &["was rejected", "client closed the stream"],
+        explanation: "The workflow's run was stopped: a step was rejected at an approval, cancel_chain stopped it, or (2026-07-28) its caller closed the response stream.",
+        instruction: "Nothing more runs; start the workflow again if it is still wanted (approve the steps this time, or keep the stream open until the answer).",
+        example: || json!({ "execution_mode": "step_confirm" }),
+        why: "A cancelled run rolls back what it can and gives its slot back.",
+    },
+    KnownError {
+        code: codes::INVALID_COMPOSITION,
+        tool: Some("compose_workflow"),
+        phrases: &["listed twice", "no component has role primary", "which only flow_type conditional uses"],
+        explanation: "compose_workflow's components cannot make a workflow that runs: a component listed twice, no primary, a when condition outside flow_type conditional, a condition that does not compile, too many iterations or steps.",
+        instruction: "Fix each problem the message lists and compose again.",
+        example: || json!({ "flow_type": "conditional", "components": [{ "uri": "workflow://incident-response", "role": "primary" }, { "uri": "pattern://stakeholder-update", "role": "support", "when": "affected_users > 100" }] }),
+        why: "A composed workflow is checked by the chain planner before it is saved, so it never fails at run time for its shape.",
     },
 ];
 
@@ -404,7 +512,7 @@ pub fn help(
                     "topic": "error",
                     "code": e.code,
                     "explanation": e.explanation,
-                    "fix": { "instruction": e.instruction, "example": (e.example)(), "why": e.why },
+                    "fix": { "instruction": e.instruction, "example": (e.example)(), "why": e.why, "tool": e.tool },
                 }),
                 None => json!({
                     "topic": "error",
@@ -476,7 +584,7 @@ pub fn help(
                     "concept": "context",
                     "context": c.summary(),
                     "explanation": format!("{} is a {} of the {} domain. {} It applies when: {}", c.uri, c.kind, c.domain, c.description, c.activation_condition),
-                    "how_to_run": field_request::next_action(c, &Args::read(&json!({ "query": "", "confidence_level": 0.0 }))),
+                    "how_to_run": field_request::next_action(c, &serde_json::Map::new(), None),
                 });
             }
             let hits: Vec<Value> = CONCEPTS
@@ -522,14 +630,13 @@ pub fn get_help(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result
         let search_ms = clock::now_ms() - search_started;
         let topic = result["topic"].as_str().unwrap_or("help").to_string();
         let next_actions = match topic.as_str() {
-            "error" => match result.pointer("/fix/example") {
-                Some(e)
-                    if e.as_object().is_some_and(|o| !o.is_empty())
-                        && result["code"] != "UNKNOWN_TOOL"
-                        && result["code"] != "INVALID_INPUT" =>
-                {
+            "error" => match (
+                result.pointer("/fix/tool").and_then(Value::as_str),
+                result.pointer("/fix/example"),
+            ) {
+                (Some(tool), Some(e)) if e.as_object().is_some_and(|o| !o.is_empty()) => {
                     vec![json!({
-                        "tool": "field_request",
+                        "tool": tool,
                         "reason": "Call again with the fix applied (merge the example into your arguments)",
                         "parameters": e,
                     })]
@@ -715,6 +822,19 @@ mod tests {
             ("workflow://x already exists in the catalog.", "NAME_TAKEN"),
             ("Not in the catalog: agent://ghost.", "UNKNOWN_COMPONENTS"),
             ("MISSING_VARIABLES", "MISSING_VARIABLES"),
+            (
+                "You have 5 workflows open (at most 5 per caller, over all your sessions): exec-1.",
+                "TOO_MANY_OPEN_WORKFLOWS",
+            ),
+            (
+                "workflow://code-review runs autonomously only with confidence 0.8 (its confidence_required); your confidence_level is 0.5.",
+                "CONFIDENCE_TOO_LOW",
+            ),
+            (
+                "constraints.require_approval_for[0] is \"deploy\", which is neither an action (external_api_calls) nor a step of workflow://x (a)",
+                "INVALID_CONSTRAINTS",
+            ),
+            ("cancelled: step 'merge' was rejected", "WORKFLOW_CANCELLED"),
         ] {
             let h = help(
                 &c,
@@ -732,6 +852,44 @@ mod tests {
         );
         assert!(h["code"].is_null());
         assert!(h["known_codes"].as_array().unwrap().len() >= 5);
+    }
+
+    /// Every code a FlowMind tool can answer with gets its own explanation, and a fix whose
+    /// example is made of the arguments of the tool it names.
+    #[test]
+    fn help_explains_every_code_the_tools_emit() {
+        let c = catalog();
+        let r = registry();
+        let all = |_: &Context| true;
+        for code in codes::ALL {
+            let h = help(
+                &c,
+                &r,
+                &json!({ "help_type": "error", "context": { "error_message": code } }),
+                &all,
+            );
+            assert_eq!(
+                h["code"], code,
+                "get_help does not explain {code}: add it to ERRORS"
+            );
+            for text in [
+                &h["explanation"],
+                &h["fix"]["instruction"],
+                &h["fix"]["why"],
+            ] {
+                assert!(text.as_str().is_some_and(|t| t.len() > 20), "{code}: {h}");
+            }
+            let example = h["fix"]["example"].as_object().expect("an object example");
+            if let Some(tool) = h["fix"]["tool"].as_str() {
+                let schema = r.get(tool).expect("a registered tool").input_schema();
+                for key in example.keys() {
+                    assert!(
+                        schema["properties"].get(key).is_some(),
+                        "{code}: {key} is not an argument of {tool}"
+                    );
+                }
+            }
+        }
     }
 
     #[test]

@@ -24,7 +24,7 @@ use futures::future::LocalBoxFuture;
 use serde_json::{json, Map, Value};
 
 use super::workflow::{self, Mode, APPROVED, CONFIRM_PREFIX};
-use super::{catalog, performance, teach};
+use super::{catalog, codes, performance, teach};
 use crate::clock;
 use crate::error::{Error, Result};
 use crate::limiter::{self, leases::LeaseRequest};
@@ -193,7 +193,7 @@ pub fn execute_workflow(
         let Some(c) = catalog.get(&uri) else {
             return Ok(refuse(
                 started,
-                "WORKFLOW_NOT_FOUND",
+                codes::WORKFLOW_NOT_FOUND,
                 format!("No context {uri} exists in the catalog."),
                 "Find the workflow with field_request (or browse list_available_contexts) and use the workflow_uri it returns.".into(),
                 json!({ "workflow_uri": "workflow://incident-response" }),
@@ -208,7 +208,7 @@ pub fn execute_workflow(
         if c.kind != "workflow" || steps.is_empty() {
             return Ok(refuse(
                 started,
-                "NOT_EXECUTABLE",
+                codes::NOT_EXECUTABLE,
                 format!("{uri} is a{} {} context: it has no steps to run.", if c.kind == "agent" { "n" } else { "" }, c.kind),
                 format!("Follow {uri}'s guidance yourself (get_help shows it), or run one of the workflows it involves."),
                 json!({ "help_type": "concept", "specific_question": uri }),
@@ -232,7 +232,7 @@ pub fn execute_workflow(
             let questions: Vec<String> = missing.iter().map(|m| teach::question(m)).collect();
             return Ok(refuse(
                 started,
-                "MISSING_VARIABLES",
+                codes::MISSING_VARIABLES,
                 format!(
                     "{uri} needs {} before it can start; initial_variables lacks {}.",
                     c.required.join(", "),
@@ -257,7 +257,7 @@ pub fn execute_workflow(
         if steps.len() as u64 > max_steps {
             return Ok(refuse(
                 started,
-                "MAX_STEPS_EXCEEDED",
+                codes::MAX_STEPS_EXCEEDED,
                 format!("{uri} has {} steps; constraints.max_steps allows {max_steps}.", steps.len()),
                 format!("Raise constraints.max_steps to at least {}, or run it in step_confirm mode to approve each step.", steps.len()),
                 json!({ "constraints": { "max_steps": steps.len() } }),
@@ -282,7 +282,7 @@ pub fn execute_workflow(
             fixed["require_approval_for"] = json!(kept);
             return Ok(refuse(
                 started,
-                "INVALID_CONSTRAINTS",
+                codes::INVALID_CONSTRAINTS,
                 unknown.join("; "),
                 format!(
                     "List in constraints.require_approval_for only actions ({}) or names of {uri}'s steps.",
@@ -304,7 +304,7 @@ pub fn execute_workflow(
         if yours.is_none() && (min.is_some() || below.is_some()) {
             return Ok(refuse(
                 started,
-                "CONFIDENCE_LEVEL_NEEDED",
+                codes::CONFIDENCE_LEVEL_NEEDED,
                 "confidence_override sets the thresholds your confidence_level is compared with, but the call has no confidence_level.".into(),
                 "Add confidence_level: your confidence (0-1) that this workflow fits the request, as field_request's matches[].activation.your_confidence reported it.".into(),
                 json!({ "confidence_level": 0.8, "confidence_override": overrides }),
@@ -326,7 +326,7 @@ pub fn execute_workflow(
             if !has_model(ctx) {
                 return Ok(refuse(
                     started,
-                    "AUTONOMOUS_UNAVAILABLE",
+                    codes::AUTONOMOUS_UNAVAILABLE,
                     format!("autonomous mode needs a model to carry out {uri}'s {} steps, and there is none: your client did not declare MCP sampling and the server has no MODEL_PROVIDER_URL.", steps.len()),
                     "Run it in interactive mode and supply each step's outputs when it pauses, or connect with a client that declares the sampling capability.".into(),
                     json!({ "execution_mode": "interactive" }),
@@ -342,7 +342,7 @@ pub fn execute_workflow(
                 };
                 return Ok(refuse(
                     started,
-                    "CONFIDENCE_TOO_LOW",
+                    codes::CONFIDENCE_TOO_LOW,
                     format!("{uri} runs autonomously only with confidence {} ({source}); your confidence_level is {}.", k.threshold, k.yours),
                     "Confirm with the user that this is the right workflow, then run it in step_confirm mode (each step approved) or interactive mode; if the user explicitly asked for it, confidence_override.min_confidence may lower the bar to your confidence.".into(),
                     json!({ "execution_mode": "step_confirm" }),
@@ -392,7 +392,9 @@ pub fn execute_workflow(
                     Some(holders)
                 };
                 if retried.is_some() {
-                    return Ok(too_many(ctx, started, &uri, &open));
+                    let reach = reachable(ctx, &open).await?;
+                    let signed_in = ctx.caller().user.is_some();
+                    return Ok(too_many(started, &uri, &open, &reach, signed_in));
                 }
                 Some(chains::Lease {
                     owner: owner.clone(),
@@ -457,30 +459,71 @@ fn with_result(out: ToolOutput, extra: Value) -> ToolOutput {
     }
 }
 
-/// The refusal when the caller already has [`MAX_OPEN`] workflow runs open (`open`: their `id`
-/// and `owner` session, oldest first).
-fn too_many(ctx: &dyn ToolContext, started: f64, uri: &str, open: &[Value]) -> ToolOutput {
-    let ids: Vec<&str> = open.iter().filter_map(|r| r["id"].as_str()).collect();
+/// Which open runs a refused start can offer to cancel.
+struct Reach {
+    /// The ids of the open runs (oldest first) this call's caller can continue or cancel from
+    /// where the call runs.
+    ids: Vec<String>,
+    /// Whether the call runs in a 2026-07-28 run object rather than a 2025 session.
+    run_object: bool,
+}
+
+/// The open runs (`open`, from [`open_holders`]) this call's caller can reach: a 2025 session
+/// reaches the runs it started; a 2026-07-28 call runs in a run object of its own
+/// (`stateless::runs`), and such a caller reaches every run that lives in a run object, by its
+/// execution id, from any of their 2026-07-28 requests.
+async fn reachable(ctx: &dyn ToolContext, open: &[Value]) -> Result<Reach> {
     let session = ctx.session_id();
-    let here = open
+    let mut sessions: Vec<&str> = open.iter().filter_map(|r| r["owner"].as_str()).collect();
+    sessions.push(&session);
+    let run_objects: Vec<String> = ctx
+        .query(
+            "SELECT session FROM run_objects WHERE session IN (SELECT value FROM json_each(?1))",
+            vec![json!(serde_json::to_string(&sessions)?)],
+        )
+        .await?
         .iter()
-        .find(|r| r["owner"] == session.as_str())
-        .and_then(|r| r["id"].as_str());
+        .filter_map(|r| r["session"].as_str().map(str::to_string))
+        .collect();
+    let run_object = run_objects.contains(&session);
+    let ids = open
+        .iter()
+        .filter(|r| match r["owner"].as_str() {
+            Some(owner) if run_object => run_objects.iter().any(|o| o == owner),
+            Some(owner) => owner == session,
+            None => false,
+        })
+        .filter_map(|r| r["id"].as_str().map(str::to_string))
+        .collect();
+    Ok(Reach { ids, run_object })
+}
+
+/// The refusal when the caller already has [`MAX_OPEN`] workflow runs open (`open`: their `id`
+/// and `owner` session, oldest first; `reach`: those this call can cancel, see [`reachable`]).
+fn too_many(started: f64, uri: &str, open: &[Value], reach: &Reach, signed_in: bool) -> ToolOutput {
+    let ids: Vec<&str> = open.iter().filter_map(|r| r["id"].as_str()).collect();
+    let here = reach.ids.first().map(String::as_str);
     let mut next = Vec::new();
     if let Some(id) = here {
-        next.push(json!({ "tool": "cancel_chain", "reason": "Stop the oldest open workflow of this session", "parameters": { "execution_id": id, "reason": format!("making room for {uri}") } }));
+        let reason = if reach.run_object {
+            "Stop your oldest open workflow started by a 2026-07-28 request"
+        } else {
+            "Stop the oldest open workflow of this session"
+        };
+        next.push(json!({ "tool": "cancel_chain", "reason": reason, "parameters": { "execution_id": id, "reason": format!("making room for {uri}") } }));
         next.push(json!({ "tool": "get_chain_status", "reason": "See where it stands before stopping it", "parameters": { "execution_id": id } }));
     }
     refuse(
         started,
-        "TOO_MANY_OPEN_WORKFLOWS",
+        codes::TOO_MANY_OPEN_WORKFLOWS,
         format!(
-            "You have {} workflows open (at most {MAX_OPEN} per caller, over all your sessions): {}{}.",
+            "You have {} workflows open (at most {MAX_OPEN} per caller, {}): {}{}.",
             ids.len(),
+            if signed_in { "over all your sessions and 2026-07-28 requests" } else { "counted in this session for a caller without a token" },
             ids.join(", "),
-            if here.is_none() { "; none of them in this session" } else { "" }
+            if here.is_none() { "; none of them can be reached from here: continue or cancel one where it was started" } else { "" }
         ),
-        "Finish a paused workflow (execute_workflow with its session_id, in the session that started it) or stop one with cancel_chain, then start this one. Paused runs count until they end.".into(),
+        "Finish a paused workflow (execute_workflow with its session_id, in the MCP session that started it; a 2026-07-28 request reaches every run started by a 2026-07-28 request) or stop one with cancel_chain, then start this one. Paused runs count until they end.".into(),
         json!({ "execution_id": here.or(ids.first().copied()) }),
         "At most five workflow runs per caller may be under way or paused at once (queue overflow is rejected with guidance).",
         next,
@@ -697,7 +740,7 @@ async fn answer(
             .unwrap_or("the run did not complete")
             .to_string();
         body["error"] = json!({
-            "code": format!("WORKFLOW_{}", status.to_uppercase()),
+            "code": codes::run_ended(&status),
             "message": message,
             "fix": { "instruction": tip, "example": with(args, "execution_mode", json!(mode.as_str())), "why": "The workflow's chain run ended before its last step." },
         });

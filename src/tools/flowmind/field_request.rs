@@ -256,10 +256,12 @@ fn provided_missing(c: &Context, args: &Args) -> (Vec<String>, Vec<String>) {
     (provided, missing)
 }
 
-/// The call that runs `c` with what the caller already extracted.
-pub fn next_action(c: &Context, args: &Args) -> Value {
-    let initial: Map<String, Value> = args
-        .variables
+/// The call that runs `c` with the `variables` the caller already extracted. A workflow's call
+/// carries the caller's `confidence` (their field_request `confidence_level`), so execute_workflow
+/// holds the run to the same confidence rules `activation.can_execute` reported; `None` when
+/// there is no request to take it from.
+pub fn next_action(c: &Context, variables: &Map<String, Value>, confidence: Option<f64>) -> Value {
+    let initial: Map<String, Value> = variables
         .iter()
         .filter(|(k, _)| c.variables().any(|v| v == *k) || k.as_str() == "urgency")
         .map(|(k, v)| (k.clone(), v.clone()))
@@ -272,10 +274,13 @@ pub fn next_action(c: &Context, args: &Args) -> Value {
                 .collect();
             json!({ "tool": tool, "parameters": params })
         }
-        None => json!({
-            "tool": "execute_workflow",
-            "parameters": { "workflow_uri": c.uri, "initial_variables": initial },
-        }),
+        None => {
+            let mut parameters = json!({ "workflow_uri": c.uri, "initial_variables": initial });
+            if let Some(level) = confidence {
+                parameters["confidence_level"] = json!(level);
+            }
+            json!({ "tool": "execute_workflow", "parameters": parameters })
+        }
     }
 }
 
@@ -345,7 +350,7 @@ fn shaped(catalog: &Catalog, cand: &Candidate, args: &Args) -> Value {
         },
         "variables": { "required": c.required, "optional": c.optional, "provided": provided, "missing": missing },
         "execution_preview": c.preview,
-        "next_action": next_action(c, args),
+        "next_action": next_action(c, &args.variables, Some(args.confidence)),
     })
 }
 
@@ -538,6 +543,33 @@ mod tests {
             .contains("What specific error"));
         assert_eq!(body["next_actions"][0]["tool"], "execute_workflow");
         assert!(body["teaching"]["confidence_calibration"].is_string());
+    }
+
+    /// The pre-filled run carries the caller's confidence, and execute_workflow's own input
+    /// schema accepts it as it stands.
+    #[test]
+    fn the_next_action_is_a_valid_execute_workflow_call_with_the_callers_confidence() {
+        let c = catalog();
+        let registry = crate::registry::Registry::new(crate::tools::catalog(
+            crate::tools::Catalog::Production,
+        ))
+        .unwrap();
+        let execute = registry.get("execute_workflow").unwrap();
+        for level in [0.8, 0.5] {
+            let (_, body) = ask(
+                &c,
+                json!({
+                    "query": "The checkout API is returning 500 errors in production and customers cannot pay",
+                    "extracted_variables": { "domain": "technical", "technology": "nodejs", "system_component": "checkout" },
+                    "confidence_level": level,
+                }),
+            );
+            for action in [&body["matches"][0]["next_action"], &body["next_actions"][0]] {
+                let p = &action["parameters"];
+                assert_eq!(p["confidence_level"], level, "{action}");
+                assert_eq!(execute.input_problems(p), Vec::<String>::new(), "{p}");
+            }
+        }
     }
 
     #[test]

@@ -7,6 +7,7 @@
 //! educational error format rather than refused by the schema ([`validate`]).
 
 pub mod catalog;
+pub mod codes;
 pub mod compose;
 pub mod condition;
 pub mod discover;

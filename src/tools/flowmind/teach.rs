@@ -220,7 +220,7 @@ pub fn next_actions(
                 return Vec::new();
             };
             let can = m["activation"]["can_execute"].as_bool() == Some(true);
-            let action = next_action(c, args);
+            let action = next_action(c, &args.variables, Some(args.confidence));
             vec![json!({
                 "tool": action["tool"],
                 "reason": if can {

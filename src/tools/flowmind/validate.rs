@@ -18,6 +18,7 @@
 use serde_json::{json, Value};
 
 use super::catalog::DOMAINS;
+use super::codes;
 use crate::engine::variables::deep_merge;
 
 /// One problem, in the middleware's `{field, issue, suggestion}` form.
@@ -57,10 +58,10 @@ impl Refusal {
     /// `extracted_variables` for variable fixes), or a whole example call when the arguments'
     /// shape was wrong.
     pub fn retry(&self, args: &Value) -> Value {
-        if self.code == "INVALID_INPUT" || !args.is_object() {
+        if self.code == codes::INVALID_INPUT || !args.is_object() {
             return example_call();
         }
-        let patch = if self.code == "INVALID_VARIABLES" {
+        let patch = if self.code == codes::INVALID_VARIABLES {
             json!({ "extracted_variables": self.example })
         } else {
             self.example.clone()
@@ -146,7 +147,7 @@ pub fn check(args: &Value, schema_problems: &[String]) -> Option<Refusal> {
     let mut found: Vec<Found> = Vec::new();
     let Some(obj) = args.as_object() else {
         return into_refusal(vec![Found {
-            code: "INVALID_INPUT",
+            code: codes::INVALID_INPUT,
             message: "The arguments must be a JSON object.".into(),
             instruction: "Send an object with at least query and confidence_level.".into(),
             example: example_call(),
@@ -159,7 +160,7 @@ pub fn check(args: &Value, schema_problems: &[String]) -> Option<Refusal> {
 
     match obj.get("query") {
         None => found.push(Found {
-            code: "MISSING_QUERY",
+            code: codes::MISSING_QUERY,
             message: "query is required: say in one or two sentences what the user needs.".into(),
             instruction: "Add query: a concise summary of the user's need, with its domain and intent.".into(),
             example: json!({ "query": example_call()["query"] }),
@@ -173,7 +174,7 @@ pub fn check(args: &Value, schema_problems: &[String]) -> Option<Refusal> {
             let chars = q.chars().count();
             if chars < 10 || words < 3 {
                 found.push(Found {
-                    code: "QUERY_TOO_BRIEF",
+                    code: codes::QUERY_TOO_BRIEF,
                     message: format!("query {q:?} is too brief ({words} words, {chars} characters): at least 3 words and 10 characters are needed to match reliably."),
                     instruction: "Add more context to query: what the user wants, why, or how.".into(),
                     example: json!({ "query": format!("{q}: describe the goal, the system or subject, and what went wrong or is needed") }),
@@ -184,7 +185,7 @@ pub fn check(args: &Value, schema_problems: &[String]) -> Option<Refusal> {
                 });
             } else if chars > 500 {
                 found.push(Found {
-                    code: "QUERY_TOO_LONG",
+                    code: codes::QUERY_TOO_LONG,
                     message: format!("query has {chars} characters; at most 500 are matched."),
                     instruction: "Summarise the need in query, and describe large content in content_reference instead of pasting it.".into(),
                     example: json!({ "query": "Review this contract for GDPR issues", "content_reference": { "has_large_content": true, "content_type": "document", "content_summary": "A 12-page data processing agreement between a SaaS vendor and a retailer", "key_entities": ["data processor", "sub-processors"] } }),
@@ -196,7 +197,7 @@ pub fn check(args: &Value, schema_problems: &[String]) -> Option<Refusal> {
             }
         }
         Some(other) => found.push(Found {
-            code: "INVALID_INPUT",
+            code: codes::INVALID_INPUT,
             message: format!("query must be a string, not {}.", kind_of(other)),
             instruction: "Send query as a string of 1-2 sentences.".into(),
             example: json!({ "query": example_call()["query"] }),
@@ -209,7 +210,7 @@ pub fn check(args: &Value, schema_problems: &[String]) -> Option<Refusal> {
 
     let confidence_fix = |message: String, issue: &str| {
         Found {
-        code: "INVALID_CONFIDENCE",
+        code: codes::INVALID_CONFIDENCE,
         message,
         instruction: "Set confidence_level to your honest confidence in the extracted variables, between 0 and 1.".into(),
         example: json!({ "confidence_level": 0.7 }),
@@ -249,7 +250,7 @@ pub fn check(args: &Value, schema_problems: &[String]) -> Option<Refusal> {
     let others = other_schema_problems(schema_problems);
     if !others.is_empty() {
         found.push(Found {
-            code: "INVALID_INPUT",
+            code: codes::INVALID_INPUT,
             message: format!("Some arguments do not match field_request's schema: {}.", others.join("; ")),
             instruction: "Correct the arguments named above (enums list their allowed values in tools/list).".into(),
             example: example_call(),
@@ -264,7 +265,7 @@ pub fn check(args: &Value, schema_problems: &[String]) -> Option<Refusal> {
     let var = |name: &str| vars.and_then(|v| v.get(name));
     if var("domain").and_then(Value::as_str) == Some("technical") && var("technology").is_none() {
         found.push(Found {
-            code: "INVALID_VARIABLES",
+            code: codes::INVALID_VARIABLES,
             message: "Domain \"technical\" requires technology to be specified".into(),
             instruction: "Add technology to extracted_variables".into(),
             example: json!({ "technology": "python" }),
@@ -280,7 +281,7 @@ pub fn check(args: &Value, schema_problems: &[String]) -> Option<Refusal> {
     if let Some(urgency @ ("critical" | "emergency")) = var("urgency").and_then(Value::as_str) {
         if var("domain").is_none() {
             found.push(Found {
-                code: "INVALID_VARIABLES",
+                code: codes::INVALID_VARIABLES,
                 message: format!("Urgency \"{urgency}\" requires domain to be specified"),
                 instruction: "Add domain to extracted_variables".into(),
                 example: json!({ "domain": "emergency", "urgency": urgency }),
@@ -298,7 +299,7 @@ pub fn check(args: &Value, schema_problems: &[String]) -> Option<Refusal> {
     if let Some(c) = confidence {
         if c > 0.9 && count < 3 {
             found.push(Found {
-                code: "CONFIDENCE_INCONSISTENT",
+                code: codes::CONFIDENCE_INCONSISTENT,
                 message: format!("confidence_level {c} is high for {count} extracted variable{}.", if count == 1 { "" } else { "s" }),
                 instruction: "Lower confidence_level, or extract more variables from the user's message".into(),
                 example: json!({ "confidence_level": 0.7, "extracted_variables": { "domain": "business", "business_area": "finance", "urgency": "medium" } }),
