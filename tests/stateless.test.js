@@ -900,7 +900,7 @@ describe("subscriptions/listen", () => {
     assert.deepEqual(d.capabilities.tools, { listChanged: true }, "levels on: tool lists change");
     assert.deepEqual(d.capabilities.resources, {}, "no resource subscriptions: the vocabulary never changes");
     assert.equal(d.capabilities.prompts, undefined);
-    const s = await listen(lw, { toolsListChanged: true, promptsListChanged: true, resourcesListChanged: true, resourceSubscriptions: ["epic-tide://vocabulary"], someFutureKind: true }, {}, 42);
+    const s = await listen(lw, { toolsListChanged: true, promptsListChanged: true, resourcesListChanged: true, resourceSubscriptions: ["epic-tide://vocabulary"], someFutureKind: true }, user("00000000-0000-4000-8000-00000000b003"), 42);
     assert.equal(s.res.status, 200);
     assert.match(s.res.headers.get("content-type"), /^text\/event-stream/);
     assert.equal(s.res.headers.get("x-accel-buffering"), "no");
@@ -923,6 +923,7 @@ describe("subscriptions/listen", () => {
     const narrow = await listen(lw, { promptsListChanged: true }, ann, "ann-narrow");
     const other = await listen(lw, { toolsListChanged: true }, bob, "bob-tools");
     const anonymous = await listen(lw, { toolsListChanged: true });
+    assert.deepEqual(anonymous.frames[0].params.notifications, {}, "an anonymous caller's list never changes, so it is not acknowledged");
     const help = { name: "get_help", arguments: { help_type: "best_practices" } };
     assert.equal((await ask(lw, "tools/call", help, ann)).result.isError, undefined);
     const changed = await tools.until("list_changed after the first level", (f) => f.method === "notifications/tools/list_changed");

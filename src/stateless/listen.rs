@@ -101,7 +101,11 @@ pub async fn open(
     req: &Request,
     r: &modern::Request,
 ) -> Result<Response> {
-    let filter = Filter::from_params(&r.params, offer(cfg))?;
+    let mut offered = offer(cfg);
+    // Levels are kept for signed-in users only: an anonymous caller's list never changes, so
+    // their stream is not promised a change that cannot come (the conformance hook aside).
+    offered.tools &= caller.user.is_some() || cfg.catalog.has_fixtures();
+    let filter = Filter::from_params(&r.params, offered)?;
     let body = serde_json::to_string(&Open {
         id: r.id.as_value().clone(),
         notifications: filter.to_json(),

@@ -890,6 +890,10 @@ pub fn answer(args: &Value, e: &Evaluation, assistance: &Assistance) -> Value {
 /// tool's 5-second limit, so a slow model costs its assistance, never the answer.
 pub const MODEL_TIMEOUT_MS: u32 = 2500;
 
+/// The most `CONDITION_MODEL_TIMEOUT_MS` may give the model: a second under the tool's 5-second
+/// limit, so a larger setting still leaves the rules time to answer alone.
+pub const MODEL_TIMEOUT_CAP_MS: u32 = 4000;
+
 /// The model's chat model on Workers AI when `MODEL_PROVIDER_MODEL` names none.
 const WORKERS_AI_MODEL: &str = "@cf/meta/llama-3.1-8b-instruct";
 
@@ -909,7 +913,8 @@ async fn consult(ctx: &dyn ToolContext, args: &Value) -> Assistance {
         .setting("CONDITION_MODEL_TIMEOUT_MS")
         .and_then(|v| v.trim().parse().ok())
         .filter(|&ms: &u32| ms > 0)
-        .unwrap_or(MODEL_TIMEOUT_MS);
+        .unwrap_or(MODEL_TIMEOUT_MS)
+        .min(MODEL_TIMEOUT_CAP_MS);
     let (provider, call): (
         &'static str,
         LocalBoxFuture<'_, std::result::Result<String, String>>,
