@@ -185,9 +185,10 @@ impl Confirmation {
 
     fn services(&self) -> Result<Services> {
         let cfg = Config::from_env(&self.env);
-        Ok(Services::new(
+        Ok(Services::with_config(
             self.env.clone(),
             crate::session::registry(cfg.catalog)?,
+            &cfg,
         ))
     }
 
@@ -361,7 +362,7 @@ pub async fn serve(req: Request, env: Env, id: &str) -> Result<Response> {
     // A decision is a few bytes; the body cap keeps a large one from being read into memory.
     let text = crate::edge::read_body(&mut req, 4096).await?;
     let body: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
-    let services = Services::new(env, crate::session::registry(cfg.catalog)?);
+    let services = Services::with_config(env, crate::session::registry(cfg.catalog)?, &cfg);
     let (status, answer) = services
         .confirmation(
             id,

@@ -337,7 +337,7 @@ impl Session {
         let core = Rc::new_cyclic(|me| Core {
             session: self.state.id().name().unwrap_or_default(),
             db,
-            services: Services::new(self.env.clone(), registry.clone()),
+            services: Services::with_config(self.env.clone(), registry.clone(), &cfg),
             registry,
             cfg,
             hub: Hub::default(),

@@ -133,7 +133,7 @@ pub async fn serve(
                 .and_then(Value::as_str)
                 .is_some_and(|n| SESSION_TOOLS.contains(&n)) =>
         {
-            let platform = match StatelessPlatform::open(env, registry, req, &r, caller).await {
+            let platform = match StatelessPlatform::open(env, cfg, registry, req, &r, caller).await {
                 Ok(p) => p,
                 Err(e) => return refuse(Some(&id), &e),
             };
@@ -157,7 +157,7 @@ pub async fn serve(
                     }
                 }
             }
-            let platform = match StatelessPlatform::open(env, registry, req, &r, caller).await {
+            let platform = match StatelessPlatform::open(env, cfg, registry, req, &r, caller).await {
                 Ok(p) => p,
                 Err(e) => return refuse(Some(&id), &e),
             };
@@ -168,7 +168,7 @@ pub async fn serve(
             if cfg.catalog.has_fixtures()
                 && r.params.get("name").and_then(Value::as_str) == Some(fixtures::INPUT_PROMPT) =>
         {
-            let platform = match StatelessPlatform::open(env, registry, req, &r, caller).await {
+            let platform = match StatelessPlatform::open(env, cfg, registry, req, &r, caller).await {
                 Ok(p) => p,
                 Err(e) => return refuse(Some(&id), &e),
             };

@@ -11,6 +11,7 @@ use futures::StreamExt;
 use serde_json::{json, Value};
 use worker::{Env, Headers, Method, Request, RequestInit, Response};
 
+use crate::edge::config::Config;
 use crate::edge::http::header;
 use crate::error::{Error, Result};
 use crate::mcp::modern;
@@ -64,6 +65,7 @@ impl StatelessPlatform {
     /// anonymous): its event stream then shows this call's tool events.
     pub async fn open(
         env: &Env,
+        cfg: &Config,
         registry: Rc<Registry>,
         req: &Request,
         r: &modern::Request,
@@ -83,7 +85,7 @@ impl StatelessPlatform {
             }
         };
         Ok(StatelessPlatform {
-            services: Services::new(env.clone(), registry),
+            services: Services::with_config(env.clone(), registry, cfg),
             anonymous_owner: format!("stateless-{address}"),
             relay,
         })

@@ -37,14 +37,9 @@ pub struct Services {
 }
 
 impl Services {
-    /// Services over `env`, with the deployment's tools, its `RATE_LIMITS` and `TOOL_TIMEOUTS`.
-    pub fn new(env: Env, registry: Rc<Registry>) -> Self {
-        let cfg = Config::from_env(&env);
-        Self::with_config(env, registry, &cfg)
-    }
-
-    /// [`Services::new`] with the configuration a request has already read from `env`, so a
-    /// request that needs services more than once does not parse its settings again.
+    /// Services over `env`, with the deployment's tools and the `RATE_LIMITS`, `TOOL_TIMEOUTS`
+    /// and FlowMind levels of `cfg`: the configuration the caller has already read from `env`,
+    /// so no request parses its settings twice.
     pub fn with_config(env: Env, registry: Rc<Registry>, cfg: &Config) -> Self {
         Services {
             env,
