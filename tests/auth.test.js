@@ -1,5 +1,5 @@
 // Identity on /mcp against the built Worker: bearer JWTs (HS256 with a secret; RS256 and ES256 from a
-// JWKS served over HTTP), 401 with WWW-Authenticate and the protected resource metadata (RFC 9728),
+// JWKS served over HTTP; HS256 beside a JWKS only when JWT_ALLOW_HS256 opts in), 401 with WWW-Authenticate and the protected resource metadata (RFC 9728),
 // anonymous access as a setting, and sessions bound to the user who started them.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
@@ -52,7 +52,7 @@ after(() => jwksServer?.close());
 describe("tokens required", () => {
   let w, aud, claims;
   before(async () => {
-    w = await startWorker({ ANONYMOUS_ACCESS: "false", JWT_SECRET: SECRET, JWT_ISSUER: ISSUER, JWKS_URL: `http://127.0.0.1:${jwksServer.address().port}/jwks` }, { quiet: true });
+    w = await startWorker({ ANONYMOUS_ACCESS: "false", JWT_SECRET: SECRET, JWT_ALLOW_HS256: "true", JWT_ISSUER: ISSUER, JWKS_URL: `http://127.0.0.1:${jwksServer.address().port}/jwks` }, { quiet: true });
     aud = new URL("/mcp", w.url).href;
     claims = (extra = {}) => ({ iss: ISSUER, aud, sub: "E0042", roles: ["hr-read"], exp: now() + 600, ...extra });
   });
@@ -133,6 +133,23 @@ describe("tokens required", () => {
     assert.equal(payload.sub, "E0007");
     assert.deepEqual(payload.roles, ["hr-read", "manager"]);
     assert.equal((await init(bearer(token))).status, 200);
+  });
+});
+
+describe("HS256 beside a JWKS", () => {
+  let w, claims;
+  before(async () => {
+    w = await startWorker({ ANONYMOUS_ACCESS: "false", JWT_SECRET: SECRET, JWKS: JSON.stringify(jwks) }, { quiet: true });
+    claims = () => ({ aud: new URL("/mcp", w.url).href, sub: "E0042", roles: ["executive"], exp: now() + 600 });
+  });
+  after(() => w?.stop());
+
+  test("is refused unless JWT_ALLOW_HS256 opts in: the shared secret cannot outrank the identity provider", async () => {
+    const hs = await post(w.mcpUrl, initBody, { headers: bearer(jwt(claims())) });
+    assert.equal(hs.status, 401);
+    assert.match(hs.headers.get("www-authenticate"), /error="invalid_token".*HS256 tokens are not accepted here.*JWT_ALLOW_HS256/);
+    const rs = await post(w.mcpUrl, initBody, { headers: bearer(jwt(claims(), { alg: "RS256", kid: "rsa-1" })) });
+    assert.equal(rs.status, 200, await rs.text());
   });
 });
 

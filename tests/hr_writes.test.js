@@ -12,7 +12,8 @@ import { LATEST, post, sseEvents } from "./support/mcp.js";
 import { hs256 } from "../scripts/token.js";
 
 const SECRET = "hr-writes-secret";
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+// A confirmation id: 32 hex digits, 128 random bits.
+const CONFIRMATION_ID = /^[0-9a-f]{32}$/;
 let w, db, aud;
 const ids = {};
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -65,7 +66,7 @@ describe("asking", () => {
     const before = await salaryOf("sarah");
     const r = await (await session("alice", HR_WRITE)).call("update_salary", { employee_id: ids.sarah, new_salary: 120000, reason: "promotion" });
     assert.equal(r.status, "pending_confirmation");
-    assert.match(r.confirmationId, UUID);
+    assert.match(r.confirmationId, CONFIRMATION_ID);
     assert.match(r.message, /Change the salary of Sarah Kim from \$112,000\.00 to \$120,000\.00/);
     assert.equal(r.confirmationData.action, "update_salary");
     assert.equal(r.confirmationData.mcpServer, "hr");
@@ -141,7 +142,8 @@ describe("deciding with POST /api/confirm/:id", () => {
     assert.equal(late.code, "EMPLOYEE_NOT_FOUND");
     assert.match(late.message, /no longer exists/);
 
-    assert.equal((await decide("00000000-0000-4000-8000-000000000000", true, auth("alice", HR_WRITE))).status, 404);
+    assert.equal((await decide("0".repeat(32), true, auth("alice", HR_WRITE))).status, 404);
+    assert.equal((await decide("00000000-0000-4000-8000-000000000000", true, auth("alice", HR_WRITE))).status, 404, "the old UUID shape names nothing");
     assert.equal((await decide("not-an-id", true, auth("alice", HR_WRITE))).status, 404);
     const badBody = await fetch(new URL(`/api/confirm/${denied}`, w.url), { method: "POST", headers: { "content-type": "application/json", ...auth("alice", HR_WRITE) }, body: "{\"approved\": \"yes\"}" });
     assert.equal(badBody.status, 400);

@@ -71,12 +71,13 @@ describe("era detection", () => {
     assert.equal(body.result.resultType, "complete");
   });
 
-  test("a request carrying Mcp-Session-Id belongs to its 2025 session, whatever its _meta", async () => {
+  test("a request carrying Mcp-Session-Id and a 2025 version belongs to its 2025 session; with the 2026 version the header is ignored", async () => {
     const { res, body } = await modern("tools/list", {}, { headers: { "mcp-session-id": "f".repeat(64), "mcp-protocol-version": LATEST } });
     assert.equal(res.status, 404, "an unknown session, as in the 2025 lane");
     assert.equal(body.error.code, -32001);
     const modernHeader = await modern("tools/list", {}, { headers: { "mcp-session-id": "f".repeat(64) } });
-    assert.equal(modernHeader.res.status, 400, "the 2025 lane refuses a version it does not speak");
+    assert.equal(modernHeader.res.status, 200, "2026-07-28 has no sessions: the id is ignored");
+    assert.equal(modernHeader.res.headers.get("mcp-session-id"), null, "and never echoed");
   });
 
   test("initialize with 2026 _meta is a modern request, and 2026 has no initialize", async () => {
@@ -479,16 +480,20 @@ describe("write confirmation through input_required", () => {
 });
 
 describe("idempotent writes", () => {
-  test("a retried write (same idempotency key) runs once; a new key runs again", async () => {
-    const call = (key) => modern("tools/call", { name: "update_salary", arguments: { employee_id: ids.nina, new_salary: 99000 } }, { headers: auth("alice", HR_WRITE), metaExtra: { "mcp-edge/idempotencyKey": key } });
-    const [a, b] = [(await call("k-1")).body.result, (await call("k-1")).body.result];
-    assert.equal(a.structuredContent.status, "pending_confirmation");
-    assert.equal(b.structuredContent.confirmationId, a.structuredContent.confirmationId, "the retry returns the first result");
+  test("a retried write (same idempotency key) runs once; a new key runs again; a pending confirmation is not replayed", async () => {
+    const approveFirst = { elicitation: {} };
+    const call = (key, extra = {}) => modern("tools/call", { name: "update_salary", arguments: { employee_id: ids.nina, new_salary: 99000 }, ...extra }, { headers: auth("alice", HR_WRITE), capabilities: approveFirst, metaExtra: { "mcp-edge/idempotencyKey": key } });
+    const asked = (await call("k-1")).body.result;
+    const answered = { inputResponses: Object.fromEntries(Object.keys(asked.inputRequests).map((k) => [k, { action: "accept", content: { approve: true } }])), requestState: asked.requestState };
+    const [a, b] = [(await call("k-1", answered)).body.result, (await call("k-1", answered)).body.result];
+    assert.equal(a.structuredContent.status, "success", JSON.stringify(a));
+    assert.deepEqual(b.structuredContent, a.structuredContent, "the retry returns the first result");
     assert.equal(b._meta["mcp-edge/idempotentReplay"], true);
-    const c = (await call("k-2")).body.result;
-    assert.notEqual(c.structuredContent.confirmationId, a.structuredContent.confirmationId);
-    const pending = (await db.prepare("SELECT COUNT(*) AS n FROM audit_log WHERE event = 'requested' AND confirmation_id IN (?1, ?2)").bind(a.structuredContent.confirmationId, c.structuredContent.confirmationId).first()).n;
-    assert.equal(pending, 2, "two keys, two confirmations; the retry made none");
+    const plain = (key) => modern("tools/call", { name: "update_salary", arguments: { employee_id: ids.nina, new_salary: 98000 } }, { headers: auth("alice", HR_WRITE), metaExtra: { "mcp-edge/idempotencyKey": key } });
+    const [c, d] = [(await plain("k-2")).body.result, (await plain("k-2")).body.result];
+    assert.equal(c.structuredContent.status, "pending_confirmation");
+    assert.equal(d._meta?.["mcp-edge/idempotentReplay"], undefined, "nothing happened yet: the retry asks again");
+    assert.notEqual(d.structuredContent.confirmationId, c.structuredContent.confirmationId);
   });
 
   test("read-only tools are not deduplicated", async () => {

@@ -6,6 +6,12 @@
 //! read: of two simultaneous approvals exactly one executes, the other is told it was already
 //! handled. The object forgets everything an hour after the confirmation expires (its alarm).
 //!
+//! A decision carries `approved` and nothing else: what will change was fixed when the change was
+//! asked, and a body that tries to say more (other arguments, another amount) is refused.
+//!
+//! Its clock can be moved forward for tests (`TEST_CLOCK_OFFSET_MS`, never set in a deployment):
+//! the 4:59 and 5:01 decisions of `tests/security_lane.test.js` are made without waiting.
+//!
 //! | answer | HTTP |
 //! | --- | --- |
 //! | executed (the tool's success or domain error), or denied | 200 |
@@ -24,7 +30,7 @@ use crate::edge::config::Config;
 use crate::edge::http::header;
 use crate::error::{Error, Result};
 use crate::registry::{Caller, JobMode, Platform, Unattended};
-use crate::store::services::{delegate_services, Services, ROLES_HEADER, USER_HEADER};
+use crate::store::services::{decode_caller, delegate_services, Services, CALLER_HEADER};
 use crate::tools::domain::confirm::{audit, Pending};
 use crate::tools::domain::{Code, Reply};
 
@@ -107,17 +113,7 @@ impl DurableObject for Confirmation {
                 Err(e) => Err(Error::InvalidRequest(format!("confirmation record: {e}"))),
             },
             "/decide" => {
-                let caller = Caller {
-                    user: header(&req, USER_HEADER).filter(|u| !u.is_empty()),
-                    roles: header(&req, ROLES_HEADER)
-                        .map(|r| {
-                            r.split(',')
-                                .filter(|x| !x.is_empty())
-                                .map(str::to_string)
-                                .collect()
-                        })
-                        .unwrap_or_default(),
-                };
+                let caller = decode_caller(header(&req, CALLER_HEADER).as_deref());
                 match req.json::<Value>().await {
                     Ok(body) => self.decide(caller, body).await,
                     Err(_) => Ok((
@@ -146,6 +142,19 @@ impl DurableObject for Confirmation {
 }
 
 impl Confirmation {
+    /// The time decisions are judged by: the host's clock, moved forward by
+    /// `TEST_CLOCK_OFFSET_MS` when a test sets it.
+    fn now_ms(&self) -> f64 {
+        let offset = self
+            .env
+            .var("TEST_CLOCK_OFFSET_MS")
+            .ok()
+            .and_then(|v| v.to_string().trim().parse::<f64>().ok())
+            .filter(|ms| ms.is_finite())
+            .unwrap_or(0.0);
+        clock::now_ms() + offset
+    }
+
     fn sql(&self) -> Result<SqlStorage> {
         let sql = self.state.storage().sql();
         sql.exec(
@@ -218,6 +227,19 @@ impl Confirmation {
     }
 
     async fn decide(&self, caller: Caller, body: Value) -> Result<(u16, Value)> {
+        if let Some(extra) = body
+            .as_object()
+            .and_then(|m| m.keys().find(|k| k.as_str() != "approved"))
+        {
+            return Ok((
+                400,
+                failure(
+                    Code::InvalidInput,
+                    &format!("A decision carries only approved; {extra:?} cannot be sent: what will change was fixed when it was asked."),
+                    "Send {\"approved\": true} or {\"approved\": false}; to make a different change, ask for it again.",
+                ),
+            ));
+        }
         let Some(approved) = body.get("approved").and_then(Value::as_bool) else {
             return Ok((
                 400,
@@ -269,7 +291,7 @@ impl Confirmation {
                         "previous": earlier }),
             ));
         }
-        if clock::now_ms() > p.expires_ms {
+        if self.now_ms() > p.expires_ms {
             self.set_state("expired", None)?;
             audit(&ctx, &p, "expired", "").await;
             return Ok((
@@ -345,11 +367,7 @@ pub async fn serve(req: Request, env: Env, id: &str) -> Result<Response> {
             invalid_token: false,
         });
     }
-    let valid_id = id.len() == 36
-        && id
-            .bytes()
-            .all(|b| b == b'-' || b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
-    if !valid_id {
+    if !crate::tools::domain::confirm::is_confirmation_id(id) {
         return Ok(json_answer(
             404,
             &failure(
@@ -363,14 +381,6 @@ pub async fn serve(req: Request, env: Env, id: &str) -> Result<Response> {
     let text = crate::edge::read_body(&mut req, 4096).await?;
     let body: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
     let services = Services::with_config(env, crate::session::registry(cfg.catalog)?, &cfg);
-    let (status, answer) = services
-        .confirmation(
-            id,
-            "decide",
-            &body,
-            caller.user.as_deref().unwrap_or(""),
-            &caller.roles,
-        )
-        .await?;
+    let (status, answer) = services.confirmation(id, "decide", &body, &caller).await?;
     Ok(json_answer(status, &answer)?)
 }

@@ -3,7 +3,8 @@
 //! Signatures are checked with the runtime's WebCrypto (`crypto.subtle`): `HS256` against
 //! `JWT_SECRET`, `RS256` and `ES256` against the keys of a JWKS (`JWKS` inline, or fetched from
 //! `JWKS_URL` and kept for ten minutes; an unknown `kid` refetches it, at most once a minute).
-//! Claims are checked by `edge::jwt`. A request without a token is anonymous when
+//! While a JWKS is configured HS256 is refused unless `JWT_ALLOW_HS256=true`: one shared secret
+//! must not outrank the identity provider. Claims are checked by `edge::jwt`. A request without a token is anonymous when
 //! `ANONYMOUS_ACCESS` allows it; a token that is present but invalid is always refused.
 
 use std::cell::RefCell;
@@ -49,8 +50,19 @@ pub fn resource_url(req: &Request, cfg: &Config) -> String {
     }
 }
 
-/// The caller of a request: anonymous, or the identity of a verified token.
+/// The caller of a request: anonymous, or the identity of a verified token. A token in the URL
+/// (`access_token` in the query string) is refused outright, valid or not: URLs end up in logs,
+/// histories and `Referer` headers, so the MCP authorization spec allows tokens in the
+/// `Authorization` header only.
 pub async fn authenticate(req: &Request, env: &Env, cfg: &Config) -> Result<Caller> {
+    let in_query = req
+        .url()
+        .is_ok_and(|u| u.query_pairs().any(|(k, _)| k == "access_token"));
+    if in_query {
+        return Err(invalid(
+            "a bearer token in the URL (access_token in the query string) is never accepted; send it in the Authorization header (Authorization: Bearer <JWT>) and revoke the one in the URL, it may have been logged",
+        ));
+    }
     let Some(value) = header(req, "authorization") else {
         if cfg.anonymous_access {
             return Ok(Caller::anonymous());
@@ -104,6 +116,12 @@ fn setting(env: &Env, name: &str) -> Option<String> {
 
 async fn key_for(jwt: &jwt::Jwt, env: &Env, cfg: &Config) -> Result<Key> {
     if jwt.alg == Alg::Hs256 {
+        let jwks = cfg.jwks_url.is_some() || setting(env, "JWKS").is_some();
+        if jwks && !cfg.jwt_allow_hs256 {
+            return Err(invalid(
+                "HS256 tokens are not accepted here: this server verifies tokens against its identity provider's keys (JWKS); use a token from that provider (the operator can set JWT_ALLOW_HS256=true to accept both)",
+            ));
+        }
         return setting(env, "JWT_SECRET")
             .map(|s| Key::Secret(s.into_bytes()))
             .ok_or_else(|| {

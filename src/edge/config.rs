@@ -57,6 +57,11 @@ pub struct Config {
     pub jwt_audience: Option<String>,
     /// Where the identity provider publishes its signing keys for RS256/ES256 tokens (`JWKS_URL`).
     pub jwks_url: Option<String>,
+    /// HS256 tokens (signed with `JWT_SECRET`) are also accepted while a JWKS (`JWKS_URL` or
+    /// `JWKS`) is configured (`JWT_ALLOW_HS256=true`). Off by default: with an identity provider in
+    /// place, a shared secret that leaks (it also sits in every developer's `.dev.vars`) must not
+    /// mint tokens for any user and role.
+    pub jwt_allow_hs256: bool,
     /// Most model requests of one chat turn (`CHAT_MAX_STEPS`, default 8): a turn whose model still
     /// calls tools after this many stops with an error event.
     pub chat_max_steps: u32,
@@ -140,6 +145,7 @@ impl Config {
             jwt_issuer: text("JWT_ISSUER"),
             jwt_audience: text("JWT_AUDIENCE"),
             jwks_url: text("JWKS_URL"),
+            jwt_allow_hs256: var("JWT_ALLOW_HS256").is_some_and(|v| v.trim() == "true"),
             chat_max_steps: num("CHAT_MAX_STEPS", 8),
             chat_max_message_chars: num("CHAT_MAX_MESSAGE_CHARS", 8000),
             model_timeout_ms: num("MODEL_PROVIDER_TIMEOUT_MS", 60_000),
@@ -245,6 +251,13 @@ mod tests {
         assert_eq!(c.max_body_bytes, 1 << 20);
         assert_eq!(c.tools_page_size, 50);
         assert_eq!(c.catalog, Catalog::Production);
+    }
+
+    #[test]
+    fn hs256_beside_a_jwks_is_an_explicit_opt_in() {
+        assert!(!cfg(&[("JWKS_URL", "https://id.example/jwks")]).jwt_allow_hs256);
+        assert!(!cfg(&[("JWT_ALLOW_HS256", "yes")]).jwt_allow_hs256);
+        assert!(cfg(&[("JWT_ALLOW_HS256", " true ")]).jwt_allow_hs256);
     }
 
     #[test]

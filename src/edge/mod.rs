@@ -20,7 +20,7 @@ use crate::mcp::modern::{self, Era};
 use crate::mcp::version;
 use crate::random;
 use crate::registry::Caller;
-use crate::session::{CORRELATION_HEADER, CREATE_HEADER, ROLES_HEADER, USER_HEADER, WATCH_HEADER};
+use crate::session::{CALLER_HEADER, CORRELATION_HEADER, CREATE_HEADER, WATCH_HEADER};
 use config::Config;
 use http::header;
 
@@ -247,9 +247,8 @@ async fn route(mut req: Request, env: &Env, cfg: &Config) -> Result<Response> {
     if req.method() == Method::Options {
         return http::preflight(origin.as_deref());
     }
-    let has_session = header(&req, "mcp-session-id").is_some();
     let version_header = header(&req, "mcp-protocol-version");
-    let bodyless_era = modern::era_of_bodyless(has_session, version_header.as_deref());
+    let bodyless_era = modern::era_of_bodyless(version_header.as_deref());
     if matches!(req.method(), Method::Get | Method::Delete) && bodyless_era == Era::Modern {
         return Err(Error::MethodNotAllowed(format!(
             "Method Not Allowed: {:?}; 2026-07-28 has no sessions and no GET stream: POST each request to /mcp",
@@ -310,7 +309,7 @@ async fn post(req: &mut Request, env: &Env, cfg: &Config, caller: &Caller) -> Re
         serde_json::from_str(&body).map_err(|e| Error::Parse(e.to_string()));
     let era = match &parsed {
         Ok(v) => modern::era_of_post(has_session, version_header.as_deref(), v),
-        Err(_) => modern::era_of_bodyless(has_session, version_header.as_deref()),
+        Err(_) => modern::era_of_bodyless(version_header.as_deref()),
     };
     if era == Era::Modern {
         return crate::stateless::serve(req, env, cfg, caller, parsed).await;
@@ -401,8 +400,10 @@ async fn forward(
             set(name, &v)?;
         }
     }
-    set(USER_HEADER, caller.user.as_deref().unwrap_or(""))?;
-    set(ROLES_HEADER, &caller.roles.join(","))?;
+    set(
+        CALLER_HEADER,
+        &crate::store::services::encode_caller(caller),
+    )?;
     for (k, v) in internal {
         set(k, v)?;
     }

@@ -2,14 +2,17 @@
 //! checks every modern request passes before it is dispatched.
 //!
 //! **Era detection** (one endpoint serves both; README "Two protocol eras"):
-//! 1. a request carrying `Mcp-Session-Id` belongs to its 2025 session (legacy lane, unchanged);
-//! 2. a request whose `params._meta` names `io.modelcontextprotocol/protocolVersion` is modern;
-//! 3. `initialize` without that `_meta` is legacy (it opens a session);
-//! 4. anything else is modern when its `MCP-Protocol-Version` header is not a 2025 version, or
-//!    when it is `server/discover`; otherwise legacy.
+//! 1. a request whose `MCP-Protocol-Version` header is not a 2025 version is modern, and its
+//!    `Mcp-Session-Id`, if any, is ignored: 2026-07-28 has no sessions, and a modern server ignores
+//!    the header (never minting or echoing one), so a session id never lends a stateless request a
+//!    session's state or caller;
+//! 2. a request carrying `Mcp-Session-Id` belongs to its 2025 session (legacy lane, unchanged);
+//! 3. a request whose `params._meta` names `io.modelcontextprotocol/protocolVersion` is modern;
+//! 4. `initialize` without that `_meta` is legacy (it opens a session);
+//! 5. anything else is modern when it is `server/discover`; otherwise legacy.
 //!
-//! A GET or DELETE has no body: with a session id it is legacy, with a modern
-//! `MCP-Protocol-Version` it is modern (and refused with 405, as the 2026 transport removed both).
+//! A GET or DELETE has no body: with a modern `MCP-Protocol-Version` it is modern (and refused
+//! with 405, as the 2026 transport removed both), else legacy.
 
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
@@ -55,6 +58,9 @@ fn modern_header(version_header: Option<&str>) -> bool {
 
 /// The era of a POST (see the module doc).
 pub fn era_of_post(has_session: bool, version_header: Option<&str>, body: &Value) -> Era {
+    if modern_header(version_header) {
+        return Era::Modern;
+    }
     if has_session {
         return Era::Legacy;
     }
@@ -67,7 +73,7 @@ pub fn era_of_post(has_session: bool, version_header: Option<&str>, body: &Value
         Era::Modern
     } else if method == Some("initialize") {
         Era::Legacy
-    } else if modern_header(version_header) || method == Some("server/discover") {
+    } else if method == Some("server/discover") {
         Era::Modern
     } else {
         Era::Legacy
@@ -75,8 +81,8 @@ pub fn era_of_post(has_session: bool, version_header: Option<&str>, body: &Value
 }
 
 /// The era of a GET or DELETE (see the module doc).
-pub fn era_of_bodyless(has_session: bool, version_header: Option<&str>) -> Era {
-    if !has_session && modern_header(version_header) {
+pub fn era_of_bodyless(version_header: Option<&str>) -> Era {
+    if modern_header(version_header) {
         Era::Modern
     } else {
         Era::Legacy
@@ -391,6 +397,13 @@ mod tests {
         let bare = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
         let discover = json!({"jsonrpc": "2.0", "id": 1, "method": "server/discover"});
         assert_eq!(era_of_post(true, None, &modern), Era::Legacy);
+        assert_eq!(era_of_post(true, Some("2025-11-25"), &modern), Era::Legacy);
+        assert_eq!(
+            era_of_post(true, Some("2026-07-28"), &modern),
+            Era::Modern,
+            "a 2026 request ignores Mcp-Session-Id"
+        );
+        assert_eq!(era_of_post(true, Some("2026-07-28"), &init), Era::Modern);
         assert_eq!(era_of_post(false, None, &modern), Era::Modern);
         assert_eq!(era_of_post(false, Some("2025-11-25"), &init), Era::Legacy);
         assert_eq!(era_of_post(false, None, &init), Era::Legacy);
@@ -402,10 +415,9 @@ mod tests {
         assert_eq!(era_of_post(false, Some("2026-07-28"), &bare), Era::Modern);
         assert_eq!(era_of_post(false, Some("v999"), &bare), Era::Modern);
         assert_eq!(era_of_post(false, None, &discover), Era::Modern);
-        assert_eq!(era_of_bodyless(false, Some("2026-07-28")), Era::Modern);
-        assert_eq!(era_of_bodyless(true, Some("2026-07-28")), Era::Legacy);
-        assert_eq!(era_of_bodyless(false, None), Era::Legacy);
-        assert_eq!(era_of_bodyless(false, Some("2025-11-25")), Era::Legacy);
+        assert_eq!(era_of_bodyless(Some("2026-07-28")), Era::Modern);
+        assert_eq!(era_of_bodyless(Some("2025-11-25")), Era::Legacy);
+        assert_eq!(era_of_bodyless(None), Era::Legacy);
     }
 
     #[test]

@@ -61,6 +61,11 @@ pub struct State {
     pub exp: f64,
     /// The client's answers of earlier rounds, by input key; a retry cannot change them.
     pub answers: Map<String, Value>,
+    /// The `inputRequests` keys this state's result asked: the only keys under which the retry's
+    /// `inputResponses` are read (an answer under any other key, or with no state at all, was
+    /// never asked for and is ignored).
+    #[serde(default)]
+    pub asked: Vec<String>,
     /// The paused chain steps whose outputs the `inputRequests` ask the client's model for
     /// (`src/stateless/runs.rs`); empty for every other request.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -76,6 +81,14 @@ pub struct PausedStep {
     pub execution: String,
     /// The output variables the answer must supply.
     pub outputs: Vec<String>,
+}
+
+/// The key of one `purpose` (`"request-state"`, `"cursor"`) derived from a shared `secret`:
+/// HMAC-SHA-256 of the purpose under the secret, so a deployment with one secret still signs
+/// tokens, cursors and request states under separate keys, and a value sealed for one purpose
+/// never verifies for another.
+pub fn derive_key(secret: &[u8], purpose: &str) -> Vec<u8> {
+    mac(secret, &format!("mcp-edge/{purpose}"))
 }
 
 fn mac(key: &[u8], body: &str) -> Vec<u8> {
@@ -159,6 +172,7 @@ mod tests {
             args: b.args,
             exp,
             answers: Map::from_iter([("approve".to_string(), json!({"action": "accept"}))]),
+            asked: vec!["approve".into()],
             steps: Vec::new(),
         }
     }
@@ -205,6 +219,16 @@ mod tests {
             let e = open(KEY, &t, &binding(), 999.0).unwrap_err();
             assert!(e.to_string().contains("requestState rejected"), "{t}");
         }
+    }
+
+    #[test]
+    fn derived_keys_differ_by_purpose_and_from_the_secret() {
+        let k = derive_key(KEY, "request-state");
+        assert_eq!(k, derive_key(KEY, "request-state"));
+        assert_ne!(k, derive_key(KEY, "cursor"));
+        assert_ne!(k, KEY.to_vec());
+        let token = seal(&k, &state(1000.0)).unwrap();
+        assert!(open(KEY, &token, &binding(), 999.0).is_err());
     }
 
     #[test]

@@ -167,7 +167,7 @@ pub(super) fn acting_caller(core: &Core, caller: &Caller) -> Result<Caller> {
         ));
     }
     core.db
-        .set_all(&[("last_seen", &now), ("roles", &caller.roles.join(","))])?;
+        .set_all(&[("last_seen", &now), ("roles", &super::stored_roles(caller))])?;
     Ok(caller.clone())
 }
 

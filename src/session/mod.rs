@@ -49,7 +49,7 @@ pub use chat::CHAT_HEADER;
 
 /// Internal header from the Worker: this POST creates the session named in `Mcp-Session-Id`.
 pub const CREATE_HEADER: &str = "x-mcp-edge-create";
-pub use crate::store::services::{ROLES_HEADER, USER_HEADER};
+pub use crate::store::services::CALLER_HEADER;
 /// Internal header from the Worker: this GET is a dashboard watching the session's tool events.
 pub const WATCH_HEADER: &str = "x-mcp-edge-watch";
 /// Internal header from the Worker: this POST carries tool events of 2026-07-28 calls that named
@@ -169,7 +169,7 @@ impl Core {
             user: self.setting("user").filter(|u| !u.is_empty()),
             roles: self
                 .setting("roles")
-                .map(|r| split_roles(&r))
+                .and_then(|r| serde_json::from_str(&r).ok())
                 .unwrap_or_default(),
         }
     }
@@ -180,21 +180,15 @@ impl Core {
     }
 }
 
-fn split_roles(list: &str) -> Vec<String> {
-    list.split(',')
-        .filter(|r| !r.is_empty())
-        .map(str::to_string)
-        .collect()
+/// How a session keeps its caller's roles for background jobs: a JSON list, so each role comes
+/// back whole (read back by `stored_caller`).
+pub(crate) fn stored_roles(caller: &Caller) -> String {
+    json!(caller.roles).to_string()
 }
 
-/// The caller the Worker verified, from its internal headers.
+/// The caller the Worker verified, from its internal header.
 fn caller_of(req: &Request) -> Caller {
-    Caller {
-        user: header(req, USER_HEADER).filter(|u| !u.is_empty()),
-        roles: header(req, ROLES_HEADER)
-            .map(|r| split_roles(&r))
-            .unwrap_or_default(),
-    }
+    crate::store::services::decode_caller(header(req, CALLER_HEADER).as_deref())
 }
 
 /// The logged events of `from.stream` after `from.seq` that `keep` (by event name) accepts, as
@@ -415,7 +409,7 @@ impl Session {
                 "Forbidden: this session was started by another user (or without a token); send initialize without Mcp-Session-Id to start your own session".into(),
             ));
         }
-        let roles = caller.roles.join(",");
+        let roles = stored_roles(caller);
         let now = (clock::now_ms() as i64).to_string();
         if core.db.get("roles")?.as_deref() == Some(roles.as_str()) {
             core.db.set("last_seen", &now)
@@ -462,7 +456,7 @@ impl Session {
     /// so a failure leaves no half-created session, and starts its housekeeping alarm.
     async fn open(&self, core: &Rc<Core>, caller: &Caller, details: &[(&str, &str)]) -> Result<()> {
         let now = (clock::now_ms() as i64).to_string();
-        let roles = caller.roles.join(",");
+        let roles = stored_roles(caller);
         let mut meta = details.to_vec();
         meta.extend([
             ("last_seen", now.as_str()),

@@ -45,13 +45,17 @@ use crate::tools::flowmind::levels::is_gated;
 /// Seconds between keepalive comments on a streamed reply.
 const KEEPALIVE_SECS: u32 = 15;
 
-/// The key `requestState` is sealed with: `REQUEST_STATE_SECRET`, else `JWT_SECRET`, else
-/// `CURSOR_SECRET`.
+/// The key `requestState` is sealed with: `REQUEST_STATE_SECRET`, else a key derived from
+/// `JWT_SECRET` (or `CURSOR_SECRET`) for this purpose alone, so it never equals the key that signs
+/// tokens or cursors ([`request_state::derive_key`]).
 pub(super) fn state_key(p: &dyn Platform) -> Result<Vec<u8>> {
-    ["REQUEST_STATE_SECRET", "JWT_SECRET", "CURSOR_SECRET"]
+    if let Some(own) = p.setting("REQUEST_STATE_SECRET") {
+        return Ok(own.into_bytes());
+    }
+    ["JWT_SECRET", "CURSOR_SECRET"]
         .iter()
         .find_map(|name| p.setting(name))
-        .map(String::into_bytes)
+        .map(|shared| request_state::derive_key(shared.as_bytes(), "request-state"))
         .ok_or_else(|| {
             Error::Misconfigured(
                 "this server cannot pause a request for input: no REQUEST_STATE_SECRET (or JWT_SECRET) is configured; ask the operator to set it".into(),
@@ -118,9 +122,11 @@ struct Round {
 }
 
 /// Reads `inputResponses` and `requestState`: a state must open for this caller, tool and
-/// arguments and be redeemed for the first time. The tool finds the request's responses plus the
-/// state's answers of earlier rounds, which a retry cannot change; responses nobody asked for are
-/// ignored, since the tool never asks for their keys.
+/// arguments and be redeemed for the first time. The tool finds the state's answers of earlier
+/// rounds, which a retry cannot change, plus the request's responses under the keys that state
+/// asked, and nothing else: responses without a state, or under keys the state did not ask, were
+/// never asked for (a client cannot answer a question before it exists) and are ignored, so the
+/// tool asks again.
 async fn resume(p: &dyn Platform, params: &Map<String, Value>, binding: &Binding) -> Result<Round> {
     let responses = match params.get("inputResponses") {
         None => Map::new(),
@@ -139,7 +145,7 @@ async fn resume(p: &dyn Platform, params: &Map<String, Value>, binding: &Binding
     let token = match params.get("requestState") {
         None => {
             return Ok(Round {
-                answers: responses,
+                answers: Map::new(),
                 exchange: random::hex(16)?,
             })
         }
@@ -154,7 +160,10 @@ async fn resume(p: &dyn Platform, params: &Map<String, Value>, binding: &Binding
     if !redeem(p, &state).await? {
         return Err(replayed());
     }
-    let mut answers = responses;
+    let mut answers: Map<String, Value> = responses
+        .into_iter()
+        .filter(|(key, _)| state.asked.contains(key))
+        .collect();
     answers.extend(state.answers);
     Ok(Round {
         answers,
@@ -347,6 +356,7 @@ fn input_required(
         args: binding.args,
         exp: clock::now_ms() + lifetime_ms(p),
         answers: round.answers.clone(),
+        asked: asked.keys().cloned().collect(),
         steps: Vec::new(),
     };
     Ok(json!({
@@ -560,12 +570,14 @@ async fn drive(
         count_flowmind_success(&call.platform, tool, user, &done.result).await;
     }
     if let Some(key) = &dedup {
+        // Only a write that happened answers its retries; an error, or a confirmation that is
+        // pending, denied or expired, leaves the retry free to ask again.
         let kept = match &ended {
-            Either::Left((done, _)) => {
+            Either::Left((done, _)) if idempotency::succeeded(&done.result) => {
                 idempotency::record(&call.platform, key, &modern::complete(done.result.clone()))
                     .await
             }
-            Either::Right(_) => idempotency::release(&call.platform, key).await,
+            _ => idempotency::release(&call.platform, key).await,
         };
         if let Err(e) = kept {
             worker::console_error!(

@@ -5,6 +5,11 @@
 //! `requestState` it presented, and a retry within the window gets that result back instead of a
 //! second run. A retry that arrives while the first run is still going is told so and changes
 //! nothing.
+//!
+//! Only what succeeded is kept ([`succeeded`]): an error, or a confirmation that is pending,
+//! denied or expired, changed nothing a retry could repeat, and replaying it would hand back a
+//! dead `confirmationId` or a stale refusal for the whole window; such a claim is released and
+//! the retry runs again.
 
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
@@ -103,6 +108,22 @@ pub async fn claim(p: &dyn Platform, key: &str) -> Result<Claim> {
     })
 }
 
+/// Whether a write's result is one a retry must get back instead of running again: the tool
+/// succeeded and changed something. Not an error (`isError`, a domain `error`, FlowMind's
+/// `success: false`), not a `pending_confirmation` (nothing happened yet), not a denied decision
+/// (`approved: false`).
+pub fn succeeded(result: &Value) -> bool {
+    let structured = result.get("structuredContent");
+    let field = |pointer: &str| structured.and_then(|s| s.pointer(pointer));
+    result.get("isError") != Some(&Value::Bool(true))
+        && !matches!(
+            field("/status").and_then(Value::as_str),
+            Some("error" | "pending_confirmation")
+        )
+        && field("/success") != Some(&Value::Bool(false))
+        && field("/data/approved") != Some(&Value::Bool(false))
+}
+
 /// Keeps a finished run's result for its retries.
 pub async fn record(p: &dyn Platform, key: &str, result: &Value) -> Result<()> {
     p.query(
@@ -134,6 +155,24 @@ pub fn still_running() -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_successes_are_kept_for_retries() {
+        let done = json!({"structuredContent": {"status": "success", "data": {"approved": true, "message": "done"}}});
+        assert!(succeeded(&done));
+        assert!(succeeded(
+            &json!({"content": [{"type": "text", "text": "ok"}]})
+        ));
+        for failed in [
+            json!({"isError": true, "content": []}),
+            json!({"structuredContent": {"status": "error", "code": "OPERATION_FAILED"}}),
+            json!({"structuredContent": {"status": "pending_confirmation", "confirmationId": "c"}}),
+            json!({"structuredContent": {"status": "success", "data": {"approved": false}}}),
+            json!({"structuredContent": {"success": false}}),
+        ] {
+            assert!(!succeeded(&failed), "{failed}");
+        }
+    }
 
     #[test]
     fn keys_separate_callers_tools_requests_and_rounds() {

@@ -16,7 +16,7 @@ use crate::edge::http::header;
 use crate::error::{Error, Result};
 use crate::mcp::modern;
 use crate::registry::{Caller, JobMode, Platform, Registry};
-use crate::session::{RELAY_HEADER, ROLES_HEADER, USER_HEADER};
+use crate::session::{CALLER_HEADER, RELAY_HEADER};
 use crate::store::services::{delegate_services, Services};
 
 /// The env's services for one stateless request.
@@ -45,8 +45,10 @@ pub(crate) async fn relay_to(
     let headers = Headers::new();
     headers.set("content-type", "application/json")?;
     headers.set(RELAY_HEADER, "1")?;
-    headers.set(USER_HEADER, caller.user.as_deref().unwrap_or(""))?;
-    headers.set(ROLES_HEADER, &caller.roles.join(","))?;
+    headers.set(
+        CALLER_HEADER,
+        &crate::store::services::encode_caller(caller),
+    )?;
     let mut init = RequestInit::new();
     init.with_method(Method::Post)
         .with_headers(headers)

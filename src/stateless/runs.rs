@@ -46,9 +46,7 @@ use crate::mcp::{version, SERVER_VERSION};
 use crate::random;
 use crate::registry::{Caller, Platform, Statement};
 use crate::session::stream::{sse_response, StreamPlan};
-use crate::session::{
-    CREATE_HEADER, EVENTS_HEADER, ROLES_HEADER, RUN_HEADER, RUN_WATCH_HEADER, USER_HEADER,
-};
+use crate::session::{CALLER_HEADER, CREATE_HEADER, EVENTS_HEADER, RUN_HEADER, RUN_WATCH_HEADER};
 
 /// Seconds between keepalive comments on a run call's stream. workerd notices that the client
 /// closed the stream when the Worker next writes to it, so this bounds how late a cancellation is
@@ -204,8 +202,10 @@ async fn request(
     set("content-type", "application/json")?;
     set("accept", "application/json, text/event-stream")?;
     set("mcp-session-id", to.session)?;
-    set(USER_HEADER, to.caller.user.as_deref().unwrap_or(""))?;
-    set(ROLES_HEADER, &to.caller.roles.join(","))?;
+    set(
+        CALLER_HEADER,
+        &crate::store::services::encode_caller(to.caller),
+    )?;
     if let Some((k, v)) = extra {
         set(k, v)?;
     }
@@ -655,6 +655,7 @@ impl Job {
                     args: self.binding.args.clone(),
                     exp: clock::now_ms() + call::lifetime_ms(&self.platform),
                     answers: Map::new(),
+                    asked: steps.iter().map(|s| s.key.clone()).collect(),
                     steps,
                 };
                 json!({

@@ -11,6 +11,9 @@ use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
 use worker::{js_sys, Delay, Env, Fetch, Headers, Method, Request, RequestInit};
 
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine;
+
 use super::d1;
 use crate::edge::config::Config;
 use crate::error::{Error, Result};
@@ -18,13 +21,38 @@ use crate::limiter::leases::{LeaseAnswer, LeaseRequest};
 use crate::limiter::{Take, Taken, LEASE_URL, TAKE_URL};
 use crate::registry::limits::{Admission, Limit, RateLimits};
 use crate::registry::per_tool::ToolTimeouts;
-use crate::registry::{Inbound, Outbound, Registry, Statement};
+use crate::registry::{Caller, Inbound, Outbound, Registry, Statement};
 use crate::tools::flowmind::levels::Thresholds;
 
-/// Internal header to a `Confirmation` object: the verified caller's user id.
-pub const USER_HEADER: &str = "x-mcp-edge-user";
-/// Internal header to a `Confirmation` object: the verified caller's roles, comma-separated.
-pub const ROLES_HEADER: &str = "x-mcp-edge-roles";
+/// Internal header carrying the verified caller from the Worker to a Durable Object (a session, a
+/// run object, a confirmation): [`encode_caller`] writes it, [`decode_caller`] reads it.
+pub const CALLER_HEADER: &str = "x-mcp-edge-caller";
+
+/// The caller as the value of [`CALLER_HEADER`]: the JSON `{"user": …, "roles": […]}`,
+/// base64url-encoded so any user id or role (a comma, a quote, non-ASCII) crosses unchanged as
+/// header-safe ASCII. A role `"x,executive"` stays one role named `x,executive`.
+pub fn encode_caller(caller: &Caller) -> String {
+    let json = serde_json::json!({ "user": caller.user, "roles": caller.roles });
+    URL_SAFE_NO_PAD.encode(json.to_string())
+}
+
+/// The caller of an internal request, from its [`CALLER_HEADER`] value. Only the Worker sets it
+/// (clients cannot reach the objects); a missing or unreadable value is the anonymous caller, never
+/// a guess.
+pub fn decode_caller(value: Option<&str>) -> Caller {
+    #[derive(serde::Deserialize)]
+    struct Wire {
+        user: Option<String>,
+        roles: Vec<String>,
+    }
+    value
+        .and_then(|v| URL_SAFE_NO_PAD.decode(v.trim()).ok())
+        .and_then(|bytes| serde_json::from_slice::<Wire>(&bytes).ok())
+        .map_or_else(Caller::anonymous, |w| Caller {
+            user: w.user.filter(|u| !u.is_empty()),
+            roles: w.roles,
+        })
+}
 
 /// Env-backed services.
 #[derive(Clone)]
@@ -210,20 +238,18 @@ impl Services {
     }
 
     /// Sends `body` to the `Confirmation` object of `id` (`op`: `create` or `decide`), as
-    /// `caller_user` with `caller_roles`; returns its HTTP status and JSON answer.
+    /// `caller`; returns its HTTP status and JSON answer.
     pub async fn confirmation(
         &self,
         id: &str,
         op: &str,
         body: &Value,
-        caller_user: &str,
-        caller_roles: &[String],
+        caller: &Caller,
     ) -> Result<(u16, Value)> {
         let headers = Headers::new();
         let set = |k: &str, v: &str| headers.set(k, v).map_err(Error::from);
         set("content-type", "application/json")?;
-        set(USER_HEADER, caller_user)?;
-        set(ROLES_HEADER, &caller_roles.join(","))?;
+        set(CALLER_HEADER, &encode_caller(caller))?;
         let mut init = RequestInit::new();
         init.with_method(Method::Post)
             .with_headers(headers)
@@ -382,13 +408,7 @@ macro_rules! delegate_services {
             body: &'a serde_json::Value,
             caller: &'a $crate::registry::Caller,
         ) -> futures::future::LocalBoxFuture<'a, $crate::error::Result<(u16, serde_json::Value)>> {
-            Box::pin(self.services().confirmation(
-                id,
-                op,
-                body,
-                caller.user.as_deref().unwrap_or(""),
-                &caller.roles,
-            ))
+            Box::pin(self.services().confirmation(id, op, body, caller))
         }
 
         fn rate_limit<'a>(
@@ -436,3 +456,24 @@ macro_rules! delegate_services {
     };
 }
 pub(crate) use delegate_services;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_caller_crosses_unchanged() {
+        let tricky = Caller {
+            user: Some("E1, \"quoted\" ü".into()),
+            roles: vec!["x,executive".into(), "hr read".into(), String::new()],
+        };
+        let header = encode_caller(&tricky);
+        assert!(header.bytes().all(|b| b.is_ascii_graphic()), "{header}");
+        assert_eq!(decode_caller(Some(&header)), tricky);
+        let anonymous = Caller::anonymous();
+        assert_eq!(decode_caller(Some(&encode_caller(&anonymous))), anonymous);
+        for unreadable in [None, Some(""), Some("x,executive"), Some("e30")] {
+            assert_eq!(decode_caller(unreadable), anonymous, "{unreadable:?}");
+        }
+    }
+}

@@ -27,7 +27,7 @@ fn lifetime_ms(ctx: &dyn ToolContext) -> f64 {
 /// A write waiting for its decision, as the confirmation store keeps it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Pending {
-    /// The confirmation id (a random v4 UUID: 122 random bits).
+    /// The confirmation id: 32 hex digits, 128 random bits ([`ID_HEX_DIGITS`]).
     pub id: String,
     /// The seed's action name (`delete_employee`, …); the tool that asked has the same name.
     pub action: String,
@@ -73,28 +73,30 @@ pub async fn audit(ctx: &dyn ToolContext, p: &Pending, event: &str, outcome: &st
     }
 }
 
-/// A v4 UUID from 32 hex digits.
-fn uuid_from(h: &str) -> String {
-    let variant = ["8", "9", "a", "b"][usize::from(h.as_bytes()[16] % 4)];
-    format!(
-        "{}-{}-4{}-{variant}{}-{}",
-        &h[0..8],
-        &h[8..12],
-        &h[13..16],
-        &h[17..20],
-        &h[20..32]
-    )
-}
+/// Hex digits of a confirmation id: 128 random bits (a UUID holds only 122), enough that an id
+/// cannot be guessed or enumerated.
+pub const ID_HEX_DIGITS: usize = 32;
 
 /// The confirmation id of this call: random, or, in a 2026-07-28 request that pauses for the
-/// user's answer, derived from its exchange id, so the round that brings the answer decides the
-/// confirmation the first round stored (and a rerun stores no second one).
+/// user's answer, derived from its exchange id (itself 128 random bits), so the round that brings
+/// the answer decides the confirmation the first round stored (and a rerun stores no second one).
 fn confirmation_id(ctx: &dyn ToolContext) -> crate::error::Result<String> {
-    let h = match ctx.exchange_id() {
-        Some(x) => crate::mcp::request_state::arguments_hash(&json!(x)),
-        None => crate::random::hex(16)?,
-    };
-    Ok(uuid_from(&h))
+    match ctx.exchange_id() {
+        Some(x) => {
+            Ok(
+                crate::mcp::request_state::arguments_hash(&json!(["mcp-edge/confirmation", x]))
+                    [..ID_HEX_DIGITS]
+                    .to_string(),
+            )
+        }
+        None => crate::random::hex(ID_HEX_DIGITS / 2),
+    }
+}
+
+/// Whether `id` has the shape of a confirmation id (so anything else is "not found" without a
+/// Durable Object being touched).
+pub fn is_confirmation_id(id: &str) -> bool {
+    id.len() == ID_HEX_DIGITS && id.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
 
 /// Asks for confirmation of a write: stores it, then either asks the user in an elicitation form

@@ -79,12 +79,16 @@ pub fn holds(caller: &Caller, roles: &[&str]) -> bool {
     caller.roles.iter().any(|r| roles.contains(&r.as_str()))
 }
 
-/// The key cursors are signed with: `CURSOR_SECRET`, else `JWT_SECRET`.
+/// The key cursors are signed with: `CURSOR_SECRET`, else a key derived from `JWT_SECRET` for
+/// cursors alone, so it never equals the key that signs tokens or request states.
 fn cursor_key(ctx: &dyn ToolContext) -> Option<Vec<u8>> {
     let p = ctx.platform();
     p.setting("CURSOR_SECRET")
-        .or_else(|| p.setting("JWT_SECRET"))
         .map(String::into_bytes)
+        .or_else(|| {
+            p.setting("JWT_SECRET")
+                .map(|s| crate::mcp::request_state::derive_key(s.as_bytes(), "cursor"))
+        })
 }
 
 /// The keyset position a list tool continues after: `None` for the first page; a refused cursor
