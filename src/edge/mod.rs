@@ -247,8 +247,9 @@ async fn route(mut req: Request, env: &Env, cfg: &Config) -> Result<Response> {
     if req.method() == Method::Options {
         return http::preflight(origin.as_deref());
     }
+    let has_session = header(&req, "mcp-session-id").is_some();
     let version_header = header(&req, "mcp-protocol-version");
-    let bodyless_era = modern::era_of_bodyless(version_header.as_deref());
+    let bodyless_era = modern::era_of_bodyless(has_session, version_header.as_deref());
     if matches!(req.method(), Method::Get | Method::Delete) && bodyless_era == Era::Modern {
         return Err(Error::MethodNotAllowed(format!(
             "Method Not Allowed: {:?}; 2026-07-28 has no sessions and no GET stream: POST each request to /mcp",
@@ -309,7 +310,7 @@ async fn post(req: &mut Request, env: &Env, cfg: &Config, caller: &Caller) -> Re
         serde_json::from_str(&body).map_err(|e| Error::Parse(e.to_string()));
     let era = match &parsed {
         Ok(v) => modern::era_of_post(has_session, version_header.as_deref(), v),
-        Err(_) => modern::era_of_bodyless(version_header.as_deref()),
+        Err(_) => modern::era_of_bodyless(has_session, version_header.as_deref()),
     };
     if era == Era::Modern {
         return crate::stateless::serve(req, env, cfg, caller, parsed).await;

@@ -2,17 +2,20 @@
 //! checks every modern request passes before it is dispatched.
 //!
 //! **Era detection** (one endpoint serves both; README "Two protocol eras"):
-//! 1. a request whose `MCP-Protocol-Version` header is not a 2025 version is modern, and its
+//! 1. a request whose `MCP-Protocol-Version` header is 2026-07-28 is modern, and its
 //!    `Mcp-Session-Id`, if any, is ignored: 2026-07-28 has no sessions, and a modern server ignores
 //!    the header (never minting or echoing one), so a session id never lends a stateless request a
 //!    session's state or caller;
-//! 2. a request carrying `Mcp-Session-Id` belongs to its 2025 session (legacy lane, unchanged);
+//! 2. a request carrying `Mcp-Session-Id` belongs to its 2025 session (legacy lane, unchanged; an
+//!    unknown version there is the session's "unsupported version");
 //! 3. a request whose `params._meta` names `io.modelcontextprotocol/protocolVersion` is modern;
 //! 4. `initialize` without that `_meta` is legacy (it opens a session);
-//! 5. anything else is modern when it is `server/discover`; otherwise legacy.
+//! 5. anything else is modern when its `MCP-Protocol-Version` header is not a 2025 version, or
+//!    when it is `server/discover`; otherwise legacy.
 //!
-//! A GET or DELETE has no body: with a modern `MCP-Protocol-Version` it is modern (and refused
-//! with 405, as the 2026 transport removed both), else legacy.
+//! A GET or DELETE has no body: with a 2026-07-28 `MCP-Protocol-Version`, or without a session id
+//! and with any version that is not a 2025 one, it is modern (and refused with 405, as the 2026
+//! transport removed both); otherwise legacy.
 
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
@@ -56,9 +59,15 @@ fn modern_header(version_header: Option<&str>) -> bool {
     version_header.is_some_and(|v| !version::is_supported(v.trim()))
 }
 
+/// Whether an `MCP-Protocol-Version` header names a modern version this server speaks: such a
+/// request is modern whatever `Mcp-Session-Id` it carries.
+fn modern_version(version_header: Option<&str>) -> bool {
+    version_header.is_some_and(|v| version::is_modern(v.trim()))
+}
+
 /// The era of a POST (see the module doc).
 pub fn era_of_post(has_session: bool, version_header: Option<&str>, body: &Value) -> Era {
-    if modern_header(version_header) {
+    if modern_version(version_header) {
         return Era::Modern;
     }
     if has_session {
@@ -73,7 +82,7 @@ pub fn era_of_post(has_session: bool, version_header: Option<&str>, body: &Value
         Era::Modern
     } else if method == Some("initialize") {
         Era::Legacy
-    } else if method == Some("server/discover") {
+    } else if modern_header(version_header) || method == Some("server/discover") {
         Era::Modern
     } else {
         Era::Legacy
@@ -81,8 +90,8 @@ pub fn era_of_post(has_session: bool, version_header: Option<&str>, body: &Value
 }
 
 /// The era of a GET or DELETE (see the module doc).
-pub fn era_of_bodyless(version_header: Option<&str>) -> Era {
-    if modern_header(version_header) {
+pub fn era_of_bodyless(has_session: bool, version_header: Option<&str>) -> Era {
+    if modern_version(version_header) || (!has_session && modern_header(version_header)) {
         Era::Modern
     } else {
         Era::Legacy
@@ -415,9 +424,17 @@ mod tests {
         assert_eq!(era_of_post(false, Some("2026-07-28"), &bare), Era::Modern);
         assert_eq!(era_of_post(false, Some("v999"), &bare), Era::Modern);
         assert_eq!(era_of_post(false, None, &discover), Era::Modern);
-        assert_eq!(era_of_bodyless(Some("2026-07-28")), Era::Modern);
-        assert_eq!(era_of_bodyless(Some("2025-11-25")), Era::Legacy);
-        assert_eq!(era_of_bodyless(None), Era::Legacy);
+        assert_eq!(
+            era_of_post(true, Some("v999"), &modern),
+            Era::Legacy,
+            "a session's unknown version is the session's to refuse"
+        );
+        assert_eq!(era_of_bodyless(false, Some("2026-07-28")), Era::Modern);
+        assert_eq!(era_of_bodyless(true, Some("2026-07-28")), Era::Modern);
+        assert_eq!(era_of_bodyless(false, Some("v999")), Era::Modern);
+        assert_eq!(era_of_bodyless(true, Some("v999")), Era::Legacy);
+        assert_eq!(era_of_bodyless(false, Some("2025-11-25")), Era::Legacy);
+        assert_eq!(era_of_bodyless(false, None), Era::Legacy);
     }
 
     #[test]
