@@ -2,10 +2,11 @@
 // supplied before any question existed are ignored for every write tool and a paused chain step;
 // retried writes replay only what succeeded; the caller crosses to the objects whole; confirmation
 // ids carry 128 random bits and decide only what was asked, once, by its user, within 5 minutes (an
-// injected clock); no tool call can confirm; tokens stay in the Authorization header and never
-// travel upstream; a 2026 request ignores Mcp-Session-Id.
+// injected clock); no tool call can confirm; request states have a key of their own; tokens stay in
+// the Authorization header and never travel upstream; a 2026 request ignores Mcp-Session-Id.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
+import { createHash, createHmac, randomBytes } from "node:crypto";
 import { createServer } from "node:http";
 import { startWorker } from "./support/worker.js";
 import { LATEST, post } from "./support/mcp.js";
@@ -251,6 +252,25 @@ describe("confirmation ids and decisions", () => {
   });
 });
 
+describe("separate keys", () => {
+  test("a requestState sealed with the token key (JWT_SECRET itself) is refused: states have a key of their own", async () => {
+    const args = { employee_id: w.ids.sarah, new_salary: 260000 };
+    const canonical = JSON.stringify(Object.fromEntries(Object.entries(args).sort(([a], [b]) => (a < b ? -1 : 1))));
+    const state = {
+      v: 1, nonce: randomBytes(16).toString("hex"), exchange: randomBytes(16).toString("hex"),
+      user: w.ids.alice, call: "tools/call update_salary", args: createHash("sha256").update(canonical).digest("hex"),
+      exp: Date.now() + 60_000, answers: { "elicitation-0": { action: "accept", content: { approve: true } } }, asked: ["elicitation-0"],
+    };
+    const body = Buffer.from(JSON.stringify(state)).toString("base64url");
+    const forged = `${body}.${createHmac("sha256", SECRET).update(body).digest("base64url")}`;
+    const before = await w.salaryOf("sarah");
+    const r = await w.call("alice", ROLES.hr, "update_salary", args, { requestState: forged, inputResponses: {} }, { capabilities: ELICIT });
+    assert.equal(r.error?.code, -32602, JSON.stringify(r));
+    assert.match(r.error.message, /integrity check failed/);
+    assert.equal(await w.salaryOf("sarah"), before);
+  });
+});
+
 describe("confirmations expire after 5 minutes (injected clock)", () => {
   const at = async (offsetMs) => world({ TEST_CLOCK_OFFSET_MS: String(offsetMs) });
 
@@ -374,6 +394,10 @@ describe("2026-07-28 requests and sessions (case 8)", () => {
     assert.ok(names.includes("search_tickets") && !names.includes("update_salary"), "helen's tools, not the session's user's");
     const unknown = await w.modern("tools/list", {}, { headers: { ...alice, "mcp-session-id": "f".repeat(64) } });
     assert.equal(unknown.res.status, 200, "an unknown session id is ignored too");
+    for (const method of ["GET", "DELETE"]) {
+      const r2 = await fetch(w.mcpUrl, { method, headers: { ...alice, accept: "text/event-stream", "mcp-session-id": session, "mcp-protocol-version": MODERN } });
+      assert.equal(r2.status, 405, `${method} in 2026-07-28 has no session to reach`);
+    }
     const ping = await post(w.mcpUrl, { jsonrpc: "2.0", id: 1, method: "ping" }, { session, headers: alice, version: LATEST });
     assert.equal(ping.status, 200, "the 2025 session is untouched");
   });
