@@ -4,8 +4,9 @@
 //! `JWT_SECRET`, `RS256` and `ES256` against the keys of a JWKS (`JWKS` inline, or fetched from
 //! `JWKS_URL` and kept for ten minutes; an unknown `kid` refetches it, at most once a minute).
 //! While a JWKS is configured HS256 is refused unless `JWT_ALLOW_HS256=true`: one shared secret
-//! must not outrank the identity provider. Claims are checked by `edge::jwt`. A request without a token is anonymous when
-//! `ANONYMOUS_ACCESS` allows it; a token that is present but invalid is always refused.
+//! must not outrank the identity provider. Claims are checked by `edge::jwt`. A request without a
+//! token is anonymous when `ANONYMOUS_ACCESS` allows it; a token that is present but invalid is
+//! always refused, and so is a token in the URL.
 
 use std::cell::RefCell;
 
