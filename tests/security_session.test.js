@@ -199,3 +199,88 @@ describe("chat treats tool output as data", () => {
     assert.deepEqual(dash.filter((e) => e.event === "tool_call").map((e) => JSON.parse(e.data).tool), ["search_tickets"], "nothing ran unasked");
   });
 });
+
+describe("a failing job never stops the session's alarm", () => {
+  const textOf = (r) => r.content.map((c) => c.text).join("\n");
+  const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+  const step = (id, name, extra = {}) => ({ id, name, type: "data_transformation", input_variables: [], output_variables: [], ...extra });
+  let hang, w2, db2, session;
+  const call = async (name, args, id = Math.floor(Math.random() * 1e9)) =>
+    (await (await post(w2.mcpUrl, { jsonrpc: "2.0", id, method: "tools/call", params: { name, arguments: args } }, { session, version: LATEST })).json()).result;
+  const row = (id) => db2.prepare("SELECT status, json_extract(report, '$.error') AS error, length(report) AS bytes FROM chain_executions WHERE id = ?1").bind(id).first();
+  async function until(id, pred, ms = 20_000) {
+    const end = Date.now() + ms;
+    for (;;) {
+      const r = await row(id);
+      if (pred(r)) return r;
+      if (Date.now() > end) assert.fail(`execution ${id} stayed ${JSON.stringify(r)}`);
+      await sleep(100);
+    }
+  }
+  /** Starts a synchronous run that hangs at its model step; returns its call id and execution id. */
+  async function hungRun(key) {
+    const before = hang.count;
+    const callId = `run-${key}`;
+    const pending = post(w2.mcpUrl, { jsonrpc: "2.0", id: callId, method: "tools/call", params: { name: "execute_chain", arguments: { chain_name: "hang-run", variables: { name: key } } } }, { session, version: LATEST }).catch(() => {});
+    while (hang.count === before) await sleep(50);
+    const { id } = await db2.prepare("SELECT id FROM chain_executions WHERE owner = ?1 AND status = 'running' AND json_extract(variables, '$.name') = ?2").bind(session, key).first();
+    return { callId, id, pending };
+  }
+  const cancel = (callId) => post(w2.mcpUrl, { jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: callId } }, { session, version: LATEST });
+
+  before(async () => {
+    hang = { count: 0 };
+    hang.server = createServer(() => hang.count++);
+    await new Promise((r) => hang.server.listen(0, "127.0.0.1", r));
+    const url = `http://127.0.0.1:${hang.server.address().port}/v1/chat/completions`;
+    w2 = await startWorker({ MODEL_PROVIDER_URL: url, JOB_LEASE_SECONDS: "1", HOUSEKEEPING_SECONDS: "2", CHAIN_REPORT_MAX_BYTES: "6000", RATE_LIMITS: "*=off" }, { quiet: true });
+    db2 = await w2.mf.getD1Database("DB");
+    const init = await post(w2.mcpUrl, { jsonrpc: "2.0", id: 0, method: "initialize", params: { protocolVersion: LATEST, capabilities: {}, clientInfo: { name: "t", version: "1" } } });
+    session = init.headers.get("mcp-session-id");
+    for (const def of [
+      { name: "hang-run", title: "Hang run", category: "custom", steps: [
+        step(1, "prepare", { input_template: "{name|upper}", output_variables: ["shout"] }),
+        step(2, "decide", { type: "instruction_set", instruction_set: "client-communication", input_template: "Approve {shout}?", output_variables: ["status"] }),
+      ], input_schema: { type: "object", properties: { name: { type: "string", required: true } } } },
+      { name: "big-run", title: "Big run", category: "custom", steps: [
+        step(1, "double", { input_template: "{blob}{blob}", output_variables: ["twice"] }),
+      ], input_schema: { type: "object", properties: { blob: { type: "string", required: true } } } },
+    ]) {
+      const r = await call("create_chain", { chain_definition: def, creation_options: { overwrite_existing: true } });
+      assert.equal(r.isError, undefined, textOf(r));
+    }
+  });
+  after(async () => {
+    await w2?.stop();
+    hang?.server.closeAllConnections();
+    hang?.server.close();
+  });
+
+  test("a job whose record vanished (an injected D1 fault) fails alone: the other runs are closed and the alarm keeps coming", async () => {
+    const broken = await hungRun("broken");
+    const other = await hungRun("other");
+    // The injected fault: the first run's record is gone, so closing it fails every time.
+    await db2.prepare("DELETE FROM chain_executions WHERE id = ?1").bind(broken.id).run();
+    assert.equal((await cancel(broken.callId)).status, 202);
+    await sleep(500);
+    assert.equal((await cancel(other.callId)).status, 202);
+    const closed = await until(other.id, (r) => r.status !== "running");
+    assert.equal(closed.status, "failed");
+    assert.match(closed.error, /^interrupted: the call running it ended first/);
+
+    // Housekeeping goes on: a run abandoned later is closed by a later alarm too.
+    const later = await hungRun("later");
+    await cancel(later.callId);
+    assert.equal((await until(later.id, (r) => r.status !== "running")).status, "failed");
+  });
+
+  test("a report too large to save is cut and the run fails, saying why", async () => {
+    const r = await call("execute_chain", { chain_name: "big-run", variables: { blob: "x".repeat(5000) } });
+    const { id } = await db2.prepare("SELECT e.id FROM chain_executions e JOIN execution_chains c ON c.id = e.chain_id WHERE e.owner = ?1 AND c.name = 'big-run'").bind(session).first();
+    const stored = await row(id);
+    assert.equal(stored.status, "failed", textOf(r));
+    assert.match(stored.error, /the run's report came to \d+ bytes, more than the 6000 an execution keeps \(CHAIN_REPORT_MAX_BYTES\), so it was cut/);
+    assert.ok(stored.bytes <= 6000, `stored ${stored.bytes} bytes`);
+    assert.equal(await db2.prepare("SELECT count(*) AS n FROM chain_executions WHERE owner = ?1 AND status = 'running'").bind(session).first("n"), 0);
+  });
+});

@@ -315,12 +315,8 @@ impl DurableObject for Session {
     }
 
     async fn alarm(&self) -> worker::Result<Response> {
-        match self.on_alarm().await {
-            Ok(runs) => {
-                join_all(runs).await;
-            }
-            Err(e) => worker::console_error!("session alarm: {e}"),
-        }
+        let runs = self.on_alarm().await;
+        join_all(runs).await;
         Response::empty()
     }
 }
@@ -787,33 +783,69 @@ impl Session {
 
     /// Alarm work: the job watchdog (whose resumed runs the alarm then awaits), pruning the event
     /// log, and deleting the session once it has been idle too long with no job running.
-    async fn on_alarm(&self) -> Result<Vec<futures::future::LocalBoxFuture<'static, ()>>> {
-        let core = self.core()?;
-        let Some(last_seen) = core.db.get("last_seen")? else {
-            return Ok(Vec::new());
+    ///
+    /// Never fails as a whole: each job fails on its own (`jobs`), every other failure is logged
+    /// and skips only its own part, and the alarm is always set again while the session exists,
+    /// so housekeeping never stops and no execution is left `running` because another failed.
+    async fn on_alarm(&self) -> Vec<futures::future::LocalBoxFuture<'static, ()>> {
+        let core = match self.core() {
+            Ok(core) => core,
+            Err(e) => {
+                worker::console_error!("{}", json!({ "session_alarm": e.to_string() }));
+                // Without the configuration the object cannot say when; try again in a minute.
+                if let Err(e) = self.state.storage().set_alarm(60_000).await {
+                    worker::console_error!("{}", json!({ "session_alarm_not_set": e.to_string() }));
+                }
+                return Vec::new();
+            }
         };
-        let runs = jobs::lapsed(&core).await?;
+        let logged = |what: &str, r: Result<()>| {
+            if let Err(e) = r {
+                worker::console_error!("{}", json!({ "session_alarm": what, "error": e.to_string() }));
+            }
+        };
+        let last_seen = match core.db.get("last_seen") {
+            Ok(None) => return Vec::new(),
+            Ok(Some(v)) => v.parse::<i64>().unwrap_or(0),
+            Err(e) => {
+                logged("read last_seen", Err(e));
+                clock::now_ms() as i64
+            }
+        };
+        let runs = jobs::lapsed(&core).await;
         let now = clock::now_ms() as i64;
-        let idle_ms = now - last_seen.parse::<i64>().unwrap_or(0);
+        let idle_ms = now - last_seen;
         if idle_ms > i64::from(core.cfg.session_idle_secs) * 1000
             && runs.is_empty()
-            && core.db.next_lease_end()?.is_none()
+            && matches!(core.db.next_lease_end(), Ok(None))
         {
-            self.end(&core).await?;
-            return Ok(Vec::new());
+            match self.end(&core).await {
+                Ok(()) => return Vec::new(),
+                Err(e) => logged("end idle session", Err(e)),
+            }
         }
-        core.db.prune(
-            now - i64::from(core.cfg.event_retention_secs) * 1000,
-            i64::from(core.cfg.event_log_max),
-        )?;
-        self.schedule_housekeeping(&core).await?;
-        Ok(runs)
+        logged(
+            "prune events",
+            core.db.prune(
+                now - i64::from(core.cfg.event_retention_secs) * 1000,
+                i64::from(core.cfg.event_log_max),
+            ),
+        );
+        logged("schedule", self.schedule_housekeeping(&core).await);
+        runs
     }
 
     /// Sets the alarm for the next housekeeping, or earlier when a job's lease ends first.
     async fn schedule_housekeeping(&self, core: &Core) -> Result<()> {
         let next = clock::now_ms() as i64 + i64::from(core.cfg.housekeeping_secs) * 1000;
-        let at = core.watchdog_at()?.map_or(next, |w| w.min(next));
+        // Unable to read the leases, housekeeping still comes back, and the watchdog with it.
+        let at = core
+            .watchdog_at()
+            .unwrap_or_else(|e| {
+                worker::console_error!("{}", json!({ "watchdog_at": e.to_string() }));
+                None
+            })
+            .map_or(next, |w| w.min(next));
         self.state
             .storage()
             .set_alarm(at - clock::now_ms() as i64)
