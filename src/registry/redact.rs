@@ -94,9 +94,10 @@ impl Sensitive {
         self.hide_by_name(&mut shown, &mut secrets);
         // The text block that is the structured result pretty-printed is printed again from the
         // redacted structure, so it stays JSON.
-        if let (Some(before), Some(after)) =
-            (value.get("structuredContent"), shown.get("structuredContent"))
-        {
+        if let (Some(before), Some(after)) = (
+            value.get("structuredContent"),
+            shown.get("structuredContent"),
+        ) {
             if let (Ok(old), Ok(new)) = (
                 serde_json::to_string_pretty(before),
                 serde_json::to_string_pretty(after),
@@ -225,7 +226,11 @@ fn cents(f: f64) -> i64 {
 /// The number a string holds, written plainly or as money (`$1,234.50`).
 fn number_in(s: &str) -> Option<f64> {
     let t = s.trim().trim_start_matches('$').replace(',', "");
-    if t.is_empty() || !t.bytes().all(|b| b.is_ascii_digit() || b == b'.' || b == b'-') {
+    if t.is_empty()
+        || !t
+            .bytes()
+            .all(|b| b.is_ascii_digit() || b == b'.' || b == b'-')
+    {
         return None;
     }
     t.parse().ok()
@@ -361,7 +366,10 @@ mod tests {
             &json!({"new_salary": 987654}),
             &json!("at /new_salary: must be <= 10000000, but got 987654."),
         );
-        assert_eq!(shown, json!("at /new_salary: must be <= 10000000, but got *** (Hidden)."));
+        assert_eq!(
+            shown,
+            json!("at /new_salary: must be <= 10000000, but got *** (Hidden).")
+        );
     }
 
     #[test]

@@ -598,13 +598,7 @@ impl Turn {
 
     /// Runs one call through the executor (an unknown tool is an error for the model), with its
     /// `tool_call` and `tool_result` events (sensitive values hidden); the model gets the result.
-    async fn run_one(
-        &self,
-        ctx: &Unattended<'_>,
-        id: &str,
-        name: &str,
-        args: &Value,
-    ) -> Feedback {
+    async fn run_one(&self, ctx: &Unattended<'_>, id: &str, name: &str, args: &Value) -> Feedback {
         let tool = self.core.registry.get_for(name, &self.caller);
         let shown = tool.map_or_else(|| args.clone(), |t| t.redact(args));
         self.send(
@@ -880,7 +874,10 @@ mod tests {
             (r#"{"message":"abcd"}"#, "4 characters long; at most 3"),
             (r#"{"approve":5}"#, "approve must be the approval id"),
             (r#"{"deny":""}"#, "deny must be the approval id"),
-            (r#"{"approve":"a1","message":"and this"}"#, "send approve alone"),
+            (
+                r#"{"approve":"a1","message":"and this"}"#,
+                "send approve alone",
+            ),
         ] {
             let Err(e) = chat_input(body, 3) else {
                 panic!("{body} was accepted")

@@ -45,9 +45,7 @@ fn job_failed(core: &Core, id: &str, kind: &str, e: &Error) {
         json!({ "job": id, "kind": kind, "error": e.to_string(), "failures": count, "dropped": give_up })
     );
     let kept = if give_up {
-        core.db
-            .job_delete(id)
-            .and_then(|()| core.db.set(&key, ""))
+        core.db.job_delete(id).and_then(|()| core.db.set(&key, ""))
     } else {
         let retry_at = clock::now_ms() as i64 + i64::from(core.cfg.job_lease_secs) * 1000;
         core.db
@@ -55,16 +53,28 @@ fn job_failed(core: &Core, id: &str, kind: &str, e: &Error) {
             .and_then(|()| core.db.job_renew(id, retry_at).map(drop))
     };
     if let Err(e) = kept {
-        worker::console_error!("{}", json!({ "job": id, "failure_not_recorded": e.to_string() }));
+        worker::console_error!(
+            "{}",
+            json!({ "job": id, "failure_not_recorded": e.to_string() })
+        );
     }
 }
 
 /// A job's watchdog step or run succeeded: its failure count starts again.
 fn job_ok(core: &Core, id: &str) {
     let key = failures_key(id);
-    if core.db.get(&key).ok().flatten().is_some_and(|n| !n.is_empty()) {
+    if core
+        .db
+        .get(&key)
+        .ok()
+        .flatten()
+        .is_some_and(|n| !n.is_empty())
+    {
         if let Err(e) = core.db.set(&key, "") {
-            worker::console_error!("{}", json!({ "job": id, "failure_not_recorded": e.to_string() }));
+            worker::console_error!(
+                "{}",
+                json!({ "job": id, "failure_not_recorded": e.to_string() })
+            );
         }
     }
 }

@@ -43,7 +43,7 @@ use crate::store::services::Services;
 use crate::store::session_db::SessionDb;
 use call::{Call, First};
 use hub::Hub;
-use stream::{sse_response, StreamPlan};
+use stream::{sse_replay_response, sse_response, StreamPlan};
 
 pub use chat::CHAT_HEADER;
 
@@ -197,20 +197,21 @@ fn caller_of(req: &Request) -> Caller {
     }
 }
 
-/// The logged events of `from.stream` after `from.seq` that `keep` (by event name) accepts, as
-/// SSE frames.
-fn replay(core: &Core, from: &EventId, keep: impl Fn(&str) -> bool) -> Result<Vec<u8>> {
-    let mut frames = Vec::new();
-    for ev in core.db.replay(&from.stream, from.seq)? {
-        if keep(&ev.event) {
-            let id = EventId {
-                stream: from.stream.clone(),
-                seq: ev.seq,
-            };
-            frames.extend(sse::frame(&id, &ev.event, &ev.data));
-        }
-    }
-    Ok(frames)
+/// The replay of `from.stream` after `from.seq`, up to the last event logged now, of the events
+/// `keep` accepts; read page by page as the client takes them (`stream::Replay`). Taken right
+/// before the live subscription, with no await between, so no event is missed or repeated.
+fn replay(core: &Core, from: &EventId, keep: fn(&str) -> bool) -> Result<stream::Replay> {
+    Ok(stream::Replay {
+        db: core.db.clone(),
+        stream: from.stream.clone(),
+        after: from.seq,
+        upto: core.db.last_seq()?,
+        keep,
+    })
+}
+
+fn any_event(_: &str) -> bool {
+    true
 }
 
 /// The events a dashboard sees: what tools did, not the protocol's messages.
@@ -672,7 +673,7 @@ impl Session {
         if version::primes_streams(&core.version()) {
             prefix.extend(sse::priming(&from, RETRY_MS));
         }
-        prefix.extend(replay(core, &from, |_| true)?);
+        let replayed = replay(core, &from, any_event)?;
         let (tx, rx) = unbounded();
         let standalone = from.stream == STANDALONE;
         if standalone || core.hub.is_running(&from.stream) {
@@ -682,12 +683,13 @@ impl Session {
             drop(tx);
         }
         let max_secs = standalone.then_some(core.cfg.max_stream_secs);
-        sse_response(
+        sse_replay_response(
             StreamPlan {
                 prefix,
                 keepalive_secs: core.cfg.keepalive_secs,
                 max_secs,
             },
+            Some(replayed),
             rx,
         )
     }
@@ -728,25 +730,34 @@ impl Session {
             stream: STANDALONE.to_string(),
             seq: after,
         };
-        let mut prefix = sse::priming(&from, RETRY_MS);
-        prefix.extend(replay(core, &from, is_tool_event)?);
+        let prefix = sse::priming(&from, RETRY_MS);
+        let replayed = replay(core, &from, is_tool_event)?;
         let (tx, rx) = unbounded();
         // Replay and subscription happen without an await between them, so no event is missed.
         core.hub.watch(tx, signal);
-        sse_response(
+        sse_replay_response(
             StreamPlan {
                 prefix,
                 keepalive_secs: core.cfg.keepalive_secs,
                 max_secs: Some(core.cfg.max_stream_secs),
             },
+            Some(replayed),
             rx,
         )
     }
 
     /// Tool events of 2026-07-28 calls (which have no session of their own) that asked to be shown
-    /// on this session's event stream: only the session's user may send them (anyone for an
-    /// anonymous session, as anyone holding its id may watch it). An empty list only checks that.
+    /// on this session's event stream: only the session's signed-in user may send them. An
+    /// anonymous session takes none: its id is all a watcher needs, so anyone who can see its
+    /// dashboard could otherwise write to it. An empty list only checks that.
     fn relay(core: &Rc<Core>, body: &str, caller: &Caller) -> Result<Response> {
+        if core.db.get("created_at")?.is_some()
+            && core.db.get("user")?.unwrap_or_default().is_empty()
+        {
+            return Err(Error::Forbidden(
+                "Forbidden: an anonymous session's event stream shows only its own calls; no other request may add events to it (whoever can see its dashboard holds its id). Name a session you started with your token".into(),
+            ));
+        }
         chat::acting_caller(core, caller)?;
         let events: Vec<Value> = serde_json::from_str(body)
             .map_err(|e| Error::InvalidRequest(format!("Invalid Request: relayed events: {e}")))?;
@@ -801,7 +812,10 @@ impl Session {
         };
         let logged = |what: &str, r: Result<()>| {
             if let Err(e) = r {
-                worker::console_error!("{}", json!({ "session_alarm": what, "error": e.to_string() }));
+                worker::console_error!(
+                    "{}",
+                    json!({ "session_alarm": what, "error": e.to_string() })
+                );
             }
         };
         let last_seen = match core.db.get("last_seen") {
