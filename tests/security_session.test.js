@@ -284,3 +284,80 @@ describe("a failing job never stops the session's alarm", () => {
     assert.equal(await db2.prepare("SELECT count(*) AS n FROM chain_executions WHERE owner = ?1 AND status = 'running'").bind(session).first("n"), 0);
   });
 });
+
+describe("identity, limits, replay, dashboards", () => {
+  let w3;
+  before(async () => {
+    w3 = await startWorker({ JWT_SECRET: SECRET, REQUEST_LIMIT: "8/60s", SESSION_CREATE_LIMIT: "2/60s", RATE_LIMITS: "*=off" }, { quiet: true });
+  });
+  after(() => w3?.stop());
+  const from = (address, extra = {}) => ({ "cf-connecting-ip": address, ...extra });
+  const init = (headers) => post(w3.mcpUrl, { jsonrpc: "2.0", id: 0, method: "initialize", params: { protocolVersion: LATEST, capabilities: {}, clientInfo: { name: "t", version: "1" } } }, { headers });
+  const ping = (session, headers) => post(w3.mcpUrl, { jsonrpc: "2.0", id: 1, method: "ping" }, { session, headers, version: LATEST });
+
+  test("case 9: a flood of requests from one caller gets 429 with Retry-After; a new session resets nothing; another address is not affected", async () => {
+    const first = await init(from("203.0.113.7"));
+    assert.equal(first.status, 200);
+    const session = first.headers.get("mcp-session-id");
+    const statuses = [];
+    let refused;
+    for (let i = 0; i < 30; i++) {
+      const r = await ping(session, from("203.0.113.7"));
+      statuses.push(r.status);
+      if (r.status === 429) refused = r;
+    }
+    assert.equal(statuses.filter((s) => s === 200).length, 7, `8 requests a minute, initialize included: ${statuses}`);
+    assert.ok(refused, "refused");
+    assert.ok(Number(refused.headers.get("retry-after")) >= 1, "Retry-After in seconds");
+    const body = await refused.json();
+    assert.match(body.error.message, /^Too Many Requests: this caller sent more than 8 requests in 60 s \(REQUEST_LIMIT;.*Retry after \d+ s\./);
+    const again = await init(from("203.0.113.7"));
+    assert.equal(again.status, 429, "a new session does not reset an anonymous caller's count");
+    const chat = await fetch(new URL("/sessions", w3.url), { method: "POST", headers: from("203.0.113.7") });
+    assert.equal(chat.status, 429, "nor does a chat session");
+    assert.equal((await init(from("198.51.100.9"))).status, 200, "another address has its own count");
+  });
+
+  test("anonymous session creation is bounded per address, across /mcp and /sessions", async () => {
+    const address = from("192.0.2.44");
+    assert.equal((await init(address)).status, 200);
+    assert.equal((await fetch(new URL("/sessions", w3.url), { method: "POST", headers: address })).status, 201);
+    const third = await init(address);
+    assert.equal(third.status, 429);
+    assert.match((await third.json()).error.message, /more than 2 new sessions in 60 s \(SESSION_CREATE_LIMIT/);
+    assert.ok(Number(third.headers.get("retry-after")) >= 1);
+  });
+
+  test("a replay from Last-Event-ID streams every missed event once, in order, across pages", async () => {
+    const r = await init(from("192.0.2.100"));
+    const session = r.headers.get("mcp-session-id");
+    // 130 tool calls: 260 events, more than two pages of the replay. Sent from many addresses, so
+    // the request limit of this Worker does not get in the way.
+    for (let i = 0; i < 130; i++) {
+      const reply = await post(w3.mcpUrl, { jsonrpc: "2.0", id: i + 2, method: "tools/call", params: { name: "get_mode_indicator", arguments: {} } }, { session, headers: from(`10.0.${i >> 3}.${i & 7}`), version: LATEST });
+      assert.equal(reply.status, 200);
+    }
+    const res = await fetch(new URL(`/sessions/${session}/events`, w3.url), { headers: { accept: "text/event-stream", "last-event-id": "g-0", ...from("192.0.2.101") } });
+    const events = (await readSse(res, { timeoutMs: 2000 })).filter((e) => e.event);
+    assert.equal(events.length, 260);
+    const seqs = events.map((e) => Number(e.id.split("-").at(-1)));
+    assert.deepEqual(seqs, [...seqs].sort((a, b) => a - b));
+    assert.equal(new Set(seqs).size, 260);
+    const mid = await fetch(new URL(`/sessions/${session}/events`, w3.url), { headers: { accept: "text/event-stream", "last-event-id": events[149].id, ...from("192.0.2.102") } });
+    const rest = (await readSse(mid, { timeoutMs: 2000 })).filter((e) => e.event);
+    assert.deepEqual(rest.map((e) => e.id), events.slice(150).map((e) => e.id));
+  });
+
+  test("nobody but the session writes to an anonymous session's dashboard", async () => {
+    const r = await init(from("192.0.2.200"));
+    const session = r.headers.get("mcp-session-id");
+    const call = await post(w3.mcpUrl, { jsonrpc: "2.0", id: 9, method: "tools/call", params: { name: "get_instruction_set", arguments: { name: "vendor-search" }, _meta: {
+      "io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}, "mcp-edge/eventsSession": session } } },
+    { headers: { "mcp-protocol-version": "2026-07-28", "mcp-method": "tools/call", "mcp-name": "get_instruction_set", ...from("192.0.2.201") } });
+    const body = await call.json();
+    assert.ok(body.error, JSON.stringify(body));
+    assert.match(body.error.message, /anonymous session's event stream shows only its own calls/);
+    const res = await fetch(new URL(`/sessions/${session}/events`, w3.url), { headers: { accept: "text/event-stream", "last-event-id": "g-0", ...from("192.0.2.202") } });
+    assert.deepEqual((await readSse(res, { timeoutMs: 1000 })).filter((e) => e.event), [], "nothing was written");
+  });
+});
