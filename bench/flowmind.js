@@ -47,7 +47,7 @@ async function accuracy(url, session) {
 /** Prints FlowMind's matching figures over MCP, on a Worker of its own with the shipped catalog. */
 export async function flowmindAccuracy() {
   console.log("\n## FlowMind matching (labelled set over MCP)");
-  const w = await startWorker({ RATE_LIMITS: "*=off" }, { quiet: true });
+  const w = await startWorker({ RATE_LIMITS: "*=off", REQUEST_LIMIT: "off", SESSION_CREATE_LIMIT: "off" }, { quiet: true });
   try {
     const { session } = await initialize(w.mcpUrl);
     await accuracy(w.mcpUrl, session);

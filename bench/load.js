@@ -77,7 +77,7 @@ function sql(query) {
 let dev = null;
 /** Starts `wrangler dev` on the state directory and waits until /mcp answers initialize. */
 async function startDev(model) {
-  const vars = { RATE_LIMITS: "*=off", MODEL_PROVIDER_URL: model.url, MODEL_PROVIDER_KEY: "load", MODEL_PROVIDER_MODEL: "load", JOB_LEASE_SECONDS: "2", ...(devVarsSecret ? {} : { JWT_SECRET: SECRET }) };
+  const vars = { RATE_LIMITS: "*=off", REQUEST_LIMIT: "off", SESSION_CREATE_LIMIT: "off", MODEL_PROVIDER_URL: model.url, MODEL_PROVIDER_KEY: "load", MODEL_PROVIDER_MODEL: "load", JOB_LEASE_SECONDS: "2", ...(devVarsSecret ? {} : { JWT_SECRET: SECRET }) };
   const args = [wranglerJs, "dev", "--env", "dev", "--ip", "127.0.0.1", "--port", String(PORT), "--persist-to", dir, "--show-interactive-dev-session=false", "--log-level", "error"];
   for (const [k, v] of Object.entries(vars)) args.push("--var", `${k}:${v}`);
   const child = spawn(node, args, { cwd: root, detached: true, stdio: ["ignore", "ignore", "pipe"], env: { ...process.env, CI: "true" } });

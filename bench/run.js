@@ -49,7 +49,7 @@ function sizes() {
 }
 
 /** Our Worker, as the tests start it, with what the seed targets need. */
-const ourVars = (model) => ({ JWT_SECRET: SECRET, RATE_LIMITS: "*=off", MODEL_PROVIDER_URL: model.url, MODEL_PROVIDER_KEY: "bench", MODEL_PROVIDER_MODEL: "bench" });
+const ourVars = (model) => ({ JWT_SECRET: SECRET, RATE_LIMITS: "*=off", REQUEST_LIMIT: "off", SESSION_CREATE_LIMIT: "off", MODEL_PROVIDER_URL: model.url, MODEL_PROVIDER_KEY: "bench", MODEL_PROVIDER_MODEL: "bench" });
 
 function startReference() {
   const mf = new Miniflare({ scriptPath: REFERENCE, modules: true, compatibilityDate: "2026-07-30", handleRuntimeStdio: (out, err) => { out.resume(); err.pipe(process.stderr); } });

@@ -1,7 +1,8 @@
 // POST /sessions/:id/chat: the session's object runs a chat turn against a model provider (here a
 // local OpenAI-compatible server that streams scripted answers chunk by chunk and records every
-// request), executes the tool calls it writes, feeds the results back and loops; the reply is an SSE
-// stream of text, tool_call, tool_result, error and done events. Also POST /sessions (a chat-only
+// request), executes the tool calls it writes to read-only tools, holds the others until the user
+// approves them, feeds the results back and loops; the reply is an SSE stream of text, tool_call,
+// tool_result, approval_required, error and done events. Also POST /sessions (a chat-only
 // session), GET /sessions/:id/chat (the stored conversation), owner rules and refusals.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
@@ -120,28 +121,28 @@ describe("a chat turn", () => {
     const id = await newSession();
     provider.requests.length = 0;
     provider.script.push(
-      { chunks: ["Let me switch.<tool", "_call name=\"swi", "tch_mode\" args={\"mo", "de\":\"interactive-mode\"}></tool_", "call>"] },
-      { chunks: ["Done: you are in interactive mode."] },
+      { chunks: ["Let me look.<tool", "_call name=\"get_instr", "uction_set\" args={\"na", "me\":\"vendor-search\"}></tool_", "call>"] },
+      { chunks: ["Done: here is how vendor search works."] },
     );
-    const events = await turn(id, "Switch to interactive mode");
+    const events = await turn(id, "How does vendor search work?");
     assert.deepEqual(events.map((e) => e.event), ["text", "tool_call", "tool_result", "text", "done"]);
-    assert.equal(texts(events), "Let me switch.Done: you are in interactive mode.");
-    assert.deepEqual(events[1].data, { id: "1.1", tool: "switch_mode", arguments: { mode: "interactive-mode" } });
+    assert.equal(texts(events), "Let me look.Done: here is how vendor search works.");
+    assert.deepEqual(events[1].data, { id: "1.1", tool: "get_instruction_set", arguments: { name: "vendor-search" } });
     assert.equal(events[2].data.is_error, false);
-    assert.equal(events[2].data.result.structuredContent.mode, "interactive-mode");
+    assert.equal(events[2].data.result.structuredContent.name, "vendor-search");
     assert.deepEqual(events.at(-1).data, { reason: "answered", steps: 2 });
 
     assert.equal(provider.requests.length, 2);
     const second = provider.requests[1].body.messages;
     assert.deepEqual(second.slice(1).map((m) => m.role), ["user", "assistant", "user"]);
-    assert.equal(second[2].content, 'Let me switch.<tool_call name="switch_mode" args={"mode":"interactive-mode"}></tool_call>');
-    assert.match(second[3].content, /^<tool_result name="switch_mode" status="ok">\{.*"mode":"interactive-mode".*\}<\/tool_result>$/);
+    assert.equal(second[2].content, 'Let me look.<tool_call name="get_instruction_set" args={"name":"vendor-search"}></tool_call>');
+    assert.match(second[3].content, /^<tool_result name="get_instruction_set" status="ok">\{.*"name":"vendor-search".*\}<\/tool_result>$/);
 
     // The call went through the executor: the session's dashboard log has it.
     const dash = sseEvents(await fetch(new URL(`/sessions/${id}/events`, w.url), { headers: { accept: "text/event-stream", "last-event-id": "g-0" } }), { timeoutMs: 3000 });
     const logged = [await dash.next(), await dash.next(), await dash.next()].filter((e) => e?.event);
     dash.close();
-    assert.deepEqual(logged.map((e) => [e.event, JSON.parse(e.data).tool]), [["tool_call", "switch_mode"], ["tool_result", "switch_mode"]]);
+    assert.deepEqual(logged.map((e) => [e.event, JSON.parse(e.data).tool]), [["tool_call", "get_instruction_set"], ["tool_result", "get_instruction_set"]]);
   });
 
   test("two tool calls in one answer both run, and both results go back in the next request", async () => {
@@ -168,13 +169,13 @@ describe("a chat turn", () => {
   test("bad JSON in a call: an error event, a corrective message to the model, and the loop goes on", async () => {
     const id = await newSession();
     provider.requests.length = 0;
-    const bad = '<tool_call name="switch_mode" args={"mode": }></tool_call>';
+    const bad = '<tool_call name="get_instruction_set" args={"name": }></tool_call>';
     provider.script.push(
       { chunks: [bad.slice(0, 30), bad.slice(30)] },
-      { chunks: ['<tool_call name="switch_mode" args={"mode":"mobile-mode"}></tool_call>'] },
+      { chunks: ['<tool_call name="get_instruction_set" args={"name":"vendor-search"}></tool_call>'] },
       { chunks: ["Fixed it."] },
     );
-    const events = await turn(id, "Switch to mobile");
+    const events = await turn(id, "Vendor search?");
     assert.deepEqual(events.map((e) => e.event), ["error", "tool_call", "tool_result", "text", "done"]);
     assert.equal(events[0].data.kind, "malformed_tool_call");
     assert.equal(events[0].data.raw, bad);
@@ -182,7 +183,7 @@ describe("a chat turn", () => {
     assert.equal(texts(events), "Fixed it.", "the malformed tag is not shown as text");
     const correction = lastMessage(provider.requests[1]);
     assert.equal(correction.role, "user");
-    assert.match(correction.content, /Your tool call could not be read: args is not valid JSON.*You wrote: <tool_call name="switch_mode" args=\{"mode": \}><\/tool_call>/s);
+    assert.match(correction.content, /Your tool call could not be read: args is not valid JSON.*You wrote: \\u003ctool_call name="get_instruction_set" args=\{"name": \}\\u003e\\u003c\/tool_call\\u003e/s, "what the model wrote goes back neutralised");
     assert.match(correction.content, /Write it again exactly as <tool_call name="TOOL_NAME"/);
     assert.equal(provider.requests.length, 3);
   });
@@ -215,12 +216,78 @@ describe("a chat turn", () => {
   });
 });
 
+const decide = (id, body, opts = {}) =>
+  fetch(new URL(`/sessions/${id}/chat`, w.url), { method: "POST", headers: { "content-type": "application/json", accept: "text/event-stream", ...(opts.headers ?? {}) }, body: JSON.stringify(body) });
+async function decided(id, body) {
+  const res = await decide(id, body);
+  assert.equal(res.status, 200, await res.clone().text());
+  return (await readSse(res)).filter((e) => e.event).map((e) => ({ event: e.event, data: JSON.parse(e.data) }));
+}
+const dashboardTools = async (id) => {
+  const dash = sseEvents(await fetch(new URL(`/sessions/${id}/events`, w.url), { headers: { accept: "text/event-stream", "last-event-id": "g-0" } }), { timeoutMs: 1500 });
+  const seen = [];
+  for (let ev = await dash.next(); ev; ev = await dash.next()) if (ev.event === "tool_call") seen.push(JSON.parse(ev.data).tool);
+  dash.close();
+  return seen;
+};
+
+describe("tools that change data wait for the user", () => {
+  test("a call to a tool not annotated read-only is held: the turn ends asking for approval, read-only calls of the step still run", async () => {
+    const id = await newSession();
+    provider.requests.length = 0;
+    provider.script.push(
+      { chunks: ['<tool_call name="get_mode_indicator" args={}></tool_call><tool_call name="switch_mode" args={"mode":"mobile-mode"}></tool_call>'] },
+      { chunks: ["Switched."] },
+    );
+    const events = await turn(id, "Mobile please");
+    assert.deepEqual(events.map((e) => e.event), ["tool_call", "tool_result", "approval_required", "done"]);
+    assert.equal(events[0].data.tool, "get_mode_indicator");
+    const ask = events[2].data;
+    assert.match(ask.approval, /^[0-9a-f]{32}$/);
+    assert.deepEqual(ask.calls, [{ id: "1.2", tool: "switch_mode", arguments: { mode: "mobile-mode" } }]);
+    assert.match(ask.message, /approve/);
+    assert.deepEqual(events[3].data, { reason: "approval_required", steps: 1 });
+    assert.equal(provider.requests.length, 1, "the model is not asked again before the user decides");
+    assert.deepEqual(await dashboardTools(id), ["get_mode_indicator"], "switch_mode did not run");
+    const stored = (await history(id)).messages;
+    assert.match(stored.at(-1).content, /<tool_result name="switch_mode" status="awaiting_user">Not run/);
+    assert.ok(!JSON.stringify(provider.requests).includes(ask.approval), "the model never sees the approval id");
+
+    assert.equal((await decide(id, { approve: "0".repeat(32) })).status, 409, "an id that was never issued");
+    const approved = await decided(id, { approve: ask.approval });
+    assert.deepEqual(approved.map((e) => e.event), ["tool_call", "tool_result", "text", "done"]);
+    assert.equal(approved[1].data.result.structuredContent.mode, "mobile-mode");
+    assert.match(lastMessage(provider.requests[1]).content, /^<tool_result name="switch_mode" status="ok">/);
+    assert.deepEqual(await dashboardTools(id), ["get_mode_indicator", "switch_mode"]);
+    const again = await decide(id, { approve: ask.approval });
+    assert.equal(again.status, 409, "an approval decides once");
+    assert.match((await again.json()).error.message, /no tool call of this session awaits approval/);
+  });
+
+  test("denied, the call never runs and the model hears so; a new message drops a pending approval", async () => {
+    const id = await newSession();
+    provider.requests.length = 0;
+    provider.script.push({ chunks: ['<tool_call name="switch_mode" args={"mode":"mobile-mode"}></tool_call>'] }, { chunks: ["Staying put."] });
+    const ask = (await turn(id, "Mobile?")).find((e) => e.event === "approval_required").data;
+    const denied = await decided(id, { deny: ask.approval });
+    assert.deepEqual(denied.map((e) => e.event), ["tool_result", "text", "done"]);
+    assert.equal(denied[0].data.is_error, true);
+    assert.match(lastMessage(provider.requests[1]).content, /status="error">The user declined this call/);
+
+    provider.script.push({ chunks: ['<tool_call name="switch_mode" args={"mode":"interactive-mode"}></tool_call>'] }, { chunks: ["Fine."] });
+    const second = (await turn(id, "Interactive?")).find((e) => e.event === "approval_required").data;
+    assert.equal(texts(await turn(id, "Never mind")), "Fine.");
+    assert.equal((await decide(id, { approve: second.approval })).status, 409, "the newer message dropped it");
+    assert.deepEqual(await dashboardTools(id), [], "no switch_mode ever ran");
+  });
+});
+
 describe("the conversation", () => {
   test("is stored: the next turn sends the earlier history, and GET returns it", async () => {
     const id = await newSession();
     provider.requests.length = 0;
     provider.script.push(
-      { chunks: ['<tool_call name="switch_mode" args={"mode":"mobile-mode"}></tool_call>'] },
+      { chunks: ['<tool_call name="get_instruction_set" args={"name":"vendor-search"}></tool_call>'] },
       { chunks: ["Mobile it is."] },
       { chunks: ["You asked for mobile mode."] },
     );

@@ -507,11 +507,13 @@ describe("events of stateless calls", () => {
   const EVENTS = "mcp-edge/eventsSession";
 
   test("a call naming a session in _meta shows its tool events on that session's stream", async () => {
-    const { session } = await initialize(w.mcpUrl);
-    const res = await watch(session);
+    // A session of a signed-in user: an anonymous one takes no relayed events (security_session.test.js).
+    const init = await post(w.mcpUrl, { jsonrpc: "2.0", id: 0, method: "initialize", params: { protocolVersion: LATEST, capabilities: {}, clientInfo: { name: "t", version: "1" } } }, { headers: auth("alice", HR_WRITE) });
+    const session = init.headers.get("mcp-session-id");
+    const res = await watch(session, auth("alice", HR_WRITE));
     assert.equal(res.status, 200);
     const it = sseEvents(res, { timeoutMs: 5000 });
-    const { body } = await modern("tools/call", { name: "get_instruction_set", arguments: { name: "vendor-search" } }, { metaExtra: { [EVENTS]: session } });
+    const { body } = await modern("tools/call", { name: "get_instruction_set", arguments: { name: "vendor-search" } }, { headers: auth("alice", HR_WRITE), metaExtra: { [EVENTS]: session } });
     assert.equal(body.result.resultType, "complete");
     const seen = [];
     while (seen.length < 2) {

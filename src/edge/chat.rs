@@ -4,8 +4,11 @@
 
 use worker::{Env, Method, Request, Response};
 
-use super::{auth, forward, http, read_body, serve_one, serve_session_get, valid_session_id};
+use super::{
+    auth, forward, http, over_limit, read_body, serve_one, serve_session_get, valid_session_id,
+};
 use crate::error::Error;
+use crate::limiter::{REQUESTS_BUCKET, SESSIONS_BUCKET};
 use crate::random;
 use crate::session::{CHAT_HEADER, CREATE_HEADER};
 
@@ -22,6 +25,14 @@ pub async fn serve_create(req: Request, env: Env) -> worker::Result<Response> {
         "/sessions takes POST (creates a chat session)",
         |req, env, cfg| async move {
             let caller = auth::authenticate(&req, &env, &cfg).await?;
+            for (bucket, limit) in [
+                (REQUESTS_BUCKET, cfg.request_limit),
+                (SESSIONS_BUCKET, cfg.session_create_limit),
+            ] {
+                if let Some(refused) = over_limit(&env, &req, &caller, bucket, limit).await? {
+                    return Ok(refused);
+                }
+            }
             let id = random::hex(32)?;
             forward(
                 &env,
@@ -50,6 +61,12 @@ pub async fn serve_chat(req: Request, env: Env, id: &str) -> worker::Result<Resp
         USAGE,
         |mut req, env, cfg| async move {
             let caller = auth::authenticate(&req, &env, &cfg).await?;
+            let requests = cfg.request_limit;
+            if let Some(refused) =
+                over_limit(&env, &req, &caller, REQUESTS_BUCKET, requests).await?
+            {
+                return Ok(refused);
+            }
             if !valid_session_id(id) {
                 return Err(Error::SessionNotFound);
             }

@@ -1,7 +1,7 @@
 //! Deployment settings, read from wrangler `[vars]` (see README, "Configuration").
 
 use crate::error::{Error, Result};
-use crate::registry::limits::RateLimits;
+use crate::registry::limits::{Limit, RateLimits};
 use crate::registry::per_tool::ToolTimeouts;
 use crate::registry::Registry;
 use crate::tools::flowmind::levels::Thresholds;
@@ -73,6 +73,12 @@ pub struct Config {
     pub model_timeout_ms: u32,
     /// Per-caller, per-tool rate limits (`RATE_LIMITS`; format in `registry::limits`).
     pub rate_limits: RateLimits,
+    /// Requests to `/mcp` and `/sessions…` one caller may send (`REQUEST_LIMIT`, `<count>/<period>`
+    /// or `off`; default 3000/60s): a signed-in user across all their sessions, an anonymous caller
+    /// per client address, so a new session resets nothing (`limiter::request_owner`).
+    pub request_limit: Option<Limit>,
+    /// Sessions one caller may create (`SESSION_CREATE_LIMIT`; default 100/60s), counted the same way.
+    pub session_create_limit: Option<Limit>,
     /// Per-tool timeouts overriding the declared ones (`TOOL_TIMEOUTS`; format in
     /// `registry::per_tool`).
     pub tool_timeouts: ToolTimeouts,
@@ -115,6 +121,27 @@ impl Config {
                 invalid = Some(why);
                 RateLimits::default()
             });
+        let mut one_limit = |name: &str, default: Limit| {
+            crate::registry::limits::parse_one(name, &var(name).unwrap_or_default(), Some(default))
+                .unwrap_or_else(|why| {
+                    invalid.get_or_insert(why);
+                    Some(default)
+                })
+        };
+        let request_limit = one_limit(
+            "REQUEST_LIMIT",
+            Limit {
+                capacity: 3000,
+                period_ms: 60_000,
+            },
+        );
+        let session_create_limit = one_limit(
+            "SESSION_CREATE_LIMIT",
+            Limit {
+                capacity: 100,
+                period_ms: 60_000,
+            },
+        );
         let tool_timeouts = ToolTimeouts::parse_setting(&var("TOOL_TIMEOUTS").unwrap_or_default())
             .unwrap_or_else(|why| {
                 invalid.get_or_insert(why);
@@ -150,6 +177,8 @@ impl Config {
             chat_max_message_chars: num("CHAT_MAX_MESSAGE_CHARS", 8000),
             model_timeout_ms: num("MODEL_PROVIDER_TIMEOUT_MS", 60_000),
             rate_limits,
+            request_limit,
+            session_create_limit,
             tool_timeouts,
             flowmind_levels,
             invalid,

@@ -24,6 +24,52 @@ use crate::session::{CALLER_HEADER, CORRELATION_HEADER, CREATE_HEADER, WATCH_HEA
 use config::Config;
 use http::header;
 
+/// Takes a token of `caller`'s `bucket` (`limiter::REQUESTS_BUCKET` or `SESSIONS_BUCKET`) under
+/// `limit` (`None`: off); the `429 Too Many Requests` answer, with `Retry-After`, when the caller
+/// has used it up. Fails open, logged: the limiter guards capacity, it is not an access rule.
+pub(crate) async fn over_limit(
+    env: &Env,
+    req: &Request,
+    caller: &Caller,
+    bucket: &str,
+    limit: Option<crate::registry::limits::Limit>,
+) -> Result<Option<Response>> {
+    use crate::registry::limits::Admission;
+    let Some(limit) = limit else {
+        return Ok(None);
+    };
+    let owner = crate::limiter::request_owner(caller, header(req, "cf-connecting-ip").as_deref());
+    match crate::limiter::take(env, &owner, bucket, limit).await {
+        Ok(Admission::Allowed) => Ok(None),
+        Ok(Admission::Refused { retry_after_secs }) => {
+            let (what, setting) = if bucket == crate::limiter::SESSIONS_BUCKET {
+                ("new sessions", "SESSION_CREATE_LIMIT")
+            } else {
+                ("requests", "REQUEST_LIMIT")
+            };
+            let message = format!(
+                "Too Many Requests: this caller sent more than {} {what} in {} s ({setting}; a signed-in user is counted across their sessions, an anonymous caller by address). Retry after {retry_after_secs} s.",
+                limit.capacity,
+                limit.period_ms / 1000
+            );
+            let resp = http::json_response(
+                &serde_json::json!({ "jsonrpc": "2.0", "id": null, "error": { "code": -32000, "message": message } }),
+                429,
+            )?;
+            let headers = http::mutable_headers(&resp)?;
+            headers.set("retry-after", &retry_after_secs.to_string())?;
+            Ok(Some(resp.with_headers(headers)))
+        }
+        Err(e) => {
+            worker::console_error!(
+                "{}",
+                serde_json::json!({ "rate_limiter_unavailable": e.to_string(), "bucket": bucket })
+            );
+            Ok(None)
+        }
+    }
+}
+
 /// Session ids are 256 random bits as 64 lowercase hex digits; nothing else can name a session.
 pub(crate) fn valid_session_id(s: &str) -> bool {
     s.len() == 64
@@ -79,6 +125,18 @@ async fn serve_session_get(
 ) -> worker::Result<Response> {
     serve_one(req, env, Method::Get, usage, |req, env, cfg| async move {
         let caller = auth::authenticate(&req, &env, &cfg).await?;
+        let requests = cfg.request_limit;
+        if let Some(refused) = over_limit(
+            &env,
+            &req,
+            &caller,
+            crate::limiter::REQUESTS_BUCKET,
+            requests,
+        )
+        .await?
+        {
+            return Ok(refused);
+        }
         if !valid_session_id(id) {
             return Err(Error::SessionNotFound);
         }
@@ -260,6 +318,18 @@ async fn route(mut req: Request, env: &Env, cfg: &Config) -> Result<Response> {
         check_legacy_version(version_header.as_deref())?;
     }
     let caller = auth::authenticate(&req, env, cfg).await?;
+    let requests = cfg.request_limit;
+    if let Some(refused) = over_limit(
+        env,
+        &req,
+        &caller,
+        crate::limiter::REQUESTS_BUCKET,
+        requests,
+    )
+    .await?
+    {
+        return Ok(refused);
+    }
     match req.method() {
         Method::Post => post(&mut req, env, cfg, &caller).await,
         Method::Get => {
@@ -323,6 +393,12 @@ async fn post(req: &mut Request, env: &Env, cfg: &Config, caller: &Caller) -> Re
     // Without a session only initialize is allowed; it creates one under a fresh id.
     match Incoming::parse(&body)? {
         Incoming::Request { method, .. } if method == "initialize" => {
+            let sessions = cfg.session_create_limit;
+            if let Some(refused) =
+                over_limit(env, req, caller, crate::limiter::SESSIONS_BUCKET, sessions).await?
+            {
+                return Ok(refused);
+            }
             let session = random::hex(32)?;
             let resp = forward(
                 env,

@@ -33,6 +33,59 @@ pub fn owner(caller: &crate::registry::Caller, session_id: &str) -> String {
     }
 }
 
+/// The limiter object that counts `caller`'s requests and session creations at the Worker
+/// (`REQUEST_LIMIT`, `SESSION_CREATE_LIMIT`): the user's own (`user:<id>`, shared with their tool
+/// buckets) for a signed-in caller, else one per client address (`address:<ip>`), so an anonymous
+/// caller's count survives any number of new sessions.
+pub fn request_owner(caller: &crate::registry::Caller, address: Option<&str>) -> String {
+    match &caller.user {
+        Some(user) => format!("user:{user}"),
+        None => format!("address:{}", address.unwrap_or("unknown")),
+    }
+}
+
+/// The bucket of a caller's requests; `@` keeps it apart from every tool's (MCP names never
+/// contain it).
+pub const REQUESTS_BUCKET: &str = "@requests";
+/// The bucket of a caller's session creations.
+pub const SESSIONS_BUCKET: &str = "@sessions";
+
+/// Takes one token from bucket `bucket` of limiter object `owner` under `limit`.
+pub async fn take(env: &Env, owner: &str, bucket: &str, limit: Limit) -> Result<Admission> {
+    let body = serde_json::to_string(&Take {
+        tool: bucket.to_string(),
+        capacity: limit.capacity,
+        period_ms: limit.period_ms,
+        backoff: false,
+    })?;
+    let headers = worker::Headers::new();
+    headers.set("content-type", "application/json")?;
+    let mut init = worker::RequestInit::new();
+    init.with_method(worker::Method::Post)
+        .with_headers(headers)
+        .with_body(Some(body.into()));
+    let req = Request::new_with_init(TAKE_URL, &init)?;
+    let stub = env
+        .durable_object("RATE_LIMITER")?
+        .id_from_name(owner)?
+        .get_stub()?;
+    let mut resp = stub.fetch_with_request(req).await?;
+    if resp.status_code() != 200 {
+        return Err(Error::Internal(format!(
+            "rate limiter answered HTTP {}",
+            resp.status_code()
+        )));
+    }
+    let taken: Taken = serde_json::from_str(&resp.text().await?)?;
+    Ok(if taken.allowed {
+        Admission::Allowed
+    } else {
+        Admission::Refused {
+            retry_after_secs: taken.retry_after_secs.max(1),
+        }
+    })
+}
+
 /// The URL the Worker side sends a take request to (the host is never resolved).
 pub const TAKE_URL: &str = "https://rate-limiter.internal/take";
 

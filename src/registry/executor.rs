@@ -23,7 +23,8 @@ pub struct CallOutcome {
 }
 
 /// Executes `tool` with `args`, recording `tool_call`, `tool_result` and `error` events on the
-/// session's event stream. Never fails: every failure becomes an `isError: true` result whose text
+/// session's event stream, with what the tool's schemas mark sensitive hidden from all three
+/// ([`Tool::redact`], [`Tool::redact_output`]); the returned result is the caller's and keeps it. Never fails: every failure becomes an `isError: true` result whose text
 /// says what went wrong and what to do, because MCP reports tool failures to the model, not as
 /// protocol errors (2025-11-25, SEP-1303).
 ///
@@ -39,6 +40,12 @@ pub async fn execute(tool: &Tool, ctx: &dyn ToolContext, args: Value) -> CallOut
         json!({ "tool": name, "arguments": tool.redact(&args) }),
     );
 
+    // Only a tool with sensitive fields needs the arguments again, to hide their values.
+    let secret_args = if tool.has_sensitive() {
+        args.clone()
+    } else {
+        Value::Null
+    };
     let checked = if tool.validates_itself() {
         Ok(())
     } else {
@@ -62,7 +69,8 @@ pub async fn execute(tool: &Tool, ctx: &dyn ToolContext, args: Value) -> CallOut
         Ok((result, cached)) => {
             events(
                 "tool_result",
-                json!({ "tool": name, "duration_ms": duration_ms, "cached": cached, "result": result }),
+                json!({ "tool": name, "duration_ms": duration_ms, "cached": cached,
+                        "result": tool.redact_output(&secret_args, &result) }),
             );
             CallOutcome {
                 result,
@@ -81,7 +89,8 @@ pub async fn execute(tool: &Tool, ctx: &dyn ToolContext, args: Value) -> CallOut
             let text = e.public_message();
             events(
                 "error",
-                json!({ "tool": name, "duration_ms": duration_ms, "error": text }),
+                json!({ "tool": name, "duration_ms": duration_ms,
+                        "error": tool.redact_output(&secret_args, &json!(text)) }),
             );
             let mut result =
                 json!({ "content": [{ "type": "text", "text": text }], "isError": true });

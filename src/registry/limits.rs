@@ -201,6 +201,21 @@ impl RateLimits {
     }
 }
 
+/// Parses a setting holding one limit (`<count>/<period>` or `off`), such as `REQUEST_LIMIT`;
+/// unset or empty: `default`. The error names the setting and says what was expected.
+pub fn parse_one(
+    setting: &str,
+    text: &str,
+    default: Option<Limit>,
+) -> Result<Option<Limit>, String> {
+    if text.trim().is_empty() {
+        return Ok(default);
+    }
+    parse_limit(text.trim()).map_err(|why| {
+        format!("{setting} {text:?} is invalid: {why}; expected <count>/<period> (for example 600/60s) or off")
+    })
+}
+
 fn parse_limit(value: &str) -> Result<Option<Limit>, String> {
     if value.eq_ignore_ascii_case("off") {
         return Ok(None);

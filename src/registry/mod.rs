@@ -10,6 +10,7 @@ mod context;
 mod executor;
 pub mod limits;
 pub mod per_tool;
+pub mod redact;
 mod validate;
 
 use std::collections::HashMap;
@@ -22,6 +23,7 @@ pub use context::{
     ToolOutput, Unattended,
 };
 pub use executor::{execute, CallOutcome};
+use redact::Sensitive;
 use validate::Validator;
 
 use crate::error::{Error, Result};
@@ -95,6 +97,8 @@ pub struct Tool {
     output: Option<Validator>,
     /// The input schema says `"x-validated-by": "tool"`: the handler checks its own arguments.
     validates_itself: bool,
+    /// What the schemas mark `x-sensitive`, hidden from events and logs.
+    sensitive: Sensitive,
 }
 
 impl std::fmt::Debug for Tool {
@@ -138,20 +142,21 @@ impl Tool {
     /// The arguments as events may show them: every top-level argument the input schema marks
     /// `"x-sensitive": true` (a new salary, say) is replaced by `*** (Hidden)`.
     pub fn redact(&self, args: &Value) -> Value {
-        let mut shown = args.clone();
-        if let (Some(props), Some(obj)) = (
-            self.listing
-                .pointer("/inputSchema/properties")
-                .and_then(Value::as_object),
-            shown.as_object_mut(),
-        ) {
-            for (name, rule) in props {
-                if rule.get("x-sensitive") == Some(&Value::Bool(true)) && obj.contains_key(name) {
-                    obj.insert(name.clone(), Value::String("*** (Hidden)".into()));
-                }
-            }
-        }
-        shown
+        self.sensitive.redact_args(args)
+    }
+
+    /// A result of a call with `args` as events, logs and dashboards may show it: a
+    /// `CallToolResult`, its structured content, a chain step's output or an error text (any
+    /// JSON). Every property the output schema marks `"x-sensitive": true` is hidden wherever it
+    /// appears, and the hidden values and the call's sensitive arguments are cut out of every
+    /// string (`redact` module). The caller's own result is not changed: only what others see.
+    pub fn redact_output(&self, args: &Value, result: &Value) -> Value {
+        self.sensitive.redact_output(args, result)
+    }
+
+    /// Whether the schemas mark anything sensitive (else both redactions return their input).
+    pub fn has_sensitive(&self) -> bool {
+        !self.sensitive.is_empty()
     }
 
     /// Checks a handler's structured result against the output schema. A failure is our bug.
@@ -253,9 +258,11 @@ impl Registry {
             );
             let validates_itself =
                 input_json.get("x-validated-by").and_then(Value::as_str) == Some("tool");
+            let sensitive = Sensitive::from_schemas(&input_json, output_json.as_ref());
             tools.push(Tool {
                 def,
                 validates_itself,
+                sensitive,
                 listing: Value::Object(listing),
                 input: Validator::new(&def.id(), input_json)?,
                 output: output_json

@@ -5,9 +5,17 @@
 //! prompt listing the tools the session's user may use (`engine::chat::prompt`). The streamed
 //! answer is decoded (`engine::chat::stream`) and parsed (`engine::chat::parser`); its text goes
 //! to the client as `text` events while the tool call tags are held back. The calls of one answer
-//! run in parallel through the executor (roles, validation, timeouts, redaction, the session's
-//! event log), their results go back to the model, and the loop asks again until the model answers
-//! without a call or `CHAT_MAX_STEPS` model requests were made.
+//! to tools annotated read-only run in parallel through the executor (roles, validation, timeouts,
+//! redaction, the session's event log), their results go back to the model (neutralised: tool
+//! output is data, `engine::chat`), and the loop asks again until the model answers without a call
+//! or `CHAT_MAX_STEPS` model requests were made.
+//!
+//! Any other call waits for the user: the turn stores the step, sends an `approval_required` event
+//! naming the held calls and a random approval id, and ends (`done` with reason
+//! `approval_required`). Only a later request of the user decides: `{"approve": "<id>"}` runs the
+//! held calls (with the roles of that request) and goes on with the model, `{"deny": "<id>"}` tells
+//! the model they were refused; a new `{"message": …}` drops them. The model never sees the id, and
+//! nothing it writes can decide, so an instruction planted in a ticket runs nothing unasked.
 //!
 //! What is stored: each step is written in one statement once it is complete — the user's message
 //! with the first step, then the model's answer with the results of its calls — so the
@@ -116,20 +124,43 @@ impl Provider {
     }
 }
 
-/// The body of `POST /sessions/:id/chat`.
-#[derive(Deserialize)]
-struct ChatRequest {
-    message: Value,
+/// What a `POST /sessions/:id/chat` asks for.
+#[derive(Debug, PartialEq)]
+enum Input {
+    /// A user's message: a new turn (dropping any call still awaiting approval).
+    Message(String),
+    /// The user's decision on the calls held under an approval id.
+    Decision { approval: String, approved: bool },
 }
 
-/// The user's message from the request body, checked.
-fn user_message(body: &str, max_chars: u32) -> Result<String> {
-    let req: ChatRequest = serde_json::from_str(body).map_err(|e| {
-        Error::InvalidRequest(format!(
-            "Bad Request: the body must be a JSON object {{\"message\": \"…\"}} ({e})"
-        ))
-    })?;
-    let Value::String(message) = req.message else {
+const BODY_SHAPE: &str = "Bad Request: the body must be a JSON object {\"message\": \"…\"}, or {\"approve\": \"<approval id>\"} / {\"deny\": \"<approval id>\"} to decide the calls an approval_required event named";
+
+/// The request body, checked.
+fn chat_input(body: &str, max_chars: u32) -> Result<Input> {
+    let req: serde_json::Map<String, Value> = serde_json::from_str(body)
+        .map_err(|e| Error::InvalidRequest(format!("{BODY_SHAPE} ({e})")))?;
+    for (key, approved) in [("approve", true), ("deny", false)] {
+        if let Some(v) = req.get(key) {
+            let Some(approval) = v.as_str().filter(|a| !a.is_empty()) else {
+                return Err(Error::InvalidRequest(format!(
+                    "Bad Request: {key} must be the approval id (a string) of an approval_required event"
+                )));
+            };
+            if req.len() != 1 {
+                return Err(Error::InvalidRequest(format!(
+                    "Bad Request: send {key} alone; a decision carries no message"
+                )));
+            }
+            return Ok(Input::Decision {
+                approval: approval.to_string(),
+                approved,
+            });
+        }
+    }
+    let Some(message) = req.get("message") else {
+        return Err(Error::InvalidRequest(BODY_SHAPE.into()));
+    };
+    let Value::String(message) = message else {
         return Err(Error::InvalidRequest(
             "Bad Request: message must be a string".into(),
         ));
@@ -145,7 +176,46 @@ fn user_message(body: &str, max_chars: u32) -> Result<String> {
             "Bad Request: message is {chars} characters long; at most {max_chars} are accepted (CHAT_MAX_MESSAGE_CHARS)"
         )));
     }
-    Ok(message)
+    Ok(Input::Message(message.clone()))
+}
+
+/// Where the calls awaiting the user's approval are kept (one set per session at a time).
+const PENDING_KEY: &str = "chat_pending";
+
+/// Calls of a step held until the user decides.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct Pending {
+    /// The approval id the user's decision must name (random, 128 bits, never shown to the model).
+    approval: String,
+    /// The held calls: event id, tool name, arguments.
+    calls: Vec<(String, String, Value)>,
+}
+
+/// Takes the held calls out of storage (single use): those under `approval` for a decision, and
+/// any for a new message, which drops them.
+fn take_pending(core: &Core, input: &Input) -> Result<Option<Pending>> {
+    let stored = core
+        .db
+        .get(PENDING_KEY)?
+        .filter(|s| !s.is_empty())
+        .and_then(|s| serde_json::from_str::<Pending>(&s).ok());
+    match input {
+        Input::Message(_) => {
+            if stored.is_some() {
+                core.db.set(PENDING_KEY, "")?;
+            }
+            Ok(None)
+        }
+        Input::Decision { approval, .. } => match stored {
+            Some(p) if p.approval == *approval => {
+                core.db.set(PENDING_KEY, "")?;
+                Ok(Some(p))
+            }
+            _ => Err(Error::Conflict(format!(
+                "Conflict: no tool call of this session awaits approval {approval:?} (it was decided already, or a newer message replaced it); send a new message instead"
+            ))),
+        },
+    }
 }
 
 /// Who the chat's tools act for: the session's user (with the caller's current roles) for a
@@ -216,9 +286,10 @@ impl Session {
         caller: &Caller,
     ) -> Result<Response> {
         let acting = acting_caller(core, caller)?;
-        let message = user_message(body, core.cfg.chat_max_message_chars)?;
+        let input = chat_input(body, core.cfg.chat_max_message_chars)?;
         let provider = Provider::configured(core, &self.env)?;
         let lock = TurnLock::take(&core.session)?;
+        let held = take_pending(core, &input)?;
         let (tx, rx) = unbounded();
         let mut turn = Turn {
             core: core.clone(),
@@ -244,7 +315,7 @@ impl Session {
                 .map(|(tools, _)| tools)
                 .unwrap_or_default();
             turn.system = prompt::system_prompt(&tools);
-            turn.run(message).await;
+            turn.run(input, held).await;
         });
         sse_response(
             StreamPlan {
@@ -298,7 +369,7 @@ impl Turn {
         self.send("done", json!({ "reason": reason, "steps": steps }));
     }
 
-    async fn run(self, message: String) {
+    async fn run(self, input: Input, held: Option<Pending>) {
         let mut history: Vec<Message> = match self.core.db.chat_history() {
             Ok(rows) => rows
                 .into_iter()
@@ -309,11 +380,32 @@ impl Turn {
                 .collect(),
             Err(e) => return self.storage_failed(&e, 0),
         };
-        history.push(Message {
-            role: "user".into(),
-            content: message,
-        });
-        let mut unsaved = 1;
+        let mut unsaved = 0;
+        match input {
+            Input::Message(message) => {
+                history.push(Message {
+                    role: "user".into(),
+                    content: message,
+                });
+                unsaved = 1;
+            }
+            Input::Decision { approved, .. } => {
+                let calls = held.map(|p| p.calls).unwrap_or_default();
+                let feedback = self.decide(&calls, approved).await;
+                let content = feedback_message(&feedback);
+                if let Err(e) = self
+                    .core
+                    .db
+                    .chat_append(&[("tool", content.as_str())], clock::now_ms() as i64)
+                {
+                    return self.storage_failed(&e, 0);
+                }
+                history.push(Message {
+                    role: "tool".into(),
+                    content,
+                });
+            }
+        }
         let max_steps = self.core.cfg.chat_max_steps;
         for step_no in 1..=max_steps {
             if self.signal.as_ref().is_some_and(AbortSignal::aborted) {
@@ -344,8 +436,10 @@ impl Turn {
                 content: step.raw.clone(),
             });
             unsaved += 1;
+            let mut held = Vec::new();
             if step.needs_feedback() {
-                let feedback = self.run_calls(&step, step_no).await;
+                let (feedback, waiting) = self.run_calls(&step, step_no).await;
+                held = waiting;
                 history.push(Message {
                     role: "tool".into(),
                     content: feedback_message(&feedback),
@@ -361,6 +455,9 @@ impl Turn {
                 return self.storage_failed(&e, step_no);
             }
             unsaved = 0;
+            if !held.is_empty() {
+                return self.ask_user(held, step_no);
+            }
             match next(&step, step_no, max_steps) {
                 Next::Answered => return self.finish("answered", step_no),
                 Next::Continue => {}
@@ -386,69 +483,106 @@ impl Turn {
         self.finish("error", steps);
     }
 
-    /// Runs a step's calls in parallel (results stream out as each finishes) and returns what goes
-    /// back to the model, in the order the model wrote the calls, malformed ones last.
-    async fn run_calls(&self, step: &Step, step_no: u32) -> Vec<Feedback> {
-        let ctx = Unattended {
-            platform: &*self.core,
-            caller: self.caller.clone(),
-            what: "a chat turn",
+    /// Stores `calls` as awaiting the user's approval under a new random id, tells the client
+    /// which calls wait (arguments redacted as in events) and how to decide, and ends the turn.
+    fn ask_user(&self, calls: Vec<(String, String, Value)>, steps: u32) {
+        let approval = match crate::random::hex(16) {
+            Ok(a) => a,
+            Err(e) => return self.storage_failed(&e, steps),
         };
-        let calls = step.calls.iter().enumerate().map(|(i, (name, args))| {
-            let id = format!("{step_no}.{}", i + 1);
-            let tool = self.core.registry.get_for(name, &self.caller);
-            let shown = tool.map_or_else(|| args.clone(), |t| t.redact(args));
-            self.send(
-                "tool_call",
-                json!({ "id": id, "tool": name, "arguments": shown }),
-            );
+        let shown: Vec<Value> = calls
+            .iter()
+            .map(|(id, name, args)| {
+                let arguments = self
+                    .core
+                    .registry
+                    .get(name)
+                    .map_or_else(|| args.clone(), |t| t.redact(args));
+                json!({ "id": id, "tool": name, "arguments": arguments })
+            })
+            .collect();
+        let pending = Pending { approval, calls };
+        let stored = serde_json::to_string(&pending)
+            .map_err(Error::from)
+            .and_then(|p| self.core.db.set(PENDING_KEY, &p));
+        if let Err(e) = stored {
+            return self.storage_failed(&e, steps);
+        }
+        self.send(
+            "approval_required",
+            json!({
+                "approval": pending.approval,
+                "calls": shown,
+                "message": "These tools change data, so they run only if you approve: POST {\"approve\": \"<approval>\"} to this chat to run them, or {\"deny\": \"<approval>\"} to refuse; a new message drops them.",
+            }),
+        );
+        self.finish("approval_required", steps);
+    }
+
+    /// The user decided on held calls: runs them (approved) or tells the model they were refused.
+    async fn decide(&self, calls: &[(String, String, Value)], approved: bool) -> Vec<Feedback> {
+        let ctx = self.context();
+        let runs = calls.iter().map(|(id, name, args)| {
             let ctx = &ctx;
             async move {
-                let (result, duration_ms) = match tool {
-                    // FlowMind's levels hold in chat too; its tools are fixed for the turn (the
-                    // system prompt), so a level change needs no notification here.
-                    Some(tool) => match levels::refusal(&self.core, &self.caller, tool).await {
-                        Some(refused) => (refused, 0.0),
-                        None => {
-                            let mut done = execute(tool, ctx, args.clone()).await;
-                            levels::after_call(
-                                &self.core,
-                                &self.caller,
-                                tool,
-                                &mut done.result,
-                                &|_| {},
-                            )
-                            .await;
-                            (done.result, done.duration_ms)
-                        }
-                    },
-                    None => {
-                        let text = format!(
-                            "unknown tool {name:?}: it does not exist or this user may not use it; use one of the tools listed in the system prompt"
-                        );
-                        self.send(
-                            "error",
-                            json!({ "kind": "unknown_tool", "id": id, "tool": name, "message": text }),
-                        );
-                        (
-                            json!({ "content": [{ "type": "text", "text": text }], "isError": true }),
-                            0.0,
-                        )
-                    }
-                };
-                let (is_error, text) = result_text(&result);
+                if approved {
+                    return self.run_one(ctx, id, name, args).await;
+                }
+                let text = "The user declined this call, so it was not run. Do not call it again unless the user asks for it.";
                 self.send(
                     "tool_result",
-                    json!({ "id": id, "tool": name, "is_error": is_error, "duration_ms": duration_ms, "result": result }),
+                    json!({ "id": id, "tool": name, "is_error": true, "duration_ms": 0.0,
+                            "result": { "content": [{ "type": "text", "text": text }], "isError": true } }),
                 );
                 Feedback::Result {
                     name: name.clone(),
-                    is_error,
-                    text,
+                    is_error: true,
+                    text: text.into(),
                 }
             }
         });
-        let mut feedback: Vec<Feedback> = join_all(calls.collect::<Vec<_>>()).await;
+        join_all(runs.collect::<Vec<_>>()).await
+    }
+
+    fn context(&self) -> Unattended<'_> {
+        Unattended {
+            platform: &*self.core,
+            caller: self.caller.clone(),
+            what: "a chat turn",
+        }
+    }
+
+    /// Runs a step's calls to read-only tools in parallel (results stream out as each finishes)
+    /// and holds the others for the user's approval. Returns what goes back to the model, in the
+    /// order the model wrote the calls, malformed ones last, and the held calls.
+    async fn run_calls(
+        &self,
+        step: &Step,
+        step_no: u32,
+    ) -> (Vec<Feedback>, Vec<(String, String, Value)>) {
+        let ctx = self.context();
+        let mut held = Vec::new();
+        let mut calls = Vec::new();
+        for (i, (name, args)) in step.calls.iter().enumerate() {
+            let id = format!("{step_no}.{}", i + 1);
+            let asks_first = self
+                .core
+                .registry
+                .get_for(name, &self.caller)
+                .is_some_and(|t| !t.def.annotations.read_only);
+            if asks_first {
+                held.push((id, name.clone(), args.clone()));
+                calls.push(Either::Left(futures::future::ready(Feedback::Held {
+                    name: name.clone(),
+                })));
+            } else {
+                let ctx = &ctx;
+                calls.push(Either::Right(async move {
+                    self.run_one(ctx, &id, name, args).await
+                }));
+            }
+        }
+        let mut feedback: Vec<Feedback> = join_all(calls).await;
         for (raw, reason) in &step.malformed {
             self.send(
                 "error",
@@ -459,7 +593,55 @@ impl Turn {
                 reason: reason.clone(),
             });
         }
-        feedback
+        (feedback, held)
+    }
+
+    /// Runs one call through the executor (an unknown tool is an error for the model), with its
+    /// `tool_call` and `tool_result` events (sensitive values hidden); the model gets the result.
+    async fn run_one(&self, ctx: &Unattended<'_>, id: &str, name: &str, args: &Value) -> Feedback {
+        let tool = self.core.registry.get_for(name, &self.caller);
+        let shown = tool.map_or_else(|| args.clone(), |t| t.redact(args));
+        self.send(
+            "tool_call",
+            json!({ "id": id, "tool": name, "arguments": shown }),
+        );
+        let (result, duration_ms) = match tool {
+            // FlowMind's levels hold in chat too; its tools are fixed for the turn (the system
+            // prompt), so a level change needs no notification here.
+            Some(tool) => match levels::refusal(&self.core, &self.caller, tool).await {
+                Some(refused) => (refused, 0.0),
+                None => {
+                    let mut done = execute(tool, ctx, args.clone()).await;
+                    levels::after_call(&self.core, &self.caller, tool, &mut done.result, &|_| {})
+                        .await;
+                    (done.result, done.duration_ms)
+                }
+            },
+            None => {
+                let text = format!(
+                    "unknown tool {name:?}: it does not exist or this user may not use it; use one of the tools listed in the system prompt"
+                );
+                self.send(
+                    "error",
+                    json!({ "kind": "unknown_tool", "id": id, "tool": name, "message": text }),
+                );
+                (
+                    json!({ "content": [{ "type": "text", "text": text }], "isError": true }),
+                    0.0,
+                )
+            }
+        };
+        let (is_error, text) = result_text(&result);
+        let shown = tool.map_or_else(|| result.clone(), |t| t.redact_output(args, &result));
+        self.send(
+            "tool_result",
+            json!({ "id": id, "tool": name, "is_error": is_error, "duration_ms": duration_ms, "result": shown }),
+        );
+        Feedback::Result {
+            name: name.to_string(),
+            is_error,
+            text,
+        }
     }
 
     /// One model request: streams the answer's text out as it arrives and returns the whole step.
@@ -677,12 +859,12 @@ mod tests {
     #[test]
     fn the_message_must_be_a_non_empty_string_within_the_limit() {
         assert_eq!(
-            user_message(r#"{"message":"Hi"}"#, 10).ok().as_deref(),
-            Some("Hi")
+            chat_input(r#"{"message":"Hi"}"#, 10).ok(),
+            Some(Input::Message("Hi".into()))
         );
         assert_eq!(
-            user_message(r#"{"message":"ééé"}"#, 3).ok().as_deref(),
-            Some("ééé")
+            chat_input(r#"{"message":"ééé"}"#, 3).ok(),
+            Some(Input::Message("ééé".into()))
         );
         for (body, want) in [
             ("nope", "must be a JSON object"),
@@ -690,13 +872,37 @@ mod tests {
             (r#"{"message":5}"#, "must be a string"),
             (r#"{"message":" \n"}"#, "is empty"),
             (r#"{"message":"abcd"}"#, "4 characters long; at most 3"),
+            (r#"{"approve":5}"#, "approve must be the approval id"),
+            (r#"{"deny":""}"#, "deny must be the approval id"),
+            (
+                r#"{"approve":"a1","message":"and this"}"#,
+                "send approve alone",
+            ),
         ] {
-            let Err(e) = user_message(body, 3) else {
+            let Err(e) = chat_input(body, 3) else {
                 panic!("{body} was accepted")
             };
             assert_eq!(e.http_status(), 400);
             assert!(e.to_string().contains(want), "{body}: {e}");
         }
+    }
+
+    #[test]
+    fn a_decision_names_its_approval() {
+        assert_eq!(
+            chat_input(r#"{"approve":"a1"}"#, 3).ok(),
+            Some(Input::Decision {
+                approval: "a1".into(),
+                approved: true
+            })
+        );
+        assert_eq!(
+            chat_input(r#"{"deny":"a1"}"#, 3).ok(),
+            Some(Input::Decision {
+                approval: "a1".into(),
+                approved: false
+            })
+        );
     }
 
     #[test]

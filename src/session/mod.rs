@@ -43,7 +43,7 @@ use crate::store::services::Services;
 use crate::store::session_db::SessionDb;
 use call::{Call, First};
 use hub::Hub;
-use stream::{sse_response, StreamPlan};
+use stream::{sse_replay_response, sse_response, StreamPlan};
 
 pub use chat::CHAT_HEADER;
 
@@ -191,20 +191,21 @@ fn caller_of(req: &Request) -> Caller {
     crate::store::services::decode_caller(header(req, CALLER_HEADER).as_deref())
 }
 
-/// The logged events of `from.stream` after `from.seq` that `keep` (by event name) accepts, as
-/// SSE frames.
-fn replay(core: &Core, from: &EventId, keep: impl Fn(&str) -> bool) -> Result<Vec<u8>> {
-    let mut frames = Vec::new();
-    for ev in core.db.replay(&from.stream, from.seq)? {
-        if keep(&ev.event) {
-            let id = EventId {
-                stream: from.stream.clone(),
-                seq: ev.seq,
-            };
-            frames.extend(sse::frame(&id, &ev.event, &ev.data));
-        }
-    }
-    Ok(frames)
+/// The replay of `from.stream` after `from.seq`, up to the last event logged now, of the events
+/// `keep` accepts; read page by page as the client takes them (`stream::Replay`). Taken right
+/// before the live subscription, with no await between, so no event is missed or repeated.
+fn replay(core: &Core, from: &EventId, keep: fn(&str) -> bool) -> Result<stream::Replay> {
+    Ok(stream::Replay {
+        db: core.db.clone(),
+        stream: from.stream.clone(),
+        after: from.seq,
+        upto: core.db.last_seq()?,
+        keep,
+    })
+}
+
+fn any_event(_: &str) -> bool {
+    true
 }
 
 /// The events a dashboard sees: what tools did, not the protocol's messages.
@@ -309,12 +310,8 @@ impl DurableObject for Session {
     }
 
     async fn alarm(&self) -> worker::Result<Response> {
-        match self.on_alarm().await {
-            Ok(runs) => {
-                join_all(runs).await;
-            }
-            Err(e) => worker::console_error!("session alarm: {e}"),
-        }
+        let runs = self.on_alarm().await;
+        join_all(runs).await;
         Response::empty()
     }
 }
@@ -670,7 +667,7 @@ impl Session {
         if version::primes_streams(&core.version()) {
             prefix.extend(sse::priming(&from, RETRY_MS));
         }
-        prefix.extend(replay(core, &from, |_| true)?);
+        let replayed = replay(core, &from, any_event)?;
         let (tx, rx) = unbounded();
         let standalone = from.stream == STANDALONE;
         if standalone || core.hub.is_running(&from.stream) {
@@ -680,12 +677,13 @@ impl Session {
             drop(tx);
         }
         let max_secs = standalone.then_some(core.cfg.max_stream_secs);
-        sse_response(
+        sse_replay_response(
             StreamPlan {
                 prefix,
                 keepalive_secs: core.cfg.keepalive_secs,
                 max_secs,
             },
+            Some(replayed),
             rx,
         )
     }
@@ -726,25 +724,34 @@ impl Session {
             stream: STANDALONE.to_string(),
             seq: after,
         };
-        let mut prefix = sse::priming(&from, RETRY_MS);
-        prefix.extend(replay(core, &from, is_tool_event)?);
+        let prefix = sse::priming(&from, RETRY_MS);
+        let replayed = replay(core, &from, is_tool_event)?;
         let (tx, rx) = unbounded();
         // Replay and subscription happen without an await between them, so no event is missed.
         core.hub.watch(tx, signal);
-        sse_response(
+        sse_replay_response(
             StreamPlan {
                 prefix,
                 keepalive_secs: core.cfg.keepalive_secs,
                 max_secs: Some(core.cfg.max_stream_secs),
             },
+            Some(replayed),
             rx,
         )
     }
 
     /// Tool events of 2026-07-28 calls (which have no session of their own) that asked to be shown
-    /// on this session's event stream: only the session's user may send them (anyone for an
-    /// anonymous session, as anyone holding its id may watch it). An empty list only checks that.
+    /// on this session's event stream: only the session's signed-in user may send them. An
+    /// anonymous session takes none: its id is all a watcher needs, so anyone who can see its
+    /// dashboard could otherwise write to it. An empty list only checks that.
     fn relay(core: &Rc<Core>, body: &str, caller: &Caller) -> Result<Response> {
+        if core.db.get("created_at")?.is_some()
+            && core.db.get("user")?.unwrap_or_default().is_empty()
+        {
+            return Err(Error::Forbidden(
+                "Forbidden: an anonymous session's event stream shows only its own calls; no other request may add events to it (whoever can see its dashboard holds its id). Name a session you started with your token".into(),
+            ));
+        }
         chat::acting_caller(core, caller)?;
         let events: Vec<Value> = serde_json::from_str(body)
             .map_err(|e| Error::InvalidRequest(format!("Invalid Request: relayed events: {e}")))?;
@@ -781,33 +788,72 @@ impl Session {
 
     /// Alarm work: the job watchdog (whose resumed runs the alarm then awaits), pruning the event
     /// log, and deleting the session once it has been idle too long with no job running.
-    async fn on_alarm(&self) -> Result<Vec<futures::future::LocalBoxFuture<'static, ()>>> {
-        let core = self.core()?;
-        let Some(last_seen) = core.db.get("last_seen")? else {
-            return Ok(Vec::new());
+    ///
+    /// Never fails as a whole: each job fails on its own (`jobs`), every other failure is logged
+    /// and skips only its own part, and the alarm is always set again while the session exists,
+    /// so housekeeping never stops and no execution is left `running` because another failed.
+    async fn on_alarm(&self) -> Vec<futures::future::LocalBoxFuture<'static, ()>> {
+        let core = match self.core() {
+            Ok(core) => core,
+            Err(e) => {
+                worker::console_error!("{}", json!({ "session_alarm": e.to_string() }));
+                // Without the configuration the object cannot say when; try again in a minute.
+                if let Err(e) = self.state.storage().set_alarm(60_000).await {
+                    worker::console_error!("{}", json!({ "session_alarm_not_set": e.to_string() }));
+                }
+                return Vec::new();
+            }
         };
-        let runs = jobs::lapsed(&core).await?;
+        let logged = |what: &str, r: Result<()>| {
+            if let Err(e) = r {
+                worker::console_error!(
+                    "{}",
+                    json!({ "session_alarm": what, "error": e.to_string() })
+                );
+            }
+        };
+        let last_seen = match core.db.get("last_seen") {
+            Ok(None) => return Vec::new(),
+            Ok(Some(v)) => v.parse::<i64>().unwrap_or(0),
+            Err(e) => {
+                logged("read last_seen", Err(e));
+                clock::now_ms() as i64
+            }
+        };
+        let runs = jobs::lapsed(&core).await;
         let now = clock::now_ms() as i64;
-        let idle_ms = now - last_seen.parse::<i64>().unwrap_or(0);
+        let idle_ms = now - last_seen;
         if idle_ms > i64::from(core.cfg.session_idle_secs) * 1000
             && runs.is_empty()
-            && core.db.next_lease_end()?.is_none()
+            && matches!(core.db.next_lease_end(), Ok(None))
         {
-            self.end(&core).await?;
-            return Ok(Vec::new());
+            match self.end(&core).await {
+                Ok(()) => return Vec::new(),
+                Err(e) => logged("end idle session", Err(e)),
+            }
         }
-        core.db.prune(
-            now - i64::from(core.cfg.event_retention_secs) * 1000,
-            i64::from(core.cfg.event_log_max),
-        )?;
-        self.schedule_housekeeping(&core).await?;
-        Ok(runs)
+        logged(
+            "prune events",
+            core.db.prune(
+                now - i64::from(core.cfg.event_retention_secs) * 1000,
+                i64::from(core.cfg.event_log_max),
+            ),
+        );
+        logged("schedule", self.schedule_housekeeping(&core).await);
+        runs
     }
 
     /// Sets the alarm for the next housekeeping, or earlier when a job's lease ends first.
     async fn schedule_housekeeping(&self, core: &Core) -> Result<()> {
         let next = clock::now_ms() as i64 + i64::from(core.cfg.housekeeping_secs) * 1000;
-        let at = core.watchdog_at()?.map_or(next, |w| w.min(next));
+        // Unable to read the leases, housekeeping still comes back, and the watchdog with it.
+        let at = core
+            .watchdog_at()
+            .unwrap_or_else(|e| {
+                worker::console_error!("{}", json!({ "watchdog_at": e.to_string() }));
+                None
+            })
+            .map_or(next, |w| w.min(next));
         self.state
             .storage()
             .set_alarm(at - clock::now_ms() as i64)

@@ -181,12 +181,24 @@ impl SessionDb {
             .ok_or_else(|| Error::Storage("session storage: append returned no sequence".into()))
     }
 
-    /// Events of one stream after `after_seq`, oldest first.
-    pub fn replay(&self, stream: &str, after_seq: i64) -> Result<Vec<LoggedEvent>> {
+    /// At most `limit` events of one stream after `after_seq` and up to `upto_seq`, oldest first:
+    /// one page of a replay, so a resumed stream never loads the whole log at once.
+    pub fn replay_page(
+        &self,
+        stream: &str,
+        after_seq: i64,
+        upto_seq: i64,
+        limit: i64,
+    ) -> Result<Vec<LoggedEvent>> {
         self.sql
             .exec(
-                "SELECT seq, event, data FROM events WHERE stream = ? AND seq > ? ORDER BY seq",
-                vec![stream.into(), SqlStorageValue::Integer(after_seq)],
+                "SELECT seq, event, data FROM events WHERE stream = ? AND seq > ? AND seq <= ? ORDER BY seq LIMIT ?",
+                vec![
+                    stream.into(),
+                    SqlStorageValue::Integer(after_seq),
+                    SqlStorageValue::Integer(upto_seq),
+                    SqlStorageValue::Integer(limit),
+                ],
             )
             .and_then(|c| c.to_array())
             .map_err(storage_err("replay events"))

@@ -209,29 +209,69 @@ pub async fn insert(
     Ok(())
 }
 
-/// Keeps a running execution's checkpoint.
+/// The most bytes an execution's stored report may take: `CHAIN_REPORT_MAX_BYTES`, 1 MiB by
+/// default (D1 keeps at most 2 MB in one value, and a write past that would fail the run's save
+/// and leave it `running`).
+fn report_max_bytes(ctx: &dyn ToolContext) -> usize {
+    ctx.platform()
+        .setting("CHAIN_REPORT_MAX_BYTES")
+        .and_then(|s| s.trim().parse::<usize>().ok())
+        .filter(|n| *n > 0)
+        .unwrap_or(1 << 20)
+}
+
+/// Keeps a running execution's checkpoint. A checkpoint larger than the report limit is not kept
+/// (logged): the run's final save cuts its report and fails it.
 pub async fn save_checkpoint(ctx: &dyn ToolContext, id: &str, report: &RunReport) -> Result<()> {
+    let text = serde_json::to_string(report)?;
+    if text.len() > report_max_bytes(ctx) {
+        worker::console_error!(
+            "{}",
+            json!({ "chain_checkpoint_too_large": id, "bytes": text.len() })
+        );
+        return Ok(());
+    }
     ctx.query(
         "UPDATE chain_executions SET report = ?2, updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
          WHERE id = ?1 AND status = 'running'",
-        vec![json!(id), json!(serde_json::to_string(report)?)],
+        vec![json!(id), json!(text)],
     )
     .await?;
     Ok(())
 }
 
-/// Stores where a run got to: its status and report (trimmed of step details at the end when the
-/// execution does not keep intermediate results).
-async fn save(ctx: &dyn ToolContext, run: &Run, report: &RunReport) -> Result<()> {
-    let mut stored = serde_json::to_value(report)?;
-    if report.status.is_final() && !run.options.save_intermediate_results {
-        if let Some(steps) = stored.get_mut("steps").and_then(Value::as_array_mut) {
-            for s in steps.iter_mut().filter_map(Value::as_object_mut) {
-                s.remove("input");
-                s.remove("outputs");
-                s.remove("attempts");
-            }
+/// Drops every step's input, outputs and attempts from a stored report.
+fn trim_steps(stored: &mut Value) {
+    if let Some(steps) = stored.get_mut("steps").and_then(Value::as_array_mut) {
+        for s in steps.iter_mut().filter_map(Value::as_object_mut) {
+            s.remove("input");
+            s.remove("outputs");
+            s.remove("attempts");
         }
+    }
+}
+
+/// Stores where a run got to: its status and report (trimmed of step details at the end when the
+/// execution does not keep intermediate results). A report too large to store is cut (step
+/// details and variables dropped) and the run failed, saying why, so the record never stays
+/// `running` because its save failed.
+async fn save(ctx: &dyn ToolContext, run: &Run, report: &mut RunReport) -> Result<()> {
+    let mut stored = serde_json::to_value(&*report)?;
+    if report.status.is_final() && !run.options.save_intermediate_results {
+        trim_steps(&mut stored);
+    }
+    let max = report_max_bytes(ctx);
+    let mut text = stored.to_string();
+    if text.len() > max {
+        let reason = format!(
+            "the run's report came to {} bytes, more than the {max} an execution keeps (CHAIN_REPORT_MAX_BYTES), so it was cut (step inputs, outputs and variables dropped) and the run failed; make the steps return less, or raise the limit",
+            text.len()
+        );
+        report.stop(RunStatus::Failed, &reason);
+        stored = serde_json::to_value(&*report)?;
+        trim_steps(&mut stored);
+        stored["variables"] = json!({});
+        text = stored.to_string();
     }
     ctx.query(
         "UPDATE chain_executions SET status = ?2, report = ?3,
@@ -241,7 +281,7 @@ async fn save(ctx: &dyn ToolContext, run: &Run, report: &RunReport) -> Result<()
         vec![
             json!(run.id),
             json!(report.status.as_str()),
-            json!(stored.to_string()),
+            json!(text),
             json!(report.status.is_final()),
         ],
     )
@@ -298,7 +338,7 @@ impl Run {
         }
         // The lease is released only once the record says where the run got to: if saving fails,
         // the lapsed lease brings the watchdog back to it.
-        save(ctx, self, &report).await?;
+        save(ctx, self, &mut report).await?;
         if report.status.is_final() {
             host.forget_changes().await;
             self.release(ctx).await;
@@ -336,7 +376,7 @@ impl Run {
         if self.options.rollback {
             run::rollback(&self.plan, &mut report, &host).await;
         }
-        save(ctx, self, &report).await?;
+        save(ctx, self, &mut report).await?;
         host.forget_changes().await;
         self.release(ctx).await;
         ctx.platform().job_finish(&self.id)?;
