@@ -1,7 +1,8 @@
 // Cases of the security test-case list (docs/security.md, "The security test cases") that no other
 // file proves end to end, each against the built Worker: hostile bodies (4), Origin (6), filters
 // on masked fields (11), PII in every channel (12), page sizes and foreign cursors (13), bound
-// parameters (14), and instructions planted in stored workflows (32).
+// parameters (14), a step depending on itself (20), and instructions planted in stored workflows
+// (32).
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { startWorker } from "./support/worker.js";
@@ -387,6 +388,18 @@ describe("case 14: search text is one bound parameter, literal, whatever it hold
     } finally {
       await withAi.stop();
     }
+  });
+});
+
+describe("case 20: a step that depends on itself", () => {
+  test("is refused before anything runs or is stored, naming the step", async () => {
+    const s = await as("Marcus Johnson");
+    const step = (id, name, extra = {}) => ({ id, name, type: "data_transformation", input_template: "x", input_variables: [], output_variables: [`out${id}`], ...extra });
+    const r = await s.call("create_chain", { chain_definition: { name: "self-dependent", title: "Depends on itself", category: "custom", steps: [step(1, "aaa", { depends_on: [1] }), step(2, "bbb")] } });
+    assert.equal(r.isError, true, JSON.stringify(r));
+    assert.match(textOf(r), /step 1 'aaa' depends on itself/);
+    const db = await w.mf.getD1Database("DB");
+    assert.equal(await db.prepare("SELECT name FROM execution_chains WHERE name = ?1").bind("self-dependent").first(), null);
   });
 });
 
