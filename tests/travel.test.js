@@ -137,6 +137,25 @@ describe("travel tools", () => {
     assert.equal(google.requests.length, 0);
   });
 
+  test("without the role, neither a chain step nor a FlowMind tool:// context reaches list_events", async () => {
+    google.requests.length = 0;
+    google.reply = { status: 200, body: events };
+    const contexts = async (s) => (await s.rpc("tools/call", { name: "list_available_contexts", arguments: { filter: { type: ["tool"] }, pagination: { limit: 50 } } })).result.structuredContent.result.contexts.map((c) => c.uri);
+    assert.ok((await contexts(session)).includes("tool://list_events"), "a reader has the context");
+    const eve = await signIn(w, { sub: "eve", roles: [] });
+    assert.ok(!(await contexts(eve)).includes("tool://list_events"));
+    const chain = {
+      name: "calendar-peek", title: "Reads a calendar", category: "custom",
+      steps: [{ id: 1, name: "peek", type: "external_api", tool: "list_events", input_template: '{{"time_min": "2025-05-10T00:00:00Z", "time_max": "2025-05-11T00:00:00Z"}}', input_variables: [], output_variables: ["seen"] }],
+    };
+    // Refused when the chain is saved, or else when its step runs: either way naming the tool.
+    const created = (await eve.rpc("tools/call", { name: "create_chain", arguments: { chain_definition: chain } })).result;
+    const refusal = created.isError ? created : (await eve.rpc("tools/call", { name: "execute_chain", arguments: { chain_name: "calendar-peek", variables: {} } })).result;
+    assert.equal(refusal.isError, true, textOf(refusal));
+    assert.match(textOf(refusal), /list_events/);
+    assert.equal(google.requests.length, 0);
+  });
+
   test("list_events reads only the calendars CALENDAR_ALLOWED_IDS lists, and says which", async () => {
     google.requests.length = 0;
     google.reply = { status: 200, body: events };
