@@ -5,6 +5,7 @@
 // (32).
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
+import { request } from "node:http";
 import { startWorker } from "./support/worker.js";
 import { ACCEPT_BOTH, LATEST, initialize, post, sseEvents } from "./support/mcp.js";
 import { namedUsers } from "./support/domain.js";
@@ -36,6 +37,26 @@ async function everyLane(body) {
     ["no session", await raw({})],
     ["2026-07-28", await postModern(body)],
   ];
+}
+
+/**
+ * POSTs `headers` with `Content-Length: length` but sends only the first 64 KiB of the body, and
+ * resolves with the answer ({status, body}) that arrives meanwhile.
+ */
+function declaredOnly(headers, length) {
+  return new Promise((resolve, reject) => {
+    const req = request(w.mcpUrl, { method: "POST", headers: { "content-type": "application/json", accept: ACCEPT_BOTH, ...headers, "content-length": String(length) } }, (res) => {
+      let body = "";
+      res.setEncoding("utf8");
+      res.on("data", (d) => (body += d));
+      res.on("end", () => {
+        req.destroy();
+        resolve({ status: res.statusCode, body });
+      });
+    });
+    req.on("error", reject);
+    req.write(Buffer.alloc(64 * 1024, 0x20));
+  });
 }
 
 /** The server still answers an ordinary request after an attack. */
@@ -80,6 +101,14 @@ describe("case 4: hostile bodies are refused cleanly and the server keeps servin
     const declared = await fetch(w.mcpUrl, { method: "POST", headers, body: Buffer.alloc(50 * 1024 * 1024, 0x20) });
     assert.equal(declared.status, 413);
     assert.match((await declared.json()).error.message, /request body is larger than 1048576 bytes; send a smaller message/);
+    // On every lane the declared length alone is refused: the answer comes while the client has
+    // sent only 64 KiB of its 50 MB.
+    const { "mcp-session-id": _, ...sessionless } = headers;
+    for (const lane of [headers, sessionless, { ...sessionless, "mcp-protocol-version": MODERN, "mcp-method": "ping" }]) {
+      const { status, body } = await declaredOnly(lane, 50 * 1024 * 1024);
+      assert.equal(status, 413, JSON.stringify(lane));
+      assert.match(body, /request body is larger than 1048576 bytes/);
+    }
 
     // No Content-Length: the server counts what arrives and stops at the cap (1 MiB by default).
     let sent = 0;
@@ -95,6 +124,26 @@ describe("case 4: hostile bodies are refused cleanly and the server keeps servin
     assert.equal(streamed.status, 413);
     assert.match((await streamed.json()).error.message, /larger than 1048576 bytes/);
     assert.ok(sent < 50, `the server stopped reading after ${sent} of 50 MiB`);
+    await stillServing();
+  });
+
+  test("a body at the 1 MiB cap made of 130,000 small objects is answered on both lanes, without running out of memory", async () => {
+    const items = Array(130_000).fill('{"a":1}').join(",");
+    const { session } = await initialize(w.mcpUrl);
+    const meta = { "io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientCapabilities": {} };
+    const call = (extra) => `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get_instruction_set","arguments":{"name":"vendor-search","x":[${items}]}${extra}}}`;
+    const lanes = [
+      ["session", { "mcp-session-id": session, "mcp-protocol-version": LATEST }, call("")],
+      ["2026-07-28", { "mcp-protocol-version": MODERN, "mcp-method": "tools/call", "mcp-name": "get_instruction_set" }, call(`,"_meta":${JSON.stringify(meta)}`)],
+    ];
+    for (const [lane, headers, body] of lanes) {
+      assert.ok(body.length > 1_000_000 && body.length <= 1024 * 1024, `${body.length} bytes`);
+      const res = await fetch(w.mcpUrl, { method: "POST", headers: { "content-type": "application/json", accept: ACCEPT_BOTH, ...headers }, body });
+      assert.equal(res.status, 200, lane);
+      const reply = await res.json();
+      assert.equal(reply.result?.isError, true, `${lane}: ${JSON.stringify(reply).slice(0, 300)}`);
+      assert.match(textOf(reply.result), /additionalProperties 'x' not allowed/, lane);
+    }
     await stillServing();
   });
 
