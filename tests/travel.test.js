@@ -134,6 +134,21 @@ describe("travel tools", () => {
         assert.match(r.error.message, /unknown tool "list_events"/);
       }
     }
+    // The 2026-07-28 lane: the same, for a bearer of other roles and for no token at all.
+    for (const who of [null, { sub: "eve", roles: ["executive"] }]) {
+      const modern = async (method, params, name) => {
+        const headers = { "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-protocol-version": "2026-07-28", "mcp-method": method, ...(name ? { "mcp-name": name } : {}) };
+        if (who) headers.authorization = `Bearer ${hs256({ ...who, aud: w.mcpUrl, exp: Math.floor(Date.now() / 1000) + 600 }, SECRET)}`;
+        const _meta = { "io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {} };
+        return (await fetch(w.mcpUrl, { method: "POST", headers, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params: { ...params, _meta } }) })).json();
+      };
+      const listed = await modern("tools/list", {});
+      assert.ok(listed.result.tools.some((t) => t.name === "search_flights"), JSON.stringify(listed).slice(0, 200));
+      assert.ok(!listed.result.tools.some((t) => t.name === "list_events"), `2026-07-28 ${JSON.stringify(who)}`);
+      const called = await modern("tools/call", { name: "list_events", arguments: { time_min: "2025-05-10T00:00:00Z", time_max: "2025-05-11T00:00:00Z" } }, "list_events");
+      assert.equal(called.error?.code, -32602, JSON.stringify(called));
+      assert.match(called.error.message, /unknown tool "list_events"/);
+    }
     assert.equal(google.requests.length, 0);
   });
 
