@@ -429,6 +429,61 @@ describe("travel tools", () => {
   });
 });
 
+describe("a chain step calling list_events against a Google that never answers (security case 22)", () => {
+  let api, w, session;
+  before(async () => {
+    api = await stubApi();
+    api.reply = () => null;
+    w = await startWorker({ GOOGLE_CALENDAR_BASE_URL: api.url, GOOGLE_CALENDAR_ACCESS_TOKEN: "ya29.test", JWT_SECRET: SECRET }, { quiet: true });
+    session = await signIn(w, CALENDAR_READER);
+  });
+  after(async () => {
+    await w?.stop();
+    api?.server.closeAllConnections();
+    api?.server.close();
+  });
+  const call = async (name, args) => (await session.rpc("tools/call", { name, arguments: args })).result;
+  /** A chain that writes a record, then reads the calendar with `peek` (step settings). */
+  const chain = (name, peek) => ({
+    name, title: "Notes, then reads the calendar", category: "custom",
+    steps: [
+      { id: 1, name: "note", type: "database_operation", operation: { collection: "peeks", action: "create" }, input_template: `{{"id": "${name}"}}`, input_variables: [], output_variables: ["noted"] },
+      { id: 2, name: "peek", type: "external_api", tool: "list_events", input_template: '{{"time_min": "2025-05-10T00:00:00Z", "time_max": "2025-05-11T00:00:00Z"}}', input_variables: [], output_variables: ["seen"], depends_on: [1], ...peek },
+    ],
+  });
+  const record = async (id) => (await w.mf.getD1Database("DB")).prepare("SELECT data FROM collection_records WHERE collection = 'peeks' AND id = ?1").bind(id).first();
+  const run = async (name, peek, options = {}) => {
+    const created = await call("create_chain", { chain_definition: chain(name, peek) });
+    assert.notEqual(created.isError, true, textOf(created));
+    api.requests.length = 0;
+    const out = await call("execute_chain", { chain_name: name, variables: {}, execution_options: options });
+    const id = textOf(out).match(/exec-[0-9a-f]{32}/)?.[0];
+    assert.ok(id, textOf(out));
+    return { out, status: (await call("get_chain_status", { execution_id: id })).structuredContent };
+  };
+
+  test("an attempt that times out is abandoned and retried; the last failure rolls back the earlier step", async () => {
+    const { out, status } = await run("peek-retry", { timeout_ms: 1000, retry_config: { max_retries: 1, backoff_ms: 100 } });
+    assert.equal(out.isError, true, textOf(out));
+    assert.equal(status.status, "failed", JSON.stringify(status).slice(0, 400));
+    const peek = status.steps.find((s) => s.name === "peek");
+    assert.equal(peek.attempts, 2, JSON.stringify(peek));
+    assert.equal(api.requests.length, 2, "one upstream request per attempt");
+    assert.match(textOf(out), /rolled_back/);
+    assert.equal(await record("peek-retry"), null, "the note was rolled back");
+  });
+
+  // src/engine/run.rs checks the deadline only between batches of steps: a step's retries go on
+  // past it (here all 6 attempts, about 12 s against a 5 s deadline) and the run ends `failed`.
+  test("past the run's deadline no further attempt starts: the run ends timed_out and rolls back", { todo: "src/engine/run.rs attempt_step retries past execution_options.timeout_ms (chain engine, not this helper's area)" }, async () => {
+    const { out, status } = await run("peek-deadline", { timeout_ms: 2000, retry_config: { max_retries: 5, backoff_ms: 100 } }, { timeout_ms: 5000 });
+    assert.equal(out.isError, true, textOf(out));
+    assert.ok(api.requests.length < 6, `${api.requests.length} attempts of 6 started`);
+    assert.equal(status.status, "timed_out", JSON.stringify(status.steps).slice(0, 1500));
+    assert.equal(await record("peek-deadline"), null, "the note was rolled back");
+  });
+});
+
 describe("list_events after a deployment stops sharing a calendar", () => {
   let api, dir;
   before(async () => {
