@@ -1,8 +1,8 @@
 // Cases of the security test-case list (docs/security.md, "The security test cases") that no other
 // file proves end to end, each against the built Worker: hostile bodies (4), Origin (6), filters
 // on masked fields (11), PII in every channel (12), page sizes and foreign cursors (13), bound
-// parameters (14), a step depending on itself (20), and instructions planted in stored workflows
-// (32).
+// parameters (14), a step depending on itself (20), ties in matching (31), and instructions
+// planted in stored workflows (32).
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { request } from "node:http";
@@ -449,6 +449,39 @@ describe("case 20: a step that depends on itself", () => {
     assert.match(textOf(r), /step 1 'aaa' depends on itself/);
     const db = await w.mf.getD1Database("DB");
     assert.equal(await db.prepare("SELECT name FROM execution_chains WHERE name = ?1").bind("self-dependent").first(), null);
+  });
+});
+
+describe("case 31: ties", () => {
+  test("two contexts of identical text rank with equal confidence in URI order, the same on every call and instance", async () => {
+    const order = async (worker) => {
+      const { session } = await initialize(worker.mcpUrl);
+      const res = await post(worker.mcpUrl, { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "field_request", arguments: { query: "Reconcile the zebrafish quarantine ledger for the aquarium audit", extracted_variables: { domain: "business" }, confidence_level: 0.7 } } }, { session, version: LATEST });
+      const out = (await res.json()).result.structuredContent;
+      for (const m of out.matches ?? []) assert.ok(m.confidence >= 0 && m.confidence <= 1, JSON.stringify(m));
+      return (out.matches ?? []).filter((m) => m.uri.startsWith("workflow://tie-")).map((m) => [m.uri, m.confidence]);
+    };
+    const seeded = [];
+    for (let i = 0; i < 2; i++) {
+      const worker = await startWorker({ RATE_LIMITS: "*=off" }, { quiet: true });
+      try {
+        const db = await worker.mf.getD1Database("DB");
+        const insert = db.prepare("INSERT INTO contexts (uri, type, name, description, domain, complexity, confidence_required, execution_preview) VALUES (?1, 'workflow', 'Zebrafish quarantine ledger', 'Reconcile the zebrafish quarantine ledger for an aquarium audit', 'business', 'simple', 0.5, '{}')");
+        // Inserted in the opposite order on the second instance: the order must not follow it.
+        const uris = i === 0 ? ["workflow://tie-b", "workflow://tie-a"] : ["workflow://tie-a", "workflow://tie-b"];
+        for (const uri of uris) await insert.bind(uri).run();
+        await db.prepare("UPDATE flowmind_generation SET generation = generation + 1").run();
+        const first = await order(worker);
+        assert.deepEqual(await order(worker), first, "the same on a second call");
+        seeded.push(first);
+      } finally {
+        await worker.stop();
+      }
+    }
+    assert.equal(seeded[0].length, 2, JSON.stringify(seeded));
+    assert.deepEqual(seeded[0].map(([uri]) => uri), ["workflow://tie-a", "workflow://tie-b"]);
+    assert.equal(seeded[0][0][1], seeded[0][1][1], "equal confidence");
+    assert.deepEqual(seeded[1], seeded[0], "the same on another instance");
   });
 });
 
