@@ -22,13 +22,16 @@ const rows = readFileSync(join(root, "README.md"), "utf8")
   .filter(Boolean)
   .map(([, name, args]) => ({ name, args: JSON.parse(args.replaceAll("\\|", "|")) }));
 
-/** Tools of the README's "Travel tools" section: they call third-party APIs, so they are documented
- * (`| \`tool\` | what it does |`) but not run here; tests/travel.test.js runs them. */
-const travelTools = (readFileSync(join(root, "README.md"), "utf8").split(/^### Travel tools$/m)[1] ?? "")
+/** Tools of the README's "Travel tools" section, with who may call them (`anyone` or a role): they
+ * call third-party APIs, so they are documented (`| \`tool\` | who | what it does |`) but not run
+ * here; tests/travel.test.js runs them. */
+const travelRows = (readFileSync(join(root, "README.md"), "utf8").split(/^### Travel tools$/m)[1] ?? "")
   .split(/^##/m)[0]
   .split("\n")
-  .map((line) => line.match(/^\| `([a-z0-9_]+)` \| [^`|][^|]* \|$/)?.[1])
-  .filter(Boolean);
+  .map((line) => line.match(/^\| `([a-z0-9_]+)` \| (anyone|`[a-z-]+`) \| [^`|][^|]* \|$/))
+  .filter(Boolean)
+  .map(([, name, who]) => ({ name, role: who === "anyone" ? null : who.slice(1, -1) }));
+const travelTools = travelRows.map((r) => r.name);
 
 /** Rows of the domain tools' table: tool, the user it is called as (with roles), arguments. */
 const domainRows = readFileSync(join(root, "README.md"), "utf8")
@@ -101,7 +104,22 @@ test("every listed tool is documented in the README", async () => {
   const { session } = await initialize(w.mcpUrl);
   const listed = (await rpc(w.mcpUrl, session, "tools/list")).reply.result.tools.map((t) => t.name);
   assert.ok(travelTools.length >= 2, `${travelTools.length} travel tools`);
-  assert.deepEqual([...rows.map((r) => r.name), ...travelTools].sort(), listed.sort());
+  const open = travelRows.filter((r) => !r.role).map((r) => r.name);
+  assert.deepEqual([...rows.map((r) => r.name), ...open].sort(), listed.sort(), "anonymous callers see the tools open to anyone");
+});
+
+test("a travel tool that names a role is listed for a user with that role only", async () => {
+  const gated = travelRows.filter((r) => r.role);
+  assert.ok(gated.some((r) => r.name === "list_events"), JSON.stringify(travelRows));
+  for (const { name, role } of gated) {
+    const { reply, tools } = await callAs("Marcus Johnson", [role], name, "{}");
+    assert.ok(tools.includes(name), `${name} for ${role}`);
+    assert.equal(reply.result?.isError, true, "reached the tool (which refuses the empty arguments)");
+    assert.match(reply.result.content[0].text, /Invalid arguments/);
+    const without = await callAs("Marcus Johnson", [], name, "{}");
+    assert.ok(!without.tools.includes(name), `${name} without ${role}`);
+    assert.match(without.reply.error?.message ?? "", /unknown tool/);
+  }
 });
 
 test("every README example call succeeds", async () => {

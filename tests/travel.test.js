@@ -1,16 +1,37 @@
 // search_flights (Duffel) and list_events (Google Calendar) against local stand-ins that speak
 // those APIs' formats: the exact request each tool sends, the normalized answer, and every way
 // the call can fail (missing token, the API's 4xx message, 503, a body that is not JSON, bad
-// arguments).
+// arguments); and who may read which calendar (the calendar-read role, CALENDAR_ALLOWED_IDS, a
+// result cache kept per caller).
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { createServer } from "node:http";
 import { generateKeyPairSync, verify } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { startWorker } from "./support/worker.js";
-import { initialize, rpc } from "./support/mcp.js";
+import { LATEST, post } from "./support/mcp.js";
+import { hs256 } from "../scripts/token.js";
 
 const textOf = (r) => r.content.map((c) => c.text).join("\n");
 const BYPASS = { "mcp-edge/cache": "bypass" };
+const SECRET = "travel-test-secret";
+const CALENDAR_READER = { sub: "dana", roles: ["calendar-read"] };
+
+/**
+ * An MCP session on `worker`: as `who` ({sub, roles}, signed with SECRET), or anonymous without it.
+ * `rpc(method, params)` answers with the parsed JSON-RPC reply.
+ */
+async function signIn(worker, who) {
+  const headers = who ? { authorization: `Bearer ${hs256({ ...who, aud: worker.mcpUrl, exp: Math.floor(Date.now() / 1000) + 600 }, SECRET)}` } : {};
+  const init = await post(worker.mcpUrl, { jsonrpc: "2.0", id: 0, method: "initialize", params: { protocolVersion: LATEST, capabilities: {}, clientInfo: { name: "travel-test", version: "1" } } }, { headers });
+  assert.equal(init.status, 200, await init.clone().text());
+  const session = init.headers.get("mcp-session-id");
+  let n = 1;
+  const rpc = async (method, params) => (await post(worker.mcpUrl, { jsonrpc: "2.0", id: n++, method, ...(params ? { params } : {}) }, { session, headers, version: LATEST })).json();
+  return { rpc, tools: async () => (await rpc("tools/list")).result.tools };
+}
 
 /**
  * A local HTTP API: records each request and answers with `p.reply` ({status, body}), or with
@@ -67,17 +88,18 @@ const events = {
 describe("travel tools", () => {
   let duffel, google, w, session, bare, bareSession;
   // Each case must reach the stand-in, so the result cache is bypassed but where a test is about it.
-  const call = async (name, args, s = session, worker = w) => (await rpc(worker.mcpUrl, s, "tools/call", { name, arguments: args, _meta: BYPASS })).reply;
+  const call = async (name, args, s = session) => (await s.rpc("tools/call", { name, arguments: args, _meta: BYPASS }));
   before(async () => {
     [duffel, google] = await Promise.all([stubApi(), stubApi()]);
     w = await startWorker({
       DUFFEL_BASE_URL: duffel.url, DUFFEL_API_TOKEN: "duffel_test_token",
       GOOGLE_CALENDAR_BASE_URL: `${google.url}/`, GOOGLE_CALENDAR_ACCESS_TOKEN: "ya29.test",
+      CALENDAR_ALLOWED_IDS: "primary, team@group.calendar.google.com", JWT_SECRET: SECRET,
     }, { quiet: true });
-    ({ session } = await initialize(w.mcpUrl));
+    session = await signIn(w, CALENDAR_READER);
     // A deployment with the base URLs but no tokens.
-    bare = await startWorker({ DUFFEL_BASE_URL: duffel.url, GOOGLE_CALENDAR_BASE_URL: google.url }, { quiet: true });
-    ({ session: bareSession } = await initialize(bare.mcpUrl));
+    bare = await startWorker({ DUFFEL_BASE_URL: duffel.url, GOOGLE_CALENDAR_BASE_URL: google.url, JWT_SECRET: SECRET }, { quiet: true });
+    bareSession = await signIn(bare, CALENDAR_READER);
   });
   after(async () => {
     await w?.stop();
@@ -88,14 +110,101 @@ describe("travel tools", () => {
     }
   });
 
-  test("both tools are listed for anonymous callers, with output schemas", async () => {
-    const tools = (await rpc(w.mcpUrl, session, "tools/list")).reply.result.tools;
+  test("both tools are listed for a calendar reader, with output schemas", async () => {
+    const tools = await session.tools();
     for (const name of ["search_flights", "list_events"]) {
       const t = tools.find((x) => x.name === name);
       assert.ok(t, name);
       assert.equal(t.outputSchema.type, "object");
       assert.equal(t.annotations.openWorldHint, true);
     }
+  });
+
+  test("list_events needs the calendar-read role: others neither see it nor reach Google", async () => {
+    google.requests.length = 0;
+    google.reply = { status: 200, body: events };
+    for (const who of [null, { sub: "eve", roles: [] }, { sub: "eve", roles: ["hr-read", "executive"] }]) {
+      const s = await signIn(w, who);
+      const names = (await s.tools()).map((t) => t.name);
+      assert.ok(names.includes("search_flights"), "search_flights stays open to everyone");
+      assert.ok(!names.includes("list_events"), `${JSON.stringify(who)} sees list_events`);
+      for (const meta of [BYPASS, undefined]) {
+        const r = await s.rpc("tools/call", { name: "list_events", arguments: { time_min: "2025-05-10T00:00:00Z", time_max: "2025-05-11T00:00:00Z" }, ...(meta ? { _meta: meta } : {}) });
+        assert.equal(r.error?.code, -32602, JSON.stringify(r));
+        assert.match(r.error.message, /unknown tool "list_events"/);
+      }
+    }
+    // The 2026-07-28 lane: the same, for a bearer of other roles and for no token at all.
+    for (const who of [null, { sub: "eve", roles: ["executive"] }]) {
+      const modern = async (method, params, name) => {
+        const headers = { "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-protocol-version": "2026-07-28", "mcp-method": method, ...(name ? { "mcp-name": name } : {}) };
+        if (who) headers.authorization = `Bearer ${hs256({ ...who, aud: w.mcpUrl, exp: Math.floor(Date.now() / 1000) + 600 }, SECRET)}`;
+        const _meta = { "io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {} };
+        return (await fetch(w.mcpUrl, { method: "POST", headers, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params: { ...params, _meta } }) })).json();
+      };
+      const listed = await modern("tools/list", {});
+      assert.ok(listed.result.tools.some((t) => t.name === "search_flights"), JSON.stringify(listed).slice(0, 200));
+      assert.ok(!listed.result.tools.some((t) => t.name === "list_events"), `2026-07-28 ${JSON.stringify(who)}`);
+      const called = await modern("tools/call", { name: "list_events", arguments: { time_min: "2025-05-10T00:00:00Z", time_max: "2025-05-11T00:00:00Z" } }, "list_events");
+      assert.equal(called.error?.code, -32602, JSON.stringify(called));
+      assert.match(called.error.message, /unknown tool "list_events"/);
+    }
+    assert.equal(google.requests.length, 0);
+  });
+
+  test("without the role, neither a chain step nor a FlowMind tool:// context reaches list_events", async () => {
+    google.requests.length = 0;
+    google.reply = { status: 200, body: events };
+    const contexts = async (s) => (await s.rpc("tools/call", { name: "list_available_contexts", arguments: { filter: { type: ["tool"] }, pagination: { limit: 50 } } })).result.structuredContent.result.contexts.map((c) => c.uri);
+    assert.ok((await contexts(session)).includes("tool://list_events"), "a reader has the context");
+    const eve = await signIn(w, { sub: "eve", roles: [] });
+    assert.ok(!(await contexts(eve)).includes("tool://list_events"));
+    const chain = {
+      name: "calendar-peek", title: "Reads a calendar", category: "custom",
+      steps: [{ id: 1, name: "peek", type: "external_api", tool: "list_events", input_template: '{{"time_min": "2025-05-10T00:00:00Z", "time_max": "2025-05-11T00:00:00Z"}}', input_variables: [], output_variables: ["seen"] }],
+    };
+    // Refused when the chain is saved, or else when its step runs: either way naming the tool.
+    const created = (await eve.rpc("tools/call", { name: "create_chain", arguments: { chain_definition: chain } })).result;
+    const refusal = created.isError ? created : (await eve.rpc("tools/call", { name: "execute_chain", arguments: { chain_name: "calendar-peek", variables: {} } })).result;
+    assert.equal(refusal.isError, true, textOf(refusal));
+    assert.match(textOf(refusal), /list_events/);
+    assert.equal(google.requests.length, 0);
+  });
+
+  test("list_events reads only the calendars CALENDAR_ALLOWED_IDS lists, and says which", async () => {
+    google.requests.length = 0;
+    google.reply = { status: 200, body: events };
+    for (const calendar_id of ["ceo@example.com", "Team@group.calendar.google.com", "primary,ceo@example.com"]) {
+      const r = await call("list_events", { calendar_id, time_min: "2025-05-10T00:00:00Z", time_max: "2025-05-11T00:00:00Z" });
+      assert.equal(r.result.isError, true, JSON.stringify(r));
+      assert.equal(textOf(r.result), `calendar_id ${JSON.stringify(calendar_id)} is not a calendar this server shares; allowed: primary, team@group.calendar.google.com. Call again with one of them (an operator adds calendars to the CALENDAR_ALLOWED_IDS setting).`);
+    }
+    assert.equal(google.requests.length, 0, "nothing sent for a calendar the deployment does not share");
+  });
+
+  test("list_events without CALENDAR_ALLOWED_IDS reads the primary calendar only", async () => {
+    google.requests.length = 0;
+    google.reply = { status: 200, body: events };
+    const ok = await call("list_events", { time_min: "2025-05-10T00:00:00Z", time_max: "2025-05-11T00:00:00Z" }, bareSession);
+    assert.match(textOf(ok.result), /GOOGLE_CALENDAR_ACCESS_TOKEN/, "primary passes the check (and then needs a token)");
+    const r = await call("list_events", { calendar_id: "team@group.calendar.google.com", time_min: "2025-05-10T00:00:00Z", time_max: "2025-05-11T00:00:00Z" }, bareSession);
+    assert.equal(r.result.isError, true);
+    assert.match(textOf(r.result), /is not a calendar this server shares; allowed: primary\. /);
+    assert.equal(google.requests.length, 0);
+  });
+
+  test("list_events results are cached per caller: another reader's identical call goes to Google", async () => {
+    google.requests.length = 0;
+    google.reply = { status: 200, body: events };
+    const args = { time_min: "2025-07-01T00:00:00Z", time_max: "2025-07-02T00:00:00Z" };
+    const plain = async (s) => (await s.rpc("tools/call", { name: "list_events", arguments: args })).result;
+    const other = await signIn(w, { sub: "sam", roles: ["calendar-read"] });
+    const sameUserOtherSession = await signIn(w, CALENDAR_READER);
+    assert.equal((await plain(session))._meta["mcp-edge/cache"], "miss");
+    assert.equal((await plain(sameUserOtherSession))._meta["mcp-edge/cache"], "hit", "the same user and roles share their entry");
+    assert.equal((await plain(other))._meta["mcp-edge/cache"], "miss", "another user is not served Dana's result");
+    assert.equal((await plain(other))._meta["mcp-edge/cache"], "hit");
+    assert.equal(google.requests.length, 2, "one upstream request per caller");
   });
 
   test("search_flights sends Duffel's offer request and returns the offers cheapest first", async () => {
@@ -279,7 +388,7 @@ describe("travel tools", () => {
       [google, "list_events", { time_min: "2025-06-01T00:00:00Z", time_max: "2025-06-02T00:00:00Z" }],
     ]) {
       api.requests.length = 0;
-      const plain = async () => (await rpc(w.mcpUrl, session, "tools/call", { name, arguments: args })).reply.result;
+      const plain = async () => (await session.rpc("tools/call", { name, arguments: args })).result;
       const first = await plain();
       const second = await plain();
       assert.equal(first._meta["mcp-edge/cache"], "miss", name);
@@ -310,13 +419,99 @@ describe("travel tools", () => {
   test("without tokens, both tools name the secret to set and send nothing", async () => {
     duffel.requests.length = 0;
     google.requests.length = 0;
-    const f = await call("search_flights", { origin: "SFO", destination: "CDG", departure_date: "2025-05-10" }, bareSession, bare);
+    const f = await call("search_flights", { origin: "SFO", destination: "CDG", departure_date: "2025-05-10" }, bareSession);
     assert.equal(f.result.isError, true);
     assert.match(textOf(f.result), /Duffel is not configured.*set the secret DUFFEL_API_TOKEN/);
-    const e = await call("list_events", { time_min: "2025-05-10T00:00:00Z", time_max: "2025-05-11T00:00:00Z" }, bareSession, bare);
+    const e = await call("list_events", { time_min: "2025-05-10T00:00:00Z", time_max: "2025-05-11T00:00:00Z" }, bareSession);
     assert.equal(e.result.isError, true);
     assert.match(textOf(e.result), /set the secret GOOGLE_CALENDAR_ACCESS_TOKEN .* or GOOGLE_SERVICE_ACCOUNT_KEY/);
     assert.equal(duffel.requests.length + google.requests.length, 0);
+  });
+});
+
+describe("a chain step calling list_events against a Google that never answers (security case 22)", () => {
+  let api, w, session;
+  before(async () => {
+    api = await stubApi();
+    api.reply = () => null;
+    w = await startWorker({ GOOGLE_CALENDAR_BASE_URL: api.url, GOOGLE_CALENDAR_ACCESS_TOKEN: "ya29.test", JWT_SECRET: SECRET }, { quiet: true });
+    session = await signIn(w, CALENDAR_READER);
+  });
+  after(async () => {
+    await w?.stop();
+    api?.server.closeAllConnections();
+    api?.server.close();
+  });
+  const call = async (name, args) => (await session.rpc("tools/call", { name, arguments: args })).result;
+  /** A chain that writes a record, then reads the calendar with `peek` (step settings). */
+  const chain = (name, peek) => ({
+    name, title: "Notes, then reads the calendar", category: "custom",
+    steps: [
+      { id: 1, name: "note", type: "database_operation", operation: { collection: "peeks", action: "create" }, input_template: `{{"id": "${name}"}}`, input_variables: [], output_variables: ["noted"] },
+      { id: 2, name: "peek", type: "external_api", tool: "list_events", input_template: '{{"time_min": "2025-05-10T00:00:00Z", "time_max": "2025-05-11T00:00:00Z"}}', input_variables: [], output_variables: ["seen"], depends_on: [1], ...peek },
+    ],
+  });
+  const record = async (id) => (await w.mf.getD1Database("DB")).prepare("SELECT data FROM collection_records WHERE collection = 'peeks' AND id = ?1").bind(id).first();
+  const run = async (name, peek, options = {}) => {
+    const created = await call("create_chain", { chain_definition: chain(name, peek) });
+    assert.notEqual(created.isError, true, textOf(created));
+    api.requests.length = 0;
+    const out = await call("execute_chain", { chain_name: name, variables: {}, execution_options: options });
+    const id = textOf(out).match(/exec-[0-9a-f]{32}/)?.[0];
+    assert.ok(id, textOf(out));
+    return { out, status: (await call("get_chain_status", { execution_id: id })).structuredContent };
+  };
+
+  test("an attempt that times out is abandoned and retried; the last failure rolls back the earlier step", async () => {
+    const { out, status } = await run("peek-retry", { timeout_ms: 1000, retry_config: { max_retries: 1, backoff_ms: 100 } });
+    assert.equal(out.isError, true, textOf(out));
+    assert.equal(status.status, "failed", JSON.stringify(status).slice(0, 400));
+    const peek = status.steps.find((s) => s.name === "peek");
+    assert.equal(peek.attempts, 2, JSON.stringify(peek));
+    assert.equal(api.requests.length, 2, "one upstream request per attempt");
+    assert.match(textOf(out), /rolled_back/);
+    assert.equal(await record("peek-retry"), null, "the note was rolled back");
+  });
+
+  // src/engine/run.rs checks the deadline only between batches of steps: a step's retries go on
+  // past it (here all 6 attempts, about 12 s against a 5 s deadline) and the run ends `failed`.
+  test("past the run's deadline no further attempt starts: the run ends timed_out and rolls back", { todo: "src/engine/run.rs attempt_step retries past execution_options.timeout_ms (chain engine, not this helper's area)" }, async () => {
+    const { out, status } = await run("peek-deadline", { timeout_ms: 2000, retry_config: { max_retries: 5, backoff_ms: 100 } }, { timeout_ms: 5000 });
+    assert.equal(out.isError, true, textOf(out));
+    assert.ok(api.requests.length < 6, `${api.requests.length} attempts of 6 started`);
+    assert.equal(status.status, "timed_out", JSON.stringify(status.steps).slice(0, 1500));
+    assert.equal(await record("peek-deadline"), null, "the note was rolled back");
+  });
+});
+
+describe("list_events after a deployment stops sharing a calendar", () => {
+  let api, dir;
+  before(async () => {
+    api = await stubApi();
+    api.reply = { status: 200, body: events };
+    dir = mkdtempSync(join(tmpdir(), "mcp-edge-calendar-"));
+  });
+  after(() => {
+    api?.server.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  test("a result cached while the calendar was allowed is not served once it is not", async () => {
+    const args = { calendar_id: "team@group.calendar.google.com", time_min: "2025-05-10T00:00:00Z", time_max: "2025-05-11T00:00:00Z" };
+    const run = async (allowed) => {
+      const w = await startWorker({ GOOGLE_CALENDAR_BASE_URL: api.url, GOOGLE_CALENDAR_ACCESS_TOKEN: "ya29.test", JWT_SECRET: SECRET, CALENDAR_ALLOWED_IDS: allowed }, { quiet: true, persist: dir });
+      try {
+        return (await (await signIn(w, CALENDAR_READER)).rpc("tools/call", { name: "list_events", arguments: args })).result;
+      } finally {
+        await w.stop();
+      }
+    };
+    assert.equal((await run("primary,team@group.calendar.google.com"))._meta["mcp-edge/cache"], "miss");
+    assert.equal((await run("primary,team@group.calendar.google.com"))._meta["mcp-edge/cache"], "hit", "the cache outlives a restart");
+    const refused = await run("primary");
+    assert.equal(refused.isError, true, JSON.stringify(refused));
+    assert.match(textOf(refused), /not a calendar this server shares; allowed: primary\./);
+    assert.equal(api.requests.length, 1);
   });
 });
 
@@ -335,7 +530,7 @@ describe("list_events with a service account key", () => {
     type: "service_account", project_id: "p", private_key_id: "k1", client_email: "reader@p.iam.gserviceaccount.com",
     private_key: privateKey, token_uri: `${api.url}/token`, ...over,
   });
-  const call = async (s, worker) => (await rpc(worker.mcpUrl, s, "tools/call", { name: "list_events", arguments: args, _meta: BYPASS })).reply;
+  const call = async (s) => s.rpc("tools/call", { name: "list_events", arguments: args, _meta: BYPASS });
   before(async () => {
     api = await stubApi();
     api.tokenReply = null;
@@ -345,11 +540,11 @@ describe("list_events with a service account key", () => {
       minted += 1;
       return { status: 200, body: { access_token: `ya29.minted-${minted}`, expires_in: 3599, token_type: "Bearer" } };
     };
-    w = await startWorker({ GOOGLE_CALENDAR_BASE_URL: api.url, GOOGLE_SERVICE_ACCOUNT_KEY: keyFile(), GOOGLE_CALENDAR_SUBJECT: "dana@example.com" }, { quiet: true });
-    ({ session } = await initialize(w.mcpUrl));
+    w = await startWorker({ GOOGLE_CALENDAR_BASE_URL: api.url, GOOGLE_SERVICE_ACCOUNT_KEY: keyFile(), GOOGLE_CALENDAR_SUBJECT: "dana@example.com", JWT_SECRET: SECRET }, { quiet: true });
+    session = await signIn(w, CALENDAR_READER);
     // Valid PEM and base64, but not a key WebCrypto can import.
-    broken = await startWorker({ GOOGLE_CALENDAR_BASE_URL: api.url, GOOGLE_SERVICE_ACCOUNT_KEY: keyFile({ private_key: "-----BEGIN PRIVATE KEY-----\nAAECAwQ=\n-----END PRIVATE KEY-----\n" }) }, { quiet: true });
-    ({ session: brokenSession } = await initialize(broken.mcpUrl));
+    broken = await startWorker({ GOOGLE_CALENDAR_BASE_URL: api.url, GOOGLE_SERVICE_ACCOUNT_KEY: keyFile({ private_key: "-----BEGIN PRIVATE KEY-----\nAAECAwQ=\n-----END PRIVATE KEY-----\n" }), JWT_SECRET: SECRET }, { quiet: true });
+    brokenSession = await signIn(broken, CALENDAR_READER);
   });
   after(async () => {
     await w?.stop();
@@ -360,7 +555,7 @@ describe("list_events with a service account key", () => {
   test("a token endpoint refusal is a tool error that points at the key, not at the arguments", async () => {
     api.requests.length = 0;
     api.tokenReply = { status: 400, body: { error: "invalid_grant", error_description: "Invalid JWT Signature." } };
-    const r = await call(session, w);
+    const r = await call(session);
     assert.equal(r.result.isError, true, JSON.stringify(r));
     assert.match(textOf(r.result), /Google's token endpoint rejected the request \(HTTP 400\): Invalid JWT Signature\. Check the secret GOOGLE_SERVICE_ACCOUNT_KEY/);
     assert.deepEqual(api.requests.map((q) => q.path), ["/token"], "no calendar request without a token");
@@ -371,7 +566,7 @@ describe("list_events with a service account key", () => {
     api.requests.length = 0;
     api.tokenReply = null;
     for (let i = 0; i < 2; i++) {
-      const r = await call(session, w);
+      const r = await call(session);
       assert.equal(r.result.isError, undefined, JSON.stringify(r));
     }
     assert.deepEqual(api.requests.map((q) => q.path), ["/token", "/calendar/v3/calendars/primary/events", "/calendar/v3/calendars/primary/events"]);
@@ -395,7 +590,7 @@ describe("list_events with a service account key", () => {
 
   test("a key WebCrypto cannot use names the secret and sends nothing", async () => {
     api.requests.length = 0;
-    const r = await call(brokenSession, broken);
+    const r = await call(brokenSession);
     assert.equal(r.result.isError, true, JSON.stringify(r));
     assert.match(textOf(r.result), /The secret GOOGLE_SERVICE_ACCOUNT_KEY is not a usable service account key: .*RSA private key could not be used/);
     assert.equal(api.requests.length, 0);
@@ -407,8 +602,8 @@ describe("TOOL_TIMEOUTS", () => {
   before(async () => {
     api = await stubApi();
     api.reply = () => null;
-    w = await startWorker({ GOOGLE_CALENDAR_BASE_URL: api.url, GOOGLE_CALENDAR_ACCESS_TOKEN: "ya29.test", TOOL_TIMEOUTS: "list_events=1s" }, { quiet: true });
-    ({ session } = await initialize(w.mcpUrl));
+    w = await startWorker({ GOOGLE_CALENDAR_BASE_URL: api.url, GOOGLE_CALENDAR_ACCESS_TOKEN: "ya29.test", TOOL_TIMEOUTS: "list_events=1s", JWT_SECRET: SECRET }, { quiet: true });
+    session = await signIn(w, CALENDAR_READER);
   });
   after(async () => {
     await w?.stop();
@@ -417,7 +612,7 @@ describe("TOOL_TIMEOUTS", () => {
   });
 
   test("a deployment's timeout replaces the one the tool declares (20 s for list_events)", async () => {
-    const r = (await rpc(w.mcpUrl, session, "tools/call", { name: "list_events", arguments: { time_min: "2025-05-10T00:00:00Z", time_max: "2025-05-11T00:00:00Z" } })).reply;
+    const r = await session.rpc("tools/call", { name: "list_events", arguments: { time_min: "2025-05-10T00:00:00Z", time_max: "2025-05-11T00:00:00Z" } });
     assert.equal(r.result.isError, true, JSON.stringify(r));
     assert.match(textOf(r.result), /tool list_events did not finish within 1000 ms and was stopped/);
     assert.equal(api.requests.length, 1, "the first try was still waiting");

@@ -1,5 +1,10 @@
 //! HTTP header rules of Streamable HTTP, CORS, and the one place errors become responses.
 
+use std::collections::HashSet;
+use std::fmt;
+
+use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_json::error::Category;
 use serde_json::Value;
 use worker::{Headers, Request, Response};
 
@@ -76,6 +81,79 @@ pub fn check_content_type(content_type: Option<&str>) -> Result<()> {
     }
 }
 
+/// Refuses a body in which some object names a key twice (`{"method":"ping","method":"tools/call"}`),
+/// as a parse error: parsers disagree on which one wins (serde_json keeps the last, many keep the
+/// first), so a body that a proxy or a log reads one way must not run another way here. Other
+/// syntax errors pass: the body's real parse reports them. Linear in the body's size, and bounded
+/// by serde_json's nesting limit like that parse.
+pub fn check_unique_keys(body: &str) -> Result<()> {
+    match serde_json::from_str::<UniqueKeys>(body) {
+        Err(e) if e.classify() == Category::Data => Err(Error::Parse(format!(
+            "{e}; send every key of an object once"
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// Any JSON value whose objects name each key at most once; a repeated key is a data error (the
+/// only one this type raises).
+struct UniqueKeys;
+
+impl<'de> Deserialize<'de> for UniqueKeys {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        d.deserialize_any(UniqueKeys)
+    }
+}
+
+impl<'de> Visitor<'de> for UniqueKeys {
+    type Value = UniqueKeys;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_bool<E>(self, _: bool) -> std::result::Result<Self, E> {
+        Ok(UniqueKeys)
+    }
+
+    fn visit_i64<E>(self, _: i64) -> std::result::Result<Self, E> {
+        Ok(UniqueKeys)
+    }
+
+    fn visit_u64<E>(self, _: u64) -> std::result::Result<Self, E> {
+        Ok(UniqueKeys)
+    }
+
+    fn visit_f64<E>(self, _: f64) -> std::result::Result<Self, E> {
+        Ok(UniqueKeys)
+    }
+
+    fn visit_str<E>(self, _: &str) -> std::result::Result<Self, E> {
+        Ok(UniqueKeys)
+    }
+
+    fn visit_unit<E>(self) -> std::result::Result<Self, E> {
+        Ok(UniqueKeys)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<Self, A::Error> {
+        while seq.next_element::<UniqueKeys>()?.is_some() {}
+        Ok(UniqueKeys)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<Self, A::Error> {
+        let mut seen = HashSet::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if seen.contains(&key) {
+                return Err(de::Error::custom(format!("duplicate key {key:?}")));
+            }
+            map.next_value::<UniqueKeys>()?;
+            seen.insert(key);
+        }
+        Ok(UniqueKeys)
+    }
+}
+
 /// A JSON response with a status.
 pub fn json_response(body: &Value, status: u16) -> Result<Response> {
     let headers = Headers::new();
@@ -145,6 +223,22 @@ mod tests {
         assert!(check_post_accept(None).is_err());
         assert!(check_get_accept(Some("text/event-stream")).is_ok());
         assert!(check_get_accept(Some("application/json")).is_err());
+    }
+
+    #[test]
+    fn a_key_named_twice_in_any_object_is_a_parse_error() {
+        assert!(check_unique_keys(r#"{"a":1,"b":[{"a":2},{"a":3}],"c":{"a":{"a":4}}}"#).is_ok());
+        let twice = check_unique_keys(r#"{"jsonrpc":"2.0","id":1,"method":"ping","method":"x"}"#);
+        assert!(
+            matches!(&twice, Err(Error::Parse(m)) if m.starts_with("duplicate key \"method\" at line 1")),
+            "{twice:?}"
+        );
+        assert_eq!(twice.unwrap_err().rpc_code(), -32700);
+        let nested = check_unique_keys(r#"{"params":{"arguments":[{"id":"a","id":"b"}]}}"#);
+        assert!(matches!(nested, Err(Error::Parse(m)) if m.contains("\"id\"")));
+        // Syntax errors, and nesting beyond serde_json's limit, are left to the body's real parse.
+        assert!(check_unique_keys("{not json").is_ok());
+        assert!(check_unique_keys(&"[".repeat(100_000)).is_ok());
     }
 
     #[test]

@@ -376,8 +376,10 @@ async fn post(req: &mut Request, env: &Env, cfg: &Config, caller: &Caller) -> Re
     let body = read_body(req, cfg.max_body_bytes).await?;
     let has_session = header(req, "mcp-session-id").is_some();
     let version_header = header(req, "mcp-protocol-version");
-    let parsed: std::result::Result<serde_json::Value, Error> =
-        serde_json::from_str(&body).map_err(|e| Error::Parse(e.to_string()));
+    let unique = http::check_unique_keys(&body);
+    let parsed: std::result::Result<serde_json::Value, Error> = unique
+        .clone()
+        .and_then(|()| serde_json::from_str(&body).map_err(|e| Error::Parse(e.to_string())));
     let era = match &parsed {
         Ok(v) => modern::era_of_post(has_session, version_header.as_deref(), v),
         Err(_) => modern::era_of_bodyless(has_session, version_header.as_deref()),
@@ -385,6 +387,8 @@ async fn post(req: &mut Request, env: &Env, cfg: &Config, caller: &Caller) -> Re
     if era == Era::Modern {
         return crate::stateless::serve(req, env, cfg, caller, parsed).await;
     }
+    // The session object parses the body again, without the duplicate-key rule.
+    unique?;
     check_legacy_version(version_header.as_deref())?;
     if has_session {
         let session = session_of(req)?;

@@ -1,6 +1,10 @@
 //! Calendar events through the Google Calendar API (seed 003, "Calendar Events"): `list_events`
 //! lists a calendar's events in a time window, recurring events expanded, in start order.
 //!
+//! Access (issue 15): the tool needs the `calendar-read` role, since every caller acts with the
+//! server's one credential; it reads only the calendars the deployment lists in
+//! `CALENDAR_ALLOWED_IDS` (default `primary`), and its cached answers are kept per caller.
+//!
 //! Credentials, first found wins: `GOOGLE_CALENDAR_ACCESS_TOKEN` (secret, an OAuth access token,
 //! used as given), or `GOOGLE_SERVICE_ACCOUNT_KEY` (secret, a service account's JSON key: the
 //! server mints its own tokens, see [`service_account`]). `GOOGLE_CALENDAR_BASE_URL` defaults to
@@ -11,6 +15,7 @@ mod service_account;
 use chrono::DateTime;
 use futures::future::LocalBoxFuture;
 use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
 
 use crate::error::{Error, Result};
 use crate::registry::cache::{CachePolicy, MIN_TTL_SECS};
@@ -18,6 +23,57 @@ use crate::registry::{Annotations, Outbound, ToolContext, ToolDef, ToolOutput};
 use crate::tools::upstream::{encode, Api, FIX_ARGUMENTS};
 
 const TOOLSET: &str = "calendar";
+
+/// The role that may call `list_events`.
+pub const READ_ROLE: &str = "calendar-read";
+
+/// The deployment setting listing the calendar ids callers may read, comma-separated.
+pub const ALLOWED_SETTING: &str = "CALENDAR_ALLOWED_IDS";
+
+/// The calendars readable when [`ALLOWED_SETTING`] is unset or empty: the credential's own.
+const DEFAULT_ALLOWED: &str = "primary";
+
+/// The calendar ids the deployment allows, in the order given: [`ALLOWED_SETTING`] split on
+/// commas, blanks dropped; `primary` alone when it lists none.
+fn allowed_calendars(setting: Option<&str>) -> Vec<String> {
+    let listed: Vec<String> = setting
+        .unwrap_or_default()
+        .split(',')
+        .map(str::trim)
+        .filter(|id| !id.is_empty())
+        .map(str::to_string)
+        .collect();
+    if listed.is_empty() {
+        vec![DEFAULT_ALLOWED.to_string()]
+    } else {
+        listed
+    }
+}
+
+/// Refuses a calendar the deployment does not list, naming the ones it does. Ids compare exactly:
+/// the server's credential may see far more calendars than the deployment means to share.
+fn check_allowed(calendar: &str, allowed: &[String]) -> Result<()> {
+    if allowed.iter().any(|a| a == calendar) {
+        return Ok(());
+    }
+    Err(Error::ToolFailed(format!(
+        "calendar_id {calendar:?} is not a calendar this server shares; allowed: {}. Call again \
+         with one of them (an operator adds calendars to the {ALLOWED_SETTING} setting).",
+        allowed.join(", ")
+    )))
+}
+
+/// The cache generation of `list_events`: a hash of the allowed calendars, so a deployment that
+/// stops sharing a calendar is never answered from a result cached while it was shared.
+fn allowed_generation(ctx: &dyn ToolContext) -> LocalBoxFuture<'_, Result<i64>> {
+    Box::pin(async move {
+        let allowed = allowed_calendars(ctx.platform().setting(ALLOWED_SETTING).as_deref());
+        let digest = Sha256::digest(allowed.join("\n").as_bytes());
+        let mut first = [0u8; 8];
+        first.copy_from_slice(&digest[..8]);
+        Ok(i64::from_be_bytes(first))
+    })
+}
 
 /// Google's API: errors come as `{"error":{"code":…,"message":…}}`.
 const GOOGLE_CALENDAR: Api = Api {
@@ -127,6 +183,10 @@ async fn bearer(ctx: &dyn ToolContext) -> Result<String> {
 fn list_events(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
     Box::pin(async move {
         let path = events_path(&args)?;
+        check_allowed(
+            args["calendar_id"].as_str().unwrap_or(DEFAULT_ALLOWED),
+            &allowed_calendars(ctx.platform().setting(ALLOWED_SETTING).as_deref()),
+        )?;
         let token = bearer(ctx).await?;
         let reply = GOOGLE_CALENDAR
             .send_idempotent(
@@ -158,18 +218,20 @@ pub static TOOLS: [ToolDef; 1] = [ToolDef {
     toolset: TOOLSET,
     name: "list_events",
     title: "List calendar events",
-    description: "List the events of a Google Calendar (primary by default) between time_min and time_max (RFC 3339), recurring events expanded, in start order: id, summary, start, end, location, attendee emails and status.",
+    description: "List the events of a Google Calendar this server shares (primary by default; another calendar_id only if the deployment allows it) between time_min and time_max (RFC 3339), recurring events expanded, in start order: id, summary, start, end, location, attendee emails and status.",
     annotations: Annotations { read_only: true, destructive: false, idempotent: true, open_world: true },
     input_schema: include_str!("../../../schema/calendar/list_events.input.json"),
     output_schema: Some(include_str!("../../../schema/calendar/list_events.output.json")),
     timeout_ms: 20_000,
-    roles: &[],
+    roles: &[READ_ROLE],
     handler: list_events,
-    // The server's credential, so the same answer for every caller; a calendar changes more often
-    // than flight offers, so only KV's shortest TTL.
+    // Kept per caller, so a result is served only to the caller who fetched it, and under the
+    // allowed calendars' generation; a calendar changes more often than flight offers, so only
+    // KV's shortest TTL.
     cache: Some(CachePolicy {
         ttl_secs: MIN_TTL_SECS,
-        ..CachePolicy::SHARED
+        per_caller: true,
+        generation: Some(allowed_generation),
     }),
 }];
 
@@ -190,6 +252,24 @@ mod tests {
             "{path}"
         );
         assert!(path.contains("maxResults=5&"), "{path}");
+    }
+
+    #[test]
+    fn allows_only_the_listed_calendars_primary_by_default() {
+        assert_eq!(allowed_calendars(None), vec!["primary"]);
+        assert_eq!(allowed_calendars(Some(" , ")), vec!["primary"]);
+        let listed = allowed_calendars(Some("primary, team@group.calendar.google.com,"));
+        assert_eq!(listed, vec!["primary", "team@group.calendar.google.com"]);
+        assert!(check_allowed("team@group.calendar.google.com", &listed).is_ok());
+        let refused = check_allowed("ceo@example.com", &listed);
+        assert!(
+            matches!(&refused, Err(Error::ToolFailed(m)) if m.contains("\"ceo@example.com\" is not a calendar this server shares; allowed: primary, team@group.calendar.google.com")),
+            "{refused:?}"
+        );
+        assert!(
+            check_allowed("Primary", &allowed_calendars(None)).is_err(),
+            "ids compare exactly"
+        );
     }
 
     #[test]
