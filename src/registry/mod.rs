@@ -422,7 +422,12 @@ mod tests {
         let r = registry();
         let everyone = Caller {
             user: Some("E1".into()),
-            roles: vec!["executive".into(), "manager".into(), "hr-write".into()],
+            roles: vec![
+                "executive".into(),
+                "manager".into(),
+                "hr-write".into(),
+                "calendar-read".into(),
+            ],
         };
         let mut seen = Vec::new();
         let mut cursor = None;
