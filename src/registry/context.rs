@@ -268,6 +268,20 @@ pub trait ToolContext {
         self.ask_client(method, params)
     }
 
+    /// Like [`ToolContext::ask_client_as`], for a question whose answer decides nothing the caller
+    /// could not do anyway (no approval, no write, nothing of anyone else's): a 2026-07-28 request
+    /// may also answer it before it is asked, in `inputResponses` without a `requestState`, as
+    /// SEP-2322 lets stateless servers accept. Only the conformance fixtures ask such questions;
+    /// every question of a real tool is sealed, so a write can never carry its own approval.
+    fn ask_client_open<'a>(
+        &'a self,
+        key: &'a str,
+        method: &'a str,
+        params: Value,
+    ) -> LocalBoxFuture<'a, Result<Value>> {
+        self.ask_client_as(key, method, params)
+    }
+
     /// An id that stays the same across the rounds of one 2026-07-28 multi-round request (it
     /// travels in the sealed `requestState`), so a tool can name what it prepared in an earlier
     /// round (a write's confirmation) instead of preparing it again. `None` in a 2025 session,

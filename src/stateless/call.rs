@@ -118,6 +118,9 @@ pub(super) fn replayed() -> Error {
 /// What the request brings from earlier rounds.
 struct Round {
     answers: Map<String, Value>,
+    /// Responses of a request without a state: answers only to open questions
+    /// ([`ToolContext::ask_client_open`]), never to sealed ones.
+    unsolicited: Map<String, Value>,
     exchange: String,
 }
 
@@ -146,6 +149,7 @@ async fn resume(p: &dyn Platform, params: &Map<String, Value>, binding: &Binding
         None => {
             return Ok(Round {
                 answers: Map::new(),
+                unsolicited: responses,
                 exchange: random::hex(16)?,
             })
         }
@@ -167,6 +171,7 @@ async fn resume(p: &dyn Platform, params: &Map<String, Value>, binding: &Binding
     answers.extend(state.answers);
     Ok(Round {
         answers,
+        unsolicited: Map::new(),
         exchange: state.exchange,
     })
 }
@@ -313,6 +318,21 @@ impl ToolContext for ModernCall {
             self.stop(Pause::Input);
             pending().await
         })
+    }
+
+    fn ask_client_open<'a>(
+        &'a self,
+        key: &'a str,
+        method: &'a str,
+        params: Value,
+    ) -> LocalBoxFuture<'a, Result<Value>> {
+        match self.round.unsolicited.get(key) {
+            Some(answer) if !self.round.answers.contains_key(key) => {
+                let answer = answer.clone();
+                Box::pin(async move { Ok(answer) })
+            }
+            _ => self.ask_client_as(key, method, params),
+        }
     }
 
     fn exchange_id(&self) -> Option<String> {

@@ -1,7 +1,9 @@
 //! Fixtures of the conformance suite's 2026-07-28 scenarios: tools that ask the client for input
 //! under the keys the scenarios expect (multi-round-trip requests, SEP-2322), the capability and
 //! logging probes of the stateless scenario (SEP-2575), and a tool whose `region` argument is
-//! mirrored into the `Mcp-Param-Region` header (SEP-2243).
+//! mirrored into the `Mcp-Param-Region` header (SEP-2243). The three single-question fixtures ask
+//! open questions (`ask_client_open`): the suite answers them before they are asked, which a
+//! stateless server may accept; every real tool's question is sealed in the `requestState`.
 
 use futures::future::{join_all, LocalBoxFuture};
 use serde_json::{json, Value};
@@ -41,7 +43,7 @@ fn field(answer: &Value, name: &str) -> String {
 fn elicitation(ctx: &dyn ToolContext, _: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
     Box::pin(async move {
         let answer = ctx
-            .ask_client_as(
+            .ask_client_open(
                 "user_name",
                 "elicitation/create",
                 form("What is your name?", "name", "string"),
@@ -54,7 +56,7 @@ fn elicitation(ctx: &dyn ToolContext, _: Value) -> LocalBoxFuture<'_, Result<Too
 fn sampling(ctx: &dyn ToolContext, _: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
     Box::pin(async move {
         let answer = ctx
-            .ask_client_as(
+            .ask_client_open(
                 "capital_question",
                 "sampling/createMessage",
                 sample("What is the capital of France?", 100),
@@ -71,7 +73,7 @@ fn sampling(ctx: &dyn ToolContext, _: Value) -> LocalBoxFuture<'_, Result<ToolOu
 fn list_roots(ctx: &dyn ToolContext, _: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
     Box::pin(async move {
         let answer = ctx
-            .ask_client_as("client_roots", "roots/list", json!({}))
+            .ask_client_open("client_roots", "roots/list", json!({}))
             .await?;
         let roots: Vec<&str> = answer
             .get("roots")
