@@ -551,7 +551,7 @@ pub static TOOLS: [ToolDef; 5] = [ToolDef {
     toolset: TOOLSET,
     name: "create_chain",
     title: "Create chain",
-    description: "Define (or, with overwrite_existing, replace) a workflow chain of up to 20 steps. Checks unique step ids and names, dependencies and cycles, step fields, that input templates and conditions compile, that referenced instruction sets and templates exist, and that external_api steps and rollback_action name tools of this server (chain tools are refused), before saving.",
+    description: "Define (or, with overwrite_existing, replace) a workflow chain of up to 20 steps. Checks unique step ids and names, dependencies and cycles, step fields, that input templates and conditions compile, that referenced instruction sets and templates exist, and that external_api steps and rollback_action name tools of this server (chain tools are refused), before saving. The chain is yours: private unless creation_options.visibility makes it shared (with shared_roles) or public, so others can run it; only you replace it, and a name another owner holds is refused.",
     annotations: Annotations { read_only: false, destructive: true, idempotent: false, open_world: false },
     input_schema: include_str!("../../../schema/chains/create_chain.input.json"),
     output_schema: None,

@@ -491,7 +491,7 @@ pub static TOOLS: [ToolDef; 2] = [
         toolset: TOOLSET,
         name: "create_template",
         title: "Create template",
-        description: "Define (or, with overwrite_existing, replace) a text template with {expression} placeholders, a variables_schema keyed by dotted paths, default values and usage examples. Checks syntax, security (no scripts, event handlers or javascript: URLs) and renders the first usage example before saving.",
+        description: "Define (or, with overwrite_existing, replace) a text template with {expression} placeholders, a variables_schema keyed by dotted paths, default values and usage examples. Checks syntax, security (no scripts, event handlers or javascript: URLs) and renders the first usage example before saving. The template is yours: private unless creation_options.visibility makes it shared (with shared_roles) or public; only you replace it, and a name another owner holds is refused.",
         annotations: Annotations { read_only: false, destructive: true, idempotent: false, open_world: false },
         input_schema: include_str!("../../../schema/templates/create_template.input.json"),
         output_schema: None,
