@@ -300,6 +300,21 @@ describe("shipped records", () => {
     assert.deepEqual(await db.prepare("SELECT owner, visibility FROM template_definitions WHERE name = 'three-tier-proposal'").first(), { owner: null, visibility: "public" });
     assert.match(textOf(await ok(sarah, "process_template", { template_name: "three-tier-proposal", variables: { who: "S" } })), /Admin's proposal for S\./);
   });
+
+  test("EPIC-TIDE works and paths from before owners existed are shipped: read by all, changed by an admin only", async () => {
+    // What migration 0025 made of a work saved before records had owners.
+    const name = fresh("legacy-work");
+    await db.prepare("INSERT INTO epic_works (id, name, what, how, metrics, created_ms, updated_ms, owner, visibility) VALUES (?1, ?2, ?3, '[\"a\"]', '[\"b\"]', 0, 0, NULL, 'public')").bind(`work-${"0".repeat(32)}`, name, name).run();
+    await ok(sarah, "epic-tide-create-path", { what: `Uses legacy ${++unique}`, works: [name], metrics: ["m"] });
+    for (const update of [false, true]) {
+      const r = await fails(sarah, "epic-tide-save-work", { what: name, how: ["x"], metrics: ["y"], update });
+      assert.equal(r.structuredContent.error.code, "NOT_OWNER");
+      assert.equal(r.structuredContent.error.message, `WORK '${name}' is shipped with the server, and only a caller with the 'admin' role may change it. Work names are unique across owners: reword what to save a work of your own.`);
+    }
+    const updated = await ok(admin, "epic-tide-save-work", { what: name, how: ["x"], metrics: ["y"], update: true });
+    assert.equal(updated.structuredContent.state, "updated");
+    assert.deepEqual(await db.prepare("SELECT owner, visibility, how FROM epic_works WHERE name = ?1").bind(name).first(), { owner: null, visibility: "public", how: '["x"]' });
+  });
 });
 
 describe("anonymous callers", () => {

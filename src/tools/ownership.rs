@@ -222,7 +222,7 @@ impl Principal {
         let (o, r) = (first, first + 1);
         Predicate {
             sql: format!(
-                "({q}visibility = 'public' OR {q}owner = ?{o} OR ({q}visibility = 'shared' AND EXISTS (SELECT 1 FROM json_each({q}shared_roles) AS granted WHERE granted.value IN (SELECT value FROM json_each(?{r})))))"
+                "({q}visibility = 'public' OR ({q}owner IS ?{o} AND ?{o} IS NOT NULL) OR ({q}visibility = 'shared' AND EXISTS (SELECT 1 FROM json_each({q}shared_roles) AS granted WHERE granted.value IN (SELECT value FROM json_each(?{r})))))"
             ),
             params: vec![
                 self.owner.clone().map_or(Value::Null, Value::String),
@@ -233,10 +233,14 @@ impl Principal {
 
     /// The condition that the row (columns qualified by `q`) may be changed by this caller: it is
     /// theirs, or it is shipped and they are an admin. Its parameters are `?first` and `?first+1`.
+    /// Both conditions are 0 or 1, never NULL (`IS` instead of `=`), so they can also be selected
+    /// as a flag.
     pub fn can_write(&self, q: &str, first: usize) -> Predicate {
         let (o, a) = (first, first + 1);
         Predicate {
-            sql: format!("({q}owner = ?{o} OR ({q}owner IS NULL AND ?{a} = 1))"),
+            sql: format!(
+                "(({q}owner IS ?{o} AND ?{o} IS NOT NULL) OR ({q}owner IS NULL AND ?{a} = 1))"
+            ),
             params: vec![
                 self.owner.clone().map_or(Value::Null, Value::String),
                 json!(i64::from(self.admin)),
@@ -295,11 +299,16 @@ mod tests {
     fn predicates_number_their_parameters_from_where_they_are_placed() {
         let p = Principal::new(&caller(Some("u-1"), &["hr-read"]), SESSION);
         let r = p.can_read("t.", 3);
-        assert!(r.sql.contains("t.owner = ?3") && r.sql.contains("json_each(?4)"));
+        assert!(
+            r.sql.contains("t.owner IS ?3 AND ?3 IS NOT NULL") && r.sql.contains("json_each(?4)")
+        );
         assert!(r.sql.contains("json_each(t.shared_roles)"));
         assert_eq!(r.params, vec![json!("user:u-1"), json!("[\"hr-read\"]")]);
         let w = p.can_write("", 5);
-        assert_eq!(w.sql, "(owner = ?5 OR (owner IS NULL AND ?6 = 1))");
+        assert_eq!(
+            w.sql,
+            "((owner IS ?5 AND ?5 IS NOT NULL) OR (owner IS NULL AND ?6 = 1))"
+        );
         assert_eq!(w.params, vec![json!("user:u-1"), json!(0)]);
         let nobody = Principal::new(&caller(None, &[]), "stateless-local");
         assert_eq!(nobody.can_write("", 1).params[0], Value::Null);

@@ -855,7 +855,7 @@ mod tests {
             "",
         );
         let q = read_record("leads", "a", &reader);
-        assert!(q.sql.contains("AS writable") && q.sql.contains("owner = ?3"));
+        assert!(q.sql.contains("AS writable") && q.sql.contains("owner IS ?3"));
         assert_eq!(q.params.len(), 6);
         let theirs = json!({ "data": "{}", "writable": 0, "shipped": 0 });
         let shipped = json!({ "data": "{}", "writable": 0, "shipped": 1 });
@@ -930,7 +930,7 @@ mod tests {
         assert!(
             w.sql.starts_with("INSERT INTO collection_records")
                 && w.sql.contains("IS ?3")
-                && w.sql.contains("WHERE (collection_records.owner = ?8 OR (collection_records.owner IS NULL AND ?9 = 1))")
+                && w.sql.contains("WHERE ((collection_records.owner IS ?8 AND ?8 IS NOT NULL) OR (collection_records.owner IS NULL AND ?9 = 1))")
                 && w.sql.ends_with("RETURNING id")
         );
         assert_eq!(
@@ -964,7 +964,7 @@ mod tests {
         assert!(undo[1].sql.starts_with("DELETE FROM collection_records"));
         assert!(undo[1]
             .sql
-            .contains("AND (owner = ?4 OR (owner IS NULL AND ?5 = 1))"));
+            .contains("AND ((owner IS ?4 AND ?4 IS NOT NULL) OR (owner IS NULL AND ?5 = 1))"));
         assert_eq!(
             undo[1].params,
             vec![

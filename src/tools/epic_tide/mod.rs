@@ -271,7 +271,7 @@ fn save_work(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<To
             Some(r) => r.clone(),
             None => held(ctx, &me, "epic_works", &name).await?,
         };
-        if row["mine"].as_i64() == Some(0) {
+        if returned.is_none() && row["mine"].as_i64() != Some(1) {
             return Err(not_owner(
                 "WORK",
                 &name,
@@ -389,7 +389,7 @@ fn create_path(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<
             Some(r) => r.clone(),
             None => held(ctx, &me, "epic_paths", &name).await?,
         };
-        if row["mine"].as_i64() == Some(0) {
+        if returned.is_none() && row["mine"].as_i64() != Some(1) {
             return Err(not_owner(
                 "PATH",
                 &name,
