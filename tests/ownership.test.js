@@ -277,6 +277,21 @@ describe("public records", () => {
     assert.equal(await record(id), null);
   });
 
+  test("rolling back a delete gives the record back its owner and visibility", async () => {
+    const id = fresh("rec");
+    const create = fresh("rec-create");
+    await ok(marcus, "create_chain", { chain_definition: recordChain(create, "create", { visibility: "public" }) });
+    await ok(marcus, "execute_chain", { chain_name: create, variables: { rec: JSON.stringify({ id, text: "kept" }) } });
+    const name = fresh("rec-delete-fail");
+    await ok(marcus, "create_chain", { chain_definition: { name, title: "Delete, then fail", category: "custom", steps: [
+      step(1, "remove", "database_operation", { operation: { collection: "notes", action: "delete" }, input_template: "{rec}", output_variables: ["removed"] }),
+      step(2, "missing", "database_operation", { operation: { collection: "notes", action: "get" }, input_template: '{{"id": "no-such-note"}}', output_variables: ["none"], depends_on: [1] }),
+    ] } });
+    const r = await fails(marcus, "execute_chain", { chain_name: name, variables: { rec: JSON.stringify({ id }) } });
+    assert.match(textOf(r), /- step 1: rolled_back/);
+    assert.deepEqual(await record(id), { data: JSON.stringify({ text: "kept" }), owner: `user:${MARCUS}`, visibility: "public", shared_roles: "[]" });
+  });
+
   test("a public EPIC-TIDE path is read by everyone; its tides are its owner's", async () => {
     const work = (await ok(marcus, "epic-tide-save-work", { what: `Public work ${++unique}`, how: ["a"], metrics: ["b"], visibility: "public" })).structuredContent.name;
     const path = (await ok(marcus, "epic-tide-create-path", { what: `Public path ${++unique}`, works: [work], metrics: ["m"], visibility: "public" })).structuredContent.name;
