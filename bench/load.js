@@ -143,6 +143,8 @@ const KINDS = [
           variables_schema: { who: { type: "string", required: true } },
           usage_examples: [{ name: "one", variables: { who: "A" } }],
         },
+        // Public: the read-back below runs in a session of its own, and records have owners.
+        creation_options: { visibility: "public" },
       });
       return { r, written: r.ok && { kind: "template", name: marker, marker } };
     },
@@ -162,6 +164,7 @@ const KINDS = [
           name: marker, title: "Load chain", category: "custom",
           steps: [{ id: 1, name: "echo", type: "data_transformation", input_template: `${marker}:{who}`, input_variables: [], output_variables: ["echo"] }],
         },
+        creation_options: { visibility: "public" },
       });
       return { r, written: r.ok && { kind: "chain", name: marker, marker } };
     },
@@ -185,10 +188,10 @@ const KINDS = [
     // path is read back with epic-tide-get-history.
     kind: "epic-tide-save-work", tool: "epic-tide-save-work", writes: "tide",
     run: async ({ s, marker }) => {
-      const r = await s.call("epic-tide-save-work", { what: `Load work ${marker}`, how: ["measure", "report"], metrics: ["nothing lost"] });
+      const r = await s.call("epic-tide-save-work", { what: `Load work ${marker}`, how: ["measure", "report"], metrics: ["nothing lost"], visibility: "public" });
       const work = r.ok && r.result.structuredContent?.name;
       if (!work) return { r };
-      const p = await s.call("epic-tide-create-path", { what: `Load path ${marker}`, works: [work], metrics: ["read back"] });
+      const p = await s.call("epic-tide-create-path", { what: `Load path ${marker}`, works: [work], metrics: ["read back"], visibility: "public" });
       const path = p.ok && p.result.structuredContent?.name;
       return { r: p, written: path && { kind: "tide", path, marker } };
     },

@@ -31,7 +31,8 @@ function client(w, session) {
   const call = async (name, args) => (await rpc(w.mcpUrl, session, "tools/call", { name, arguments: args })).reply.result;
   return {
     call,
-    create: (def) => call("create_chain", { chain_definition: def, creation_options: { overwrite_existing: true } }),
+    // Public: other sessions of this file run these chains too, and chains have owners.
+    create: (def) => call("create_chain", { chain_definition: def, creation_options: { overwrite_existing: true, visibility: "public" } }),
     execute: (chain_name, variables, execution_options = {}) => call("execute_chain", { chain_name, variables, execution_options }),
     status: async (execution_id) => {
       const r = await call("get_chain_status", { execution_id });

@@ -15,7 +15,8 @@ before(async () => {
 after(() => w?.stop());
 
 const call = async (name, args, s = session) => (await rpc(w.mcpUrl, s, "tools/call", { name, arguments: args })).reply.result;
-const create = (chain_definition) => call("create_chain", { chain_definition });
+// Public: a second session of this file runs one of them, and chains have owners.
+const create = (chain_definition) => call("create_chain", { chain_definition, creation_options: { visibility: "public" } });
 const execute = (chain_name, variables = {}) => call("execute_chain", { chain_name, variables });
 const textOf = (r) => r.content[0].text;
 const chain = (name, steps) => ({ name, title: "A chain steps test", category: "custom", steps });
@@ -25,8 +26,9 @@ const record = async (collection, id) => {
   const row = await (await db()).prepare("SELECT data FROM collection_records WHERE collection = ?1 AND id = ?2").bind(collection, id).first();
   return row && JSON.parse(row.data);
 };
+/** Stores a record as this file's session's own (records have owners: `session:<id>` when anonymous). */
 const put = async (collection, id, data) =>
-  (await db()).prepare("INSERT INTO collection_records (collection, id, data) VALUES (?1, ?2, ?3)").bind(collection, id, JSON.stringify(data)).run();
+  (await db()).prepare("INSERT INTO collection_records (collection, id, data, owner) VALUES (?1, ?2, ?3, ?4)").bind(collection, id, JSON.stringify(data), `session:${session}`).run();
 const executionId = (r) => textOf(r).match(/\*\*Execution ID:\*\* (exec-[0-9a-f]{32})/)[1];
 const journalRows = async (id) =>
   (await (await db()).prepare("SELECT COUNT(*) AS n FROM record_changes WHERE execution_id = ?1").bind(id).first()).n;

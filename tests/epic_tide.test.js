@@ -10,12 +10,15 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { root, startWorker } from "./support/worker.js";
 import { initialize, rpc } from "./support/mcp.js";
+import { hs256 } from "../scripts/token.js";
+
+const SECRET = "epic-tide-secret";
 
 let w;
 let client;
 const clients = [];
 before(async () => {
-  w = await startWorker({ RATE_LIMITS: "*=1000/1m" });
+  w = await startWorker({ RATE_LIMITS: "*=1000/1m", JWT_SECRET: SECRET });
   client = await connect();
 });
 after(async () => {
@@ -23,9 +26,12 @@ after(async () => {
   await w?.stop();
 });
 
-async function connect() {
+/** An SDK client: anonymous, or signed in as user `sub` (records belong to their owner). */
+async function connect(sub) {
   const c = new Client({ name: "epic-tide-test", version: "1.0.0" });
-  await c.connect(new StreamableHTTPClientTransport(new URL(w.mcpUrl)));
+  const aud = new URL("/mcp", w.url).href;
+  const headers = sub ? { authorization: `Bearer ${hs256({ sub, roles: [], aud, exp: Math.floor(Date.now() / 1000) + 600 }, SECRET)}` } : {};
+  await c.connect(new StreamableHTTPClientTransport(new URL(w.mcpUrl), { requestInit: { headers } }));
   // Listing the tools makes the SDK check every structuredContent against its outputSchema.
   let cursor;
   do cursor = (await c.listTools(cursor ? { cursor } : {})).nextCursor;
@@ -59,16 +65,16 @@ async function invalid(name, args) {
 }
 
 let unique = 0;
-/** A work saved under a name no other test uses; returns its name. */
-async function work(label = "work") {
-  const s = await ok("save-work", { what: `${label} ${++unique}`, how: ["do it"], metrics: ["done"] });
+/** A work saved (by `via`, the default client unless given) under a name no other test uses; returns its name. */
+async function work(label = "work", via = undefined) {
+  const s = await ok("save-work", { what: `${label} ${++unique}`, how: ["do it"], metrics: ["done"] }, via);
   return s.name;
 }
-/** A path of fresh works; returns { name, works }. */
-async function path({ works = 3, domain, tags, metrics = ["Shipped"] } = {}) {
+/** A path of fresh works, saved by `via`; returns { name, works }. */
+async function path({ works = 3, domain, tags, metrics = ["Shipped"], via } = {}) {
   const names = [];
-  for (let i = 0; i < works; i++) names.push(await work());
-  const s = await ok("create-path", { what: `Path ${++unique}`, works: names, metrics, ...(domain ? { domain } : {}), ...(tags ? { tags } : {}) });
+  for (let i = 0; i < works; i++) names.push(await work("work", via));
+  const s = await ok("create-path", { what: `Path ${++unique}`, works: names, metrics, ...(domain ? { domain } : {}), ...(tags ? { tags } : {}) }, via);
   return { name: s.name, works: names };
 }
 
@@ -376,10 +382,12 @@ describe("tides", () => {
 });
 
 describe("concurrency", () => {
+  // Two sessions of one signed-in user: a path's tides are its owner's, in any of their sessions.
+  const USER = "00000000-0000-4000-8000-000000000006";
   test("two simultaneous starts of one path in two sessions leave exactly one active tide", async () => {
-    const [one, two] = [await connect(), await connect()];
+    const [one, two] = [await connect(USER), await connect(USER)];
     for (let round = 0; round < 3; round++) {
-      const p = await path({ works: 1 });
+      const p = await path({ works: 1, via: one });
       const results = await Promise.all([one, two].map((c) => call("start-tide", { path_name: p.name }, c)));
       const started = results.filter((r) => !r.isError);
       const refusedOnes = results.filter((r) => r.isError);
@@ -393,16 +401,16 @@ describe("concurrency", () => {
   });
 
   test("two simultaneous updates of the same work are both recorded, in order", async () => {
-    const [one, two] = [await connect(), await connect()];
-    const p = await path({ works: 1 });
-    const t = await ok("start-tide", { path_name: p.name });
+    const [one, two] = [await connect(USER), await connect(USER)];
+    const p = await path({ works: 1, via: one });
+    const t = await ok("start-tide", { path_name: p.name }, one);
     const results = await Promise.all([
       call("update-execution", { tide_id: t.tide_id, work_name: p.works[0], status: "failed", output: "from one" }, one),
       call("update-execution", { tide_id: t.tide_id, work_name: p.works[0], status: "complete", output: "from two" }, two),
     ]);
     for (const r of results) assert.notEqual(r.isError, true, r.content[0].text);
     assert.deepEqual(results.map((r) => r.structuredContent.update).sort(), [1, 2]);
-    const h = await ok("get-history", { path_name: p.name, include_execution_details: true });
+    const h = await ok("get-history", { path_name: p.name, include_execution_details: true }, two);
     const history = h.tides[0].execution[p.works[0]].history;
     assert.deepEqual(history.map((u) => u.update), [1, 2]);
     const byUpdate = Object.fromEntries(results.map((r) => [r.structuredContent.update, r.structuredContent.status]));

@@ -127,6 +127,13 @@ pub struct Operation {
     pub collection: String,
     /// What to do.
     pub action: RecordAction,
+    /// Who besides the caller running the chain may read the records a `create` makes:
+    /// `private` (absent), `shared` or `public` (checked by `tools::ownership`).
+    #[serde(default)]
+    pub visibility: Option<String>,
+    /// With `visibility: shared`, the roles whose holders may read those records.
+    #[serde(default)]
+    pub shared_roles: Option<Vec<String>>,
 }
 
 /// Collection names: a lowercase letter, then up to 49 of `a-z`, `0-9`, `_`, `-`.

@@ -11,6 +11,7 @@ pub mod flowmind;
 pub mod hr;
 pub mod instructions;
 pub mod model_provider;
+pub mod ownership;
 pub mod sales;
 pub mod support;
 pub mod templates;
@@ -101,22 +102,25 @@ pub fn refuse_if_any(what: &str, problems: &[String]) -> Result<()> {
     }
 }
 
-/// The error for a named record that does not exist (or is inactive), listing the active ones as
-/// `name (category)` so the caller can pick one. `table` is one of our own table names. FlowMind's
-/// workflow chains are left out: the chain tools do not run them (`chains::LINKED_CATEGORY`).
+/// The error for a named record that does not exist (or is inactive, or the caller may not read
+/// it), listing the active ones the caller may read as `name (category)` so they can pick one.
+/// `table` is one of our own table names, with the columns of `ownership`. FlowMind's workflow
+/// chains are left out: the chain tools do not run them (`chains::LINKED_CATEGORY`).
 pub async fn not_found_listing(
     ctx: &dyn ToolContext,
     what: &str,
     name: &str,
     table: &str,
 ) -> Result<Error> {
+    let readable = ownership::Principal::of(ctx).can_read("", 1);
     let rows = ctx
         .query(
             &format!(
-                "SELECT name, category FROM {table} WHERE is_active = 1 AND category IS NOT '{}' ORDER BY category, name",
-                chains::LINKED_CATEGORY
+                "SELECT name, category FROM {table} WHERE is_active = 1 AND category IS NOT '{}' AND {} ORDER BY category, name",
+                chains::LINKED_CATEGORY,
+                readable.sql
             ),
-            vec![],
+            readable.params,
         )
         .await?;
     let list: Vec<String> = rows

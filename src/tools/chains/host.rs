@@ -40,10 +40,10 @@ use std::cell::{Cell, RefCell};
 use futures::future::LocalBoxFuture;
 use serde_json::{json, Map, Value};
 
-use super::steps::{self, first_output, invalid, pick, Change, JournalRow};
+use super::steps::{self, first_output, invalid, pick, Change, JournalRow, RecordAccess};
 use super::type_name;
 use crate::clock;
-use crate::engine::chain::{Ask, RollbackAction, StepDef, StepType};
+use crate::engine::chain::{Ask, RecordAction, RollbackAction, StepDef, StepType};
 use crate::engine::output::Format;
 use crate::engine::run::{
     ErrorClass, RunReport, StepError, StepHost, StepOutcome, StepReport, StepState,
@@ -54,6 +54,7 @@ use crate::mcp::logging::LogLevel;
 use crate::random;
 use crate::registry::{self, Caller, Heartbeat, Platform, ToolContext};
 use crate::tools::model_provider;
+use crate::tools::ownership::Principal;
 use crate::tools::templates::Stored;
 
 /// Runs steps through a tool call's (or background job's) context, reporting progress and events
@@ -374,22 +375,49 @@ impl ChainHost<'_> {
         )
         .map_err(fail)?;
         let request = steps::record_request(op.action, data).map_err(fail)?;
+        let sharing = steps::record_sharing(op).map_err(fail)?;
+        let me = Principal::of(self.ctx);
+        let owner = match op.action {
+            RecordAction::Get => None,
+            _ => Some(
+                me.require_owner("write records")
+                    .map_err(|e| fail(e.to_string()))?
+                    .to_string(),
+            ),
+        };
         let id = match request.id {
             Some(id) => id,
             None => format!("rec-{}", random::hex(16).map_err(classify)?),
         };
-        let current = self
+        let read = steps::read_record(collection, &id, &me);
+        let rows = self
             .ctx
-            .query(
-                "SELECT data FROM collection_records WHERE collection = ?1 AND id = ?2",
-                vec![json!(collection), json!(id)],
-            )
+            .query(&read.sql, read.params)
             .await
             .map_err(classify)?;
-        let current = current
+        let current = rows
             .first()
             .and_then(|r| r["data"].as_str())
             .map(str::to_string);
+        if let Some(refusal) = rows
+            .first()
+            .and_then(|r| steps::record_refusal(op.action, collection, &id, r))
+        {
+            return Err(fail(refusal));
+        }
+        if op.action == RecordAction::Create && current.is_none() {
+            let held = steps::record_held(collection, &id);
+            if !self
+                .ctx
+                .query(&held.sql, held.params)
+                .await
+                .map_err(classify)?
+                .is_empty()
+            {
+                return Err(fail(steps::id_taken(collection, &id)));
+            }
+        }
+        let access = RecordAccess::new(owner.as_deref().unwrap_or_default(), &sharing);
         let change = steps::plan_change(
             op.action,
             collection,
@@ -399,18 +427,21 @@ impl ChainHost<'_> {
         )
         .map_err(fail)?;
         if change.writes() {
-            self.write(step, collection, &id, &change).await?;
+            self.write(step, collection, &id, &change, &access, &me)
+                .await?;
         }
         Ok(first_output(step, change.record))
     }
 
-    /// Journals and applies a change in one batch.
+    /// Journals and applies a change in one batch, as `writer`; a record it creates gets `access`.
     async fn write(
         &self,
         step: &StepDef,
         collection: &str,
         id: &str,
         change: &Change,
+        access: &RecordAccess,
+        writer: &Principal,
     ) -> Result<(), StepError> {
         let statements = vec![
             steps::journal(&self.execution_id, step.id, collection, id, change),
@@ -419,6 +450,8 @@ impl ChainHost<'_> {
                 id,
                 change.before.as_deref(),
                 change.after.as_deref(),
+                access,
+                writer,
             ),
         ];
         let results = self
@@ -444,17 +477,18 @@ impl ChainHost<'_> {
         let rows = self
             .ctx
             .query(
-                "SELECT seq, collection, record_id, before, after FROM record_changes
+                "SELECT seq, collection, record_id, before, after, owner, visibility, shared_roles FROM record_changes
                  WHERE execution_id = ?1 AND step_id = ?2 ORDER BY seq DESC",
                 vec![json!(self.execution_id), json!(step.id)],
             )
             .await
             .map_err(classify)?;
+        let me = Principal::of(self.ctx);
         for row in rows.iter().filter_map(JournalRow::from_row) {
             let results = self
                 .ctx
                 .platform()
-                .batch(row.undo(&self.execution_id))
+                .batch(row.undo(&self.execution_id, &me))
                 .await
                 .map_err(classify)?;
             if results.get(1).is_none_or(Vec::is_empty) {

@@ -16,6 +16,7 @@ use crate::engine::chain::{self, ChainDef, StepType};
 use crate::engine::variables;
 use crate::error::{Error, Result};
 use crate::registry::{Annotations, JobMode, ToolContext, ToolDef, ToolOutput};
+use crate::tools::ownership::{name_taken, sharing_params, Principal, Sharing};
 use crate::tools::{not_found_listing, opt_bool, refuse_if_any};
 pub use executions::Lease;
 pub use executions::{abandon, cancel, resume_here, run_background, session_ending, status};
@@ -103,17 +104,21 @@ async fn missing(
         return Ok(Vec::new());
     }
     let list = serde_json::to_string(wanted)?;
-    let active = if table == "template_definitions" {
-        " AND is_active = 1"
+    let mut params = vec![json!(list)];
+    // Templates have owners: a chain may only name templates its author may read.
+    let only = if table == "template_definitions" {
+        let readable = Principal::of(ctx).can_read("", 2);
+        params.extend(readable.params);
+        format!(" AND is_active = 1 AND {}", readable.sql)
     } else {
-        ""
+        String::new()
     };
     let rows = ctx
         .query(
             &format!(
-                "SELECT name FROM {table} WHERE name IN (SELECT value FROM json_each(?1)){active}"
+                "SELECT name FROM {table} WHERE name IN (SELECT value FROM json_each(?1)){only}"
             ),
-            vec![json!(list)],
+            params,
         )
         .await?;
     let found: BTreeSet<&str> = rows.iter().filter_map(|r| r["name"].as_str()).collect();
@@ -145,6 +150,9 @@ fn create_chain(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result
             .unwrap_or_else(|| json!({}));
         let def: ChainDef = serde_json::from_value(raw.clone())
             .map_err(|e| Error::ToolFailed(format!("Chain definition validation failed: {e}")))?;
+        let me = Principal::of(ctx);
+        let owner = me.require_owner("save a chain")?.to_string();
+        let sharing = Sharing::from_args(&opts, "creation_options.")?;
 
         // The planner's checks (ids, names, dependencies, cycles, step fields, texts) always run:
         // a chain that cannot be planned can never execute. test_compilation adds nothing beyond it.
@@ -167,6 +175,10 @@ fn create_chain(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result
         refuse_if_any(
             "Chain definition validation failed",
             &steps::tool_problems(ctx.platform().registry(), &def, &ctx.caller()),
+        )?;
+        refuse_if_any(
+            "Chain definition validation failed",
+            &steps::sharing_problems(&def),
         )?;
         if opt_bool(&opts, "validate_references", true) {
             let (sets, templates) = references(&def);
@@ -195,7 +207,7 @@ fn create_chain(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result
         let version = raw.get("version").and_then(Value::as_str).unwrap_or("1.0");
         let description = raw.get("description").and_then(Value::as_str).unwrap_or("");
         let active = opt_bool(&opts, "set_active", true);
-        let params = vec![
+        let mut params = vec![
             json!(def.name),
             json!(def.title),
             json!(description),
@@ -203,37 +215,45 @@ fn create_chain(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result
             json!(version),
             json!(raw.to_string()),
             json!(i64::from(active)),
+            json!(owner),
         ];
+        params.extend(sharing_params(sharing.as_ref()));
+        let insert = "INSERT INTO execution_chains (name, title, description, category, version, definition, is_active, owner, visibility, shared_roles)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, COALESCE(?9, 'private'), COALESCE(?10, '[]'))";
         let sql = if opt_bool(&opts, "overwrite_existing", false) {
-            "INSERT INTO execution_chains (name, title, description, category, version, definition, is_active)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+            // Only the owner replaces a chain (an admin a shipped one), never a FlowMind
+            // workflow's; its owner never changes, and its sharing only when this call names one.
+            let mine = me.can_write("execution_chains.", 11);
+            params.extend(mine.params);
+            format!(
+                "{insert}
              ON CONFLICT (name) DO UPDATE SET title = excluded.title, description = excluded.description,
                category = excluded.category, version = excluded.version, definition = excluded.definition,
                is_active = excluded.is_active, revision = execution_chains.revision + 1,
+               visibility = COALESCE(?9, execution_chains.visibility),
+               shared_roles = COALESCE(?10, execution_chains.shared_roles),
                updated_at = strftime('%Y-%m-%dT%H:%M:%SZ', 'now')
-             RETURNING revision"
+             WHERE {} AND execution_chains.category IS NOT '{LINKED_CATEGORY}'
+             RETURNING revision, visibility",
+                mine.sql
+            )
         } else {
-            "INSERT INTO execution_chains (name, title, description, category, version, definition, is_active)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
-             ON CONFLICT (name) DO NOTHING
-             RETURNING revision"
+            format!("{insert} ON CONFLICT (name) DO NOTHING RETURNING revision, visibility")
         };
-        let Some(saved) = ctx.query(sql, params).await?.into_iter().next() else {
-            return Err(Error::ToolFailed(format!(
-                "Chain '{}' already exists. Use creation_options.overwrite_existing: true to replace it.",
-                def.name
-            )));
+        let Some(saved) = ctx.query(&sql, params).await?.into_iter().next() else {
+            return Err(name_clash(ctx, &me, &def.name).await);
         };
         let updated = saved["revision"].as_i64().unwrap_or(1) > 1;
 
         let mut text = format!(
-            "Chain '{}' {} successfully.\n\n**Chain Details:**\n- Name: {}\n- Title: {}\n- Category: {category}\n- Steps: {}\n- Version: {version}\n- Status: {}",
+            "Chain '{}' {} successfully.\n\n**Chain Details:**\n- Name: {}\n- Title: {}\n- Category: {category}\n- Steps: {}\n- Version: {version}\n- Status: {}\n- Visibility: {}",
             def.name,
             if updated { "updated" } else { "created" },
             def.name,
             def.title,
             def.steps.len(),
             if active { "Active" } else { "Inactive" },
+            saved["visibility"].as_str().unwrap_or("private"),
         );
         text.push_str("\n\n**Steps Summary:**");
         for (i, s) in def.steps.iter().enumerate() {
@@ -272,6 +292,38 @@ fn create_chain(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result
     })
 }
 
+/// Why chain `name` was not saved: it exists and is the caller's (so only `overwrite_existing`
+/// replaces it), or it is another owner's or shipped, which the caller may not replace at all.
+async fn name_clash(ctx: &dyn ToolContext, me: &Principal, name: &str) -> Error {
+    let mine = me.can_write("", 2);
+    let mut params = vec![json!(name)];
+    params.extend(mine.params);
+    let held = ctx
+        .query(
+            &format!(
+                "SELECT owner IS NULL AS shipped, {} AS mine, category FROM execution_chains WHERE name = ?1",
+                mine.sql
+            ),
+            params,
+        )
+        .await;
+    match held.map(|rows| rows.into_iter().next()) {
+        Ok(Some(row)) if row["category"] == LINKED_CATEGORY => linked_refusal("create_chain", name),
+        Ok(Some(row)) if row["mine"].as_i64() == Some(1) => Error::ToolFailed(format!(
+            "Chain '{name}' already exists. Use creation_options.overwrite_existing: true to replace it."
+        )),
+        Ok(Some(row)) => Error::ToolFailed(name_taken(
+            &format!("Chain '{name}'"),
+            row["shipped"].as_i64() == Some(1),
+            "Choose another name for your chain (chain_definition.name).",
+        )),
+        Ok(None) => Error::ToolFailed(format!(
+            "Chain '{name}' was removed while it was being saved; call create_chain again."
+        )),
+        Err(e) => e,
+    }
+}
+
 fn execute_chain(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
     Box::pin(async move {
         let name = args["chain_name"].as_str().unwrap_or_default();
@@ -286,8 +338,17 @@ fn execute_chain(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Resul
                 "execution_options: async_execution needs track_progress: true, because the execution record is how you follow a background run".into(),
             ));
         }
+        let readable = Principal::of(ctx).can_read("", 2);
+        let mut params = vec![json!(name)];
+        params.extend(readable.params);
         let rows = ctx
-            .query("SELECT id, revision, title, category, definition FROM execution_chains WHERE name = ?1 AND is_active = 1", vec![json!(name)])
+            .query(
+                &format!(
+                    "SELECT id, revision, title, category, definition FROM execution_chains WHERE name = ?1 AND is_active = 1 AND {}",
+                    readable.sql
+                ),
+                params,
+            )
             .await?;
         let Some(row) = rows.into_iter().next() else {
             return Err(not_found_listing(ctx, "Chain", name, "execution_chains").await?);
@@ -381,7 +442,8 @@ pub fn new_execution_id() -> Result<String> {
 /// The definition is stored under its name in `execution_chains` with category
 /// [`LINKED_CATEGORY`] (replacing an earlier version of it, never a chain of another category),
 /// because every execution record belongs to a stored chain; the record keeps the definition it
-/// ran with, like any other.
+/// ran with, like any other. The server builds it from the workflow catalog, so it is stored as
+/// the server's (owner `NULL`, public), like the chains it ships.
 pub async fn run_linked(
     ctx: &dyn ToolContext,
     id: &str,
@@ -400,8 +462,8 @@ pub async fn run_linked(
     })?;
     let row = ctx
         .query(
-            "INSERT INTO execution_chains (name, title, description, category, definition, is_active)
-             VALUES (?1, ?2, ?3, ?5, ?4, 1)
+            "INSERT INTO execution_chains (name, title, description, category, definition, is_active, owner, visibility)
+             VALUES (?1, ?2, ?3, ?5, ?4, 1, NULL, 'public')
              ON CONFLICT (name) DO UPDATE SET title = excluded.title, description = excluded.description,
                definition = excluded.definition, is_active = 1,
                revision = execution_chains.revision + (execution_chains.definition <> excluded.definition),
@@ -489,7 +551,7 @@ pub static TOOLS: [ToolDef; 5] = [ToolDef {
     toolset: TOOLSET,
     name: "create_chain",
     title: "Create chain",
-    description: "Define (or, with overwrite_existing, replace) a workflow chain of up to 20 steps. Checks unique step ids and names, dependencies and cycles, step fields, that input templates and conditions compile, that referenced instruction sets and templates exist, and that external_api steps and rollback_action name tools of this server (chain tools are refused), before saving.",
+    description: "Define (or, with overwrite_existing, replace) a workflow chain of up to 20 steps. Checks unique step ids and names, dependencies and cycles, step fields, that input templates and conditions compile, that referenced instruction sets and templates exist, and that external_api steps and rollback_action name tools of this server (chain tools are refused), before saving. The chain is yours: private unless creation_options.visibility makes it shared (with shared_roles) or public, so others can run it; only you replace it, and a name another owner holds is refused.",
     annotations: Annotations { read_only: false, destructive: true, idempotent: false, open_world: false },
     input_schema: include_str!("../../../schema/chains/create_chain.input.json"),
     output_schema: None,

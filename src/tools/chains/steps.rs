@@ -8,11 +8,12 @@
 //! journals and writes (or un-journals and restores) applies completely when the record is as
 //! expected and not at all otherwise, and the transition's `RETURNING id` tells which happened.
 
-use serde_json::{Map, Value};
+use serde_json::{json, Map, Value};
 
-use crate::engine::chain::{ChainDef, RecordAction, RollbackAction, StepDef, StepType};
+use crate::engine::chain::{ChainDef, Operation, RecordAction, RollbackAction, StepDef, StepType};
 use crate::engine::run::{ErrorClass, StepError, StepOutcome};
 use crate::registry::{Caller, Registry, Statement, Tool};
+use crate::tools::ownership::{Principal, Sharing};
 
 /// The toolset whose tools chains may not call: a chain step must not start, create or inspect
 /// chains (no recursion, no chains rewriting themselves).
@@ -333,6 +334,116 @@ pub fn plan_change(
     }
 }
 
+/// The sharing of the records a step's `create` makes: its operation's `visibility` and
+/// `shared_roles`, private when it names neither.
+pub fn record_sharing(op: &Operation) -> Result<Sharing, String> {
+    let mut asked = Map::new();
+    if let Some(v) = &op.visibility {
+        asked.insert("visibility".into(), json!(v));
+    }
+    if let Some(r) = &op.shared_roles {
+        asked.insert("shared_roles".into(), json!(r));
+    }
+    Sharing::from_args(&Value::Object(asked), "operation.")
+        .map(|s| s.unwrap_or_else(Sharing::private))
+        .map_err(|e| e.to_string())
+}
+
+/// Every database_operation step whose operation asks for a sharing that is not valid.
+pub fn sharing_problems(def: &ChainDef) -> Vec<String> {
+    def.steps
+        .iter()
+        .filter_map(|s| {
+            let op = s.operation.as_ref()?;
+            record_sharing(op)
+                .err()
+                .map(|e| format!("step {} '{}': {e}", s.id, s.name))
+        })
+        .collect()
+}
+
+/// The query of the record `collection`/`id` when `reader` may read it: its `data`, whether they
+/// may change it (`writable`, 0 or 1) and whether it is the server's (`shipped`).
+pub fn read_record(collection: &str, id: &str, reader: &Principal) -> Statement {
+    let readable = reader.can_read("", 3);
+    let writable = reader.can_write("", 5);
+    let mut params = vec![json!(collection), json!(id)];
+    params.extend(readable.params);
+    params.extend(writable.params);
+    Statement::new(
+        format!(
+            "SELECT data, {} AS writable, owner IS NULL AS shipped FROM collection_records
+             WHERE collection = ?1 AND id = ?2 AND {}",
+            writable.sql, readable.sql
+        ),
+        params,
+    )
+}
+
+/// Why `action` may not touch the record `read_record` found (`row`): the reader may see it but
+/// not change it. `None` when the action may go on.
+pub fn record_refusal(
+    action: RecordAction,
+    collection: &str,
+    id: &str,
+    row: &Value,
+) -> Option<String> {
+    if matches!(action, RecordAction::Get | RecordAction::Create)
+        || row["writable"].as_i64() == Some(1)
+    {
+        return None;
+    }
+    Some(if row["shipped"].as_i64() == Some(1) {
+        format!(
+            "record {id:?} in collection {collection:?} is shipped with the server; only a caller with the 'admin' role may {} it",
+            action.as_str()
+        )
+    } else {
+        format!(
+            "record {id:?} in collection {collection:?} belongs to another owner: you may read it but not {} it (only its owner may); create a record of your own instead",
+            action.as_str()
+        )
+    })
+}
+
+/// The query that finds whether any record holds `collection`/`id`, whoever may read it.
+pub fn record_held(collection: &str, id: &str) -> Statement {
+    Statement::new(
+        "SELECT 1 AS held FROM collection_records WHERE collection = ?1 AND id = ?2",
+        vec![json!(collection), json!(id)],
+    )
+}
+
+/// The refusal of a create whose id another owner's record holds (ids are unique per collection).
+pub fn id_taken(collection: &str, id: &str) -> String {
+    format!(
+        "record id {id:?} in collection {collection:?} is taken by a record of another owner; give the record another id, or leave \"id\" out to get a generated one"
+    )
+}
+
+/// Who a record belongs to and who may read it besides: what inserting it writes (see
+/// `tools::ownership`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecordAccess {
+    /// `user:<sub>`, `session:<id>`, or none for the server's records.
+    pub owner: Option<String>,
+    /// `private`, `shared` or `public`.
+    pub visibility: String,
+    /// The JSON array of roles a shared record is shared with.
+    pub shared_roles: String,
+}
+
+impl RecordAccess {
+    /// The access of a record `owner` creates with `sharing`.
+    pub fn new(owner: &str, sharing: &Sharing) -> RecordAccess {
+        RecordAccess {
+            owner: Some(owner.to_string()),
+            visibility: sharing.visibility.as_str().to_string(),
+            shared_roles: sharing.roles_json(),
+        }
+    }
+}
+
 /// The guard of every statement of a change, over parameters `?c` (collection), `?i` (id) and
 /// `?f` (the expected data, NULL for "absent"): `IS` compares NULLs as equal, and a scalar subquery
 /// with no row is NULL, so one expression covers both cases.
@@ -344,38 +455,63 @@ fn text_or_null(t: Option<&str>) -> Value {
     t.map_or(Value::Null, |t| Value::String(t.to_string()))
 }
 
-/// Moves a record from `from` to `to` if it is at `from`; returns `id` when it did. `from` and `to`
-/// are never both absent (a create has an after, a delete a before).
-pub fn transition(collection: &str, id: &str, from: Option<&str>, to: Option<&str>) -> Statement {
-    let params = vec![
+/// Moves a record from `from` to `to` if it is at `from` and, when it exists, `writer` may change
+/// it; returns `id` when it did. A record the move creates gets `access`; an existing one keeps
+/// its own. `from` and `to` are never both absent (a create has an after, a delete a before).
+pub fn transition(
+    collection: &str,
+    id: &str,
+    from: Option<&str>,
+    to: Option<&str>,
+    access: &RecordAccess,
+    writer: &Principal,
+) -> Statement {
+    let mut params = vec![
         Value::String(collection.to_string()),
         Value::String(id.to_string()),
         text_or_null(from),
     ];
     match to {
         Some(to) => {
-            let mut params = params;
-            params.push(Value::String(to.to_string()));
+            params.extend([
+                Value::String(to.to_string()),
+                text_or_null(access.owner.as_deref()),
+                json!(access.visibility),
+                json!(access.shared_roles),
+            ]);
+            let mine = writer.can_write("collection_records.", 8);
+            params.extend(mine.params);
             Statement::new(
                 format!(
-                    "INSERT INTO collection_records (collection, id, data) SELECT ?1, ?2, ?4 WHERE {}
+                    "INSERT INTO collection_records (collection, id, data, owner, visibility, shared_roles)
+                     SELECT ?1, ?2, ?4, ?5, ?6, ?7 WHERE {}
                      ON CONFLICT (collection, id) DO UPDATE SET data = excluded.data,
                        updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
+                     WHERE {}
                      RETURNING id",
-                    guard(1, 2, 3)
+                    guard(1, 2, 3),
+                    mine.sql
                 ),
                 params,
             )
         }
-        None => Statement::new(
-            "DELETE FROM collection_records WHERE collection = ?1 AND id = ?2 AND data IS ?3 RETURNING id",
-            params,
-        ),
+        None => {
+            let mine = writer.can_write("", 4);
+            params.extend(mine.params);
+            Statement::new(
+                format!(
+                    "DELETE FROM collection_records WHERE collection = ?1 AND id = ?2 AND data IS ?3 AND {} RETURNING id",
+                    mine.sql
+                ),
+                params,
+            )
+        }
     }
 }
 
-/// Journals a change of `step_id` in an execution, if the record is at `before`. Put it before the
-/// [`transition`] in the same batch: both then see the same record.
+/// Journals a change of `step_id` in an execution, if the record is at `before`, with the access
+/// the record has then (none before a create). Put it before the [`transition`] in the same batch:
+/// both then see the same record.
 pub fn journal(
     execution_id: &str,
     step_id: u32,
@@ -385,10 +521,13 @@ pub fn journal(
 ) -> Statement {
     Statement::new(
         format!(
-            "INSERT INTO record_changes (execution_id, step_id, seq, collection, record_id, before, after)
-             SELECT ?1, ?2, COALESCE((SELECT MAX(seq) FROM record_changes WHERE execution_id = ?1), 0) + 1, ?3, ?4, ?5, ?6
+            "INSERT INTO record_changes (execution_id, step_id, seq, collection, record_id, before, after, owner, visibility, shared_roles)
+             SELECT ?1, ?2, COALESCE((SELECT MAX(seq) FROM record_changes WHERE execution_id = ?1), 0) + 1, ?3, ?4, ?5, ?6,
+                    {current}owner {at}, {current}visibility {at}, {current}shared_roles {at}
              WHERE {}",
-            guard(3, 4, 5)
+            guard(3, 4, 5),
+            current = "(SELECT ",
+            at = "FROM collection_records WHERE collection = ?3 AND id = ?4)",
         ),
         vec![
             Value::String(execution_id.to_string()),
@@ -414,10 +553,13 @@ pub struct JournalRow {
     pub before: Option<String>,
     /// Data after it.
     pub after: Option<String>,
+    /// The record's access before the change (what restoring it gives back).
+    pub access: RecordAccess,
 }
 
 impl JournalRow {
-    /// Reads a row of `SELECT seq, collection, record_id, before, after FROM record_changes`.
+    /// Reads a row of `SELECT seq, collection, record_id, before, after, owner, visibility,
+    /// shared_roles FROM record_changes`.
     pub fn from_row(row: &Value) -> Option<JournalRow> {
         Some(JournalRow {
             seq: row["seq"].as_i64()?,
@@ -425,12 +567,18 @@ impl JournalRow {
             record_id: row["record_id"].as_str()?.to_string(),
             before: row["before"].as_str().map(str::to_string),
             after: row["after"].as_str().map(str::to_string),
+            access: RecordAccess {
+                owner: row["owner"].as_str().map(str::to_string),
+                visibility: row["visibility"].as_str().unwrap_or("private").to_string(),
+                shared_roles: row["shared_roles"].as_str().unwrap_or("[]").to_string(),
+            },
         })
     }
 
-    /// The batch that undoes this row: forget it, then restore `before`, both only if the record is
-    /// still at `after`. The second statement returns the id when the undo applied.
-    pub fn undo(&self, execution_id: &str) -> Vec<Statement> {
+    /// The batch that undoes this row as `writer` (who made the change): forget it, then restore
+    /// `before` with its access, both only if the record is still at `after`. The second statement
+    /// returns the id when the undo applied.
+    pub fn undo(&self, execution_id: &str, writer: &Principal) -> Vec<Statement> {
         vec![
             Statement::new(
                 format!(
@@ -450,6 +598,8 @@ impl JournalRow {
                 &self.record_id,
                 self.after.as_deref(),
                 self.before.as_deref(),
+                &self.access,
+                writer,
             ),
         ]
     }
@@ -696,6 +846,51 @@ mod tests {
     }
 
     #[test]
+    fn records_can_be_read_by_whom_their_owner_allows_and_changed_by_their_owner() {
+        let reader = Principal::new(
+            &Caller {
+                user: Some("u-2".into()),
+                roles: vec!["hr-read".into()],
+            },
+            "",
+        );
+        let q = read_record("leads", "a", &reader);
+        assert!(q.sql.contains("AS writable") && q.sql.contains("owner IS ?3"));
+        assert_eq!(q.params.len(), 6);
+        let theirs = json!({ "data": "{}", "writable": 0, "shipped": 0 });
+        let shipped = json!({ "data": "{}", "writable": 0, "shipped": 1 });
+        for action in [RecordAction::Update, RecordAction::Delete] {
+            let e = record_refusal(action, "leads", "a", &theirs).unwrap();
+            assert!(
+                e.contains("belongs to another owner") && e.contains(action.as_str()),
+                "{e}"
+            );
+            let e = record_refusal(action, "leads", "a", &shipped).unwrap();
+            assert!(e.contains("'admin' role"), "{e}");
+        }
+        assert_eq!(
+            record_refusal(RecordAction::Get, "leads", "a", &theirs),
+            None
+        );
+        let mine = json!({ "data": "{}", "writable": 1, "shipped": 0 });
+        assert_eq!(
+            record_refusal(RecordAction::Delete, "leads", "a", &mine),
+            None
+        );
+        assert!(id_taken("leads", "a").contains("another id"));
+        let op: Operation = serde_json::from_value(
+            json!({ "collection": "leads", "action": "create", "visibility": "shared" }),
+        )
+        .unwrap();
+        assert!(record_sharing(&op)
+            .unwrap_err()
+            .contains("operation.shared_roles"));
+        let op: Operation =
+            serde_json::from_value(json!({ "collection": "leads", "action": "create" })).unwrap();
+        assert_eq!(record_sharing(&op).unwrap(), Sharing::private());
+    }
+
+    #[test]
     fn statements_are_guarded_by_the_expected_data() {
         let c = plan_change(
             RecordAction::Create,
@@ -720,19 +915,41 @@ mod tests {
                 json!("{\"n\":1}")
             ]
         );
-        let w = transition("leads", "a", None, c.after.as_deref());
+        assert!(j
+            .sql
+            .contains("(SELECT owner FROM collection_records WHERE collection = ?3 AND id = ?4)"));
+        let writer = Principal::new(
+            &Caller {
+                user: Some("u-1".into()),
+                roles: vec![],
+            },
+            "",
+        );
+        let access = RecordAccess::new("user:u-1", &Sharing::private());
+        let w = transition("leads", "a", None, c.after.as_deref(), &access, &writer);
         assert!(
             w.sql.starts_with("INSERT INTO collection_records")
                 && w.sql.contains("IS ?3")
+                && w.sql.contains("WHERE ((collection_records.owner IS ?8 AND ?8 IS NOT NULL) OR (collection_records.owner IS NULL AND ?9 = 1))")
                 && w.sql.ends_with("RETURNING id")
         );
         assert_eq!(
             w.params,
-            vec![json!("leads"), json!("a"), Value::Null, json!("{\"n\":1}")]
+            vec![
+                json!("leads"),
+                json!("a"),
+                Value::Null,
+                json!("{\"n\":1}"),
+                json!("user:u-1"),
+                json!("private"),
+                json!("[]"),
+                json!("user:u-1"),
+                json!(0)
+            ]
         );
 
-        let row = JournalRow::from_row(&json!({ "seq": 7, "collection": "leads", "record_id": "a", "before": null, "after": "{\"n\":1}" })).unwrap();
-        let undo = row.undo("exec-1");
+        let row = JournalRow::from_row(&json!({ "seq": 7, "collection": "leads", "record_id": "a", "before": null, "after": "{\"n\":1}", "owner": null, "visibility": null, "shared_roles": null })).unwrap();
+        let undo = row.undo("exec-1", &writer);
         assert!(undo[0].sql.starts_with("DELETE FROM record_changes"));
         assert_eq!(
             undo[0].params,
@@ -745,9 +962,25 @@ mod tests {
             ]
         );
         assert!(undo[1].sql.starts_with("DELETE FROM collection_records"));
+        assert!(undo[1]
+            .sql
+            .contains("AND ((owner IS ?4 AND ?4 IS NOT NULL) OR (owner IS NULL AND ?5 = 1))"));
         assert_eq!(
             undo[1].params,
-            vec![json!("leads"), json!("a"), json!("{\"n\":1}")]
+            vec![
+                json!("leads"),
+                json!("a"),
+                json!("{\"n\":1}"),
+                json!("user:u-1"),
+                json!(0)
+            ]
+        );
+        // Undoing a delete gives the record back its own owner and sharing.
+        let row = JournalRow::from_row(&json!({ "seq": 8, "collection": "leads", "record_id": "a", "before": "{}", "after": null, "owner": null, "visibility": "public", "shared_roles": "[]" })).unwrap();
+        let restore = &row.undo("exec-1", &writer)[1];
+        assert_eq!(
+            restore.params[4..7],
+            [Value::Null, json!("public"), json!("[]")]
         );
         assert!(JournalRow::from_row(&json!({ "seq": "x" })).is_none());
     }

@@ -23,6 +23,7 @@ use crate::error::{Error, Result};
 use crate::random;
 use crate::registry::{Annotations, Statement, ToolContext, ToolDef, ToolOutput};
 use crate::tools::opt_bool;
+use crate::tools::ownership::{sharing_params, Predicate, Principal, Sharing, ADMIN_ROLE};
 use adapt::Refusal;
 use vocabulary::{find, listing};
 
@@ -62,11 +63,13 @@ pub enum Code {
     InvalidAdaptation,
     /// `metrics_achieved` names metrics the path does not have.
     InvalidMetrics,
+    /// The work or path (or its name) is another owner's, or shipped: the caller may not change it.
+    NotOwner,
 }
 
 impl Code {
     /// Every code, in the order of the output schemas' enum.
-    pub const ALL: [Code; 13] = [
+    pub const ALL: [Code; 14] = [
         Code::InvalidStatus,
         Code::InvalidOutcome,
         Code::PathNotFound,
@@ -80,6 +83,7 @@ impl Code {
         Code::WorkNotInTide,
         Code::InvalidAdaptation,
         Code::InvalidMetrics,
+        Code::NotOwner,
     ];
 
     /// The code as clients see it.
@@ -98,6 +102,7 @@ impl Code {
             Code::WorkNotInTide => "WORK_NOT_IN_TIDE",
             Code::InvalidAdaptation => "INVALID_ADAPTATION",
             Code::InvalidMetrics => "INVALID_METRICS",
+            Code::NotOwner => "NOT_OWNER",
         }
     }
 }
@@ -155,6 +160,34 @@ fn derive_name(what: &str, kind: &str) -> Result<String> {
     })
 }
 
+/// The refusal of a change to `kind` (WORK, PATH) `name` that the caller may not make: it is
+/// another owner's, or shipped. `fix` says what to do instead.
+fn not_owner(kind: &str, name: &str, shipped: bool, fix: &str) -> Error {
+    let whose = if shipped {
+        format!("is shipped with the server, and only a caller with the '{ADMIN_ROLE}' role may change it")
+    } else {
+        "belongs to another owner, and only its owner may change it".to_string()
+    };
+    refuse(
+        Code::NotOwner,
+        format!("{kind} '{name}' {whose}. {fix}"),
+        json!({ "name": name, "shipped": shipped }),
+    )
+}
+
+/// The condition (and its parameters, numbered from `first`) that a tide's path (`p`) may be
+/// changed by the caller: what starting, updating and completing its tides needs.
+fn path_writable(me: &Principal, first: usize) -> Predicate {
+    let mine = me.can_write("p.", first);
+    Predicate {
+        sql: format!(
+            "EXISTS (SELECT 1 FROM epic_paths p WHERE p.id = t.path_id AND {})",
+            mine.sql
+        ),
+        params: mine.params,
+    }
+}
+
 /// How a save went, from the row a conditional upsert returned (or not).
 fn saved_state(returned: Option<&Value>) -> &'static str {
     match returned {
@@ -164,46 +197,88 @@ fn saved_state(returned: Option<&Value>) -> &'static str {
     }
 }
 
+/// The work or path (`table`) named `name` that a save did not write, with `mine` (1 when the
+/// caller may change it, else 0) and `shipped`. Its id and version are read only when it is the
+/// caller's: another owner's private record shows no more than that its name is taken.
+async fn held(ctx: &dyn ToolContext, me: &Principal, table: &str, name: &str) -> Result<Value> {
+    let mine = me.can_write("", 2);
+    let mut params = vec![json!(name)];
+    params.extend(mine.params);
+    let row = ctx
+        .query(
+            &format!(
+                "SELECT {columns}, {m} AS mine, owner IS NULL AS shipped FROM {table} WHERE name = ?1",
+                m = mine.sql,
+                columns = ["id", "version", "created_ms", "updated_ms"]
+                    .into_iter()
+                    .chain((table == "epic_paths").then_some("works"))
+                    .map(|c| format!("CASE WHEN {} THEN {c} END AS {c}", mine.sql))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            ),
+            params,
+        )
+        .await?
+        .into_iter()
+        .next();
+    row.ok_or_else(|| Error::Internal(format!("{table} row {name} vanished while saving")))
+}
+
 fn save_work(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
     Box::pin(async move {
         let what = args["what"].as_str().unwrap_or_default().trim().to_string();
         let name = derive_name(&what, "work")?;
+        let me = Principal::of(ctx);
+        let owner = me.require_owner("save a work")?.to_string();
+        let sharing = Sharing::from_args(&args, "")?;
         let update = opt_bool(&args, "update", false);
-        let params = vec![
+        let mut params = vec![
             json!(new_id("work")?),
             json!(name),
             json!(what),
             json!(trimmed(&args["how"]).to_string()),
             json!(trimmed(&args["metrics"]).to_string()),
             json!(now()),
+            json!(owner),
         ];
+        params.extend(sharing_params(sharing.as_ref()));
         let on_conflict = if update {
-            "DO UPDATE SET what = excluded.what, how = excluded.how, metrics = excluded.metrics,
+            // Only the owner replaces a work (an admin a shipped one); its sharing changes only
+            // when this call names one.
+            let mine = me.can_write("epic_works.", 10);
+            params.extend(mine.params);
+            format!(
+                "DO UPDATE SET what = excluded.what, how = excluded.how, metrics = excluded.metrics,
+               visibility = COALESCE(?8, epic_works.visibility), shared_roles = COALESCE(?9, epic_works.shared_roles),
                version = epic_works.version + 1, updated_ms = excluded.updated_ms
-             WHERE epic_works.what <> excluded.what OR epic_works.how <> excluded.how
-               OR epic_works.metrics <> excluded.metrics"
+             WHERE (epic_works.what <> excluded.what OR epic_works.how <> excluded.how
+               OR epic_works.metrics <> excluded.metrics
+               OR epic_works.visibility <> COALESCE(?8, epic_works.visibility)
+               OR epic_works.shared_roles <> COALESCE(?9, epic_works.shared_roles)) AND {}",
+                mine.sql
+            )
         } else {
-            "DO NOTHING"
+            "DO NOTHING".to_string()
         };
         let sql = format!(
-            "INSERT INTO epic_works (id, name, what, how, metrics, version, created_ms, updated_ms)
-             VALUES (?1, ?2, ?3, ?4, ?5, 1, ?6, ?6)
+            "INSERT INTO epic_works (id, name, what, how, metrics, version, created_ms, updated_ms, owner, visibility, shared_roles)
+             VALUES (?1, ?2, ?3, ?4, ?5, 1, ?6, ?6, ?7, COALESCE(?8, 'private'), COALESCE(?9, '[]'))
              ON CONFLICT (name) {on_conflict}
              RETURNING id, version, created_ms, updated_ms"
         );
         let returned = ctx.query(&sql, params).await?.into_iter().next();
         let row = match &returned {
             Some(r) => r.clone(),
-            None => ctx
-                .query(
-                    "SELECT id, version, created_ms, updated_ms FROM epic_works WHERE name = ?1",
-                    vec![json!(name)],
-                )
-                .await?
-                .into_iter()
-                .next()
-                .ok_or_else(|| Error::Internal(format!("work {name} vanished while saving")))?,
+            None => held(ctx, &me, "epic_works", &name).await?,
         };
+        if returned.is_none() && row["mine"].as_i64() != Some(1) {
+            return Err(not_owner(
+                "WORK",
+                &name,
+                row["shipped"].as_i64() == Some(1),
+                "Work names are unique across owners: reword what to save a work of your own.",
+            ));
+        }
         let (id, version) = (row["id"].as_str().unwrap_or_default(), int(&row, "version"));
         if returned.is_none() && !update {
             return Err(refuse(
@@ -235,12 +310,22 @@ fn create_path(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<
     Box::pin(async move {
         let what = args["what"].as_str().unwrap_or_default().trim().to_string();
         let name = derive_name(&what, "path")?;
+        let me = Principal::of(ctx);
+        let owner = me.require_owner("create a path")?.to_string();
+        let sharing = Sharing::from_args(&args, "")?;
         let works = strings(&args["works"]);
+        // A path may use the works its owner may read (their own, shared with them, public).
+        let readable = me.can_read("", 2);
+        let mut params = vec![json!(json!(works).to_string())];
+        params.extend(readable.params);
         let unknown: Vec<String> = ctx
             .query(
-                "SELECT value AS name FROM json_each(?1)
-                 WHERE value NOT IN (SELECT name FROM epic_works) ORDER BY key",
-                vec![json!(json!(works).to_string())],
+                &format!(
+                    "SELECT value AS name FROM json_each(?1)
+                     WHERE value NOT IN (SELECT name FROM epic_works WHERE {}) ORDER BY key",
+                    readable.sql
+                ),
+                params,
             )
             .await?
             .iter()
@@ -261,7 +346,7 @@ fn create_path(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<
         tags.dedup();
         let domain = args["domain"].as_str().unwrap_or("general");
         let update = opt_bool(&args, "update", false);
-        let params = vec![
+        let mut params = vec![
             json!(new_id("path")?),
             json!(name),
             json!(what),
@@ -270,36 +355,48 @@ fn create_path(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<
             json!(domain),
             json!(json!(tags).to_string()),
             json!(now()),
+            json!(owner),
         ];
+        params.extend(sharing_params(sharing.as_ref()));
         let on_conflict = if update {
-            "DO UPDATE SET what = excluded.what, works = excluded.works, metrics = excluded.metrics,
+            // Only the owner replaces a path (an admin a shipped one); its sharing changes only
+            // when this call names one.
+            let mine = me.can_write("epic_paths.", 12);
+            params.extend(mine.params);
+            format!(
+                "DO UPDATE SET what = excluded.what, works = excluded.works, metrics = excluded.metrics,
                domain = excluded.domain, tags = excluded.tags,
+               visibility = COALESCE(?10, epic_paths.visibility), shared_roles = COALESCE(?11, epic_paths.shared_roles),
                version = epic_paths.version + 1, updated_ms = excluded.updated_ms
-             WHERE epic_paths.what <> excluded.what OR epic_paths.works <> excluded.works
+             WHERE (epic_paths.what <> excluded.what OR epic_paths.works <> excluded.works
                OR epic_paths.metrics <> excluded.metrics OR epic_paths.domain <> excluded.domain
-               OR epic_paths.tags <> excluded.tags"
+               OR epic_paths.tags <> excluded.tags
+               OR epic_paths.visibility <> COALESCE(?10, epic_paths.visibility)
+               OR epic_paths.shared_roles <> COALESCE(?11, epic_paths.shared_roles)) AND {}",
+                mine.sql
+            )
         } else {
-            "DO NOTHING"
+            "DO NOTHING".to_string()
         };
         let sql = format!(
-            "INSERT INTO epic_paths (id, name, what, works, metrics, domain, tags, version, created_ms, updated_ms)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 1, ?8, ?8)
+            "INSERT INTO epic_paths (id, name, what, works, metrics, domain, tags, version, created_ms, updated_ms, owner, visibility, shared_roles)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 1, ?8, ?8, ?9, COALESCE(?10, 'private'), COALESCE(?11, '[]'))
              ON CONFLICT (name) {on_conflict}
              RETURNING id, version, works, created_ms, updated_ms"
         );
         let returned = ctx.query(&sql, params).await?.into_iter().next();
         let row = match &returned {
             Some(r) => r.clone(),
-            None => ctx
-                .query(
-                    "SELECT id, version, works, created_ms, updated_ms FROM epic_paths WHERE name = ?1",
-                    vec![json!(name)],
-                )
-                .await?
-                .into_iter()
-                .next()
-                .ok_or_else(|| Error::Internal(format!("path {name} vanished while saving")))?,
+            None => held(ctx, &me, "epic_paths", &name).await?,
         };
+        if returned.is_none() && row["mine"].as_i64() != Some(1) {
+            return Err(not_owner(
+                "PATH",
+                &name,
+                row["shipped"].as_i64() == Some(1),
+                "Path names are unique across owners: reword what to create a path of your own.",
+            ));
+        }
         let (id, version) = (row["id"].as_str().unwrap_or_default(), int(&row, "version"));
         if returned.is_none() && !update {
             return Err(refuse(
@@ -331,12 +428,17 @@ fn create_path(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<
     })
 }
 
-/// The error for a path name that does not exist, listing some that do.
+/// The error for a path name that does not exist (or that the caller may not read), listing some
+/// the caller may read.
 async fn path_not_found(ctx: &dyn ToolContext, name: &str) -> Result<Error> {
+    let readable = Principal::of(ctx).can_read("", 1);
     let known: Vec<String> = ctx
         .query(
-            &format!("SELECT name FROM epic_paths ORDER BY name LIMIT {LISTED_PATHS}"),
-            vec![],
+            &format!(
+                "SELECT name FROM epic_paths WHERE {} ORDER BY name LIMIT {LISTED_PATHS}",
+                readable.sql
+            ),
+            readable.params,
         )
         .await?
         .iter()
@@ -372,6 +474,8 @@ fn start_tide(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<T
                 ));
             }
         }
+        let me = Principal::of(ctx);
+        me.require_owner("start a tide")?;
         let inserted: Vec<&str> = adaptations
             .iter()
             .filter(|a| a["action"] == "insert")
@@ -380,9 +484,15 @@ fn start_tide(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<T
         let saved: Vec<String> = if inserted.is_empty() {
             vec![]
         } else {
+            let readable = me.can_read("", 2);
+            let mut params = vec![json!(json!(inserted).to_string())];
+            params.extend(readable.params);
             ctx.query(
-                "SELECT name FROM epic_works WHERE name IN (SELECT value FROM json_each(?1))",
-                vec![json!(json!(inserted).to_string())],
+                &format!(
+                    "SELECT name FROM epic_works WHERE name IN (SELECT value FROM json_each(?1)) AND {}",
+                    readable.sql
+                ),
+                params,
             )
             .await?
             .iter()
@@ -390,10 +500,18 @@ fn start_tide(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<T
             .collect()
         };
         for _ in 0..START_TRIES {
+            let readable = me.can_read("", 2);
+            let mine = me.can_write("", 4);
+            let mut params = vec![json!(path_name)];
+            params.extend(readable.params);
+            params.extend(mine.params);
             let Some(path) = ctx
                 .query(
-                    "SELECT id, works, version FROM epic_paths WHERE name = ?1",
-                    vec![json!(path_name)],
+                    &format!(
+                        "SELECT id, works, version, {} AS mine, owner IS NULL AS shipped FROM epic_paths WHERE name = ?1 AND {}",
+                        mine.sql, readable.sql
+                    ),
+                    params,
                 )
                 .await?
                 .into_iter()
@@ -401,6 +519,14 @@ fn start_tide(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<T
             else {
                 return Err(path_not_found(ctx, path_name).await?);
             };
+            if path["mine"].as_i64() != Some(1) {
+                return Err(not_owner(
+                    "PATH",
+                    path_name,
+                    path["shipped"].as_i64() == Some(1),
+                    "Tides are attempts of the path's owner: create a path of your own (epic-tide-create-path) to run it.",
+                ));
+            }
             let path_id = path["id"].as_str().unwrap_or_default().to_string();
             let works = strings(&json_col(&path, "works"));
             let (sequence, recorded) =
@@ -422,27 +548,34 @@ fn start_tide(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<T
                     },
                 )?;
             let tide_id = new_id("tide")?;
-            // One statement: the path is unchanged since it was read, no tide of it is active,
-            // and the attempt is the next one. The unique index on active tides backs it up.
+            let mine = me.can_write("p.", 7);
+            let mut params = vec![
+                json!(tide_id),
+                json!(path_id),
+                path["version"].clone(),
+                json!(json!(sequence).to_string()),
+                json!(json!(recorded).to_string()),
+                json!(now()),
+            ];
+            params.extend(mine.params);
+            // One statement: the path is unchanged since it was read and still the caller's to
+            // change, no tide of it is active, and the attempt is the next one. The unique index
+            // on active tides backs it up.
             let started = ctx
                 .query(
-                    "INSERT INTO epic_tides (id, path_id, path_version, attempt, status, sequence, metrics, adaptations, started_ms)
+                    &format!(
+                        "INSERT INTO epic_tides (id, path_id, path_version, attempt, status, sequence, metrics, adaptations, started_ms)
                      SELECT ?1, p.id, p.version,
                             COALESCE((SELECT MAX(t.attempt) FROM epic_tides t WHERE t.path_id = p.id), 0) + 1,
                             'active', ?4, p.metrics, ?5, ?6
                      FROM epic_paths p
-                     WHERE p.id = ?2 AND p.version = ?3
+                     WHERE p.id = ?2 AND p.version = ?3 AND {}
                        AND NOT EXISTS (SELECT 1 FROM epic_tides t WHERE t.path_id = p.id AND t.status = 'active')
                      ON CONFLICT DO NOTHING
                      RETURNING id, attempt, started_ms",
-                    vec![
-                        json!(tide_id),
-                        json!(path_id),
-                        path["version"].clone(),
-                        json!(json!(sequence).to_string()),
-                        json!(json!(recorded).to_string()),
-                        json!(now()),
-                    ],
+                        mine.sql
+                    ),
+                    params,
                 )
                 .await?
                 .into_iter()
@@ -489,12 +622,22 @@ fn start_tide(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<T
     })
 }
 
-/// A tide with its path's name, or `TIDE_NOT_FOUND`.
-async fn tide(ctx: &dyn ToolContext, tide_id: &str) -> Result<Value> {
+/// A tide whose path the caller may read, with its path's name, owner, domain and tags and
+/// whether the caller may change it (`mine`, 0 or 1), or `TIDE_NOT_FOUND`.
+async fn tide(ctx: &dyn ToolContext, me: &Principal, tide_id: &str) -> Result<Value> {
+    let readable = me.can_read("p.", 2);
+    let mine = me.can_write("p.", 4);
+    let mut params = vec![json!(tide_id)];
+    params.extend(readable.params);
+    params.extend(mine.params);
     ctx.query(
-        "SELECT t.*, p.name AS path_name, p.domain, p.tags
-         FROM epic_tides t JOIN epic_paths p ON p.id = t.path_id WHERE t.id = ?1",
-        vec![json!(tide_id)],
+        &format!(
+            "SELECT t.*, p.name AS path_name, p.domain, p.tags, p.owner AS path_owner,
+                    {} AS mine, p.owner IS NULL AS shipped
+             FROM epic_tides t JOIN epic_paths p ON p.id = t.path_id WHERE t.id = ?1 AND {}",
+            mine.sql, readable.sql
+        ),
+        params,
     )
     .await?
     .into_iter()
@@ -506,6 +649,19 @@ async fn tide(ctx: &dyn ToolContext, tide_id: &str) -> Result<Value> {
             json!({ "tide_id": tide_id }),
         )
     })
+}
+
+/// The tide `t` (from [`tide`]) if the caller may change it, else `NOT_OWNER`.
+fn changeable(t: Value) -> Result<Value> {
+    if t["mine"].as_i64() == Some(1) {
+        return Ok(t);
+    }
+    Err(not_owner(
+        "PATH",
+        t["path_name"].as_str().unwrap_or_default(),
+        t["shipped"].as_i64() == Some(1),
+        "Only the path's owner reports on and completes its tides; epic-tide-get-history shows them to you.",
+    ))
 }
 
 fn not_active(t: &Value) -> Error {
@@ -539,7 +695,9 @@ fn update_execution(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Re
                 json!({ "status": status, "allowed": listing(statuses) }),
             ));
         }
-        let t = tide(ctx, tide_id).await?;
+        let me = Principal::of(ctx);
+        me.require_owner("record an execution")?;
+        let t = changeable(tide(ctx, &me, tide_id).await?)?;
         if t["status"] != "active" {
             return Err(not_active(&t));
         }
@@ -555,24 +713,37 @@ fn update_execution(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Re
             ));
         }
         let opt = |k: &str| args.get(k).cloned().unwrap_or(Value::Null);
+        let mine = path_writable(&me, 7);
+        let mut params = vec![
+            json!(tide_id),
+            json!(work),
+            json!(status),
+            opt("error"),
+            opt("output"),
+            json!(now()),
+        ];
+        params.extend(mine.params);
         // One statement: its number follows the tide's last update, and its duration runs from
         // that update (or the tide's start), so concurrent updates are all kept, in order.
         let row = ctx
             .query(
-                "INSERT INTO epic_executions (tide_id, seq, work_name, status, error, output, updated_ms, duration_ms)
+                &format!(
+                    "INSERT INTO epic_executions (tide_id, seq, work_name, status, error, output, updated_ms, duration_ms)
                  SELECT t.id,
                         COALESCE((SELECT MAX(e.seq) FROM epic_executions e WHERE e.tide_id = t.id), 0) + 1,
                         ?2, ?3, ?4, ?5, ?6,
                         MAX(0, ?6 - COALESCE((SELECT MAX(e.updated_ms) FROM epic_executions e WHERE e.tide_id = t.id), t.started_ms))
-                 FROM epic_tides t WHERE t.id = ?1 AND t.status = 'active'
+                 FROM epic_tides t WHERE t.id = ?1 AND t.status = 'active' AND {}
                  RETURNING seq, updated_ms, duration_ms",
-                vec![json!(tide_id), json!(work), json!(status), opt("error"), opt("output"), json!(now())],
+                    mine.sql
+                ),
+                params,
             )
             .await?
             .into_iter()
             .next();
         let Some(row) = row else {
-            return Err(not_active(&tide(ctx, tide_id).await?));
+            return Err(not_active(&changeable(tide(ctx, &me, tide_id).await?)?));
         };
         let message = format!(
             "Recorded {work}: {status} (update {} of this tide).",
@@ -651,7 +822,9 @@ fn complete_tide(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Resul
                 json!({ "outcome": outcome, "allowed": listing(outcomes) }),
             ));
         }
-        let t = tide(ctx, tide_id).await?;
+        let me = Principal::of(ctx);
+        me.require_owner("complete a tide")?;
+        let t = changeable(tide(ctx, &me, tide_id).await?)?;
         if t["status"] != "active" {
             return Err(not_active(&t));
         }
@@ -703,12 +876,21 @@ fn complete_tide(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Resul
         );
 
         let completed_ms = now();
+        // A pattern summarises the tides of one owner's paths (the owner of this tide's path), so
+        // it never shows one owner's path and work names to another.
+        let path_owner = t["path_owner"].clone();
         let mut group: Vec<pattern::Completed> = ctx
             .query(
                 "SELECT t.sequence, t.adaptations, t.outcome, t.completed_ms, p.name AS path_name
                  FROM epic_tides t JOIN epic_paths p ON p.id = t.path_id
-                 WHERE t.status = 'completed' AND p.domain = ?1 AND p.tags = ?2 AND t.id <> ?3",
-                vec![t["domain"].clone(), t["tags"].clone(), json!(tide_id)],
+                 WHERE t.status = 'completed' AND p.domain = ?1 AND p.tags = ?2 AND t.id <> ?3
+                   AND p.owner IS ?4",
+                vec![
+                    t["domain"].clone(),
+                    t["tags"].clone(),
+                    json!(tide_id),
+                    path_owner.clone(),
+                ],
             )
             .await?
             .iter()
@@ -730,12 +912,14 @@ fn complete_tide(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Resul
         if let Some(p) = &derived {
             // Written only if the tide is still active (the next statement completes it), and
             // never over a pattern derived from more tides (a completion that raced this one).
+            // It is private to the paths' owner; patterns of shipped paths are public.
             statements.push(Statement::new(
                 "INSERT INTO epic_patterns (id, domain, tags, common_sequence, sequence_support, proven_adaptations,
-                                            success_rate, successful_tides, completed_tides, paths, updated_ms)
-                 SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11
+                                            success_rate, successful_tides, completed_tides, paths, updated_ms,
+                                            owner, visibility)
+                 SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?13, CASE WHEN ?13 IS NULL THEN 'public' ELSE 'private' END
                  WHERE EXISTS (SELECT 1 FROM epic_tides WHERE id = ?12 AND status = 'active')
-                 ON CONFLICT (domain, tags) DO UPDATE SET
+                 ON CONFLICT (ifnull(owner, ''), domain, tags) DO UPDATE SET
                    common_sequence = excluded.common_sequence, sequence_support = excluded.sequence_support,
                    proven_adaptations = excluded.proven_adaptations, success_rate = excluded.success_rate,
                    successful_tides = excluded.successful_tides, completed_tides = excluded.completed_tides,
@@ -755,33 +939,40 @@ fn complete_tide(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Resul
                     json!(json!(p.paths).to_string()),
                     json!(completed_ms),
                     json!(tide_id),
+                    path_owner.clone(),
                 ],
             ));
         }
+        let mine = path_writable(&me, 7);
+        let mut params = vec![
+            json!(tide_id),
+            json!(completed_ms),
+            json!(outcome),
+            json!(achieved.to_string()),
+            args.get("learnings").cloned().unwrap_or(Value::Null),
+            json!(next.action),
+        ];
+        params.extend(mine.params);
         statements.push(Statement::new(
-            "UPDATE epic_tides SET status = 'completed', completed_ms = ?2, duration_ms = MAX(0, ?2 - started_ms),
+            format!(
+                "UPDATE epic_tides AS t SET status = 'completed', completed_ms = ?2, duration_ms = MAX(0, ?2 - started_ms),
                outcome = ?3, metrics_achieved = ?4, learnings = ?5, next_action = ?6
-             WHERE id = ?1 AND status = 'active'
+             WHERE t.id = ?1 AND t.status = 'active' AND {}
              RETURNING attempt, completed_ms, duration_ms",
-            vec![
-                json!(tide_id),
-                json!(completed_ms),
-                json!(outcome),
-                json!(achieved.to_string()),
-                args.get("learnings").cloned().unwrap_or(Value::Null),
-                json!(next.action),
-            ],
+                mine.sql
+            ),
+            params,
         ));
         let results = ctx.platform().batch(statements).await?;
         let Some(done) = results.last().and_then(|rows| rows.first()) else {
-            return Err(not_active(&tide(ctx, tide_id).await?));
+            return Err(not_active(&changeable(tide(ctx, &me, tide_id).await?)?));
         };
         let pattern_id = match &derived {
             None => Value::Null,
             Some(_) => ctx
                 .query(
-                    "SELECT id FROM epic_patterns WHERE domain = ?1 AND tags = ?2",
-                    vec![t["domain"].clone(), t["tags"].clone()],
+                    "SELECT id FROM epic_patterns WHERE domain = ?1 AND tags = ?2 AND owner IS ?3",
+                    vec![t["domain"].clone(), t["tags"].clone(), path_owner],
                 )
                 .await?
                 .first()
@@ -816,20 +1007,27 @@ fn complete_tide(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Resul
 fn query_patterns(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
     Box::pin(async move {
         let tags = json!(strings(&args["tags"])).to_string();
+        let readable = Principal::of(ctx).can_read("p.", 5);
+        let mut params = vec![
+            args.get("domain").cloned().unwrap_or(Value::Null),
+            args.get("min_success_rate").cloned().unwrap_or(json!(0)),
+            json!(tags),
+            args.get("limit").cloned().unwrap_or(json!(20)),
+        ];
+        params.extend(readable.params);
         let rows = ctx
             .query(
-                "SELECT * FROM epic_patterns p
+                &format!(
+                    "SELECT * FROM epic_patterns p
                  WHERE (?1 IS NULL OR p.domain = ?1) AND p.success_rate >= ?2
                    AND NOT EXISTS (SELECT 1 FROM json_each(?3) want
                                    WHERE want.value NOT IN (SELECT value FROM json_each(p.tags)))
+                   AND {}
                  ORDER BY p.success_rate DESC, p.successful_tides DESC, p.updated_ms DESC
                  LIMIT ?4",
-                vec![
-                    args.get("domain").cloned().unwrap_or(Value::Null),
-                    args.get("min_success_rate").cloned().unwrap_or(json!(0)),
-                    json!(tags),
-                    args.get("limit").cloned().unwrap_or(json!(20)),
-                ],
+                    readable.sql
+                ),
+                params,
             )
             .await?;
         let patterns: Vec<Value> = rows
@@ -889,10 +1087,16 @@ fn get_history(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<
     Box::pin(async move {
         let name = args["path_name"].as_str().unwrap_or_default();
         let details = opt_bool(&args, "include_execution_details", false);
+        let readable = Principal::of(ctx).can_read("", 2);
+        let mut params = vec![json!(name)];
+        params.extend(readable.params);
         let Some(path) = ctx
             .query(
-                "SELECT id, version, works, metrics FROM epic_paths WHERE name = ?1",
-                vec![json!(name)],
+                &format!(
+                    "SELECT id, version, works, metrics FROM epic_paths WHERE name = ?1 AND {}",
+                    readable.sql
+                ),
+                params,
             )
             .await?
             .into_iter()
@@ -977,7 +1181,7 @@ pub static TOOLS: [ToolDef; 7] = [
         toolset: TOOLSET,
         name: "epic-tide-save-work",
         title: "EPIC-TIDE: save work",
-        description: "Save a WORK definition (a goal, its steps and success metrics) to the EPIC-TIDE knowledge system. Its name derives from what (\"Setup database\" is setup-database); paths refer to works by that name. An existing name is refused with DUPLICATE_WORK unless update is true, which replaces it and bumps its version when it changed.",
+        description: "Save a WORK definition (a goal, its steps and success metrics) to the EPIC-TIDE knowledge system. Its name derives from what (\"Setup database\" is setup-database); paths refer to works by that name. An existing name is refused with DUPLICATE_WORK unless update is true, which replaces it and bumps its version when it changed; another owner's name with NOT_OWNER. The work is private unless visibility makes it shared (with shared_roles) or public.",
         annotations: SAVE,
         input_schema: include_str!("../../../schema/epic_tide/epic-tide-save-work.input.json"),
         output_schema: Some(include_str!("../../../schema/epic_tide/epic-tide-save-work.output.json")),
@@ -990,7 +1194,7 @@ pub static TOOLS: [ToolDef; 7] = [
         toolset: TOOLSET,
         name: "epic-tide-create-path",
         title: "EPIC-TIDE: create path",
-        description: "Create a PATH blueprint: a project goal, an ordered sequence of saved work names and success metrics, with an optional domain and tags for patterns. The name derives from what (\"Build API\" is build-api). Unknown works are refused with INVALID_SEQUENCE; an existing name with DUPLICATE_PATH unless update is true.",
+        description: "Create a PATH blueprint: a project goal, an ordered sequence of saved work names and success metrics, with an optional domain and tags for patterns. The name derives from what (\"Build API\" is build-api). Unknown works are refused with INVALID_SEQUENCE; an existing name with DUPLICATE_PATH unless update is true; another owner's name with NOT_OWNER. The path is private unless visibility makes it shared (with shared_roles) or public; only its owner runs its tides.",
         annotations: SAVE,
         input_schema: include_str!("../../../schema/epic_tide/epic-tide-create-path.input.json"),
         output_schema: Some(include_str!("../../../schema/epic_tide/epic-tide-create-path.output.json")),

@@ -21,6 +21,7 @@ use crate::engine::template::{RenderOptions, Template};
 use crate::engine::variables::{self, Schema};
 use crate::error::{Error, Result};
 use crate::registry::{Annotations, ToolContext, ToolDef, ToolOutput};
+use crate::tools::ownership::{name_taken, sharing_params, Principal, Sharing};
 use crate::tools::{not_found_listing, opt_bool, refuse_if_any};
 
 const TOOLSET: &str = "templates";
@@ -87,6 +88,9 @@ fn create_template(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Res
             .cloned()
             .unwrap_or_else(|| json!({}));
         let name = def["name"].as_str().unwrap_or_default();
+        let me = Principal::of(ctx);
+        let owner = me.require_owner("save a template")?.to_string();
+        let sharing = Sharing::from_args(&opts, "creation_options.")?;
         let content = def["content"].as_str().unwrap_or_default();
         let schema = schema_of(&def["variables_schema"])?;
         let defaults = def
@@ -162,7 +166,7 @@ fn create_template(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Res
             .unwrap_or("1.0")
             .to_string();
         let active = i64::from(opt_bool(&opts, "set_active", true));
-        let params = vec![
+        let mut params = vec![
             json!(name),
             json!(title),
             json!(category),
@@ -173,37 +177,46 @@ fn create_template(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Res
             json!(metadata.to_string()),
             json!(version),
             json!(active),
+            json!(owner),
         ];
+        params.extend(sharing_params(sharing.as_ref()));
+        let insert = "INSERT INTO template_definitions (name, title, category, content, variables_schema, default_values, usage_examples, metadata, version, is_active, owner, visibility, shared_roles)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, COALESCE(?12, 'private'), COALESCE(?13, '[]'))";
         let overwrite = opt_bool(&opts, "overwrite_existing", false);
         let sql = if overwrite {
-            "INSERT INTO template_definitions (name, title, category, content, variables_schema, default_values, usage_examples, metadata, version, is_active)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
+            // Only the owner replaces a template (an admin a shipped one); its owner never
+            // changes, and its sharing only when this call names one.
+            let mine = me.can_write("template_definitions.", 14);
+            params.extend(mine.params);
+            format!(
+                "{insert}
              ON CONFLICT (name) DO UPDATE SET title = excluded.title, category = excluded.category, content = excluded.content,
                variables_schema = excluded.variables_schema, default_values = excluded.default_values,
                usage_examples = excluded.usage_examples, metadata = excluded.metadata, version = excluded.version,
                is_active = excluded.is_active, revision = template_definitions.revision + 1,
+               visibility = COALESCE(?12, template_definitions.visibility),
+               shared_roles = COALESCE(?13, template_definitions.shared_roles),
                updated_at = strftime('%Y-%m-%dT%H:%M:%SZ', 'now')
-             RETURNING id, revision"
+             WHERE {}
+             RETURNING id, revision, visibility",
+                mine.sql
+            )
         } else {
-            "INSERT INTO template_definitions (name, title, category, content, variables_schema, default_values, usage_examples, metadata, version, is_active)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
-             ON CONFLICT (name) DO NOTHING
-             RETURNING id, revision"
+            format!("{insert} ON CONFLICT (name) DO NOTHING RETURNING id, revision, visibility")
         };
-        let saved = ctx.query(sql, params).await?.into_iter().next();
+        let saved = ctx.query(&sql, params).await?.into_iter().next();
         let Some(saved) = saved else {
-            return Err(Error::ToolFailed(format!(
-                "Template '{name}' already exists. Use creation_options.overwrite_existing: true to replace it."
-            )));
+            return Err(name_clash(ctx, &me, name).await);
         };
         let updated = saved["revision"].as_i64().unwrap_or(1) > 1;
 
         let mut text = format!(
-            "Template '{name}' {} successfully.\n\n**Template Details:**\n- Name: {name}\n- Title: {title}\n- Category: {category}\n- Content Length: {} characters\n- Variables: {}\n- Status: {}",
+            "Template '{name}' {} successfully.\n\n**Template Details:**\n- Name: {name}\n- Title: {title}\n- Category: {category}\n- Content Length: {} characters\n- Variables: {}\n- Status: {}\n- Visibility: {}",
             if updated { "updated" } else { "created" },
             content.chars().count(),
             schema.len(),
             if active == 1 { "Active" } else { "Inactive" },
+            saved["visibility"].as_str().unwrap_or("private"),
         );
         if !schema.is_empty() {
             text.push_str("\n\n**Variables:**");
@@ -238,6 +251,38 @@ fn create_template(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Res
             json!({ "type": "text", "text": text }),
         ]))
     })
+}
+
+/// Why a template named `name` was not saved: it exists and is the caller's (so only
+/// `overwrite_existing` replaces it), or it is another owner's or shipped, which the caller may not
+/// replace at all.
+async fn name_clash(ctx: &dyn ToolContext, me: &Principal, name: &str) -> Error {
+    let mine = me.can_write("", 2);
+    let mut params = vec![json!(name)];
+    params.extend(mine.params);
+    let held = ctx
+        .query(
+            &format!(
+                "SELECT owner IS NULL AS shipped, {} AS mine FROM template_definitions WHERE name = ?1",
+                mine.sql
+            ),
+            params,
+        )
+        .await;
+    match held.map(|rows| rows.into_iter().next()) {
+        Ok(Some(row)) if row["mine"].as_i64() == Some(1) => Error::ToolFailed(format!(
+            "Template '{name}' already exists. Use creation_options.overwrite_existing: true to replace it."
+        )),
+        Ok(Some(row)) => Error::ToolFailed(name_taken(
+            &format!("Template '{name}'"),
+            row["shipped"].as_i64() == Some(1),
+            "Choose another name for your template (template_definition.name).",
+        )),
+        Ok(None) => Error::ToolFailed(format!(
+            "Template '{name}' was removed while it was being saved; call create_template again."
+        )),
+        Err(e) => e,
+    }
 }
 
 /// The compiled template of a stored row, and whether it came from this instance's cache.
@@ -285,13 +330,20 @@ pub struct Stored {
 }
 
 impl Stored {
-    /// Loads an active template by name; a missing one lists the available templates.
+    /// Loads an active template by name that the caller may read; a missing one lists the
+    /// templates they may use.
     pub async fn load(ctx: &dyn ToolContext, name: &str) -> Result<Stored> {
+        let readable = Principal::of(ctx).can_read("", 2);
+        let mut params = vec![json!(name)];
+        params.extend(readable.params);
         let rows = ctx
             .query(
-                "SELECT id, revision, name, title, category, content, variables_schema, default_values
-                 FROM template_definitions WHERE name = ?1 AND is_active = 1",
-                vec![json!(name)],
+                &format!(
+                    "SELECT id, revision, name, title, category, content, variables_schema, default_values
+                     FROM template_definitions WHERE name = ?1 AND is_active = 1 AND {}",
+                    readable.sql
+                ),
+                params,
             )
             .await?;
         let Some(row) = rows.into_iter().next() else {
@@ -439,7 +491,7 @@ pub static TOOLS: [ToolDef; 2] = [
         toolset: TOOLSET,
         name: "create_template",
         title: "Create template",
-        description: "Define (or, with overwrite_existing, replace) a text template with {expression} placeholders, a variables_schema keyed by dotted paths, default values and usage examples. Checks syntax, security (no scripts, event handlers or javascript: URLs) and renders the first usage example before saving.",
+        description: "Define (or, with overwrite_existing, replace) a text template with {expression} placeholders, a variables_schema keyed by dotted paths, default values and usage examples. Checks syntax, security (no scripts, event handlers or javascript: URLs) and renders the first usage example before saving. The template is yours: private unless creation_options.visibility makes it shared (with shared_roles) or public; only you replace it, and a name another owner holds is refused.",
         annotations: Annotations { read_only: false, destructive: true, idempotent: false, open_world: false },
         input_schema: include_str!("../../../schema/templates/create_template.input.json"),
         output_schema: None,
