@@ -3,6 +3,7 @@
 //! (`execute_chain`, status, cancel) builds on the runner in `engine::run`.
 
 mod executions;
+mod guard;
 mod host;
 pub(crate) use host::json_object_in;
 mod steps;
@@ -195,6 +196,9 @@ fn create_chain(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result
         let version = raw.get("version").and_then(Value::as_str).unwrap_or("1.0");
         let description = raw.get("description").and_then(Value::as_str).unwrap_or("");
         let active = opt_bool(&opts, "set_active", true);
+        // Its steps will act with no more than the rights the author holds now (guard.rs).
+        let [author, author_roles] =
+            guard::Author::columns(Some(&guard::Author::of(&ctx.caller())));
         let params = vec![
             json!(def.name),
             json!(def.title),
@@ -203,18 +207,21 @@ fn create_chain(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result
             json!(version),
             json!(raw.to_string()),
             json!(i64::from(active)),
+            author,
+            author_roles,
         ];
         let sql = if opt_bool(&opts, "overwrite_existing", false) {
-            "INSERT INTO execution_chains (name, title, description, category, version, definition, is_active)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+            "INSERT INTO execution_chains (name, title, description, category, version, definition, is_active, author, author_roles)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
              ON CONFLICT (name) DO UPDATE SET title = excluded.title, description = excluded.description,
                category = excluded.category, version = excluded.version, definition = excluded.definition,
-               is_active = excluded.is_active, revision = execution_chains.revision + 1,
+               is_active = excluded.is_active, author = excluded.author, author_roles = excluded.author_roles,
+               revision = execution_chains.revision + 1,
                updated_at = strftime('%Y-%m-%dT%H:%M:%SZ', 'now')
              RETURNING revision"
         } else {
-            "INSERT INTO execution_chains (name, title, description, category, version, definition, is_active)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+            "INSERT INTO execution_chains (name, title, description, category, version, definition, is_active, author, author_roles)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
              ON CONFLICT (name) DO NOTHING
              RETURNING revision"
         };
@@ -287,7 +294,7 @@ fn execute_chain(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Resul
             ));
         }
         let rows = ctx
-            .query("SELECT id, revision, title, category, definition FROM execution_chains WHERE name = ?1 AND is_active = 1", vec![json!(name)])
+            .query("SELECT id, revision, title, category, definition, author, author_roles FROM execution_chains WHERE name = ?1 AND is_active = 1", vec![json!(name)])
             .await?;
         let Some(row) = rows.into_iter().next() else {
             return Err(not_found_listing(ctx, "Chain", name, "execution_chains").await?);
@@ -346,6 +353,7 @@ fn execute_chain(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Resul
             mode: if background { Mode::Async } else { Mode::Sync },
             plan,
             tracked,
+            author: guard::Author::from_row(&row),
         };
         if tracked {
             executions::insert(ctx, &run, &row, &raw, &vars).await?;
@@ -363,7 +371,7 @@ fn execute_chain(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Resul
         }
         let start = executions::fresh(&run.plan, vars)?;
         let report = run.drive(ctx, start).await?;
-        executions::summary(&run, &report)
+        executions::summary(&run, &report, &run.hidden(ctx.platform().registry()))
     })
 }
 
@@ -439,6 +447,8 @@ pub async fn run_linked(
         mode: Mode::Sync,
         plan,
         tracked: true,
+        // Built by the server from a workflow: its steps act with the runner's own rights.
+        author: None,
     };
     executions::insert(ctx, &run, &row, raw, &variables).await?;
     ctx.platform()
