@@ -83,6 +83,10 @@ impl StepError {
     }
 }
 
+/// Largest rendered input of a step, in bytes: the execution's record keeps every step's input,
+/// and a D1 row holds at most 2 MB. A larger one fails the step and is not kept.
+pub const MAX_STEP_INPUT_BYTES: usize = 256 * 1024;
+
 /// A step attempt's result: its output variables, or why it failed.
 pub type StepOutcome = Result<Map<String, Value>, StepError>;
 
@@ -550,7 +554,19 @@ async fn run_batch(plan: &Plan, batch: &[usize], report: &mut RunReport, host: &
         }
         let input = match &step.input {
             Some(t) => match t.render(vars, RenderOptions::default()) {
-                Ok(r) => Some(r.text()),
+                Ok(r) => {
+                    let text = r.text();
+                    if text.len() > MAX_STEP_INPUT_BYTES {
+                        // Not kept: the execution's record must stay within a D1 row.
+                        reports[i].state = StepState::Failed;
+                        reports[i].reason = Some(format!(
+                            "input_template rendered {} bytes; a step's input is limited to {MAX_STEP_INPUT_BYTES} bytes (the execution's record keeps it)",
+                            text.len()
+                        ));
+                        continue;
+                    }
+                    Some(text)
+                }
                 Err(e) => {
                     reports[i].state = StepState::Failed;
                     reports[i].reason = Some(format!("input_template: {e}"));

@@ -565,3 +565,27 @@ fn stopping_a_paused_run_leaves_nothing_pending() {
         "a second rollback undoes nothing again"
     );
 }
+
+#[test]
+fn an_input_too_large_to_keep_fails_its_step_and_is_not_kept() {
+    let p = chain(json!([s(
+        1,
+        "big",
+        json!({ "input_template": "{text}", "output_variables": ["x"] })
+    )]));
+    let host = Host::default();
+    let text = "x".repeat(MAX_STEP_INPUT_BYTES + 1);
+    let r = block_on(run(&p, json!({ "text": text }), &host, OPTS));
+    assert_eq!(r.status, RunStatus::Failed);
+    assert_eq!(state_of(&r, "big"), StepState::Failed);
+    assert_eq!(r.steps[0].input, None);
+    assert!(r.steps[0]
+        .reason
+        .as_deref()
+        .unwrap_or_default()
+        .contains(&format!(
+            "input_template rendered {} bytes; a step's input is limited to {MAX_STEP_INPUT_BYTES} bytes",
+            MAX_STEP_INPUT_BYTES + 1
+        )));
+    assert!(host.calls.borrow().is_empty(), "the step never ran");
+}

@@ -281,7 +281,7 @@ async fn with_heartbeat<F: std::future::Future>(
 }
 
 impl Run {
-    fn host<'a>(&self, ctx: &'a dyn ToolContext) -> ChainHost<'a> {
+    fn host<'a>(&self, ctx: &'a dyn ToolContext, report: &RunReport) -> ChainHost<'a> {
         ChainHost::new(
             ctx,
             &self.chain,
@@ -290,6 +290,7 @@ impl Run {
             self.plan.steps.len(),
             self.author.clone(),
             self.hidden(ctx.platform().registry()),
+            super::host::stored_bytes(report),
         )
     }
 
@@ -301,7 +302,7 @@ impl Run {
     /// Runs on from `report` until the run ends or pauses; a tracked run's record and job lease
     /// follow it.
     pub async fn drive(&self, ctx: &dyn ToolContext, report: RunReport) -> Result<RunReport> {
-        let host = self.host(ctx);
+        let host = self.host(ctx, &report);
         let work = run::proceed(&self.plan, report, &host, self.options.run_options());
         if !self.tracked {
             let report = work.await;
@@ -348,7 +349,7 @@ impl Run {
         reason: &str,
     ) -> Result<RunReport> {
         report.stop(status, reason);
-        let host = self.host(ctx);
+        let host = self.host(ctx, &report);
         if self.options.rollback {
             run::rollback(&self.plan, &mut report, &host).await;
         }

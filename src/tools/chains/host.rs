@@ -36,6 +36,7 @@
 //! steps only, leaves that write alone.
 
 use std::cell::{Cell, RefCell};
+use std::collections::BTreeSet;
 
 use futures::future::LocalBoxFuture;
 use serde_json::{json, Map, Value};
@@ -76,11 +77,36 @@ pub struct ChainHost<'a> {
     author: Option<Author>,
     /// What of each step events may not show.
     hidden: Hidden,
+    /// Bytes of step inputs and outputs the execution's record holds so far.
+    stored: Cell<usize>,
+    /// Steps whose input is counted in `stored` already (retries share it).
+    counted: RefCell<BTreeSet<u32>>,
+}
+
+/// Largest outputs of one step (their JSON text), in bytes. The execution's record keeps them, and
+/// a D1 row holds at most 2 MB.
+pub const MAX_STEP_OUTPUT_BYTES: usize = 256 * 1024;
+
+/// Largest sum of the step inputs and outputs one execution's record keeps, in bytes.
+pub const MAX_RUN_BYTES: usize = 512 * 1024;
+
+/// The bytes of step inputs and outputs `report` holds (see [`MAX_RUN_BYTES`]).
+pub fn stored_bytes(report: &RunReport) -> usize {
+    report
+        .steps
+        .iter()
+        .map(|s| {
+            s.input.as_ref().map_or(0, String::len)
+                + serde_json::to_string(&s.outputs).map_or(0, |t| t.len())
+        })
+        .sum()
 }
 
 impl<'a> ChainHost<'a> {
     /// A host for execution `execution_id` of `chain`, which has `total` steps, written by
-    /// `author`; `hidden` says what of its steps events may not show.
+    /// `author`; `hidden` says what of its steps events may not show, `stored` how many bytes of
+    /// step data its record holds already.
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         ctx: &'a dyn ToolContext,
         chain: &str,
@@ -89,6 +115,7 @@ impl<'a> ChainHost<'a> {
         total: usize,
         author: Option<Author>,
         hidden: Hidden,
+        stored: usize,
     ) -> Self {
         ChainHost {
             ctx,
@@ -100,7 +127,35 @@ impl<'a> ChainHost<'a> {
             stop: RefCell::new(None),
             author,
             hidden,
+            stored: Cell::new(stored),
+            counted: RefCell::new(BTreeSet::new()),
         }
+    }
+
+    /// Counts a step's input and outputs into what the record keeps: a step whose outputs are
+    /// larger than [`MAX_STEP_OUTPUT_BYTES`], or that would take the run past [`MAX_RUN_BYTES`],
+    /// fails instead (it cannot succeed on a retry).
+    fn keep(&self, step: &StepDef, input: usize, outcome: StepOutcome) -> StepOutcome {
+        if self.counted.borrow_mut().insert(step.id) {
+            self.stored.set(self.stored.get() + input);
+        }
+        let out = outcome?;
+        let size = serde_json::to_string(&out).map_or(0, |t| t.len());
+        if size > MAX_STEP_OUTPUT_BYTES {
+            return Err(invalid(format!(
+                "step '{}' produced {size} bytes of outputs; a step's outputs are limited to {MAX_STEP_OUTPUT_BYTES} bytes (the execution's record keeps them)",
+                step.name
+            )));
+        }
+        let total = self.stored.get() + size;
+        if total > MAX_RUN_BYTES {
+            return Err(invalid(format!(
+                "step '{}': its outputs ({size} bytes) would take the execution's kept inputs and outputs to {total} bytes; a run keeps at most {MAX_RUN_BYTES}",
+                step.name
+            )));
+        }
+        self.stored.set(total);
+        Ok(out)
     }
 
     /// Drops the execution's record journal once the execution has ended for good (completed,
@@ -695,7 +750,9 @@ impl StepHost for ChainHost<'_> {
                 json!({ "tool": tool, "execution_id": self.execution_id, "step": step.id, "type": type_name(step.kind), "input": shown }),
             );
             let started = clock::now_ms();
+            let size = input.as_ref().map_or(0, String::len);
             let outcome = self.attempt(step, input, vars).await;
+            let outcome = self.keep(step, size, outcome);
             let duration_ms = (clock::now_ms() - started).round();
             match &outcome {
                 Ok(out) => platform.emit(
