@@ -8,6 +8,12 @@
 //! | `external_api` | calls the tool `tool` of this server (MCP name or registry id; never a `chains` tool) with the rendered `input_template` as its arguments (a JSON object; none → `{}`). One output variable gets the tool's `structuredContent`, or its text when it has none; several are picked from the `structuredContent` object. A tool error fails the step: a timeout or unavailable service is transient (`timeout`, `unavailable`), anything else is not retried |
 //! | `database_operation` | applies `operation.action` (`create`, `update`, `delete`, `get`) to one record of the collection `operation.collection` in D1. The rendered `input_template` is a JSON object: `id` names the record (a create without one gets `rec-<32 hex>`), the other fields are its data (`update` merges them into the record, top level only; `delete` and `get` ignore them). The first output variable gets the record, `{id, ...fields}` (for `delete`, as it was) |
 //!
+//! **Rights.** Every step that reaches data acts as `guard::step_caller`: the roles both the chain's
+//! author and its runner hold, decided again at each attempt; FlowMind tools meet the level gate a
+//! direct call meets. Events show nothing a step's tool marks `x-sensitive` (`guard::hidden_steps`),
+//! and a step's outputs and the run's kept inputs and outputs are bounded so the execution's record
+//! fits one D1 row.
+//!
 //! **Writes are journaled.** Each record write and its undo-journal row (`record_changes`: execution,
 //! step, sequence, record, data before and after) are one D1 batch, so neither exists without the
 //! other. A write whose record changed between the step's read and its batch applies nothing and
