@@ -315,6 +315,26 @@ describe("faults and limits of runs (security cases 21, 24, 25)", () => {
     assert.equal(row.status, "failed");
     assert.ok(row.size < 10_000, `the record stays small (${row.size} bytes)`);
     assert.equal(JSON.parse(row.report).steps[0].attempts.length, 1, "a refused output is not retried");
+
+  });
+
+  test("case 25: outputs a client supplies to a paused step are bounded the same way", async () => {
+    const plain = await startWorker({}, { quiet: true });
+    try {
+      const { session: s } = await initialize(plain.mcpUrl);
+      const call2 = async (name, args) => (await rpc(plain.mcpUrl, s, "tools/call", { name, arguments: args })).reply.result;
+      await call2("create_chain", { chain_definition: chain("paused-big", [
+        step(1, "ask", "instruction_set", { instruction_set: "client-communication", input_template: "Say", output_variables: ["reply"] }),
+      ]) });
+      const paused = await call2("execute_chain", { chain_name: "paused-big", variables: {} });
+      const pid = textOf(paused).match(/exec-[0-9a-f]{32}/)[0];
+      const resumed = await call2("resume_chain", { execution_id: pid, outputs: { reply: "x".repeat(300 * 1024) } });
+      assert.equal(resumed.isError, true);
+      assert.match(textOf(resumed), /^Outputs rejected: they are 3072\d\d bytes of JSON; a step's outputs are limited to 262144 bytes/);
+      assert.equal((await call2("get_chain_status", { execution_id: pid })).structuredContent.status, "awaiting_input", "still paused, nothing kept");
+    } finally {
+      await plain.stop();
+    }
   });
 });
 

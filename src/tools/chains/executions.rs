@@ -523,6 +523,13 @@ async fn claim(
             rec.status
         )));
     };
+    let size = serde_json::to_string(outputs)?.len();
+    if size > super::host::MAX_STEP_OUTPUT_BYTES {
+        return Err(Error::ToolFailed(format!(
+            "Outputs rejected: they are {size} bytes of JSON; a step's outputs are limited to {} bytes (the execution's record keeps them).",
+            super::host::MAX_STEP_OUTPUT_BYTES
+        )));
+    }
     report.supply(&rec.run.plan, outputs).map_err(|problems| {
         Error::ToolFailed(format!("Outputs rejected: {}", problems.join("; ")))
     })?;
