@@ -122,9 +122,7 @@ pub fn narrowed(author: Option<&Author>, runner: &Caller) -> Option<String> {
         return None;
     }
     let who = match &author.user {
-        Some(a) if runner.user.as_deref() == Some(a.as_str()) => {
-            "you, with the roles you had then".to_string()
-        }
+        Some(a) if runner.user.as_deref() == Some(a.as_str()) => "you, then".to_string(),
         Some(a) => a.clone(),
         None => "an anonymous caller (or before authors were recorded)".to_string(),
     };
@@ -333,6 +331,11 @@ mod tests {
             "{why}"
         );
         assert!(why.contains("as neither of you"), "{why}");
+        let own = narrowed(Some(&author(Some("hr-1"), &["hr-read"])), &hr).unwrap();
+        assert!(
+            own.contains("saved by you, then holding roles hr-read, so this step acted with roles hr-read (missing hr-write). Run"),
+            "{own}"
+        );
         assert_eq!(narrowed(None, &hr), None);
         assert_eq!(
             narrowed(Some(&author(Some("hr-1"), &["hr-read", "hr-write"])), &hr),
