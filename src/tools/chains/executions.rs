@@ -290,7 +290,7 @@ impl Run {
             self.plan.steps.len(),
             self.author.clone(),
             self.hidden(ctx.platform().registry()),
-            super::host::stored_bytes(report),
+            super::host::kept(report),
         )
     }
 

@@ -96,22 +96,31 @@ pub const MAX_STEP_OUTPUT_BYTES: usize = 256 * 1024;
 /// Largest sum of the step inputs and outputs one execution's record keeps, in bytes.
 pub const MAX_RUN_BYTES: usize = 512 * 1024;
 
-/// The bytes of step inputs and outputs `report` holds (see [`MAX_RUN_BYTES`]).
-pub fn stored_bytes(report: &RunReport) -> usize {
-    report
+/// What a run continuing from `report` keeps already: the bytes of its step inputs and outputs
+/// (see [`MAX_RUN_BYTES`]), and the steps whose input is among them (a step that was under way
+/// when the run stopped runs again with the same input, which is not counted twice).
+pub fn kept(report: &RunReport) -> (usize, BTreeSet<u32>) {
+    let bytes = report
         .steps
         .iter()
         .map(|s| {
             s.input.as_ref().map_or(0, String::len)
                 + serde_json::to_string(&s.outputs).map_or(0, |t| t.len())
         })
-        .sum()
+        .sum();
+    let counted = report
+        .steps
+        .iter()
+        .filter(|s| s.input.is_some())
+        .map(|s| s.id)
+        .collect();
+    (bytes, counted)
 }
 
 impl<'a> ChainHost<'a> {
     /// A host for execution `execution_id` of `chain`, which has `total` steps, written by
-    /// `author`; `hidden` says what of its steps events may not show, `stored` how many bytes of
-    /// step data its record holds already.
+    /// `author`; `hidden` says what of its steps events may not show, `kept` what its record holds
+    /// already ([`kept`]).
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         ctx: &'a dyn ToolContext,
@@ -121,7 +130,7 @@ impl<'a> ChainHost<'a> {
         total: usize,
         author: Option<Author>,
         hidden: Hidden,
-        stored: usize,
+        kept: (usize, BTreeSet<u32>),
     ) -> Self {
         ChainHost {
             ctx,
@@ -133,8 +142,8 @@ impl<'a> ChainHost<'a> {
             stop: RefCell::new(None),
             author,
             hidden,
-            stored: Cell::new(stored),
-            counted: RefCell::new(BTreeSet::new()),
+            stored: Cell::new(kept.0),
+            counted: RefCell::new(kept.1),
         }
     }
 
