@@ -473,9 +473,9 @@ describe("a chain step calling list_events against a Google that never answers (
     assert.equal(await record("peek-retry"), null, "the note was rolled back");
   });
 
-  // src/engine/run.rs checks the deadline only between batches of steps: a step's retries go on
-  // past it (here all 6 attempts, about 12 s against a 5 s deadline) and the run ends `failed`.
-  test("past the run's deadline no further attempt starts: the run ends timed_out and rolls back", { todo: "src/engine/run.rs attempt_step retries past execution_options.timeout_ms (chain engine, not this helper's area)" }, async () => {
+  // Security case 22: a step's retries stop at the run's deadline (before the fix all 6 attempts
+  // ran, about 12 s against a 5 s deadline, and the run ended `failed`).
+  test("past the run's deadline no further attempt starts: the run ends timed_out and rolls back", async () => {
     const { out, status } = await run("peek-deadline", { timeout_ms: 2000, retry_config: { max_retries: 5, backoff_ms: 100 } }, { timeout_ms: 5000 });
     assert.equal(out.isError, true, textOf(out));
     assert.ok(api.requests.length < 6, `${api.requests.length} attempts of 6 started`);

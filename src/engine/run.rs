@@ -83,6 +83,10 @@ impl StepError {
     }
 }
 
+/// Largest rendered input of a step, in bytes: the execution's record keeps every step's input,
+/// and a D1 row holds at most 2 MB. A larger one fails the step and is not kept.
+pub const MAX_STEP_INPUT_BYTES: usize = 256 * 1024;
+
 /// A step attempt's result: its output variables, or why it failed.
 pub type StepOutcome = Result<Map<String, Value>, StepError>;
 
@@ -385,6 +389,9 @@ pub fn backoff_ms(base: u64, n: u32, jitter: f64) -> u64 {
     exp.saturating_add((exp as f64 * 0.25 * jitter) as u64)
 }
 
+/// Attempts a step until it succeeds, fails for good or runs out of retries. No retry starts past
+/// the run's `deadline` (nor one whose backoff would end past it): the run's time limit bounds
+/// its retries too.
 async fn attempt_step(
     host: &dyn StepHost,
     step: &StepDef,
@@ -392,6 +399,7 @@ async fn attempt_step(
     vars: &Value,
     rng: &mut u64,
     report: &mut StepReport,
+    deadline: f64,
 ) -> StepOutcome {
     let retry = step.retry_config.clone();
     let max = retry.as_ref().map_or(0, |r| r.max_retries);
@@ -424,7 +432,11 @@ async fn attempt_step(
             {
                 n += 1;
                 let base = retry.as_ref().map_or(1000, |r| r.backoff_ms);
-                host.sleep(backoff_ms(base, n, next_random(rng))).await;
+                let wait = backoff_ms(base, n, next_random(rng));
+                if host.now_ms() + wait as f64 >= deadline {
+                    return Err(e);
+                }
+                host.sleep(wait).await;
             }
             Err(e) => return Err(e),
         }
@@ -486,9 +498,15 @@ pub async fn proceed(
         } else {
             vec![ready[0]]
         };
-        run_batch(plan, &batch, &mut report, host).await;
+        run_batch(plan, &batch, &mut report, host, deadline).await;
         if let Some(f) = report.steps.iter().find(|r| r.state == StepState::Failed) {
-            report.status = RunStatus::Failed;
+            // A step that failed once the time was up (its retries stopped at the deadline)
+            // ends the run as timed out, not as an ordinary failure.
+            report.status = if host.now_ms() >= deadline {
+                RunStatus::TimedOut
+            } else {
+                RunStatus::Failed
+            };
             report.failed_step = Some(f.name.clone());
             break;
         }
@@ -526,7 +544,13 @@ pub async fn proceed(
 
 /// Decides conditions and inputs of a batch against the variables as they are before it, runs its
 /// steps (concurrently) and records their outcomes.
-async fn run_batch(plan: &Plan, batch: &[usize], report: &mut RunReport, host: &dyn StepHost) {
+async fn run_batch(
+    plan: &Plan,
+    batch: &[usize],
+    report: &mut RunReport,
+    host: &dyn StepHost,
+    deadline: f64,
+) {
     let vars = &mut report.variables;
     let reports = &mut report.steps;
     let mut jobs = Vec::new();
@@ -550,7 +574,19 @@ async fn run_batch(plan: &Plan, batch: &[usize], report: &mut RunReport, host: &
         }
         let input = match &step.input {
             Some(t) => match t.render(vars, RenderOptions::default()) {
-                Ok(r) => Some(r.text()),
+                Ok(r) => {
+                    let text = r.text();
+                    if text.len() > MAX_STEP_INPUT_BYTES {
+                        // Not kept: the execution's record must stay within a D1 row.
+                        reports[i].state = StepState::Failed;
+                        reports[i].reason = Some(format!(
+                            "input_template rendered {} bytes; a step's input is limited to {MAX_STEP_INPUT_BYTES} bytes (the execution's record keeps it)",
+                            text.len()
+                        ));
+                        continue;
+                    }
+                    Some(text)
+                }
                 Err(e) => {
                     reports[i].state = StepState::Failed;
                     reports[i].reason = Some(format!("input_template: {e}"));
@@ -575,7 +611,16 @@ async fn run_batch(plan: &Plan, batch: &[usize], report: &mut RunReport, host: &
         let snapshot = &snapshot;
         let mut report = reports[*i].clone();
         async move {
-            let r = attempt_step(host, &step.def, input.clone(), snapshot, seed, &mut report).await;
+            let r = attempt_step(
+                host,
+                &step.def,
+                input.clone(),
+                snapshot,
+                seed,
+                &mut report,
+                deadline,
+            )
+            .await;
             (*i, r, report)
         }
     }))

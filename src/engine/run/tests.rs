@@ -360,6 +360,45 @@ fn the_deadline_stops_new_steps() {
     assert_eq!(*host.rollbacks.borrow(), vec!["b", "a"]);
 }
 
+/// Security case 22: retries stop at the run's deadline, and the run ends timed out (rolled back),
+/// not failed after every retry.
+#[test]
+fn no_retry_starts_past_the_deadline() {
+    let p = chain(json!([
+        s(1, "a", json!({})),
+        s(
+            2,
+            "b",
+            json!({ "depends_on": [1], "retry_config": { "max_retries": 5, "backoff_ms": 100 } })
+        )
+    ]));
+    let host = Host::default();
+    host.step_ms.set(300.0);
+    host.script(
+        "b",
+        (0..6)
+            .map(|_| Err(StepError::transient("api_timeout", "slow")))
+            .collect(),
+    );
+    let r = block_on(run(
+        &p,
+        json!({}),
+        &host,
+        RunOptions {
+            max_execution_ms: 1000,
+            ..OPTS
+        },
+    ));
+    assert_eq!(r.status, RunStatus::TimedOut);
+    let attempts = host.calls.borrow().iter().filter(|c| *c == "b").count();
+    assert!(attempts < 6, "{attempts} attempts of b");
+    assert!(
+        host.now.get() < 1000.0 + 300.0,
+        "no attempt started past the deadline"
+    );
+    assert_eq!(*host.rollbacks.borrow(), vec!["a"]);
+}
+
 #[test]
 fn state_names_match_the_serialized_reports() {
     use serde_json::to_value;
@@ -564,4 +603,28 @@ fn stopping_a_paused_run_leaves_nothing_pending() {
         vec!["one"],
         "a second rollback undoes nothing again"
     );
+}
+
+#[test]
+fn an_input_too_large_to_keep_fails_its_step_and_is_not_kept() {
+    let p = chain(json!([s(
+        1,
+        "big",
+        json!({ "input_template": "{text}", "output_variables": ["x"] })
+    )]));
+    let host = Host::default();
+    let text = "x".repeat(MAX_STEP_INPUT_BYTES + 1);
+    let r = block_on(run(&p, json!({ "text": text }), &host, OPTS));
+    assert_eq!(r.status, RunStatus::Failed);
+    assert_eq!(state_of(&r, "big"), StepState::Failed);
+    assert_eq!(r.steps[0].input, None);
+    assert!(r.steps[0]
+        .reason
+        .as_deref()
+        .unwrap_or_default()
+        .contains(&format!(
+            "input_template rendered {} bytes; a step's input is limited to {MAX_STEP_INPUT_BYTES} bytes",
+            MAX_STEP_INPUT_BYTES + 1
+        )));
+    assert!(host.calls.borrow().is_empty(), "the step never ran");
 }

@@ -12,6 +12,7 @@ use futures::future::{select, Either};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
+use super::guard::{self, Author, Hidden};
 use super::host::ChainHost;
 use super::JOB_KIND;
 use crate::engine::chain::{self, ChainDef, Plan};
@@ -19,7 +20,8 @@ use crate::engine::run::{self, RunOptions, RunReport, RunStatus, StepState};
 use crate::error::{Error, Result};
 use crate::limiter::leases::LeaseRequest;
 use crate::random;
-use crate::registry::{JobMode, ToolContext, ToolOutput};
+use crate::registry::{JobMode, Registry, ToolContext, ToolOutput};
+use crate::tools::domain::HIDDEN;
 
 /// A background execution whose run is interrupted this many times (since it was started or last
 /// resumed) is failed, not continued again.
@@ -98,6 +100,9 @@ pub struct Run {
     pub mode: Mode,
     /// Whether it has a record (`track_progress`).
     pub tracked: bool,
+    /// Who saved the chain, as recorded when the run started (`None`: a chain the server ships
+    /// or builds, whose steps act with the runner's own rights).
+    pub author: Option<Author>,
 }
 
 /// A fresh, unguessable execution id.
@@ -128,7 +133,7 @@ async fn load(ctx: &dyn ToolContext, id: &str) -> Result<Record> {
     let row = ctx
         .query(
             "SELECT e.id, c.name AS chain, c.title, e.status, e.mode, e.definition, e.options, e.runs,
-                    e.variables, e.report, e.started_at, e.finished_at
+                    e.variables, e.report, e.started_at, e.finished_at, e.author, e.author_roles
              FROM chain_executions e JOIN execution_chains c ON c.id = e.chain_id
              WHERE e.id = ?1 AND e.owner = ?2",
             vec![json!(id), json!(ctx.session_id())],
@@ -159,6 +164,7 @@ async fn load(ctx: &dyn ToolContext, id: &str) -> Result<Record> {
             options: serde_json::from_value(json_of("options")?)?,
             mode: serde_json::from_value(row["mode"].clone())?,
             tracked: true,
+            author: Author::from_row(&row),
         },
         status: text("status"),
         variables: json_of("variables")?,
@@ -190,9 +196,10 @@ pub async fn insert(
     definition: &Value,
     variables: &Value,
 ) -> Result<()> {
+    let [author_user, author_roles] = Author::columns(run.author.as_ref());
     ctx.query(
-        "INSERT INTO chain_executions (id, chain_id, chain_revision, owner, status, mode, definition, options, runs, variables)
-         VALUES (?1, ?2, ?3, ?4, 'running', ?5, ?6, ?7, ?8, ?9)",
+        "INSERT INTO chain_executions (id, chain_id, chain_revision, owner, status, mode, definition, options, runs, variables, author, author_roles)
+         VALUES (?1, ?2, ?3, ?4, 'running', ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
         vec![
             json!(run.id),
             chain_row["id"].clone(),
@@ -203,6 +210,8 @@ pub async fn insert(
             json!(serde_json::to_string(&run.options)?),
             json!(first_runs(run.mode)),
             json!(variables.to_string()),
+            author_user,
+            author_roles,
         ],
     )
     .await?;
@@ -312,20 +321,28 @@ async fn with_heartbeat<F: std::future::Future>(
 }
 
 impl Run {
-    fn host<'a>(&self, ctx: &'a dyn ToolContext) -> ChainHost<'a> {
+    fn host<'a>(&self, ctx: &'a dyn ToolContext, report: &RunReport) -> ChainHost<'a> {
         ChainHost::new(
             ctx,
             &self.chain,
             &self.id,
             self.tracked,
             self.plan.steps.len(),
+            self.author.clone(),
+            self.hidden(ctx.platform().registry()),
+            super::host::kept(report),
         )
+    }
+
+    /// What of its steps events and answers may not show.
+    pub fn hidden(&self, registry: &Registry) -> Hidden {
+        guard::hidden_steps(&self.plan, registry)
     }
 
     /// Runs on from `report` until the run ends or pauses; a tracked run's record and job lease
     /// follow it.
     pub async fn drive(&self, ctx: &dyn ToolContext, report: RunReport) -> Result<RunReport> {
-        let host = self.host(ctx);
+        let host = self.host(ctx, &report);
         let work = run::proceed(&self.plan, report, &host, self.options.run_options());
         if !self.tracked {
             let report = work.await;
@@ -372,7 +389,7 @@ impl Run {
         reason: &str,
     ) -> Result<RunReport> {
         report.stop(status, reason);
-        let host = self.host(ctx);
+        let host = self.host(ctx, &report);
         if self.options.rollback {
             run::rollback(&self.plan, &mut report, &host).await;
         }
@@ -478,10 +495,10 @@ pub async fn cancel(ctx: &dyn ToolContext, id: &str, reason: &str, wait_ms: u32)
             waited += 200;
             let now = load(ctx, id).await?;
             if now.status != "running" {
-                return Ok(now.view());
+                return Ok(now.view(ctx.platform().registry()));
             }
         }
-        let mut view = load(ctx, id).await?.view();
+        let mut view = load(ctx, id).await?.view(ctx.platform().registry());
         view["note"] = json!(format!(
             "A step is still under way; the run stops before its next step (within {} s at most per step attempt). Follow it with get_chain_status.",
             wait_ms / 1000
@@ -494,7 +511,7 @@ pub async fn cancel(ctx: &dyn ToolContext, id: &str, reason: &str, wait_ms: u32)
     rec.run
         .close(ctx, report, RunStatus::Cancelled, reason)
         .await?;
-    Ok(load(ctx, id).await?.view())
+    Ok(load(ctx, id).await?.view(ctx.platform().registry()))
 }
 
 /// Supplies the outputs a paused execution waits for and continues it: in this call when it ran
@@ -515,7 +532,7 @@ pub async fn resume(
         .job_start(JOB_KIND, id, JobMode::Attached)
         .await?;
     let report = run.drive(ctx, report).await?;
-    summary(&run, &report)
+    summary(&run, &report, &run.hidden(ctx.platform().registry()))
 }
 
 /// Supplies the outputs a paused synchronous execution waits for and runs it on in this call, to
@@ -546,6 +563,13 @@ async fn claim(
             rec.status
         )));
     };
+    let size = serde_json::to_string(outputs)?.len();
+    if size > super::host::MAX_STEP_OUTPUT_BYTES {
+        return Err(Error::ToolFailed(format!(
+            "Outputs rejected: they are {size} bytes of JSON; a step's outputs are limited to {} bytes (the execution's record keeps them).",
+            super::host::MAX_STEP_OUTPUT_BYTES
+        )));
+    }
     report.supply(&rec.run.plan, outputs).map_err(|problems| {
         Error::ToolFailed(format!("Outputs rejected: {}", problems.join("; ")))
     })?;
@@ -590,8 +614,19 @@ fn short(v: &Value) -> String {
     }
 }
 
+/// A paused step's prompt as answers show it: its rendered input hidden when the step waits for
+/// one that may carry a sensitive value.
+fn shown_prompt(hidden: &Hidden, id: u32, prompt: &Value) -> Value {
+    let mut p = prompt.clone();
+    if hidden.tainted.contains(&id) && p.get("input").is_some() {
+        p["input"] = json!(HIDDEN);
+    }
+    p
+}
+
 /// The answer of a synchronous run: completed, paused for input, or failed (an error result).
-pub fn summary(run: &Run, report: &RunReport) -> Result<ToolOutput> {
+/// The outputs of `hidden` steps are not shown: the answer is also recorded on the event stream.
+pub fn summary(run: &Run, report: &RunReport, hidden: &Hidden) -> Result<ToolOutput> {
     let title = &run.title;
     let duration = report.elapsed_ms.round();
     let total = report.steps.len();
@@ -608,8 +643,15 @@ pub fn summary(run: &Run, report: &RunReport) -> Result<ToolOutput> {
     let outputs: Vec<String> = report
         .steps
         .iter()
-        .flat_map(|s| s.outputs.iter())
-        .map(|(k, v)| format!("\n- {k}: {}", short(v)))
+        .flat_map(|s| s.outputs.iter().map(move |o| (s.id, o)))
+        .map(|(id, (k, v))| {
+            let v = if hidden.outputs(id) {
+                json!(HIDDEN)
+            } else {
+                v.clone()
+            };
+            format!("\n- {k}: {}", short(&v))
+        })
         .collect();
     let notes: Vec<String> = report
         .steps
@@ -656,7 +698,7 @@ pub fn summary(run: &Run, report: &RunReport) -> Result<ToolOutput> {
                 .iter()
                 .filter(|s| s.state == StepState::AwaitingInput)
             {
-                let p = s.prompt.clone().unwrap_or(Value::Null);
+                let p = shown_prompt(hidden, s.id, s.prompt.as_ref().unwrap_or(&Value::Null));
                 t.push_str(&format!(
                     "\n\n**Step '{}' waits for:** {}\n\n**Instructions:**\n{}\n\n**Input:**\n{}",
                     s.name,
@@ -728,20 +770,27 @@ pub fn summary(run: &Run, report: &RunReport) -> Result<ToolOutput> {
 }
 
 impl Record {
-    /// The `get_chain_status` view of the execution.
-    fn view(&self) -> Value {
+    /// The `get_chain_status` view of the execution. Outputs of steps that may carry a sensitive
+    /// value (`guard::hidden_steps`) are not shown: the answer is also recorded on the event stream.
+    fn view(&self, registry: &Registry) -> Value {
+        let hidden = self.run.hidden(registry);
         let report = self.report.as_ref();
         let steps: Vec<Value> = report
             .map(|r| {
                 r.steps
                     .iter()
                     .map(|s| {
+                        let outputs = if hidden.outputs(s.id) {
+                            guard::hide(&s.outputs)
+                        } else {
+                            json!(s.outputs)
+                        };
                         let mut v = json!({
                             "id": s.id, "name": s.name, "state": s.state.as_str(), "reason": s.reason,
-                            "attempts": s.attempts.len(), "outputs": s.outputs,
+                            "attempts": s.attempts.len(), "outputs": outputs,
                         });
                         if let Some(p) = &s.prompt {
-                            v["awaiting"] = p.clone();
+                            v["awaiting"] = shown_prompt(&hidden, s.id, p);
                         }
                         v
                     })
@@ -784,5 +833,5 @@ impl Record {
 
 /// `get_chain_status`: the status view of an execution of this session.
 pub async fn status(ctx: &dyn ToolContext, id: &str) -> Result<Value> {
-    Ok(load(ctx, id).await?.view())
+    Ok(load(ctx, id).await?.view(ctx.platform().registry()))
 }

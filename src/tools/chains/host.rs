@@ -8,6 +8,12 @@
 //! | `external_api` | calls the tool `tool` of this server (MCP name or registry id; never a `chains` tool) with the rendered `input_template` as its arguments (a JSON object; none → `{}`). One output variable gets the tool's `structuredContent`, or its text when it has none; several are picked from the `structuredContent` object. A tool error fails the step: a timeout or unavailable service is transient (`timeout`, `unavailable`), anything else is not retried |
 //! | `database_operation` | applies `operation.action` (`create`, `update`, `delete`, `get`) to one record of the collection `operation.collection` in D1. The rendered `input_template` is a JSON object: `id` names the record (a create without one gets `rec-<32 hex>`), the other fields are its data (`update` merges them into the record, top level only; `delete` and `get` ignore them). The first output variable gets the record, `{id, ...fields}` (for `delete`, as it was) |
 //!
+//! **Rights.** Every step that reaches data acts as `guard::step_caller`: the roles both the chain's
+//! author and its runner hold, decided again at each attempt; FlowMind tools meet the level gate a
+//! direct call meets. Events show nothing a step's tool marks `x-sensitive` (`guard::hidden_steps`),
+//! and a step's outputs and the run's kept inputs and outputs are bounded so the execution's record
+//! fits one D1 row.
+//!
 //! **Writes are journaled.** Each record write and its undo-journal row (`record_changes`: execution,
 //! step, sequence, record, data before and after) are one D1 batch, so neither exists without the
 //! other. A write whose record changed between the step's read and its batch applies nothing and
@@ -36,10 +42,12 @@
 //! steps only, leaves that write alone.
 
 use std::cell::{Cell, RefCell};
+use std::collections::BTreeSet;
 
 use futures::future::LocalBoxFuture;
 use serde_json::{json, Map, Value};
 
+use super::guard::{self, Author, Hidden};
 use super::steps::{self, first_output, invalid, pick, Change, JournalRow, RecordAccess};
 use super::type_name;
 use crate::clock;
@@ -53,6 +61,7 @@ use crate::error::{Error, Result};
 use crate::mcp::logging::LogLevel;
 use crate::random;
 use crate::registry::{self, Caller, Heartbeat, Platform, ToolContext};
+use crate::tools::flowmind::levels::{self, Level, Thresholds};
 use crate::tools::model_provider;
 use crate::tools::ownership::Principal;
 use crate::tools::templates::Stored;
@@ -70,16 +79,59 @@ pub struct ChainHost<'a> {
     finished: Cell<usize>,
     /// Why the run was asked to stop, once it was.
     stop: RefCell<Option<String>>,
+    /// Who saved the chain (`None`: shipped or built by the server); steps act with the rights
+    /// both the author and the runner hold (`guard`).
+    author: Option<Author>,
+    /// What of each step events may not show.
+    hidden: Hidden,
+    /// Bytes of step inputs and outputs the execution's record holds so far.
+    stored: Cell<usize>,
+    /// Steps whose input is counted in `stored` already (retries share it).
+    counted: RefCell<BTreeSet<u32>>,
+}
+
+/// Largest outputs of one step (their JSON text), in bytes. The execution's record keeps them, and
+/// a D1 row holds at most 2 MB.
+pub const MAX_STEP_OUTPUT_BYTES: usize = 256 * 1024;
+
+/// Largest sum of the step inputs and outputs one execution's record keeps, in bytes.
+pub const MAX_RUN_BYTES: usize = 512 * 1024;
+
+/// What a run continuing from `report` keeps already: the bytes of its step inputs and outputs
+/// (see [`MAX_RUN_BYTES`]), and the steps whose input is among them (a step that was under way
+/// when the run stopped runs again with the same input, which is not counted twice).
+pub fn kept(report: &RunReport) -> (usize, BTreeSet<u32>) {
+    let bytes = report
+        .steps
+        .iter()
+        .map(|s| {
+            s.input.as_ref().map_or(0, String::len)
+                + serde_json::to_string(&s.outputs).map_or(0, |t| t.len())
+        })
+        .sum();
+    let counted = report
+        .steps
+        .iter()
+        .filter(|s| s.input.is_some())
+        .map(|s| s.id)
+        .collect();
+    (bytes, counted)
 }
 
 impl<'a> ChainHost<'a> {
-    /// A host for execution `execution_id` of `chain`, which has `total` steps.
+    /// A host for execution `execution_id` of `chain`, which has `total` steps, written by
+    /// `author`; `hidden` says what of its steps events may not show, `kept` what its record holds
+    /// already ([`kept`]).
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         ctx: &'a dyn ToolContext,
         chain: &str,
         execution_id: &str,
         tracked: bool,
         total: usize,
+        author: Option<Author>,
+        hidden: Hidden,
+        kept: (usize, BTreeSet<u32>),
     ) -> Self {
         ChainHost {
             ctx,
@@ -89,7 +141,37 @@ impl<'a> ChainHost<'a> {
             total,
             finished: Cell::new(0),
             stop: RefCell::new(None),
+            author,
+            hidden,
+            stored: Cell::new(kept.0),
+            counted: RefCell::new(kept.1),
         }
+    }
+
+    /// Counts a step's input and outputs into what the record keeps: a step whose outputs are
+    /// larger than [`MAX_STEP_OUTPUT_BYTES`], or that would take the run past [`MAX_RUN_BYTES`],
+    /// fails instead (it cannot succeed on a retry).
+    fn keep(&self, step: &StepDef, input: usize, outcome: StepOutcome) -> StepOutcome {
+        if self.counted.borrow_mut().insert(step.id) {
+            self.stored.set(self.stored.get() + input);
+        }
+        let out = outcome?;
+        let size = serde_json::to_string(&out).map_or(0, |t| t.len());
+        if size > MAX_STEP_OUTPUT_BYTES {
+            return Err(invalid(format!(
+                "step '{}' produced {size} bytes of outputs; a step's outputs are limited to {MAX_STEP_OUTPUT_BYTES} bytes (the execution's record keeps them)",
+                step.name
+            )));
+        }
+        let total = self.stored.get() + size;
+        if total > MAX_RUN_BYTES {
+            return Err(invalid(format!(
+                "step '{}': its outputs ({size} bytes) would take the execution's kept inputs and outputs to {total} bytes; a run keeps at most {MAX_RUN_BYTES}",
+                step.name
+            )));
+        }
+        self.stored.set(total);
+        Ok(out)
     }
 
     /// Drops the execution's record journal once the execution has ended for good (completed,
@@ -117,20 +199,24 @@ impl<'a> ChainHost<'a> {
     }
 }
 
-/// The context a step's tool call runs in: the chain call's, except that the tool cannot report
-/// progress (the chain reports one unit per step, and a nested tool's counts would break that
-/// sequence) or end the caller's connection (that is the chain's decision).
-struct StepContext<'a>(&'a dyn ToolContext);
+/// The context a step runs in: the chain call's, except that it acts as the step's caller (the
+/// rights both the chain's author and its runner hold, `guard::step_caller`), and that a tool it
+/// calls cannot report progress (the chain reports one unit per step, and a nested tool's counts
+/// would break that sequence) or end the caller's connection (that is the chain's decision).
+struct StepContext<'a> {
+    inner: &'a dyn ToolContext,
+    caller: Caller,
+}
 
 impl ToolContext for StepContext<'_> {
     fn platform(&self) -> &dyn Platform {
-        self.0.platform()
+        self.inner.platform()
     }
 
     fn progress(&self, _progress: f64, _total: Option<f64>, _message: Option<&str>) {}
 
     fn log(&self, level: LogLevel, data: Value) {
-        self.0.log(level, data);
+        self.inner.log(level, data);
     }
 
     fn ask_client<'a>(
@@ -138,17 +224,17 @@ impl ToolContext for StepContext<'_> {
         method: &'a str,
         params: Value,
     ) -> LocalBoxFuture<'a, Result<Value>> {
-        self.0.ask_client(method, params)
+        self.inner.ask_client(method, params)
     }
 
     fn end_connection(&self) {}
 
     fn caller(&self) -> Caller {
-        self.0.caller()
+        self.caller.clone()
     }
 
     fn client_capabilities(&self) -> Value {
-        self.0.client_capabilities()
+        self.inner.client_capabilities()
     }
 }
 
@@ -196,9 +282,19 @@ impl ChainHost<'_> {
         self.stop.borrow().clone()
     }
 
-    async fn template(&self, step: &StepDef, vars: &Value) -> StepOutcome {
+    /// A step's outputs as events show them: hidden for a step that may carry a sensitive value
+    /// (`guard::hidden_steps`). The one place step outputs are redacted for events.
+    fn shown_outputs(&self, step: &StepDef, outputs: &Map<String, Value>) -> Value {
+        if self.hidden.outputs(step.id) {
+            guard::hide(outputs)
+        } else {
+            Value::Object(outputs.clone())
+        }
+    }
+
+    async fn template(&self, sc: &StepContext<'_>, step: &StepDef, vars: &Value) -> StepOutcome {
         let name = step.template_id.as_deref().unwrap_or_default();
-        let stored = Stored::load(self.ctx, name).await.map_err(classify)?;
+        let stored = Stored::load(sc, name).await.map_err(classify)?;
         let merged = stored.variables(&json!({}), vars);
         stored.validate(&merged).map_err(classify)?;
         let text = stored
@@ -329,38 +425,181 @@ impl ChainHost<'_> {
     }
 
     async fn attempt(&self, step: &StepDef, input: Option<String>, vars: &Value) -> StepOutcome {
+        // Decided at every attempt: a resumed or background run acts with the runner's rights
+        // as they are now.
+        let sc = self.step_context();
         match step.kind {
-            StepType::TemplateProcessing => self.template(step, vars).await,
+            StepType::TemplateProcessing => self.template(&sc, step, vars).await,
             StepType::DataTransformation | StepType::ConditionalLogic => from_input(step, input),
             StepType::InstructionSet => self.instruction(step, input).await,
-            StepType::ExternalApi => self.external(step, input).await,
-            StepType::DatabaseOperation => self.record(step, input).await,
+            StepType::ExternalApi => self.external(&sc, step, input).await,
+            StepType::DatabaseOperation => self.record(&sc, step, input).await,
         }
     }
 }
 
+/// What a tool's `roles` ask of a caller, for an error.
+fn needs(roles: &[&str]) -> String {
+    let named: Vec<&str> = roles.iter().copied().filter(|r| *r != "*").collect();
+    match (roles.contains(&"*"), named.is_empty()) {
+        (true, true) => "a signed-in user".into(),
+        (true, false) => format!("a signed-in user or one of the roles {}", named.join(", ")),
+        (false, _) => format!("one of the roles {}", named.join(", ")),
+    }
+}
+
+/// Session-storage key of an anonymous caller's count of successful FlowMind calls: the one
+/// `session::levels` keeps it under.
+const ANONYMOUS_SUCCESSES: &str = "flowmind_successes";
+
 impl ChainHost<'_> {
-    /// Runs a tool of this server as a nested call (validation, timeout and events included).
-    async fn call(&self, tool: &registry::Tool, args: Value) -> registry::CallOutcome {
-        registry::execute(tool, &StepContext(self.ctx), args).await
+    /// The context a step acts in now: the rights both the chain's author and its runner hold.
+    fn step_context(&self) -> StepContext<'_> {
+        StepContext {
+            inner: self.ctx,
+            caller: guard::step_caller(self.author.as_ref(), &self.ctx.caller()),
+        }
     }
 
-    async fn external(&self, step: &StepDef, input: Option<String>) -> StepOutcome {
+    /// Why the step's rights are narrower than the runner's, when they are.
+    fn narrowed(&self) -> Option<String> {
+        guard::narrowed(self.author.as_ref(), &self.ctx.caller())
+    }
+
+    /// A step error for a failed tool call, saying when the step acted with fewer rights than the
+    /// runner has (the likely reason a tool found nothing or refused).
+    fn explained(&self, mut e: StepError) -> StepError {
+        if matches!(e.class, ErrorClass::Validation | ErrorClass::Permission) {
+            if let Some(why) = self.narrowed() {
+                e.message = format!("{} (Note: {why})", e.message);
+            }
+        }
+        e
+    }
+
+    /// The tool `name` as the step's caller may use it (`what` names the step in errors). A tool
+    /// the runner could use but the step cannot is refused naming the rights it lacks; one the
+    /// runner cannot use either reads as unknown, as in `tools/list`.
+    fn tool_for(
+        &self,
+        sc: &StepContext<'_>,
+        what: &str,
+        name: &str,
+    ) -> Result<&registry::Tool, StepError> {
+        let registry = self.ctx.platform().registry();
+        steps::resolve_tool(registry, name, &sc.caller).map_err(|e| {
+            let runner = self.ctx.caller();
+            match (
+                steps::resolve_tool(registry, name, &runner),
+                self.narrowed(),
+            ) {
+                (Ok(tool), Some(why)) => StepError::new(
+                    ErrorClass::Permission,
+                    format!(
+                        "{what}: tool {name} needs {}, which this step lacks: {why}",
+                        needs(tool.def.roles)
+                    ),
+                ),
+                _ => invalid(format!("{what}: {e}")),
+            }
+        })
+    }
+
+    /// A caller's count of successful FlowMind calls, as the session's gate counts it: a user's in
+    /// D1, an anonymous caller's in this session. A count that cannot be read is 0: a storage
+    /// fault never widens access.
+    async fn successes(&self, user: Option<&str>) -> u64 {
+        let counted = match user {
+            Some(u) => self
+                .ctx
+                .query(
+                    "SELECT successes FROM flowmind_progress WHERE caller = ?1",
+                    vec![json!(u)],
+                )
+                .await
+                .map(|rows| rows.first().and_then(|r| r["successes"].as_u64())),
+            None => self
+                .ctx
+                .platform()
+                .session_get(ANONYMOUS_SUCCESSES)
+                .map(|v| v.and_then(|v| v.parse().ok())),
+        };
+        counted.ok().flatten().unwrap_or(0)
+    }
+
+    /// FlowMind's level gate for a step calling `tool`, as a direct call meets it: the runner's
+    /// level, and the author's too when someone else wrote the chain (an anonymous author counts
+    /// as a beginner). Calls made by steps never count towards a level.
+    async fn level_gate(&self, what: &str, tool: &registry::Tool) -> Result<(), StepError> {
+        let name = tool.def.name;
+        if !levels::is_gated(tool.def.toolset, name) {
+            return Ok(());
+        }
+        let setting = self.ctx.platform().setting("FLOWMIND_LEVELS");
+        // A setting that does not parse stops the deployment's start (Config::check); the
+        // default here only keeps the gate closed, never open.
+        let Some(t) = Thresholds::parse_setting(setting.as_deref().unwrap_or_default())
+            .unwrap_or(Some(Thresholds::default()))
+        else {
+            return Ok(());
+        };
+        let runner = self.ctx.caller();
+        let mut n = self.successes(runner.user.as_deref()).await;
+        if let Some(author) = &self.author {
+            let same = author.user.is_some() && author.user == runner.user;
+            if !same {
+                let theirs = match &author.user {
+                    Some(a) => self.successes(Some(a)).await,
+                    None => 0,
+                };
+                n = n.min(theirs);
+            }
+        }
+        let level: Level = t.level(n);
+        if levels::allows(level, name) {
+            return Ok(());
+        }
+        let known: Vec<&str> = self
+            .ctx
+            .platform()
+            .registry()
+            .tools()
+            .filter(|t| levels::is_gated(t.def.toolset, t.def.name))
+            .map(|t| t.def.name)
+            .collect();
+        Err(StepError::new(ErrorClass::Permission, format!(
+            "{what}: {} Chain steps meet FlowMind's levels as direct calls do, at the runner's level (and the author's, when someone else saved the chain); calls made by chain steps do not count towards a level.",
+            levels::locked_message(name, level, &t, n, &known)
+        )))
+    }
+
+    async fn external(
+        &self,
+        sc: &StepContext<'_>,
+        step: &StepDef,
+        input: Option<String>,
+    ) -> StepOutcome {
         let name = step.tool.as_deref().unwrap_or_default();
+        let what = format!("step '{}'", step.name);
         // create_chain checked the tool, but a stored chain may predate a tool's removal or the
-        // chains-tool rule; the check is cheap, so it runs again.
-        let tool = steps::resolve_tool(self.ctx.platform().registry(), name, &self.ctx.caller())
-            .map_err(|e| invalid(format!("step '{}': {e}", step.name)))?;
+        // chains-tool rule, and the runner's rights are known only now; the check is cheap.
+        let tool = self.tool_for(sc, &what, name)?;
+        self.level_gate(&what, tool).await?;
         let args = steps::json_object(
             &format!("step '{}': the tool arguments (input_template)", step.name),
             input.as_deref(),
         )
         .map_err(invalid)?;
-        let out = self.call(tool, Value::Object(args)).await;
-        steps::tool_outputs(step, name, &out.result, out.outcome)
+        let out = registry::execute(tool, sc, Value::Object(args)).await;
+        steps::tool_outputs(step, name, &out.result, out.outcome).map_err(|e| self.explained(e))
     }
 
-    async fn record(&self, step: &StepDef, input: Option<String>) -> StepOutcome {
+    async fn record(
+        &self,
+        sc: &StepContext<'_>,
+        step: &StepDef,
+        input: Option<String>,
+    ) -> StepOutcome {
         let Some(op) = &step.operation else {
             return Err(invalid(format!(
                 "step '{}' is a database_operation step without an operation",
@@ -376,7 +615,8 @@ impl ChainHost<'_> {
         .map_err(fail)?;
         let request = steps::record_request(op.action, data).map_err(fail)?;
         let sharing = steps::record_sharing(op).map_err(fail)?;
-        let me = Principal::of(self.ctx);
+        // Records are owned and read as the step acts (guard.rs), never with more rights.
+        let me = Principal::of(sc);
         let owner = match op.action {
             RecordAction::Get => None,
             _ => Some(
@@ -390,11 +630,7 @@ impl ChainHost<'_> {
             None => format!("rec-{}", random::hex(16).map_err(classify)?),
         };
         let read = steps::read_record(collection, &id, &me);
-        let rows = self
-            .ctx
-            .query(&read.sql, read.params)
-            .await
-            .map_err(classify)?;
+        let rows = sc.query(&read.sql, read.params).await.map_err(classify)?;
         let current = rows
             .first()
             .and_then(|r| r["data"].as_str())
@@ -483,7 +719,8 @@ impl ChainHost<'_> {
             )
             .await
             .map_err(classify)?;
-        let me = Principal::of(self.ctx);
+        // Undone as the step that wrote them acted.
+        let me = Principal::of(&self.step_context());
         for row in rows.iter().filter_map(JournalRow::from_row) {
             let results = self
                 .ctx
@@ -511,12 +748,10 @@ impl ChainHost<'_> {
     ) -> Result<(), StepError> {
         let fail = |e: String| invalid(format!("step '{}': rollback_action {e}", step.name));
         let action = RollbackAction::parse(text).map_err(fail)?;
-        let tool = steps::resolve_tool(
-            self.ctx.platform().registry(),
-            &action.tool,
-            &self.ctx.caller(),
-        )
-        .map_err(fail)?;
+        let sc = self.step_context();
+        let what = format!("step '{}': rollback_action", step.name);
+        let tool = self.tool_for(&sc, &what, &action.tool)?;
+        self.level_gate(&what, tool).await?;
         let args = match &action.arguments {
             None => Map::new(),
             Some(template) => {
@@ -534,13 +769,13 @@ impl ChainHost<'_> {
                 steps::json_object("arguments", Some(&text)).map_err(fail)?
             }
         };
-        let out = self.call(tool, Value::Object(args)).await;
+        let out = registry::execute(tool, &sc, Value::Object(args)).await;
         match steps::tool_failure(
             &format!("step '{}': rollback_action tool {}", step.name, action.tool),
             &out.result,
             out.outcome,
         ) {
-            Some(e) => Err(e),
+            Some(e) => Err(self.explained(e)),
             None => Ok(()),
         }
     }
@@ -556,17 +791,21 @@ impl StepHost for ChainHost<'_> {
         Box::pin(async move {
             let platform = self.ctx.platform();
             let tool = format!("{}/{}", self.chain, step.name);
+            let shown =
+                guard::shown_input(&self.hidden, platform.registry(), step, input.as_deref());
             platform.emit(
                 "tool_call",
-                json!({ "tool": tool, "execution_id": self.execution_id, "step": step.id, "type": type_name(step.kind), "input": input }),
+                json!({ "tool": tool, "execution_id": self.execution_id, "step": step.id, "type": type_name(step.kind), "input": shown }),
             );
             let started = clock::now_ms();
+            let size = input.as_ref().map_or(0, String::len);
             let outcome = self.attempt(step, input, vars).await;
+            let outcome = self.keep(step, size, outcome);
             let duration_ms = (clock::now_ms() - started).round();
             match &outcome {
                 Ok(out) => platform.emit(
                     "tool_result",
-                    json!({ "tool": tool, "execution_id": self.execution_id, "step": step.id, "duration_ms": duration_ms, "cached": false, "result": out }),
+                    json!({ "tool": tool, "execution_id": self.execution_id, "step": step.id, "duration_ms": duration_ms, "cached": false, "result": self.shown_outputs(step, out) }),
                 ),
                 Err(e) => platform.emit(
                     "error",

@@ -3,6 +3,7 @@
 //! (`execute_chain`, status, cancel) builds on the runner in `engine::run`.
 
 mod executions;
+mod guard;
 mod host;
 pub(crate) use host::json_object_in;
 mod steps;
@@ -207,6 +208,9 @@ fn create_chain(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result
         let version = raw.get("version").and_then(Value::as_str).unwrap_or("1.0");
         let description = raw.get("description").and_then(Value::as_str).unwrap_or("");
         let active = opt_bool(&opts, "set_active", true);
+        // Its steps will act with no more than the rights the author holds now (guard.rs).
+        let [author, author_roles] =
+            guard::Author::columns(Some(&guard::Author::of(&ctx.caller())));
         let mut params = vec![
             json!(def.name),
             json!(def.title),
@@ -218,18 +222,21 @@ fn create_chain(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result
             json!(owner),
         ];
         params.extend(sharing_params(sharing.as_ref()));
-        let insert = "INSERT INTO execution_chains (name, title, description, category, version, definition, is_active, owner, visibility, shared_roles)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, COALESCE(?9, 'private'), COALESCE(?10, '[]'))";
+        params.extend([author, author_roles]);
+        let insert = "INSERT INTO execution_chains (name, title, description, category, version, definition, is_active, owner, visibility, shared_roles, author, author_roles)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, COALESCE(?9, 'private'), COALESCE(?10, '[]'), ?11, ?12)";
         let sql = if opt_bool(&opts, "overwrite_existing", false) {
             // Only the owner replaces a chain (an admin a shipped one), never a FlowMind
             // workflow's; its owner never changes, and its sharing only when this call names one.
-            let mine = me.can_write("execution_chains.", 11);
+            // The author (whose rights its steps are held to) is whoever saved it last.
+            let mine = me.can_write("execution_chains.", 13);
             params.extend(mine.params);
             format!(
                 "{insert}
              ON CONFLICT (name) DO UPDATE SET title = excluded.title, description = excluded.description,
                category = excluded.category, version = excluded.version, definition = excluded.definition,
                is_active = excluded.is_active, revision = execution_chains.revision + 1,
+               author = excluded.author, author_roles = excluded.author_roles,
                visibility = COALESCE(?9, execution_chains.visibility),
                shared_roles = COALESCE(?10, execution_chains.shared_roles),
                updated_at = strftime('%Y-%m-%dT%H:%M:%SZ', 'now')
@@ -344,7 +351,7 @@ fn execute_chain(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Resul
         let rows = ctx
             .query(
                 &format!(
-                    "SELECT id, revision, title, category, definition FROM execution_chains WHERE name = ?1 AND is_active = 1 AND {}",
+                    "SELECT id, revision, title, category, definition, author, author_roles FROM execution_chains WHERE name = ?1 AND is_active = 1 AND {}",
                     readable.sql
                 ),
                 params,
@@ -407,6 +414,7 @@ fn execute_chain(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Resul
             mode: if background { Mode::Async } else { Mode::Sync },
             plan,
             tracked,
+            author: guard::Author::from_row(&row),
         };
         if tracked {
             executions::insert(ctx, &run, &row, &raw, &vars).await?;
@@ -424,7 +432,7 @@ fn execute_chain(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Resul
         }
         let start = executions::fresh(&run.plan, vars)?;
         let report = run.drive(ctx, start).await?;
-        executions::summary(&run, &report)
+        executions::summary(&run, &report, &run.hidden(ctx.platform().registry()))
     })
 }
 
@@ -501,6 +509,8 @@ pub async fn run_linked(
         mode: Mode::Sync,
         plan,
         tracked: true,
+        // Built by the server from a workflow: its steps act with the runner's own rights.
+        author: None,
     };
     executions::insert(ctx, &run, &row, raw, &variables).await?;
     ctx.platform()

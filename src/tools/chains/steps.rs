@@ -165,21 +165,34 @@ fn result_text(result: &Value) -> String {
 }
 
 /// The step error for a `CallToolResult` with `isError`, classed by the executor's outcome:
-/// `timeout`, `unavailable` and `rate_limited` are worth retrying, anything else is not. None when
-/// it succeeded.
+/// `timeout`, `unavailable` and `rate_limited` are worth retrying, anything else is not. A domain
+/// tool's error answer (`structuredContent.status: "error"`, sent without `isError`) is a failure
+/// too, classed by its code: a database error is worth retrying, a refusal or bad input is not.
+/// None when it succeeded.
 pub fn tool_failure(what: &str, result: &Value, outcome: &str) -> Option<StepError> {
-    if result["isError"] != Value::Bool(true) {
+    let answer = &result["structuredContent"];
+    if result["isError"] != Value::Bool(true) && answer["status"] != "error" {
         return None;
     }
-    let class = match outcome {
+    let class = match (outcome, answer["code"].as_str()) {
         // A rate-limited call took no token, so the step's retries (with backoff) may get one.
-        "timeout" | "unavailable" | "rate_limited" => ErrorClass::Transient(outcome.to_string()),
+        ("timeout" | "unavailable" | "rate_limited", _) => {
+            ErrorClass::Transient(outcome.to_string())
+        }
+        (_, Some("DATABASE_ERROR")) => ErrorClass::Transient("unavailable".into()),
+        (_, Some("INSUFFICIENT_PERMISSIONS" | "USER_MISMATCH")) => ErrorClass::Permission,
         _ => ErrorClass::Validation,
     };
-    Some(StepError::new(
-        class,
-        format!("{what} failed: {}", result_text(result)),
-    ))
+    let text = match (answer["code"].as_str(), answer["message"].as_str()) {
+        (Some(code), Some(message)) => format!(
+            "{code}: {message} {}",
+            answer["suggestedAction"].as_str().unwrap_or_default()
+        )
+        .trim_end()
+        .to_string(),
+        _ => result_text(result),
+    };
+    Some(StepError::new(class, format!("{what} failed: {text}")))
 }
 
 /// An external_api step's outputs from its tool's `CallToolResult`: with one output variable, the
@@ -743,6 +756,21 @@ mod tests {
         assert_eq!(class("invalid_arguments"), ErrorClass::Validation);
         let e = tool_outputs(&step(&["x"]), "t", &err, "tool_error").unwrap_err();
         assert_eq!(e.message, "step 's': tool t failed: boom");
+        // A domain tool's error answer comes without isError.
+        let domain = |code: &str| json!({ "content": [], "structuredContent": { "status": "error", "code": code, "message": "Employee E not found.", "suggestedAction": "Use list_employees." } });
+        let e = tool_outputs(&step(&["x"]), "t", &domain("EMPLOYEE_NOT_FOUND"), "ok").unwrap_err();
+        assert_eq!(e.class, ErrorClass::Validation);
+        assert_eq!(e.message, "step 's': tool t failed: EMPLOYEE_NOT_FOUND: Employee E not found. Use list_employees.");
+        let class = |code| {
+            tool_outputs(&step(&["x"]), "t", &domain(code), "ok")
+                .unwrap_err()
+                .class
+        };
+        assert_eq!(
+            class("DATABASE_ERROR"),
+            ErrorClass::Transient("unavailable".into())
+        );
+        assert_eq!(class("INSUFFICIENT_PERMISSIONS"), ErrorClass::Permission);
     }
 
     #[test]
