@@ -31,8 +31,10 @@ describe("whose rights a step has", () => {
 
   const records = async (collection) =>
     (await db.prepare("SELECT id, data FROM collection_records WHERE collection = ?1").bind(collection).all()).results;
+  // Public, so that another user can run it (who may read a chain is tests/ownership.test.js's
+  // subject; here it is whose rights its steps have).
   const create = async (s, def) => {
-    const r = await s.call("create_chain", { chain_definition: def, creation_options: { overwrite_existing: true } });
+    const r = await s.call("create_chain", { chain_definition: def, creation_options: { overwrite_existing: true, visibility: "public" } });
     assert.equal(r.isError, undefined, textOf(r));
   };
   /** get_employee on `who`, then the answer's SSN and salary stored in `collection`. */
@@ -122,8 +124,10 @@ describe("FlowMind's level gates inside chains", () => {
     step(1, "help", "external_api", { tool: "get_help", input_template: '{{"help_type": "concept", "specific_question": "levels"}}', output_variables: ["help"] }),
     step(2, "contexts", "external_api", { tool: "list_available_contexts", input_template: "{{}}", output_variables: ["contexts"], depends_on: [1] }),
   ]);
+  // Public, so that another user can run it (who may read a chain is tests/ownership.test.js's
+  // subject; here it is whose rights its steps have).
   const create = async (s, def) => {
-    const r = await s.call("create_chain", { chain_definition: def, creation_options: { overwrite_existing: true } });
+    const r = await s.call("create_chain", { chain_definition: def, creation_options: { overwrite_existing: true, visibility: "public" } });
     assert.equal(r.isError, undefined, textOf(r));
   };
   const run = async (s, name) => {

@@ -204,22 +204,29 @@ describe("shared records", () => {
     assert.match(textOf(bad), /creation_options\.visibility "shared" needs creation_options\.shared_roles/);
   });
 
-  test("a chain shared with a role runs for its holders only; the records a run creates are the runner's", async () => {
+  // A run of someone else's chain acts as the author–runner pair (docs/chains.md "Whose rights a
+  // step has"), so the records it creates belong to that pair, not to the runner: otherwise the
+  // author's steps could copy the runner's private records into ones the author reads.
+  test("a chain shared with a role runs for its holders only; the records a run of another's chain creates belong to the author-runner pair", async () => {
     const name = fresh("chain");
     await ok(marcus, "create_chain", { chain_definition: recordChain(name, "create", { visibility: "shared", shared_roles: ["hr-read"] }), creation_options: { visibility: "shared", shared_roles: ["hr-read"] } });
     const id = fresh("rec");
     await ok(alice, "execute_chain", { chain_name: name, variables: { rec: JSON.stringify({ id, text: "by Alice" }) } });
-    assert.deepEqual(await record(id), { data: JSON.stringify({ text: "by Alice" }), owner: `user:${ALICE}`, visibility: "shared", shared_roles: '["hr-read"]' });
+    assert.deepEqual(await record(id), { data: JSON.stringify({ text: "by Alice" }), owner: `user:chain-delegate:${JSON.stringify([MARCUS, ALICE])}`, visibility: "shared", shared_roles: '["hr-read"]' });
     assert.match(textOf(await fails(sarah, "execute_chain", { chain_name: name, variables: { rec: "{}" } })), /not found/);
 
-    // The shared record: Marcus (no hr-read) cannot read it; another hr-read holder's get works.
+    // The shared record: Marcus (no hr-read) cannot read it with his own chain; an hr-read holder's
+    // own chain can, and cannot update it (it is not theirs).
     const get = fresh("rec-get");
     await ok(marcus, "create_chain", { chain_definition: recordChain(get, "get"), creation_options: { visibility: "public" } });
     assert.match(textOf(await fails(marcus, "execute_chain", { chain_name: get, variables: { rec: JSON.stringify({ id }) } })), /not found in collection/);
     const helen = await connect("00000000-0000-4000-8000-000000000009", ["hr-read"]);
-    assert.match(textOf(await ok(helen, "execute_chain", { chain_name: get, variables: { rec: JSON.stringify({ id }) } })), /by Alice/);
+    const helensGet = fresh("rec-get");
+    await ok(helen, "create_chain", { chain_definition: recordChain(helensGet, "get") });
+    assert.match(textOf(await ok(helen, "execute_chain", { chain_name: helensGet, variables: { rec: JSON.stringify({ id }) } })), /by Alice/);
+    assert.match(textOf(await fails(helen, "execute_chain", { chain_name: get, variables: { rec: JSON.stringify({ id }) } })), /not found in collection/, "through Marcus's chain Helen acts with the roles both hold: none");
     const upd = fresh("rec-update");
-    await ok(marcus, "create_chain", { chain_definition: recordChain(upd, "update"), creation_options: { visibility: "public" } });
+    await ok(helen, "create_chain", { chain_definition: recordChain(upd, "update") });
     const refused = await fails(helen, "execute_chain", { chain_name: upd, variables: { rec: JSON.stringify({ id, text: "by Helen" }) } });
     assert.match(textOf(refused), new RegExp(`record "${id}" in collection "notes" belongs to another owner: you may read it but not update it`));
     assert.equal((await record(id)).data, JSON.stringify({ text: "by Alice" }));
