@@ -52,12 +52,18 @@ pub const SESSIONS_BUCKET: &str = "@sessions";
 
 /// Takes one token from bucket `bucket` of limiter object `owner` under `limit`.
 pub async fn take(env: &Env, owner: &str, bucket: &str, limit: Limit) -> Result<Admission> {
-    let body = serde_json::to_string(&Take {
+    let request = Take {
         tool: bucket.to_string(),
         capacity: limit.capacity,
         period_ms: limit.period_ms,
         backoff: false,
-    })?;
+    };
+    send_take(env, owner, &request).await
+}
+
+/// Sends one take request to limiter object `owner`: the one place that speaks to it for tokens.
+pub async fn send_take(env: &Env, owner: &str, request: &Take) -> Result<Admission> {
+    let body = serde_json::to_string(request)?;
     let headers = worker::Headers::new();
     headers.set("content-type", "application/json")?;
     let mut init = worker::RequestInit::new();

@@ -18,7 +18,7 @@ use super::d1;
 use crate::edge::config::Config;
 use crate::error::{Error, Result};
 use crate::limiter::leases::{LeaseAnswer, LeaseRequest};
-use crate::limiter::{Take, Taken, LEASE_URL, TAKE_URL};
+use crate::limiter::{Take, LEASE_URL};
 use crate::registry::limits::{Admission, Limit, RateLimits};
 use crate::registry::per_tool::ToolTimeouts;
 use crate::registry::{Caller, Inbound, Outbound, Registry, Statement};
@@ -274,39 +274,13 @@ impl Services {
         let Some(limit) = self.limits.for_tool(tool) else {
             return Ok(None);
         };
-        let body = serde_json::to_string(&Take {
+        let request = Take {
             tool: tool.to_string(),
             capacity: limit.capacity,
             period_ms: limit.period_ms,
             backoff: crate::registry::limits::backs_off(tool),
-        })?;
-        let headers = Headers::new();
-        headers.set("content-type", "application/json")?;
-        let mut init = RequestInit::new();
-        init.with_method(Method::Post)
-            .with_headers(headers)
-            .with_body(Some(body.into()));
-        let req = Request::new_with_init(TAKE_URL, &init)?;
-        let stub = self
-            .env
-            .durable_object("RATE_LIMITER")?
-            .id_from_name(caller)?
-            .get_stub()?;
-        let mut resp = stub.fetch_with_request(req).await?;
-        if resp.status_code() != 200 {
-            return Err(Error::Internal(format!(
-                "rate limiter answered HTTP {}",
-                resp.status_code()
-            )));
-        }
-        let taken: Taken = serde_json::from_str(&resp.text().await?)?;
-        let admission = if taken.allowed {
-            Admission::Allowed
-        } else {
-            Admission::Refused {
-                retry_after_secs: taken.retry_after_secs.max(1),
-            }
         };
+        let admission = crate::limiter::send_take(&self.env, caller, &request).await?;
         Ok(Some((limit, admission)))
     }
 }
