@@ -209,6 +209,15 @@ impl<'a, 'b> Ctx<'a, 'b> {
     /// Charges what copying `v` costs (one unit per value, one per [`BYTES_PER_UNIT`] bytes of text
     /// and keys), stopping as soon as the budget cannot pay, before anything is copied.
     fn charge_copy(&mut self, v: &Value, pos: Pos) -> Result<(), ExprError> {
+        match v {
+            Value::Array(_) | Value::Object(_) => {}
+            Value::String(s) => {
+                return self
+                    .budget
+                    .spend(1 + (s.len() / BYTES_PER_UNIT) as u64, pos)
+            }
+            _ => return self.burn(pos),
+        }
         let mut stack = vec![v];
         while let Some(v) = stack.pop() {
             self.burn(pos)?;
@@ -286,8 +295,10 @@ impl<'a, 'b> Ctx<'a, 'b> {
         }
     }
 
-    /// `v` as JSON text of at most `room` bytes, built under the budget.
+    /// `v` as JSON text of at most `room` bytes, built under the budget: each value is charged
+    /// before anything is written, the bytes as they are.
     pub(super) fn json(&mut self, v: &Value, room: usize, pos: Pos) -> Result<String, ExprError> {
+        self.charge_copy(v, pos)?;
         let affordable = usize::try_from(self.budget.left())
             .unwrap_or(usize::MAX)
             .saturating_add(1)
