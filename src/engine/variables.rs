@@ -94,7 +94,7 @@ pub fn parse_schema(v: &Value) -> Result<Schema, Vec<String>> {
     for (path, rules) in map {
         if !valid_path(path) {
             errors.push(format!(
-                "variables_schema key {path:?} is not a dotted path like client.name"
+                "variables_schema key {path:?} is not a dotted path like client.name (at most {MAX_PATH_PARTS} parts)"
             ));
             continue;
         }
@@ -124,9 +124,16 @@ pub fn parse_schema(v: &Value) -> Result<Schema, Vec<String>> {
     }
 }
 
-/// Whether `p` is a dotted variable path (`client.name`, `trip.travelers.adults`).
+/// Most parts a dotted path may have. Each part is a level of nesting in the merged variables, and
+/// nested values are copied, compared and freed recursively: a path of thousands of parts would
+/// overflow the Worker's stack.
+pub const MAX_PATH_PARTS: usize = 32;
+
+/// Whether `p` is a dotted variable path (`client.name`, `trip.travelers.adults`) of at most
+/// [`MAX_PATH_PARTS`] parts.
 pub fn valid_path(p: &str) -> bool {
     !p.is_empty()
+        && p.split('.').count() <= MAX_PATH_PARTS
         && p.split('.').all(|seg| {
             !seg.is_empty()
                 && seg
@@ -424,6 +431,18 @@ mod tests {
             e.contains("variables_schema.w:") && e.contains("colour"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn paths_have_at_most_32_parts() {
+        let ok = vec!["a"; MAX_PATH_PARTS].join(".");
+        let deep = vec!["a"; 10_000].join(".");
+        assert!(valid_path(&ok));
+        assert!(!valid_path(&deep));
+        let e = parse_schema(&json!({ deep: { "type": "string" } }))
+            .unwrap_err()
+            .join("\n");
+        assert!(e.contains("at most 32 parts"), "{}", &e[e.len() - 80..]);
     }
 
     #[test]

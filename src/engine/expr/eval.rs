@@ -13,7 +13,7 @@ use std::rc::Rc;
 use serde_json::{Map, Value};
 
 use super::parser::{Arg, Expr, Filter};
-use super::{num, truthy, Budget, ExprError, Pos, BYTES_PER_UNIT};
+use super::{num, truthy, Budget, ExprError, Pos, BYTES_PER_UNIT, BYTES_PER_UNIT_SLOW};
 
 /// A value during evaluation.
 pub(super) enum Val<'a> {
@@ -43,6 +43,9 @@ pub(super) struct Ctx<'a, 'b> {
     pub(super) budget: &'b mut Budget,
     missing: Vec<String>,
     seen: HashSet<String>,
+    /// The position of the last node evaluated that has one (literals have none), so every error
+    /// points into the source.
+    at: Pos,
 }
 
 /// Renders a path expression as text (`trip.destination.city`, `items[0]`), for messages.
@@ -174,6 +177,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
             budget,
             missing: Vec::new(),
             seen: HashSet::new(),
+            at: Pos { line: 1, col: 1 },
         }
     }
 
@@ -206,8 +210,8 @@ impl<'a, 'b> Ctx<'a, 'b> {
         Ok(())
     }
 
-    /// Charges what copying `v` costs (one unit per value, one per [`BYTES_PER_UNIT`] bytes of text
-    /// and keys), stopping as soon as the budget cannot pay, before anything is copied.
+    /// Charges what copying `v` costs (one unit per value and per key, one per [`BYTES_PER_UNIT`]
+    /// bytes of text and keys), stopping as soon as the budget cannot pay, before anything is copied.
     fn charge_copy(&mut self, v: &Value, pos: Pos) -> Result<(), ExprError> {
         match v {
             Value::Array(_) | Value::Object(_) => {}
@@ -226,7 +230,8 @@ impl<'a, 'b> Ctx<'a, 'b> {
                 Value::Array(items) => stack.extend(items),
                 Value::Object(m) => {
                     for (k, v) in m {
-                        self.burn_bytes(k.len(), pos)?;
+                        self.budget
+                            .spend(1 + (k.len() / BYTES_PER_UNIT) as u64, pos)?;
                         stack.push(v);
                     }
                 }
@@ -302,7 +307,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
         let affordable = usize::try_from(self.budget.left())
             .unwrap_or(usize::MAX)
             .saturating_add(1)
-            .saturating_mul(BYTES_PER_UNIT);
+            .saturating_mul(BYTES_PER_UNIT_SLOW);
         let mut bytes = Vec::new();
         let cap = room.min(affordable);
         if serde_json::to_writer(
@@ -324,7 +329,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
                     .unwrap_or_else(|| self.too_large(pos))
             });
         }
-        self.burn_bytes(bytes.len(), pos)?;
+        self.budget.spend_slow_bytes(bytes.len(), pos)?;
         String::from_utf8(bytes)
             .map_err(|_| ExprError::at(pos, "the value could not be written as JSON".into()))
     }
@@ -488,7 +493,10 @@ impl<'a, 'b> Ctx<'a, 'b> {
 
     pub(super) fn eval(&mut self, e: &'a Expr) -> Result<Val<'a>, ExprError> {
         let here = Self::pos_of(e);
-        self.burn(here)?;
+        if here.line > 0 {
+            self.at = here;
+        }
+        self.burn(self.at)?;
         match e {
             Expr::Lit(v) => Ok(Val::Ref(v)),
             Expr::Var(name, pos) => match self.lookup(name, *pos)? {
@@ -828,7 +836,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
             }
             ("toUpperCase" | "toLowerCase" | "trim", Value::String(s)) => {
                 self.value_args(args, method, 0, pos)?;
-                self.burn_bytes(s.len(), pos)?;
+                self.budget.spend_slow_bytes(s.len(), pos)?;
                 let out = match method {
                     "toUpperCase" => s.to_uppercase(),
                     "toLowerCase" => s.to_lowercase(),

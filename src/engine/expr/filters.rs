@@ -222,7 +222,7 @@ impl<'a> Ctx<'a, '_> {
         Ok(match v {
             Value::Null => Value::Null,
             Value::String(s) => {
-                self.burn_bytes(s.len(), pos)?;
+                self.budget.spend_slow_bytes(s.len(), pos)?;
                 let out = f(s);
                 self.check_size(out.len(), pos)?;
                 Value::String(out)
@@ -237,7 +237,7 @@ impl<'a> Ctx<'a, '_> {
             }
             other => {
                 let text = self.text(other, pos)?;
-                self.burn_bytes(text.len(), pos)?;
+                self.budget.spend_slow_bytes(text.len(), pos)?;
                 let out = f(&text);
                 self.check_size(out.len(), pos)?;
                 Value::String(out)

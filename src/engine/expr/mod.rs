@@ -122,6 +122,10 @@ pub struct Limits {
 /// Bytes of text read, copied or produced that cost one unit of the budget.
 pub const BYTES_PER_UNIT: usize = 16;
 
+/// Bytes that cost one unit where each byte takes real work: letter case (Unicode tables) and JSON
+/// text (escaping).
+pub const BYTES_PER_UNIT_SLOW: usize = 4;
+
 /// Units of budget each unit of the variables' size adds (a unit of size is one value, or
 /// [`BYTES_PER_UNIT`] bytes of text or keys): enough to read every variable a few times over.
 pub const UNITS_PER_INPUT_UNIT: u64 = 2;
@@ -182,6 +186,11 @@ impl Budget {
     pub(crate) fn spend_bytes(&mut self, bytes: usize, pos: Pos) -> Result<(), ExprError> {
         self.spend((bytes / BYTES_PER_UNIT) as u64, pos)
     }
+
+    /// Spends the units `bytes` of case mapping or JSON text cost.
+    pub(crate) fn spend_slow_bytes(&mut self, bytes: usize, pos: Pos) -> Result<(), ExprError> {
+        self.spend((bytes / BYTES_PER_UNIT_SLOW) as u64, pos)
+    }
 }
 
 impl Default for Limits {
@@ -193,8 +202,8 @@ impl Default for Limits {
     }
 }
 
-/// The size of a value in budget units: one per value (null, boolean, number, text, list, object)
-/// plus one per [`BYTES_PER_UNIT`] bytes of text and keys. Walks without recursion, so any depth is
+/// The size of a value in budget units: one per value (null, boolean, number, text, list, object),
+/// one per key, plus one per [`BYTES_PER_UNIT`] bytes of text and keys. Walks without recursion, so any depth is
 /// safe.
 pub fn size_units(v: &Value) -> u64 {
     let mut units = 0u64;
@@ -207,6 +216,7 @@ pub fn size_units(v: &Value) -> u64 {
             Value::Array(items) => stack.extend(items),
             Value::Object(m) => {
                 for (k, v) in m {
+                    units += 1;
                     bytes += k.len();
                     stack.push(v);
                 }

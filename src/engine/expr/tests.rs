@@ -422,9 +422,59 @@ mod costs {
             "{x.filter(i => s.includes('z')).length}",
             "{x.map(i => s.toUpperCase()).length}",
             "{x.map(i => s[99999]).length}",
+            "{x.map(i => (s|title)).length}",
         ] {
             assert_budget(src, &s);
         }
+        // The costliest shapes per input byte a random search over expressions (3 placeholders of
+        // depth 4 over lists, records, a long text) found, once the costs above were charged.
+        let records = json!({ "l": vec![json!({ "name": "n", "ok": true, "k": [1, 2] }); 2_000] });
+        for src in [
+            "{l.map(v => l).length}",
+            "{l.map(v => l.join(',')).length}",
+            "{(l|upper).map(v => v + l).length}",
+        ] {
+            assert_budget(src, &records);
+        }
+    }
+
+    #[test]
+    fn map_over_a_million_items_is_refused() {
+        let e = compile("x.map(i => i * 2).length")
+            .unwrap()
+            .eval(&zeros(1_000_000), Limits::default())
+            .unwrap_err();
+        assert!(e.message.contains("budget exhausted"), "{e}");
+        assert_eq!(e.pos.line, 1, "{e}");
+        assert!((2..=17).contains(&e.pos.col), "points into the loop: {e}");
+        assert!(
+            e.to_string().contains("  x.map(i => i * 2).length\n"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn currency_refuses_text_that_is_not_a_finite_number() {
+        for bad in ["NaN", "Infinity", "-Infinity", "1e999"] {
+            let e = compile("v|currency")
+                .unwrap()
+                .eval(&json!({ "v": bad }), Limits::default())
+                .unwrap_err();
+            assert!(
+                e.message
+                    .contains(&format!("currency: {bad} is not a finite number")),
+                "{e}"
+            );
+        }
+        let huge = "9".repeat(100_000);
+        let e = compile("v|currency")
+            .unwrap()
+            .eval(&json!({ "v": [huge] }), Limits::default())
+            .unwrap_err();
+        assert!(
+            e.message.len() < 200,
+            "a large value is shortened in the message: {e}"
+        );
     }
 
     #[test]
@@ -476,10 +526,10 @@ mod costs {
         assert_eq!(small.left(), limits.fuel + 10 + UNITS_PER_INPUT_UNIT);
         assert_eq!(
             big.left() - small.left(),
-            UNITS_PER_INPUT_UNIT * 10_001,
-            "the list and each of its values add the same"
+            UNITS_PER_INPUT_UNIT * 10_002,
+            "the list, its key and each of its values add the same"
         );
         let text = Budget::new(limits, 0, &json!({ "s": "y".repeat(1_600) }));
-        assert_eq!(text.left(), limits.fuel + UNITS_PER_INPUT_UNIT * (2 + 100));
+        assert_eq!(text.left(), limits.fuel + UNITS_PER_INPUT_UNIT * (3 + 100));
     }
 }
