@@ -19,8 +19,8 @@
 //! **Costs are bounded by the input.** Variables are read by reference, never copied on lookup; a
 //! value is copied only where a result must own it (an item `map` returns, the final value), and the
 //! copy is paid for by its size. Every step is charged to a [`Budget`]: one unit per tree node
-//! evaluated, per list item visited, per value copied or compared, and per [`BYTES_PER_UNIT`] bytes of
-//! text read or produced. The budget is [`Limits::fuel`] plus one unit per byte of the source plus
+//! evaluated, per list item visited, per value or key copied or compared, per [`BYTES_PER_UNIT`] bytes
+//! of text read or produced, and per [`BYTES_PER_UNIT_SLOW`] bytes of letter case or JSON text. The budget is [`Limits::fuel`] plus one unit per byte of the source plus
 //! [`UNITS_PER_INPUT_UNIT`] per unit of the variables (their size in the same units), so the work
 //! allowed grows linearly with the input and a loop inside a loop over the same list runs out long
 //! before it costs the square of its input. Text is capped at [`Limits::max_output`] while it is built,
@@ -173,7 +173,7 @@ impl Budget {
             return Err(ExprError::at(
                 pos,
                 format!(
-                    "evaluation budget exhausted: this needs more work than its input allows (a budget of {} units: {}, plus 1 per byte of the template or expression, plus {UNITS_PER_INPUT_UNIT} per value or {BYTES_PER_UNIT} bytes of text in its variables). A loop over a list inside a loop over the same list (x.map(i => x)) costs the square of the input: loop once, or pass less data",
+                    "evaluation budget exhausted: this needs more work than its input allows (a budget of {} units: {}, plus 1 per byte of the template or expression, plus {UNITS_PER_INPUT_UNIT} per value, key or {BYTES_PER_UNIT} bytes of text in its variables). A loop over a list inside a loop over the same list (x.map(i => x)) costs the square of the input: loop once, or pass less data",
                     self.total, self.base,
                 ),
             ));
