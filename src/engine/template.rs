@@ -51,7 +51,8 @@ pub struct Template {
 pub struct RenderOptions {
     /// A missing value is an error instead of empty text.
     pub strict: bool,
-    /// Limits of each placeholder's evaluation; `max_output` also caps the whole output.
+    /// Limits of the render: its placeholders share one budget (see [`Budget::new`]), and
+    /// `max_output` caps each value and the whole output.
     pub limits: Limits,
 }
 

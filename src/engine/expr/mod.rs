@@ -19,12 +19,13 @@
 //! **Costs are bounded by the input.** Variables are read by reference, never copied on lookup; a
 //! value is copied only where a result must own it (an item `map` returns, the final value), and the
 //! copy is paid for by its size. Every step is charged to a [`Budget`]: one unit per tree node
-//! evaluated, per list item visited, per value or key copied or compared, per [`BYTES_PER_UNIT`] bytes
-//! of text read or produced, and per [`BYTES_PER_UNIT_SLOW`] bytes of letter case or JSON text. The budget is [`Limits::fuel`] plus one unit per byte of the source plus
-//! [`UNITS_PER_INPUT_UNIT`] per unit of the variables (their size in the same units), so the work
-//! allowed grows linearly with the input and a loop inside a loop over the same list runs out long
-//! before it costs the square of its input. Text is capped at [`Limits::max_output`] while it is built,
-//! and trees are at most [`parser::MAX_DEPTH`] deep, so no input can hang or exhaust the Worker.
+//! evaluated, per list item visited, per value or key copied or compared, per [`BYTES_PER_UNIT`]
+//! bytes of text read or produced, and per [`BYTES_PER_UNIT_SLOW`] bytes of letter case or JSON text.
+//! The budget is [`Limits::fuel`] plus one unit per byte of the source plus [`UNITS_PER_INPUT_UNIT`]
+//! per unit of the variables' size ([`size_units`]), so the work allowed grows linearly with the
+//! input and a loop inside a loop over the same list runs out long before it costs the square of its
+//! input. Text is capped at [`Limits::max_output`] while it is built, and trees are at most
+//! [`parser::MAX_DEPTH`] deep, so no input can hang or exhaust the Worker.
 
 mod eval;
 pub mod filters;
@@ -126,8 +127,8 @@ pub const BYTES_PER_UNIT: usize = 16;
 /// text (escaping).
 pub const BYTES_PER_UNIT_SLOW: usize = 4;
 
-/// Units of budget each unit of the variables' size adds (a unit of size is one value, or
-/// [`BYTES_PER_UNIT`] bytes of text or keys): enough to read every variable a few times over.
+/// Units of budget each unit of the variables' size ([`size_units`]) adds: enough to read and copy
+/// every variable a few times over.
 pub const UNITS_PER_INPUT_UNIT: u64 = 2;
 
 /// The work one evaluation or one template render may still do (see the module docs). A template
@@ -203,8 +204,8 @@ impl Default for Limits {
 }
 
 /// The size of a value in budget units: one per value (null, boolean, number, text, list, object),
-/// one per key, plus one per [`BYTES_PER_UNIT`] bytes of text and keys. Walks without recursion, so any depth is
-/// safe.
+/// one per key, plus one per [`BYTES_PER_UNIT`] bytes of text and keys. Walks without recursion, so
+/// any depth is safe.
 pub fn size_units(v: &Value) -> u64 {
     let mut units = 0u64;
     let mut bytes = 0usize;
