@@ -191,7 +191,13 @@ pub fn merge(
     variables: &Value,
 ) -> Value {
     let mut out = Value::Object(Map::new());
-    for (path, v) in defaults {
+    // Keys are checked when a template is saved; a row saved before paths were limited could
+    // still hold one thousands of parts long, which would nest the variables deeper than the
+    // stack can free. Such a default is left out.
+    for (path, v) in defaults
+        .iter()
+        .filter(|(p, _)| p.split('.').count() <= MAX_PATH_PARTS)
+    {
         set_path(&mut out, path, v.clone());
     }
     deep_merge(&mut out, context);
@@ -443,6 +449,19 @@ mod tests {
             .unwrap_err()
             .join("\n");
         assert!(e.contains("at most 32 parts"), "{}", &e[e.len() - 80..]);
+    }
+
+    #[test]
+    fn a_stored_default_deeper_than_32_parts_is_left_out() {
+        let deep = vec!["a"; 10_000].join(".");
+        let defaults = json!({ deep: 1, "b.c": 2 });
+        let merged = merge(
+            defaults.as_object().unwrap(),
+            &Schema::new(),
+            &json!({}),
+            &json!({}),
+        );
+        assert_eq!(merged, json!({ "b": { "c": 2 } }));
     }
 
     #[test]
