@@ -12,6 +12,8 @@
 //!   or images whose URL uses `javascript:`, `vbscript:` or `data:` become `#`; values that land in a
 //!   URL attribute get the same check.
 
+use std::collections::HashSet;
+
 use pulldown_cmark::{html, CowStr, Event, Options, Parser, Tag};
 
 use super::template::{Piece, Rendered};
@@ -145,17 +147,29 @@ fn sanitize(ev: Event<'_>) -> Event<'_> {
     }
 }
 
+/// The marker prefix values stand in under while the Markdown is rendered.
+const MARKER: &str = "mcpedgevalue";
+
+/// A marker word that appears nowhere in `all`: `mcpedgevalue{n:x}q` for the smallest such `n`.
+/// The words already in `all` are collected in one pass, so this is linear in its length.
+fn fresh_marker(all: &str) -> String {
+    let taken: HashSet<&str> = all
+        .match_indices(MARKER)
+        .filter_map(|(at, _)| {
+            let rest = &all[at + MARKER.len()..];
+            let digits = rest.bytes().take_while(u8::is_ascii_hexdigit).count();
+            (rest.as_bytes().get(digits) == Some(&b'q')).then(|| &rest[..digits])
+        })
+        .collect();
+    let n = (0..=taken.len())
+        .find(|n| !taken.contains(format!("{n:x}").as_str()))
+        .unwrap_or(taken.len());
+    format!("{MARKER}{n:x}q")
+}
+
 fn to_html(r: &Rendered, secure: bool) -> String {
-    // A marker word that appears nowhere in the template or its values.
     let all = join(r, |v, _| v.to_string());
-    let mut n = 0u32;
-    let marker = loop {
-        let m = format!("mcpedgevalue{n:x}q");
-        if !all.contains(&m) {
-            break m;
-        }
-        n += 1;
-    };
+    let marker = fresh_marker(&all);
     let mut markdown = String::new();
     let mut values: Vec<&str> = Vec::new();
     for p in &r.pieces {
@@ -179,36 +193,47 @@ fn to_html(r: &Rendered, secure: bool) -> String {
         html::push_html(&mut rendered, parser);
     }
     let mut out = String::with_capacity(rendered.len());
+    // Where the last '<' and '>' of `out` are, kept up to date as text is added, so whether a value
+    // lands inside a tag is known without searching `out` again for every value.
+    let (mut last_lt, mut last_gt) = (None, None);
+    let mut push = |out: &mut String, s: &str| {
+        if let Some(i) = s.rfind('<') {
+            last_lt = Some(out.len() + i);
+        }
+        if let Some(i) = s.rfind('>') {
+            last_gt = Some(out.len() + i);
+        }
+        out.push_str(s);
+        last_lt.is_some_and(|lt| last_gt.is_none_or(|gt| lt > gt))
+    };
     let mut rest = rendered.as_str();
     while let Some(at) = rest.find(&marker) {
         let (before, after) = rest.split_at(at);
-        out.push_str(before);
+        let in_tag = push(&mut out, before);
         let after = &after[marker.len()..];
-        let digits = after.find('z').unwrap_or(0);
+        // The index is a few hex digits and a 'z': look no further than that.
+        let digits = after.bytes().take(20).position(|b| b == b'z').unwrap_or(0);
         match after[..digits]
             .parse::<usize>()
             .ok()
             .and_then(|i| values.get(i))
         {
             Some(v) => {
-                let in_tag = out
-                    .rfind('<')
-                    .is_some_and(|lt| out.rfind('>').is_none_or(|gt| lt > gt));
                 let attr_url = in_tag && (out.ends_with("href=\"") || out.ends_with("src=\""));
                 if secure && attr_url && dangerous_url(v) {
-                    out.push('#');
+                    push(&mut out, "#");
                 } else {
-                    out.push_str(&escape_html(v));
+                    push(&mut out, &escape_html(v));
                 }
                 rest = &after[digits + 1..];
             }
             None => {
-                out.push_str(&marker);
+                push(&mut out, &marker);
                 rest = after;
             }
         }
     }
-    out.push_str(rest);
+    push(&mut out, rest);
     out
 }
 
@@ -370,6 +395,37 @@ mod tests {
             out("Hi {n}", json!({"n": "*x*"}), Format::Markdown, false),
             "Hi *x*"
         );
+    }
+
+    #[test]
+    fn html_output_is_linear_in_many_values_and_planted_markers() {
+        let src = format!(
+            "{}{}",
+            (0..10_000)
+                .map(|i| format!("mcpedgevalue{i:x}q "))
+                .collect::<String>(),
+            "{v}".repeat(10_000)
+        );
+        let t = Template::parse(&src).unwrap();
+        let r = t
+            .render(&json!({"v": "<"}), RenderOptions::default())
+            .unwrap();
+        let started = std::time::Instant::now();
+        let h = finish(&r, Format::Html, true);
+        let took = started.elapsed();
+        assert!(
+            h.ends_with(&format!("{}</p>\n", "&lt;".repeat(10_000))),
+            "{}",
+            &h[h.len() - 100..]
+        );
+        assert!(
+            h.contains("mcpedgevalue270fq "),
+            "planted words stay as written"
+        );
+        // Before, each value searched the whole output so far and each planted word cost a scan of
+        // the text: seconds for this input.
+        let limit = if cfg!(debug_assertions) { 1_000 } else { 100 };
+        assert!(took.as_millis() < limit, "took {took:?}");
     }
 
     #[test]

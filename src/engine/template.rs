@@ -12,17 +12,31 @@
 //!
 //! Errors give the line and column in the template, with the template line and a caret.
 
+use std::collections::HashSet;
+
 use serde_json::Value;
 
-use super::expr::{self, ExprError, Limits, Pos, Program};
+use super::expr::{self, Budget, ExprError, Limits, Pos, Program};
 
 /// Largest template source accepted, in bytes.
 pub const MAX_SOURCE: usize = 256 * 1024;
 
 #[derive(Debug, Clone, PartialEq)]
 enum Part {
-    Text(String),
-    Slot { program: Program, start: Pos },
+    /// Literal text and where it starts.
+    Text(String, Pos),
+    Slot {
+        program: Program,
+        start: Pos,
+    },
+}
+
+/// The error for output over `max` bytes, saying what to do.
+fn too_large(max: usize) -> ExprError {
+    ExprError::at(
+        Pos { line: 1, col: 1 },
+        format!("rendered output is larger than {max} bytes: render less (filter long lists first, or cut long text with truncate(n))"),
+    )
 }
 
 /// A parsed template, ready to render many times.
@@ -37,7 +51,8 @@ pub struct Template {
 pub struct RenderOptions {
     /// A missing value is an error instead of empty text.
     pub strict: bool,
-    /// Limits of each placeholder's evaluation; `max_output` also caps the whole output.
+    /// Limits of the render: its placeholders share one budget (see [`Budget::new`]), and
+    /// `max_output` caps each value and the whole output.
     pub limits: Limits,
 }
 
@@ -98,6 +113,7 @@ impl Template {
         let mut parts = Vec::new();
         let mut text = String::new();
         let mut pos = Pos { line: 1, col: 1 };
+        let mut text_start = pos;
         let mut i = 0;
         while i < chars.len() {
             let c = chars[i];
@@ -133,16 +149,17 @@ impl Template {
                 e.with_source(source)
             })?;
             if !text.is_empty() {
-                parts.push(Part::Text(std::mem::take(&mut text)));
+                parts.push(Part::Text(std::mem::take(&mut text), text_start));
             }
             parts.push(Part::Slot { program, start });
             for &ch in &chars[i..=end] {
                 advance(&mut pos, ch);
             }
+            text_start = pos;
             i = end + 1;
         }
         if !text.is_empty() {
-            parts.push(Part::Text(text));
+            parts.push(Part::Text(text, text_start));
         }
         Ok(Template {
             parts,
@@ -150,41 +167,59 @@ impl Template {
         })
     }
 
-    /// Renders against `vars`.
+    /// Renders against `vars`. All placeholders share one [`Budget`] (see [`Budget::new`]: it grows
+    /// with the template and the variables), and the output is capped at `limits.max_output` while
+    /// it is built.
     pub fn render(&self, vars: &Value, opts: RenderOptions) -> Result<Rendered, ExprError> {
+        let mut budget = Budget::new(opts.limits, self.source.len(), vars);
         let mut pieces = Vec::with_capacity(self.parts.len());
         let mut missing: Vec<String> = Vec::new();
+        let mut seen: HashSet<String> = HashSet::new();
         let mut size = 0usize;
+        let max = opts.limits.max_output;
         for part in &self.parts {
+            let relocate = |e: ExprError, start: Pos| {
+                let mut e = e.offset(start);
+                e.excerpt = None;
+                e.with_source(&self.source)
+            };
             let piece = match part {
-                Part::Text(t) => Piece::Text(t.clone()),
+                Part::Text(t, start) => {
+                    if size + t.len() > max {
+                        return Err(relocate(too_large(max), *start));
+                    }
+                    budget
+                        .spend_bytes(t.len(), Pos { line: 1, col: 1 })
+                        .map_err(|e| relocate(e, *start))?;
+                    Piece::Text(t.clone())
+                }
                 Part::Slot { program, start } => {
-                    let relocate = |e: ExprError| {
-                        let mut e = e.offset(*start);
-                        e.excerpt = None;
-                        e.with_source(&self.source)
-                    };
-                    let mut out = program.eval(vars, opts.limits).map_err(relocate)?;
+                    let mut out = program
+                        .print(vars, &mut budget, max - size)
+                        .map_err(|e| relocate(e, *start))?;
                     // Only a placeholder that renders nothing because of missing data counts: a
                     // conditional or a fallback that handled the absence produced a value.
-                    if !out.value.is_null() {
+                    if !out.null {
                         out.missing.clear();
                     }
                     if opts.strict {
                         if let Some(path) = out.missing.first() {
-                            return Err(relocate(ExprError::at(
-                                Pos { line: 1, col: 1 },
-                                format!("missing value for {path}: provide it, or render in lenient mode"),
-                            )));
+                            return Err(relocate(
+                                ExprError::at(
+                                    Pos { line: 1, col: 1 },
+                                    format!("missing value for {path}: provide it, or render in lenient mode"),
+                                ),
+                                *start,
+                            ));
                         }
                     }
                     for m in out.missing {
-                        if !missing.contains(&m) {
+                        if seen.insert(m.clone()) {
                             missing.push(m);
                         }
                     }
                     Piece::Value {
-                        text: expr::to_text(&out.value),
+                        text: out.text,
                         raw: out.raw,
                     }
                 }
@@ -192,15 +227,6 @@ impl Template {
             size += match &piece {
                 Piece::Text(t) | Piece::Value { text: t, .. } => t.len(),
             };
-            if size > opts.limits.max_output {
-                return Err(ExprError::at(
-                    Pos { line: 1, col: 1 },
-                    format!(
-                        "rendered output is larger than {} bytes",
-                        opts.limits.max_output
-                    ),
-                ));
-            }
             pieces.push(piece);
         }
         Ok(Rendered { pieces, missing })
@@ -209,10 +235,11 @@ impl Template {
     /// Every variable path the placeholders read (for checking against a template's schema).
     pub fn variables(&self) -> Vec<String> {
         let mut out: Vec<String> = Vec::new();
+        let mut seen: HashSet<String> = HashSet::new();
         for p in &self.parts {
             if let Part::Slot { program, .. } = p {
                 for v in program.variables() {
-                    if !out.contains(&v) {
+                    if seen.insert(v.clone()) {
                         out.push(v);
                     }
                 }

@@ -94,7 +94,7 @@ pub fn parse_schema(v: &Value) -> Result<Schema, Vec<String>> {
     for (path, rules) in map {
         if !valid_path(path) {
             errors.push(format!(
-                "variables_schema key {path:?} is not a dotted path like client.name"
+                "variables_schema key {path:?} is not a dotted path like client.name (at most {MAX_PATH_PARTS} parts)"
             ));
             continue;
         }
@@ -124,9 +124,16 @@ pub fn parse_schema(v: &Value) -> Result<Schema, Vec<String>> {
     }
 }
 
-/// Whether `p` is a dotted variable path (`client.name`, `trip.travelers.adults`).
+/// Most parts a dotted path may have. Each part is a level of nesting in the merged variables, and
+/// nested values are copied, compared and freed recursively: a path of thousands of parts would
+/// overflow the Worker's stack.
+pub const MAX_PATH_PARTS: usize = 32;
+
+/// Whether `p` is a dotted variable path (`client.name`, `trip.travelers.adults`) of at most
+/// [`MAX_PATH_PARTS`] parts.
 pub fn valid_path(p: &str) -> bool {
     !p.is_empty()
+        && p.split('.').count() <= MAX_PATH_PARTS
         && p.split('.').all(|seg| {
             !seg.is_empty()
                 && seg
@@ -184,7 +191,13 @@ pub fn merge(
     variables: &Value,
 ) -> Value {
     let mut out = Value::Object(Map::new());
-    for (path, v) in defaults {
+    // Keys are checked when a template is saved; a row saved before paths were limited could
+    // still hold one thousands of parts long, which would nest the variables deeper than the
+    // stack can free. Such a default is left out.
+    for (path, v) in defaults
+        .iter()
+        .filter(|(p, _)| p.split('.').count() <= MAX_PATH_PARTS)
+    {
         set_path(&mut out, path, v.clone());
     }
     deep_merge(&mut out, context);
@@ -424,6 +437,31 @@ mod tests {
             e.contains("variables_schema.w:") && e.contains("colour"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn paths_have_at_most_32_parts() {
+        let ok = vec!["a"; MAX_PATH_PARTS].join(".");
+        let deep = vec!["a"; 10_000].join(".");
+        assert!(valid_path(&ok));
+        assert!(!valid_path(&deep));
+        let e = parse_schema(&json!({ deep: { "type": "string" } }))
+            .unwrap_err()
+            .join("\n");
+        assert!(e.contains("at most 32 parts"), "{}", &e[e.len() - 80..]);
+    }
+
+    #[test]
+    fn a_stored_default_deeper_than_32_parts_is_left_out() {
+        let deep = vec!["a"; 10_000].join(".");
+        let defaults = json!({ deep: 1, "b.c": 2 });
+        let merged = merge(
+            defaults.as_object().unwrap(),
+            &Schema::new(),
+            &json!({}),
+            &json!({}),
+        );
+        assert_eq!(merged, json!({ "b": { "c": 2 } }));
     }
 
     #[test]

@@ -1,33 +1,51 @@
-//! The evaluator: walks the tree over JSON values with a fuel budget.
+//! The evaluator: walks the tree over borrowed JSON values, charging every step to a [`Budget`].
+//!
+//! Values flow as [`Val`]: a reference into the variables or the tree (reading a variable never copies
+//! it), a value the evaluation built, or a lambda parameter shared with the list it came from. A copy
+//! is made only where a result must own a value, and it is paid for by its size (see the module docs
+//! of [`super`] for the costs).
 
-use serde_json::Value;
+use std::collections::HashSet;
+use std::io;
+use std::ops::Deref;
+use std::rc::Rc;
+
+use serde_json::{Map, Value};
 
 use super::parser::{Arg, Expr, Filter};
-use super::{filters, num, to_text, truthy, Evaluated, ExprError, Limits, Pos};
+use super::{num, truthy, Budget, ExprError, Pos, BYTES_PER_UNIT, BYTES_PER_UNIT_SLOW};
 
-pub(super) struct Ctx<'v> {
-    root: &'v Value,
-    scope: Vec<(String, Value)>,
-    fuel: u64,
-    pub(super) max_output: usize,
-    missing: Vec<String>,
+/// A value during evaluation.
+pub(super) enum Val<'a> {
+    /// Borrowed from the variables or from a literal in the tree.
+    Ref(&'a Value),
+    /// Built by the evaluation.
+    Own(Value),
+    /// An item of a list the evaluation built, while a lambda has it as its parameter.
+    Shared(Rc<Value>),
 }
 
-pub(super) fn run(expr: &Expr, vars: &Value, limits: Limits) -> Result<Evaluated, ExprError> {
-    let mut ctx = Ctx {
-        root: vars,
-        scope: Vec::new(),
-        fuel: limits.fuel,
-        max_output: limits.max_output,
-        missing: Vec::new(),
-    };
-    let value = ctx.eval(expr)?;
-    let raw = matches!(expr, Expr::Filter(_, Filter::Named(name, _), _) if name == "raw");
-    Ok(Evaluated {
-        value,
-        missing: ctx.missing,
-        raw,
-    })
+impl Deref for Val<'_> {
+    type Target = Value;
+
+    fn deref(&self) -> &Value {
+        match self {
+            Val::Ref(v) => v,
+            Val::Own(v) => v,
+            Val::Shared(v) => v,
+        }
+    }
+}
+
+pub(super) struct Ctx<'a, 'b> {
+    pub(super) root: &'a Value,
+    scope: Vec<(&'a str, Val<'a>)>,
+    pub(super) budget: &'b mut Budget,
+    missing: Vec<String>,
+    seen: HashSet<String>,
+    /// The position of the last node evaluated that has one (literals have none), so every error
+    /// points into the source.
+    at: Pos,
 }
 
 /// Renders a path expression as text (`trip.destination.city`, `items[0]`), for messages.
@@ -47,20 +65,31 @@ fn path_text(e: &Expr) -> Option<String> {
     }
 }
 
+/// Paths in the order first met, without repeats (a set beside the list keeps this linear).
+#[derive(Default)]
+pub(super) struct Paths {
+    pub(super) list: Vec<String>,
+    seen: HashSet<String>,
+}
+
+impl Paths {
+    fn add(&mut self, p: String) {
+        if self.seen.insert(p.clone()) {
+            self.list.push(p);
+        }
+    }
+}
+
 /// Collects the root variable paths an expression reads, skipping lambda parameters in `bound`.
-pub(super) fn collect_paths(e: &Expr, bound: &mut Vec<String>, out: &mut Vec<String>) {
+pub(super) fn collect_paths(e: &Expr, bound: &mut Vec<String>, out: &mut Paths) {
     match e {
         Expr::Var(name, _) => {
-            if !bound.contains(name) && !out.contains(name) {
-                out.push(name.clone());
+            if !bound.contains(name) {
+                out.add(name.clone());
             }
         }
         Expr::Member(t, _, _) => match path_text(e) {
-            Some(p) if !matches!(root_var(e), Some(r) if bound.contains(&r)) => {
-                if !out.contains(&p) {
-                    out.push(p);
-                }
-            }
+            Some(p) if !matches!(root_var(e), Some(r) if bound.contains(&r)) => out.add(p),
             _ => collect_paths(t, bound, out),
         },
         Expr::Index(t, i, _) => {
@@ -108,7 +137,7 @@ fn root_var(e: &Expr) -> Option<String> {
     }
 }
 
-fn type_name(v: &Value) -> &'static str {
+pub(super) fn type_name(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
         Value::Bool(_) => "boolean",
@@ -119,53 +148,284 @@ fn type_name(v: &Value) -> &'static str {
     }
 }
 
-/// A number for arithmetic and ordering: numbers, booleans, `null` (0) and numeric text.
-fn as_number(v: &Value) -> Option<f64> {
-    match v {
-        Value::Number(n) => n.as_f64(),
-        Value::Bool(b) => Some(if *b { 1.0 } else { 0.0 }),
-        Value::Null => Some(0.0),
-        Value::String(s) => s.trim().parse().ok(),
-        _ => None,
-    }
+/// Writes into a byte buffer and fails once it would pass `cap` bytes, so JSON text is bounded while
+/// it is built.
+struct Capped<'s> {
+    out: &'s mut Vec<u8>,
+    cap: usize,
 }
 
-fn strict_eq(a: &Value, b: &Value) -> bool {
-    match (a, b) {
-        (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
-        _ => a == b,
-    }
-}
-
-impl Ctx<'_> {
-    fn burn(&mut self, pos: Pos) -> Result<(), ExprError> {
-        if self.fuel == 0 {
-            return Err(ExprError::at(pos, "evaluation budget exhausted: the expression does too much work (large lists or loops); simplify it".into()));
+impl io::Write for Capped<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if self.out.len() + buf.len() > self.cap {
+            return Err(io::Error::other("over the cap"));
         }
-        self.fuel -= 1;
+        self.out.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
         Ok(())
+    }
+}
+
+impl<'a, 'b> Ctx<'a, 'b> {
+    pub(super) fn new(root: &'a Value, budget: &'b mut Budget) -> Self {
+        Ctx {
+            root,
+            scope: Vec::new(),
+            budget,
+            missing: Vec::new(),
+            seen: HashSet::new(),
+            at: Pos { line: 1, col: 1 },
+        }
+    }
+
+    pub(super) fn into_missing(self) -> Vec<String> {
+        self.missing
+    }
+
+    pub(super) fn burn(&mut self, pos: Pos) -> Result<(), ExprError> {
+        self.budget.spend(1, pos)
+    }
+
+    pub(super) fn burn_bytes(&mut self, bytes: usize, pos: Pos) -> Result<(), ExprError> {
+        self.budget.spend_bytes(bytes, pos)
+    }
+
+    pub(super) fn too_large(&self, pos: Pos) -> ExprError {
+        ExprError::at(
+            pos,
+            format!(
+                "result larger than the limit of {} bytes: render less (filter the list first, or cut long text with truncate(n))",
+                self.budget.max_output()
+            ),
+        )
     }
 
     pub(super) fn check_size(&self, len: usize, pos: Pos) -> Result<(), ExprError> {
-        if len > self.max_output {
-            return Err(ExprError::at(
-                pos,
-                format!("result larger than the limit of {} bytes", self.max_output),
-            ));
+        if len > self.budget.max_output() {
+            return Err(self.too_large(pos));
         }
         Ok(())
     }
 
-    fn lookup(&self, name: &str) -> Option<Value> {
-        if let Some((_, v)) = self.scope.iter().rev().find(|(n, _)| n == name) {
-            return Some(v.clone());
+    /// Charges what copying `v` costs (one unit per value and per key, one per [`BYTES_PER_UNIT`]
+    /// bytes of text and keys), stopping as soon as the budget cannot pay, before anything is copied.
+    fn charge_copy(&mut self, v: &Value, pos: Pos) -> Result<(), ExprError> {
+        match v {
+            Value::Array(_) | Value::Object(_) => {}
+            Value::String(s) => {
+                return self
+                    .budget
+                    .spend(1 + (s.len() / BYTES_PER_UNIT) as u64, pos)
+            }
+            _ => return self.burn(pos),
         }
-        self.root.get(name).cloned()
+        let mut stack = vec![v];
+        while let Some(v) = stack.pop() {
+            self.burn(pos)?;
+            match v {
+                Value::String(s) => self.burn_bytes(s.len(), pos)?,
+                Value::Array(items) => stack.extend(items),
+                Value::Object(m) => {
+                    for (k, v) in m {
+                        self.budget
+                            .spend(1 + (k.len() / BYTES_PER_UNIT) as u64, pos)?;
+                        stack.push(v);
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// An owned value: borrowed and shared values are copied and the copy is charged.
+    pub(super) fn own(&mut self, v: Val<'a>, pos: Pos) -> Result<Value, ExprError> {
+        match v {
+            Val::Own(v) => Ok(v),
+            Val::Ref(r) => {
+                self.charge_copy(r, pos)?;
+                Ok(r.clone())
+            }
+            Val::Shared(rc) => match Rc::try_unwrap(rc) {
+                Ok(v) => Ok(v),
+                Err(rc) => {
+                    self.charge_copy(&rc, pos)?;
+                    Ok((*rc).clone())
+                }
+            },
+        }
+    }
+
+    /// Appends `s` to `out`, failing when `out` would pass `limit` bytes.
+    fn push(&mut self, out: &mut String, s: &str, limit: usize, pos: Pos) -> Result<(), ExprError> {
+        if out.len() + s.len() > limit {
+            return Err(self.too_large(pos));
+        }
+        self.burn_bytes(s.len(), pos)?;
+        out.push_str(s);
+        Ok(())
+    }
+
+    /// Appends the text of `v` (as [`super::to_text`]) to `out`, charging each value and byte and
+    /// failing as soon as `out` would pass `limit` bytes.
+    pub(super) fn write_text(
+        &mut self,
+        v: &Value,
+        out: &mut String,
+        limit: usize,
+        pos: Pos,
+    ) -> Result<(), ExprError> {
+        self.burn(pos)?;
+        match v {
+            Value::Null => Ok(()),
+            Value::String(s) => self.push(out, s, limit, pos),
+            Value::Array(items) => {
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        self.push(out, ", ", limit, pos)?;
+                    }
+                    self.write_text(item, out, limit, pos)?;
+                }
+                Ok(())
+            }
+            Value::Object(_) => {
+                let json = self.json(v, limit.saturating_sub(out.len()), pos)?;
+                out.push_str(&json);
+                Ok(())
+            }
+            scalar => self.push(out, &super::to_text(scalar), limit, pos),
+        }
+    }
+
+    /// `v` as JSON text of at most `room` bytes, built under the budget: each value is charged
+    /// before anything is written, the bytes as they are.
+    pub(super) fn json(&mut self, v: &Value, room: usize, pos: Pos) -> Result<String, ExprError> {
+        self.charge_copy(v, pos)?;
+        let affordable = usize::try_from(self.budget.left())
+            .unwrap_or(usize::MAX)
+            .saturating_add(1)
+            .saturating_mul(BYTES_PER_UNIT_SLOW);
+        let mut bytes = Vec::new();
+        let cap = room.min(affordable);
+        if serde_json::to_writer(
+            Capped {
+                out: &mut bytes,
+                cap,
+            },
+            v,
+        )
+        .is_err()
+        {
+            return Err(if cap == room {
+                self.too_large(pos)
+            } else {
+                // Spending more than is left fails with the budget's message.
+                self.budget
+                    .spend(u64::MAX, pos)
+                    .err()
+                    .unwrap_or_else(|| self.too_large(pos))
+            });
+        }
+        self.budget.spend_slow_bytes(bytes.len(), pos)?;
+        String::from_utf8(bytes)
+            .map_err(|_| ExprError::at(pos, "the value could not be written as JSON".into()))
+    }
+
+    /// The text of `v`, capped at the output limit.
+    pub(super) fn text(&mut self, v: &Value, pos: Pos) -> Result<String, ExprError> {
+        let mut out = String::new();
+        let limit = self.budget.max_output();
+        self.write_text(v, &mut out, limit, pos)?;
+        Ok(out)
+    }
+
+    /// A number for arithmetic and ordering: numbers, booleans, `null` (0) and numeric text.
+    fn as_number(&mut self, v: &Value, pos: Pos) -> Result<Option<f64>, ExprError> {
+        Ok(match v {
+            Value::Number(n) => n.as_f64(),
+            Value::Bool(b) => Some(if *b { 1.0 } else { 0.0 }),
+            Value::Null => Some(0.0),
+            Value::String(s) => {
+                self.burn_bytes(s.len(), pos)?;
+                s.trim().parse().ok()
+            }
+            _ => None,
+        })
+    }
+
+    /// Strict equality: numbers by value at the top level (`1 == 1.0`), anything else as JSON values
+    /// are equal; each value compared is charged.
+    pub(super) fn strict_eq(&mut self, a: &Value, b: &Value, pos: Pos) -> Result<bool, ExprError> {
+        match (a, b) {
+            (Value::Number(x), Value::Number(y)) => Ok(x.as_f64() == y.as_f64()),
+            _ => self.json_eq(a, b, pos),
+        }
+    }
+
+    /// `a == b` for JSON values, paid for value by value.
+    fn json_eq(&mut self, a: &Value, b: &Value, pos: Pos) -> Result<bool, ExprError> {
+        self.burn(pos)?;
+        Ok(match (a, b) {
+            (Value::String(x), Value::String(y)) => {
+                self.burn_bytes(x.len().min(y.len()), pos)?;
+                x == y
+            }
+            (Value::Array(x), Value::Array(y)) => {
+                if x.len() != y.len() {
+                    return Ok(false);
+                }
+                for (x, y) in x.iter().zip(y) {
+                    if !self.json_eq(x, y, pos)? {
+                        return Ok(false);
+                    }
+                }
+                true
+            }
+            (Value::Object(x), Value::Object(y)) => self.map_eq(x, y, pos)?,
+            _ => a == b,
+        })
+    }
+
+    fn map_eq(
+        &mut self,
+        x: &Map<String, Value>,
+        y: &Map<String, Value>,
+        pos: Pos,
+    ) -> Result<bool, ExprError> {
+        if x.len() != y.len() {
+            return Ok(false);
+        }
+        for (k, v) in x {
+            self.burn_bytes(k.len(), pos)?;
+            match y.get(k) {
+                Some(w) if self.json_eq(v, w, pos)? => {}
+                _ => return Ok(false),
+            }
+        }
+        Ok(true)
+    }
+
+    fn lookup(&mut self, name: &str, pos: Pos) -> Result<Option<Val<'a>>, ExprError> {
+        if let Some((_, v)) = self.scope.iter().rev().find(|(n, _)| *n == name) {
+            return Ok(Some(match v {
+                Val::Ref(r) => Val::Ref(r),
+                Val::Shared(rc) => Val::Shared(rc.clone()),
+                Val::Own(v) => {
+                    let v = v.clone();
+                    self.charge_copy(&v, pos)?;
+                    Val::Own(v)
+                }
+            }));
+        }
+        Ok(self.root.get(name).map(Val::Ref))
     }
 
     fn missing(&mut self, e: &Expr) {
         if let Some(p) = path_text(e) {
-            if !self.missing.contains(&p) {
+            if self.seen.insert(p.clone()) {
                 self.missing.push(p);
             }
         }
@@ -173,21 +433,48 @@ impl Ctx<'_> {
 
     /// A member or element that was not found is reported, unless its parent was already missing
     /// (reported itself) or `null`.
-    fn found_or_missing(
-        &mut self,
-        v: Option<Value>,
-        parent: &Value,
-        e: &Expr,
-    ) -> Result<Value, ExprError> {
+    fn found_or_missing(&mut self, v: Option<Val<'a>>, parent_null: bool, e: &Expr) -> Val<'a> {
         match v {
-            Some(v) => Ok(v),
+            Some(v) => v,
             None => {
-                if !parent.is_null() {
+                if !parent_null {
                     self.missing(e);
                 }
-                Ok(Value::Null)
+                Val::Own(Value::Null)
             }
         }
+    }
+
+    /// `t[key]` of an object, without copying the rest of it.
+    fn field(&mut self, t: Val<'a>, key: &str, pos: Pos) -> Result<Option<Val<'a>>, ExprError> {
+        Ok(match t {
+            Val::Ref(Value::Object(m)) => m.get(key).map(Val::Ref),
+            Val::Own(Value::Object(mut m)) => m.remove(key).map(Val::Own),
+            Val::Shared(rc) => match rc.as_object().and_then(|m| m.get(key)) {
+                Some(v) => {
+                    self.charge_copy(v, pos)?;
+                    Some(Val::Own(v.clone()))
+                }
+                None => None,
+            },
+            _ => None,
+        })
+    }
+
+    /// `t[i]` of a list, without copying the rest of it.
+    fn element(&mut self, t: Val<'a>, i: usize, pos: Pos) -> Result<Option<Val<'a>>, ExprError> {
+        Ok(match t {
+            Val::Ref(Value::Array(a)) => a.get(i).map(Val::Ref),
+            Val::Own(Value::Array(mut a)) => a.get_mut(i).map(|v| Val::Own(v.take())),
+            Val::Shared(rc) => match rc.as_array().and_then(|a| a.get(i)) {
+                Some(v) => {
+                    self.charge_copy(v, pos)?;
+                    Some(Val::Own(v.clone()))
+                }
+                None => None,
+            },
+            _ => None,
+        })
     }
 
     fn pos_of(e: &Expr) -> Pos {
@@ -204,41 +491,60 @@ impl Ctx<'_> {
         }
     }
 
-    pub(super) fn eval(&mut self, e: &Expr) -> Result<Value, ExprError> {
-        self.burn(Self::pos_of(e))?;
+    pub(super) fn eval(&mut self, e: &'a Expr) -> Result<Val<'a>, ExprError> {
+        let here = Self::pos_of(e);
+        if here.line > 0 {
+            self.at = here;
+        }
+        self.burn(self.at)?;
         match e {
-            Expr::Lit(v) => Ok(v.clone()),
-            Expr::Var(name, _) => match self.lookup(name) {
+            Expr::Lit(v) => Ok(Val::Ref(v)),
+            Expr::Var(name, pos) => match self.lookup(name, *pos)? {
                 Some(v) => Ok(v),
                 None => {
                     self.missing(e);
-                    Ok(Value::Null)
+                    Ok(Val::Own(Value::Null))
                 }
             },
-            Expr::Member(target, name, _) => {
+            Expr::Member(target, name, pos) => {
                 let t = self.eval(target)?;
-                let v = match (&t, name.as_str()) {
-                    (Value::Object(m), _) => m.get(name).cloned(),
-                    (Value::Array(a), "length") => Some(Value::from(a.len())),
-                    (Value::String(s), "length") => Some(Value::from(s.chars().count())),
+                let parent_null = t.is_null();
+                let v = match (&*t, name.as_str()) {
+                    (Value::Object(_), _) => self.field(t, name, *pos)?,
+                    (Value::Array(a), "length") => Some(Val::Own(Value::from(a.len()))),
+                    (Value::String(s), "length") => {
+                        self.burn_bytes(s.len(), *pos)?;
+                        Some(Val::Own(Value::from(s.chars().count())))
+                    }
                     _ => None,
                 };
-                self.found_or_missing(v, &t, e)
+                Ok(self.found_or_missing(v, parent_null, e))
             }
             Expr::Index(target, index, pos) => {
                 let t = self.eval(target)?;
                 let i = self.eval(index)?;
-                let v = match (&t, &i) {
-                    (Value::Array(a), Value::Number(n)) => n
-                        .as_f64()
-                        .filter(|f| *f >= 0.0 && f.fract() == 0.0)
-                        .and_then(|f| a.get(f as usize))
-                        .cloned(),
-                    (Value::Object(m), Value::String(k)) => m.get(k).cloned(),
-                    (Value::String(s), Value::Number(n)) => n
-                        .as_f64()
-                        .and_then(|f| s.chars().nth(f as usize))
-                        .map(|c| Value::String(c.to_string())),
+                let parent_null = t.is_null();
+                let v = match (&*t, &*i) {
+                    (Value::Array(_), Value::Number(n)) => {
+                        match n.as_f64().filter(|f| *f >= 0.0 && f.fract() == 0.0) {
+                            Some(f) => self.element(t, f as usize, *pos)?,
+                            None => None,
+                        }
+                    }
+                    (Value::Object(_), Value::String(k)) => {
+                        let k = k.clone();
+                        self.field(t, &k, *pos)?
+                    }
+                    (Value::String(s), Value::Number(n)) => match n.as_f64() {
+                        Some(f) => {
+                            let at = f as usize;
+                            self.burn_bytes(at.min(s.len()), *pos)?;
+                            s.chars()
+                                .nth(at)
+                                .map(|c| Val::Own(Value::String(c.to_string())))
+                        }
+                        None => None,
+                    },
                     (Value::Null, _) => None,
                     (Value::Array(_), other) | (Value::String(_), other) => {
                         return Err(ExprError::at(
@@ -251,15 +557,18 @@ impl Ctx<'_> {
                     }
                     _ => None,
                 };
-                self.found_or_missing(v, &t, e)
+                Ok(self.found_or_missing(v, parent_null, e))
             }
             Expr::Unary(op, inner, pos) => {
                 let v = self.eval(inner)?;
                 match *op {
-                    "!" => Ok(Value::Bool(!truthy(&v))),
-                    _ => as_number(&v).map(|n| num(-n)).ok_or_else(|| {
-                        ExprError::at(*pos, format!("cannot negate a {}", type_name(&v)))
-                    }),
+                    "!" => Ok(Val::Own(Value::Bool(!truthy(&v)))),
+                    _ => self
+                        .as_number(&v, *pos)?
+                        .map(|n| Val::Own(num(-n)))
+                        .ok_or_else(|| {
+                            ExprError::at(*pos, format!("cannot negate a {}", type_name(&v)))
+                        }),
                 }
             }
             Expr::Logic(op, a, b) => {
@@ -286,7 +595,7 @@ impl Ctx<'_> {
             Expr::Binary(op, a, b, pos) => {
                 let l = self.eval(a)?;
                 let r = self.eval(b)?;
-                self.binary(op, &l, &r, *pos)
+                self.binary(op, &l, &r, *pos).map(Val::Own)
             }
             Expr::Call(target, method, args, pos) => {
                 let t = self.eval(target)?;
@@ -301,8 +610,8 @@ impl Ctx<'_> {
                         .collect::<Result<Vec<_>, _>>()?,
                     Filter::Literal(_) => Vec::new(),
                 };
-                let out = filters::apply(filter, v, &args, self.root, *pos)?;
-                if let Value::String(s) = &out {
+                let out = self.apply_filter(filter, v, args, *pos)?;
+                if let Value::String(s) = &*out {
                     self.check_size(s.len(), *pos)?;
                 }
                 Ok(out)
@@ -312,17 +621,22 @@ impl Ctx<'_> {
 
     fn binary(&mut self, op: &str, l: &Value, r: &Value, pos: Pos) -> Result<Value, ExprError> {
         match op {
-            "==" => return Ok(Value::Bool(strict_eq(l, r))),
-            "!=" => return Ok(Value::Bool(!strict_eq(l, r))),
+            "==" => return self.strict_eq(l, r, pos).map(Value::Bool),
+            "!=" => return self.strict_eq(l, r, pos).map(|eq| Value::Bool(!eq)),
             "+" if l.is_string() || r.is_string() => {
-                let s = to_text(l) + &to_text(r);
-                self.check_size(s.len(), pos)?;
+                let mut s = String::new();
+                let limit = self.budget.max_output();
+                self.write_text(l, &mut s, limit, pos)?;
+                self.write_text(r, &mut s, limit, pos)?;
                 return Ok(Value::String(s));
             }
             "<" | "<=" | ">" | ">=" => {
                 let ord = match (l, r) {
-                    (Value::String(a), Value::String(b)) => Some(a.cmp(b)),
-                    _ => match (as_number(l), as_number(r)) {
+                    (Value::String(a), Value::String(b)) => {
+                        self.burn_bytes(a.len().min(b.len()), pos)?;
+                        Some(a.cmp(b))
+                    }
+                    _ => match (self.as_number(l, pos)?, self.as_number(r, pos)?) {
                         (Some(a), Some(b)) => a.partial_cmp(&b),
                         _ => {
                             return Err(ExprError::at(
@@ -348,7 +662,7 @@ impl Ctx<'_> {
             }
             _ => {}
         }
-        let (Some(a), Some(b)) = (as_number(l), as_number(r)) else {
+        let (Some(a), Some(b)) = (self.as_number(l, pos)?, self.as_number(r, pos)?) else {
             return Err(ExprError::at(
                 pos,
                 format!(
@@ -375,7 +689,7 @@ impl Ctx<'_> {
         Ok(num(n))
     }
 
-    fn lambda<'a>(
+    fn lambda(
         &self,
         args: &'a [Arg],
         method: &str,
@@ -392,11 +706,11 @@ impl Ctx<'_> {
 
     fn value_args(
         &mut self,
-        args: &[Arg],
+        args: &'a [Arg],
         method: &str,
         max: usize,
         pos: Pos,
-    ) -> Result<Vec<Value>, ExprError> {
+    ) -> Result<Vec<Val<'a>>, ExprError> {
         if args.len() > max {
             return Err(ExprError::at(
                 pos,
@@ -414,65 +728,131 @@ impl Ctx<'_> {
             .collect()
     }
 
+    /// Runs `body` with `param` bound to each item of the list `items`; `keep` decides from the
+    /// item's result what goes into the output: the result (`map`) or the item itself (`filter`).
     fn each(
         &mut self,
-        items: Vec<Value>,
-        param: &str,
-        body: &Expr,
+        items: Val<'a>,
+        param: &'a str,
+        body: &'a Expr,
         pos: Pos,
-        mut f: impl FnMut(Value, Value) -> Option<Value>,
-    ) -> Result<Vec<Value>, ExprError> {
-        self.check_size(items.len(), pos)?;
+        filter: bool,
+    ) -> Result<Value, ExprError> {
+        let len = items.as_array().map_or(0, Vec::len);
+        self.check_size(len, pos)?;
         let mut out = Vec::new();
-        for item in items {
+        // Items of a borrowed list are lent to the lambda; items of a list the evaluation built
+        // are moved in and out, so neither is copied to bind the parameter.
+        let bound: Box<dyn Iterator<Item = Val<'a>>> = match items {
+            Val::Ref(Value::Array(a)) => Box::new(a.iter().map(Val::Ref)),
+            other => match self.own(other, pos)? {
+                Value::Array(a) => Box::new(a.into_iter().map(|v| Val::Shared(Rc::new(v)))),
+                _ => Box::new(std::iter::empty()),
+            },
+        };
+        for item in bound {
             self.burn(pos)?;
-            self.scope.push((param.to_string(), item.clone()));
+            self.scope.push((param, item));
             let r = self.eval(body);
-            self.scope.pop();
-            if let Some(v) = f(item, r?) {
-                out.push(v);
+            let item = self.scope.pop().map(|(_, v)| v);
+            let r = r?;
+            if filter {
+                let keep = truthy(&r);
+                drop(r);
+                if let (true, Some(item)) = (keep, item) {
+                    out.push(self.own(item, pos)?);
+                }
+            } else {
+                drop(item);
+                out.push(self.own(r, pos)?);
             }
         }
-        Ok(out)
+        Ok(Value::Array(out))
+    }
+
+    /// Joins the text of each item of `items` with `sep`, capped at the output limit.
+    pub(super) fn join(
+        &mut self,
+        items: &[Value],
+        sep: &str,
+        pos: Pos,
+    ) -> Result<String, ExprError> {
+        let mut s = String::new();
+        let limit = self.budget.max_output();
+        for (i, item) in items.iter().enumerate() {
+            if i > 0 {
+                self.push(&mut s, sep, limit, pos)?;
+            }
+            self.write_text(item, &mut s, limit, pos)?;
+        }
+        Ok(s)
     }
 
     fn call(
         &mut self,
-        target: Value,
+        target: Val<'a>,
         method: &str,
-        args: &[Arg],
+        args: &'a [Arg],
         pos: Pos,
-    ) -> Result<Value, ExprError> {
-        match (method, target) {
-            ("map", Value::Array(items)) => {
+    ) -> Result<Val<'a>, ExprError> {
+        match (method, &*target) {
+            ("map" | "filter", Value::Array(_)) => {
                 let (p, body) = self.lambda(args, method, pos)?;
-                Ok(Value::Array(self.each(items, p, body, pos, |_, r| Some(r))?))
+                self.each(target, p, body, pos, method == "filter").map(Val::Own)
             }
-            ("filter", Value::Array(items)) => {
-                let (p, body) = self.lambda(args, method, pos)?;
-                Ok(Value::Array(self.each(items, p, body, pos, |item, r| truthy(&r).then_some(item))?))
-            }
-            ("map" | "filter" | "join", Value::Null) => Ok(Value::Null),
+            ("map" | "filter" | "join", Value::Null) => Ok(Val::Own(Value::Null)),
             ("join", Value::Array(items)) => {
-                let sep = self.value_args(args, method, 1, pos)?.first().map(to_text).unwrap_or_else(|| ",".into());
-                let s = items.iter().map(to_text).collect::<Vec<_>>().join(&sep);
-                self.check_size(s.len(), pos)?;
-                Ok(Value::String(s))
+                let sep = match self.value_args(args, method, 1, pos)?.first() {
+                    Some(v) => self.text(v, pos)?,
+                    None => ",".into(),
+                };
+                self.join(items, &sep, pos).map(|s| Val::Own(Value::String(s)))
             }
             ("includes", Value::Array(items)) => {
                 let v = self.value_args(args, method, 1, pos)?;
-                Ok(Value::Bool(v.first().is_some_and(|x| items.iter().any(|i| strict_eq(i, x)))))
+                let mut found = false;
+                if let Some(x) = v.first() {
+                    for i in items {
+                        self.burn(pos)?;
+                        if self.strict_eq(i, x, pos)? {
+                            found = true;
+                            break;
+                        }
+                    }
+                }
+                Ok(Val::Own(Value::Bool(found)))
             }
             ("includes", Value::String(s)) => {
                 let v = self.value_args(args, method, 1, pos)?;
-                Ok(Value::Bool(v.first().is_some_and(|x| s.contains(&to_text(x)))))
+                let found = match v.first() {
+                    Some(x) => {
+                        let needle = self.text(x, pos)?;
+                        self.burn_bytes(s.len() + needle.len(), pos)?;
+                        s.contains(&needle)
+                    }
+                    None => false,
+                };
+                Ok(Val::Own(Value::Bool(found)))
             }
-            ("toUpperCase", Value::String(s)) => self.value_args(args, method, 0, pos).map(|_| Value::String(s.to_uppercase())),
-            ("toLowerCase", Value::String(s)) => self.value_args(args, method, 0, pos).map(|_| Value::String(s.to_lowercase())),
-            ("trim", Value::String(s)) => self.value_args(args, method, 0, pos).map(|_| Value::String(s.trim().to_string())),
-            (m @ ("map" | "filter" | "join" | "includes" | "toUpperCase" | "toLowerCase" | "trim"), other) => {
-                Err(ExprError::at(pos, format!(".{m}() cannot be used on a {}", type_name(&other))))
+            ("toUpperCase" | "toLowerCase" | "trim", Value::String(s)) => {
+                self.value_args(args, method, 0, pos)?;
+                self.budget.spend_slow_bytes(s.len(), pos)?;
+                let out = match method {
+                    "toUpperCase" => s.to_uppercase(),
+                    "toLowerCase" => s.to_lowercase(),
+                    _ => s.trim().to_string(),
+                };
+                self.check_size(out.len(), pos)?;
+                Ok(Val::Own(Value::String(out)))
             }
+            (
+                m @ ("map" | "filter" | "join" | "includes" | "toUpperCase" | "toLowerCase"
+                | "trim"),
+                other,
+            ) => Err(ExprError::at(
+                pos,
+                format!(".{m}() cannot be used on a {}", type_name(other)),
+            )),
             (m, _) => Err(ExprError::at(
                 pos,
                 format!("unknown method .{m}(); available: map, filter, join, includes, toUpperCase, toLowerCase, trim"),

@@ -26,6 +26,7 @@
 use chrono::{Datelike, NaiveDate, NaiveDateTime, NaiveTime, Timelike};
 use serde_json::Value;
 
+use super::eval::{Ctx, Val};
 use super::parser::{Arg, Expr, Filter};
 use super::{to_text, ExprError, Pos};
 
@@ -87,99 +88,161 @@ fn is_empty(v: &Value) -> bool {
     matches!(v, Value::Null) || matches!(v, Value::String(s) if s.is_empty())
 }
 
-/// Applies one filter.
-pub(super) fn apply(
-    f: &Filter,
-    v: Value,
-    args: &[Value],
-    root: &Value,
-    pos: Pos,
-) -> Result<Value, ExprError> {
-    let err = |m: String| ExprError::at(pos, m);
-    match f {
-        Filter::Literal(text) if is_date_format(text) => {
-            if is_empty(&v) {
-                Ok(Value::Null)
-            } else {
-                format_date(&v, text).map(Value::String).map_err(err)
-            }
-        }
-        Filter::Literal(text) => Ok(if is_empty(&v) {
-            Value::String(text.clone())
-        } else {
-            v
-        }),
-        Filter::Named(name, _) => match name.as_str() {
-            "currency" => {
-                if v.is_null() {
-                    return Ok(Value::Null);
-                }
-                let code = args.first().map(to_text).or_else(|| {
-                    root.get("currency")
-                        .and_then(Value::as_str)
-                        .map(str::to_string)
-                });
-                currency(&v, code.as_deref().unwrap_or("USD"))
-                    .map(Value::String)
-                    .map_err(err)
-            }
-            "join" => {
-                let sep = args.first().map(to_text).unwrap_or_else(|| ", ".into());
-                Ok(match v {
-                    Value::Array(items) => {
-                        Value::String(items.iter().map(to_text).collect::<Vec<_>>().join(&sep))
-                    }
-                    other => other,
-                })
-            }
-            "upper" => Ok(text_map(v, &|s| s.to_uppercase())),
-            "lower" => Ok(text_map(v, &|s| s.to_lowercase())),
-            "title" => Ok(text_map(v, &title_case)),
-            "default" => Ok(if is_empty(&v) {
-                args.first().cloned().unwrap_or(Value::Null)
-            } else {
-                v
-            }),
-            "truncate" => {
-                let n = args
-                    .first()
-                    .and_then(Value::as_f64)
-                    .filter(|n| *n >= 0.0)
-                    .ok_or_else(|| err("truncate needs a length of 0 or more".into()))?
-                    as usize;
-                Ok(text_map(v, &|s| {
-                    if s.chars().count() > n {
-                        s.chars().take(n).collect::<String>() + "…"
-                    } else {
-                        s.to_string()
-                    }
-                }))
-            }
-            "number" => {
-                if v.is_null() {
-                    return Ok(Value::Null);
-                }
-                let d = args.first().and_then(Value::as_f64).unwrap_or(0.0);
-                if !(0.0..=10.0).contains(&d) || d.fract() != 0.0 {
-                    return Err(err(
-                        "number(d) needs a whole number of decimals from 0 to 10".into(),
-                    ));
-                }
-                let n = finite(&v, "number").map_err(err)?;
-                Ok(Value::String(group(n, d as usize)))
-            }
-            "json" => Ok(Value::String(v.to_string())),
-            _ => Ok(v),
-        },
+/// A value for an error message: its text, shortened so a large value cannot make a large message.
+fn shown(v: &Value) -> String {
+    const MAX: usize = 60;
+    let text = to_text(v);
+    if text.chars().count() > MAX {
+        text.chars().take(MAX).collect::<String>() + "…"
+    } else {
+        text
     }
 }
 
-fn text_map(v: Value, f: &dyn Fn(&str) -> String) -> Value {
-    match v {
-        Value::Null => Value::Null,
-        Value::String(s) => Value::String(f(&s)),
-        Value::Array(items) => Value::Array(items.into_iter().map(|i| text_map(i, f)).collect()),
-        other => Value::String(f(&to_text(&other))),
+impl<'a> Ctx<'a, '_> {
+    /// Applies one filter, charging its work to the budget.
+    pub(super) fn apply_filter(
+        &mut self,
+        f: &'a Filter,
+        v: Val<'a>,
+        args: Vec<Val<'a>>,
+        pos: Pos,
+    ) -> Result<Val<'a>, ExprError> {
+        let err = |m: String| ExprError::at(pos, m);
+        match f {
+            Filter::Literal(text) if is_date_format(text) => {
+                if is_empty(&v) {
+                    Ok(Val::Own(Value::Null))
+                } else {
+                    if let Value::String(s) = &*v {
+                        self.burn_bytes(s.len(), pos)?;
+                    }
+                    self.burn_bytes(text.len(), pos)?;
+                    format_date(&v, text)
+                        .map(|s| Val::Own(Value::String(s)))
+                        .map_err(err)
+                }
+            }
+            Filter::Literal(text) => Ok(if is_empty(&v) {
+                self.burn_bytes(text.len(), pos)?;
+                Val::Own(Value::String(text.clone()))
+            } else {
+                v
+            }),
+            Filter::Named(name, _) => match name.as_str() {
+                "currency" => {
+                    if v.is_null() {
+                        return Ok(Val::Own(Value::Null));
+                    }
+                    let code = match args.first() {
+                        Some(a) => Some(self.text(a, pos)?),
+                        None => self
+                            .root
+                            .get("currency")
+                            .and_then(Value::as_str)
+                            .map(str::to_string),
+                    };
+                    if let Value::String(s) = &*v {
+                        self.burn_bytes(s.len(), pos)?;
+                    }
+                    currency(&v, code.as_deref().unwrap_or("USD"))
+                        .map(|s| Val::Own(Value::String(s)))
+                        .map_err(err)
+                }
+                "join" => {
+                    let sep = match args.first() {
+                        Some(a) => self.text(a, pos)?,
+                        None => ", ".into(),
+                    };
+                    Ok(match &*v {
+                        Value::Array(items) => {
+                            Val::Own(Value::String(self.join(items, &sep, pos)?))
+                        }
+                        _ => v,
+                    })
+                }
+                "upper" => self.text_map(&v, pos, &|s| s.to_uppercase()).map(Val::Own),
+                "lower" => self.text_map(&v, pos, &|s| s.to_lowercase()).map(Val::Own),
+                "title" => self.text_map(&v, pos, &title_case).map(Val::Own),
+                "default" => Ok(if is_empty(&v) {
+                    args.into_iter().next().unwrap_or(Val::Own(Value::Null))
+                } else {
+                    v
+                }),
+                "truncate" => {
+                    let n = args
+                        .first()
+                        .and_then(|a| a.as_f64())
+                        .filter(|n| *n >= 0.0)
+                        .ok_or_else(|| err("truncate needs a length of 0 or more".into()))?
+                        as usize;
+                    self.text_map(&v, pos, &|s| {
+                        if s.chars().count() > n {
+                            s.chars().take(n).collect::<String>() + "…"
+                        } else {
+                            s.to_string()
+                        }
+                    })
+                    .map(Val::Own)
+                }
+                "number" => {
+                    if v.is_null() {
+                        return Ok(Val::Own(Value::Null));
+                    }
+                    let d = args.first().and_then(|a| a.as_f64()).unwrap_or(0.0);
+                    if !(0.0..=10.0).contains(&d) || d.fract() != 0.0 {
+                        return Err(err(
+                            "number(d) needs a whole number of decimals from 0 to 10".into(),
+                        ));
+                    }
+                    if let Value::String(s) = &*v {
+                        self.burn_bytes(s.len(), pos)?;
+                    }
+                    let n = finite(&v, "number").map_err(err)?;
+                    Ok(Val::Own(Value::String(group(n, d as usize))))
+                }
+                "json" => {
+                    let room = self.budget.max_output();
+                    self.json(&v, room, pos).map(|s| Val::Own(Value::String(s)))
+                }
+                _ => Ok(v),
+            },
+        }
+    }
+
+    /// Applies `f` to text, to each item of a list (recursively), or to the text of another value;
+    /// `null` stays `null`. Each value and byte is charged.
+    fn text_map(
+        &mut self,
+        v: &Value,
+        pos: Pos,
+        f: &dyn Fn(&str) -> String,
+    ) -> Result<Value, ExprError> {
+        self.burn(pos)?;
+        Ok(match v {
+            Value::Null => Value::Null,
+            Value::String(s) => {
+                self.budget.spend_slow_bytes(s.len(), pos)?;
+                let out = f(s);
+                self.check_size(out.len(), pos)?;
+                Value::String(out)
+            }
+            Value::Array(items) => {
+                self.check_size(items.len(), pos)?;
+                let mut out = Vec::with_capacity(items.len());
+                for i in items {
+                    out.push(self.text_map(i, pos, f)?);
+                }
+                Value::Array(out)
+            }
+            other => {
+                let text = self.text(other, pos)?;
+                self.budget.spend_slow_bytes(text.len(), pos)?;
+                let out = f(&text);
+                self.check_size(out.len(), pos)?;
+                Value::String(out)
+            }
+        })
     }
 }
 
@@ -205,7 +268,7 @@ fn finite(v: &Value, filter: &str) -> Result<f64, String> {
     };
     match n {
         Some(n) if n.is_finite() => Ok(if n == 0.0 { 0.0 } else { n }),
-        _ => Err(format!("{filter}: {} is not a finite number", to_text(v))),
+        _ => Err(format!("{filter}: {} is not a finite number", shown(v))),
     }
 }
 
@@ -307,7 +370,8 @@ fn parse_when(v: &Value) -> Result<When, String> {
             let s = s.trim();
             let bad = || {
                 format!(
-                    "date: {s:?} is not a valid date (use YYYY-MM-DD, an ISO date-time or HH:MM)"
+                    "date: {:?} is not a valid date (use YYYY-MM-DD, an ISO date-time or HH:MM)",
+                    shown(&Value::String(s.to_string()))
                 )
             };
             if let Ok(d) = NaiveDate::parse_from_str(s, "%Y-%m-%d") {
@@ -349,7 +413,7 @@ fn parse_when(v: &Value) -> Result<When, String> {
         }
         other => Err(format!(
             "date: a {} cannot be formatted as a date",
-            to_text(other)
+            shown(other)
         )),
     }
 }
@@ -413,7 +477,7 @@ fn format_date(v: &Value, fmt: &str) -> Result<String, String> {
             let d = date.ok_or_else(|| {
                 format!(
                     "date: {} is a time of day; the format {fmt:?} needs a date",
-                    to_text(v)
+                    shown(v)
                 )
             })?;
             let month = MONTHS[d.month0() as usize];

@@ -13,9 +13,19 @@
 //! - filters after `|`, see [`filters`].
 //!
 //! A missing path evaluates to `null` and is reported in [`Evaluated::missing`]. Evaluation only sees
-//! the variables it is given; `__proto__` and `constructor` are ordinary keys. Each evaluation has a
-//! fuel budget and an output cap, and trees are at most [`parser::MAX_DEPTH`] deep, so no input can
-//! hang or exhaust the Worker. Every error carries a line, a column and a caret excerpt.
+//! the variables it is given; `__proto__` and `constructor` are ordinary keys. Every error carries a
+//! line, a column and a caret excerpt.
+//!
+//! **Costs are bounded by the input.** Variables are read by reference, never copied on lookup; a
+//! value is copied only where a result must own it (an item `map` returns, the final value), and the
+//! copy is paid for by its size. Every step is charged to a [`Budget`]: one unit per tree node
+//! evaluated, per list item visited, per value or key copied or compared, per [`BYTES_PER_UNIT`]
+//! bytes of text read or produced, and per [`BYTES_PER_UNIT_SLOW`] bytes of letter case or JSON text.
+//! The budget is [`Limits::fuel`] plus one unit per byte of the source plus [`UNITS_PER_INPUT_UNIT`]
+//! per unit of the variables' size ([`size_units`]), so the work allowed grows linearly with the
+//! input and a loop inside a loop over the same list runs out long before it costs the square of its
+//! input. Text is capped at [`Limits::max_output`] while it is built, and trees are at most
+//! [`parser::MAX_DEPTH`] deep, so no input can hang or exhaust the Worker.
 
 mod eval;
 pub mod filters;
@@ -25,6 +35,8 @@ mod parser;
 use std::fmt;
 
 use serde_json::Value;
+
+use eval::Ctx;
 
 pub use parser::MAX_DEPTH;
 
@@ -97,13 +109,89 @@ impl fmt::Display for ExprError {
 
 impl std::error::Error for ExprError {}
 
-/// Resource limits of one evaluation.
+/// Resource limits of one evaluation or one template render.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
-    /// Evaluation steps allowed (each node and each loop iteration costs one).
+    /// Units of work allowed whatever the input's size; the [`Budget`] adds an allowance that grows
+    /// with the input.
     pub fuel: u64,
-    /// Largest text or list an evaluation may build, in bytes or items.
+    /// Largest text or list an evaluation may build, in bytes or items (for a template, also the
+    /// whole output).
     pub max_output: usize,
+}
+
+/// Bytes of text read, copied or produced that cost one unit of the budget.
+pub const BYTES_PER_UNIT: usize = 16;
+
+/// Bytes that cost one unit where each byte takes real work: letter case (Unicode tables) and JSON
+/// text (escaping).
+pub const BYTES_PER_UNIT_SLOW: usize = 4;
+
+/// Units of budget each unit of the variables' size ([`size_units`]) adds: enough to read and copy
+/// every variable a few times over.
+pub const UNITS_PER_INPUT_UNIT: u64 = 2;
+
+/// The work one evaluation or one template render may still do (see the module docs). A template
+/// shares one budget among all its placeholders.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Budget {
+    left: u64,
+    total: u64,
+    base: u64,
+    max_output: usize,
+}
+
+impl Budget {
+    /// The budget for `source_bytes` of template or expression source over `vars`:
+    /// `limits.fuel` + `source_bytes` + [`UNITS_PER_INPUT_UNIT`] × the size of `vars`.
+    pub fn new(limits: Limits, source_bytes: usize, vars: &Value) -> Budget {
+        let total = limits
+            .fuel
+            .saturating_add(source_bytes as u64)
+            .saturating_add(UNITS_PER_INPUT_UNIT.saturating_mul(size_units(vars)));
+        Budget {
+            left: total,
+            total,
+            base: limits.fuel,
+            max_output: limits.max_output,
+        }
+    }
+
+    /// Units not spent yet.
+    pub fn left(&self) -> u64 {
+        self.left
+    }
+
+    /// Largest text or list an evaluation may build.
+    pub fn max_output(&self) -> usize {
+        self.max_output
+    }
+
+    /// Spends `units`, or fails at `pos` when the budget cannot pay for them.
+    pub(crate) fn spend(&mut self, units: u64, pos: Pos) -> Result<(), ExprError> {
+        if units > self.left {
+            self.left = 0;
+            return Err(ExprError::at(
+                pos,
+                format!(
+                    "evaluation budget exhausted: this needs more work than its input allows (a budget of {} units: {}, plus 1 per byte of the template or expression, plus {UNITS_PER_INPUT_UNIT} per value, key or {BYTES_PER_UNIT} bytes of text in its variables). A loop over a list inside a loop over the same list (x.map(i => x)) costs the square of the input: loop once, or pass less data",
+                    self.total, self.base,
+                ),
+            ));
+        }
+        self.left -= units;
+        Ok(())
+    }
+
+    /// Spends the units `bytes` of text cost.
+    pub(crate) fn spend_bytes(&mut self, bytes: usize, pos: Pos) -> Result<(), ExprError> {
+        self.spend((bytes / BYTES_PER_UNIT) as u64, pos)
+    }
+
+    /// Spends the units `bytes` of case mapping or JSON text cost.
+    pub(crate) fn spend_slow_bytes(&mut self, bytes: usize, pos: Pos) -> Result<(), ExprError> {
+        self.spend((bytes / BYTES_PER_UNIT_SLOW) as u64, pos)
+    }
 }
 
 impl Default for Limits {
@@ -113,6 +201,31 @@ impl Default for Limits {
             max_output: 1 << 20,
         }
     }
+}
+
+/// The size of a value in budget units: one per value (null, boolean, number, text, list, object),
+/// one per key, plus one per [`BYTES_PER_UNIT`] bytes of text and keys. Walks without recursion, so
+/// any depth is safe.
+pub fn size_units(v: &Value) -> u64 {
+    let mut units = 0u64;
+    let mut bytes = 0usize;
+    let mut stack = vec![v];
+    while let Some(v) = stack.pop() {
+        units += 1;
+        match v {
+            Value::String(s) => bytes += s.len(),
+            Value::Array(items) => stack.extend(items),
+            Value::Object(m) => {
+                for (k, v) in m {
+                    units += 1;
+                    bytes += k.len();
+                    stack.push(v);
+                }
+            }
+            _ => {}
+        }
+    }
+    units.saturating_add((bytes / BYTES_PER_UNIT) as u64)
 }
 
 /// The result of an evaluation.
@@ -145,10 +258,69 @@ pub fn compile(src: &str) -> Result<Program, ExprError> {
     })
 }
 
+/// A value printed as template text (see [`Program::print`]).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Printed {
+    /// The text ([`to_text`] of the value).
+    pub text: String,
+    /// The value was `null`.
+    pub null: bool,
+    /// As [`Evaluated::missing`].
+    pub missing: Vec<String>,
+    /// As [`Evaluated::raw`].
+    pub raw: bool,
+}
+
 impl Program {
-    /// Evaluates against `vars` (an object whose keys are the top-level names).
+    /// Evaluates against `vars` (an object whose keys are the top-level names), with a budget of
+    /// its own (see [`Budget::new`]).
     pub fn eval(&self, vars: &Value, limits: Limits) -> Result<Evaluated, ExprError> {
-        eval::run(&self.expr, vars, limits).map_err(|e| e.with_source(&self.source))
+        let mut budget = Budget::new(limits, self.source.len(), vars);
+        self.eval_in(vars, &mut budget)
+    }
+
+    /// Evaluates against `vars`, spending from `budget`.
+    pub fn eval_in(&self, vars: &Value, budget: &mut Budget) -> Result<Evaluated, ExprError> {
+        let mut ctx = Ctx::new(vars, budget);
+        let value = ctx
+            .eval(&self.expr)
+            .and_then(|v| ctx.own(v, Pos { line: 1, col: 1 }))
+            .map_err(|e| e.with_source(&self.source))?;
+        Ok(Evaluated {
+            value,
+            missing: ctx.into_missing(),
+            raw: self.raw(),
+        })
+    }
+
+    /// Evaluates against `vars` and prints the value as template text of at most `room` bytes,
+    /// spending from `budget`; the value itself is never copied.
+    pub(crate) fn print(
+        &self,
+        vars: &Value,
+        budget: &mut Budget,
+        room: usize,
+    ) -> Result<Printed, ExprError> {
+        let mut ctx = Ctx::new(vars, budget);
+        let (text, null) = ctx
+            .eval(&self.expr)
+            .and_then(|v| {
+                let mut text = String::new();
+                ctx.write_text(&v, &mut text, room, Pos { line: 1, col: 1 })?;
+                Ok((text, v.is_null()))
+            })
+            .map_err(|e| e.with_source(&self.source))?;
+        Ok(Printed {
+            text,
+            null,
+            missing: ctx.into_missing(),
+            raw: self.raw(),
+        })
+    }
+
+    /// The last filter applied is `raw`.
+    fn raw(&self) -> bool {
+        matches!(&self.expr, parser::Expr::Filter(_, parser::Filter::Named(name, _), _) if name == "raw")
     }
 
     /// The source text.
@@ -158,9 +330,9 @@ impl Program {
 
     /// The top-level variable names the expression reads (lambda parameters excluded).
     pub fn variables(&self) -> Vec<String> {
-        let mut out = Vec::new();
+        let mut out = eval::Paths::default();
         eval::collect_paths(&self.expr, &mut Vec::new(), &mut out);
-        out
+        out.list
     }
 }
 

@@ -342,3 +342,194 @@ fn limits_stop_runaway_input() {
     );
     assert!(r.unwrap_err().message.contains("larger than the limit"));
 }
+
+/// Costs are bounded by the input (issue 15, item 4): each shape that costs the square (or worse)
+/// of its input is refused with the budget's error, far under 100 ms.
+mod costs {
+    use std::time::{Duration, Instant};
+
+    use serde_json::{json, Value};
+
+    use super::super::*;
+    use crate::engine::template::{RenderOptions, Template};
+
+    /// The issue's bound: well under 100 ms. Unoptimized test builds run the evaluator 10 to 30 times
+    /// slower than the Worker's release build, so they get ten times the room; a cost that grows
+    /// with the square of the input takes seconds either way (8.4 s in the Worker before).
+    const FAST: Duration = Duration::from_millis(if cfg!(debug_assertions) { 1_000 } else { 100 });
+
+    /// Renders `src` over `vars` with the default limits; returns the error and how long it took.
+    fn refused(src: &str, vars: &Value) -> (ExprError, Duration) {
+        let t = Template::parse(src).unwrap_or_else(|e| panic!("{src}: {e}"));
+        let started = Instant::now();
+        let r = t.render(vars, RenderOptions::default());
+        let took = started.elapsed();
+        match r {
+            Ok(r) => panic!("{src} rendered {} bytes", r.text().len()),
+            Err(e) => (e, took),
+        }
+    }
+
+    fn assert_budget(src: &str, vars: &Value) {
+        let (e, took) = refused(src, vars);
+        assert!(e.message.contains("budget exhausted"), "{src}: {e}");
+        assert!(e.message.contains("x.map(i => x)"), "says what to do: {e}");
+        assert!(took < FAST, "{src} took {took:?}");
+    }
+
+    fn zeros(n: usize) -> Value {
+        json!({ "x": vec![0; n] })
+    }
+
+    fn strings(n: usize) -> Value {
+        json!({ "x": vec!["a"; n] })
+    }
+
+    #[test]
+    fn the_quoted_map_over_8000_zeros_is_refused_quickly() {
+        let (e, took) = refused("{x.map(i => x)} boom", &zeros(8_000));
+        assert!(e.message.contains("budget exhausted"), "{e}");
+        assert_eq!((e.pos.line, e.pos.col), (1, 3), "points at the map: {e}");
+        assert!(e.to_string().contains("{x.map(i => x)} boom"), "{e}");
+        assert!(took < FAST, "took {took:?}");
+    }
+
+    #[test]
+    fn the_quoted_filter_over_200000_strings_is_refused_quickly() {
+        assert_budget("{x.filter(i => x.length > 0).length}", &strings(200_000));
+    }
+
+    #[test]
+    fn nested_and_quadratic_shapes_are_refused_quickly() {
+        let x = zeros(8_000);
+        for src in [
+            "{x.map(i => x.map(j => j))}",
+            "{x.map(i => x.map(j => x.map(k => k)).length).length}",
+            "{x.filter(i => x.includes(1)).length}",
+            "{x.filter(i => x == x).length}",
+            "{x.map(i => x.join(',')).join(',').length}",
+            "{x.map(i => (x|join)).length}",
+            "{x.map(i => (x|json)).length}",
+            "{x.map(i => (x|upper)).length}",
+            "{x.map(i => '' + x).length}",
+        ] {
+            assert_budget(src, &x);
+        }
+        let s = json!({ "x": vec![0; 2_000], "s": "y".repeat(100_000) });
+        for src in [
+            "{x.map(i => s + s).length}",
+            "{x.map(i => s.length).length}",
+            "{x.filter(i => s.includes('z')).length}",
+            "{x.map(i => s.toUpperCase()).length}",
+            "{x.map(i => s[99999]).length}",
+            "{x.map(i => (s|title)).length}",
+        ] {
+            assert_budget(src, &s);
+        }
+        // The costliest shapes per input byte a random search over expressions (3 placeholders of
+        // depth 4 over lists, records, a long text) found, once the costs above were charged.
+        let records = json!({ "l": vec![json!({ "name": "n", "ok": true, "k": [1, 2] }); 2_000] });
+        for src in [
+            "{l.map(v => l).length}",
+            "{l.map(v => l.join(',')).length}",
+            "{(l|upper).map(v => v + l).length}",
+        ] {
+            assert_budget(src, &records);
+        }
+    }
+
+    #[test]
+    fn map_over_a_million_items_is_refused() {
+        let e = compile("x.map(i => i * 2).length")
+            .unwrap()
+            .eval(&zeros(1_000_000), Limits::default())
+            .unwrap_err();
+        assert!(e.message.contains("budget exhausted"), "{e}");
+        assert_eq!(e.pos.line, 1, "{e}");
+        assert!((2..=17).contains(&e.pos.col), "points into the loop: {e}");
+        assert!(
+            e.to_string().contains("  x.map(i => i * 2).length\n"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn currency_refuses_text_that_is_not_a_finite_number() {
+        for bad in ["NaN", "Infinity", "-Infinity", "1e999"] {
+            let e = compile("v|currency")
+                .unwrap()
+                .eval(&json!({ "v": bad }), Limits::default())
+                .unwrap_err();
+            assert!(
+                e.message
+                    .contains(&format!("currency: {bad} is not a finite number")),
+                "{e}"
+            );
+        }
+        let huge = "9".repeat(100_000);
+        let e = compile("v|currency")
+            .unwrap()
+            .eval(&json!({ "v": [huge] }), Limits::default())
+            .unwrap_err();
+        assert!(
+            e.message.len() < 200,
+            "a large value is shortened in the message: {e}"
+        );
+    }
+
+    #[test]
+    fn a_placeholder_repeated_many_times_shares_one_budget() {
+        let src = "{x.map(i => i).length}".repeat(2_000);
+        assert_budget(&src, &zeros(8_000));
+    }
+
+    #[test]
+    fn text_doubling_stops_at_the_output_limit() {
+        let vars = json!({ "s": "y".repeat(300_000) });
+        let (e, took) = refused("{((s + s) + (s + s)) + ((s + s) + (s + s))}", &vars);
+        assert!(
+            e.message.contains("larger than the limit of 1048576 bytes"),
+            "{e}"
+        );
+        assert!(took < FAST, "took {took:?}");
+        let (e, _) = refused("a\n{s} {s} {s} {s}", &vars);
+        assert!(e.message.contains("larger than"), "{e}");
+        assert_eq!(
+            e.pos.line, 2,
+            "points at the placeholder that passed the limit: {e}"
+        );
+    }
+
+    #[test]
+    fn large_inputs_rendered_once_still_work() {
+        let items: Vec<Value> = (0..50_000)
+            .map(|i| json!({ "name": format!("n{i}"), "ok": i % 2 == 0 }))
+            .collect();
+        let vars = json!({ "items": items });
+        let t = Template::parse(
+            "{items.filter(i => i.ok).map(i => i.name).join(', ').length} of {items.length}",
+        )
+        .unwrap();
+        let r = t.render(&vars, RenderOptions::default()).unwrap();
+        let joined: Vec<String> = (0..50_000).step_by(2).map(|i| format!("n{i}")).collect();
+        assert_eq!(r.text(), format!("{} of 50000", joined.join(", ").len()));
+        let p = compile("items.map(i => i.name)").unwrap();
+        let v = p.eval(&vars, Limits::default()).unwrap().value;
+        assert_eq!(v.as_array().map(Vec::len), Some(50_000));
+    }
+
+    #[test]
+    fn the_budget_grows_linearly_with_the_input() {
+        let limits = Limits::default();
+        let small = Budget::new(limits, 10, &json!({}));
+        let big = Budget::new(limits, 10, &zeros(10_000));
+        assert_eq!(small.left(), limits.fuel + 10 + UNITS_PER_INPUT_UNIT);
+        assert_eq!(
+            big.left() - small.left(),
+            UNITS_PER_INPUT_UNIT * 10_002,
+            "the list, its key and each of its values add the same"
+        );
+        let text = Budget::new(limits, 0, &json!({ "s": "y".repeat(1_600) }));
+        assert_eq!(text.left(), limits.fuel + UNITS_PER_INPUT_UNIT * (3 + 100));
+    }
+}
