@@ -21,8 +21,7 @@ mkdir -p "$state/bin"
 WORKER_BUILD_VERSION="0.8.7"
 TARGET="wasm32-unknown-unknown"
 # Debian's rustc-web and the lld that rust-lld points to; the std sources build the wasm32 std.
-# chromium: the dashboard page test drives it headless through playwright-core (tests/page.test.js).
-DEBIAN_PACKAGES=(rustc-web cargo-web rust-web-src lld-22 chromium)
+DEBIAN_PACKAGES=(rustc-web cargo-web rust-web-src lld-22)
 
 say() { printf '[toolchain] %s\n' "$*" >&2; }
 
@@ -37,9 +36,9 @@ as_root() {
     say "need root for: $*"; return 1; fi
 }
 
-debian_std() {
+debian_install() { # the Debian packages named that are not installed yet
   local missing=()
-  for p in "${DEBIAN_PACKAGES[@]}"; do
+  for p in "$@"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
   done
   if [ ${#missing[@]} -gt 0 ]; then
@@ -47,6 +46,10 @@ debian_std() {
     as_root apt-get update -q >/dev/null
     as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" >/dev/null
   fi
+}
+
+debian_std() {
+  debian_install "${DEBIAN_PACKAGES[@]}"
   if has_wasm_std /usr/bin/rustc; then return 0; fi
 
   say "building the $TARGET standard library with /usr/bin/rustc (takes a few minutes, once)"
@@ -97,6 +100,13 @@ fi
 if [ "$route" = debian ]; then
   # worker-build runs `rustc` and `cargo` from PATH, so put Debian's first for the build.
   for b in cargo rustc rustdoc; do ln -sf "/usr/bin/$b" "$state/bin/$b"; done
+fi
+
+# 1b. Chromium for the session page test (tests/page.test.js drives it headless through
+# playwright-core), on either Rust route: a rustup machine needs it as much as a Debian one.
+# Without apt (macOS) the page test skips outside CI.
+if command -v apt-get >/dev/null; then
+  debian_install chromium
 fi
 
 # 2. worker-build and the wasm-bindgen CLI matching Cargo.lock exactly (a schema mismatch breaks the build).
