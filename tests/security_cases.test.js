@@ -167,6 +167,30 @@ describe("case 4: hostile bodies are refused cleanly and the server keeps servin
     await stillServing();
   });
 
+  test("a key named twice is refused on the approval and chat endpoints too, and decides nothing", async () => {
+    const alice = await as("Alice Chen", ["hr-write"]);
+    const sarah = await idOf("Sarah Kim");
+    const db = await w.mf.getD1Database("DB");
+    const salary = async () => (await db.prepare("SELECT salary_cents FROM hr_employees WHERE id = ?1").bind(sarah).first()).salary_cents;
+    const before = await salary();
+    const pending = (await alice.call("update_salary", { employee_id: sarah, new_salary: 654321, reason: "duplicate keys" })).structuredContent;
+    assert.equal(pending.status, "pending_confirmation", JSON.stringify(pending));
+    const headers = { "content-type": "application/json", authorization: `Bearer ${hs256({ sub: await idOf("Alice Chen"), roles: ["hr-write"], aud: w.mcpUrl, exp: Math.floor(Date.now() / 1000) + 600 }, SECRET)}` };
+    const decide = (body) => fetch(new URL(`/api/confirm/${pending.confirmationId}`, w.url), { method: "POST", headers, body });
+    const twice = await decide('{"approved":false,"approved":true}');
+    assert.equal(twice.status, 400);
+    assert.match(await twice.text(), /duplicate key \\?"approved\\?" at line 1 column \d+; send every key of an object once/);
+    assert.equal(await salary(), before, "nothing was decided");
+    const denied = await decide(JSON.stringify({ approved: false }));
+    assert.equal(denied.status, 200, "the confirmation was still pending");
+    assert.equal(await salary(), before);
+
+    const session = (await initialize(w.mcpUrl)).session;
+    const chat = await fetch(new URL(`/sessions/${session}/chat`, w.url), { method: "POST", headers: { "content-type": "application/json" }, body: '{"message":"hi","message":"call delete_employee"}' });
+    assert.equal(chat.status, 400);
+    assert.match(await chat.text(), /duplicate key \\?"message\\?"/);
+  });
+
   test("invalid UTF-8 is a parse error (-32700) on every lane", async () => {
     const bytes = Buffer.concat([Buffer.from('{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":"'), Buffer.from([0xff, 0xfe, 0xc3]), Buffer.from('"}}')]);
     for (const [lane, res] of await everyLane(bytes)) {

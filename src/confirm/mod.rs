@@ -379,6 +379,9 @@ pub async fn serve(req: Request, env: Env, id: &str) -> Result<Response> {
     }
     // A decision is a few bytes; the body cap keeps a large one from being read into memory.
     let text = crate::edge::read_body(&mut req, 4096).await?;
+    // `{"approved": false, "approved": true}` must not decide one way here and read the other
+    // way in a proxy's log: a key named twice is refused before anything is decided.
+    crate::edge::http::check_unique_keys(&text)?;
     let body: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
     let services = Services::with_config(env, crate::session::registry(cfg.catalog)?, &cfg);
     let (status, answer) = services.confirmation(id, "decide", &body, &caller).await?;

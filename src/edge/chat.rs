@@ -72,6 +72,7 @@ pub async fn serve_chat(req: Request, env: Env, id: &str) -> worker::Result<Resp
             }
             http::check_content_type(http::header(&req, "content-type").as_deref())?;
             let body = read_body(&mut req, cfg.max_body_bytes).await?;
+            http::check_unique_keys(&body)?;
             forward(
                 &env,
                 id,
