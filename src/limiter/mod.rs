@@ -61,28 +61,9 @@ pub async fn take(env: &Env, owner: &str, bucket: &str, limit: Limit) -> Result<
     send_take(env, owner, &request).await
 }
 
-/// Sends one take request to limiter object `owner`: the one place that speaks to it for tokens.
+/// Sends one take request to limiter object `owner`.
 pub async fn send_take(env: &Env, owner: &str, request: &Take) -> Result<Admission> {
-    let body = serde_json::to_string(request)?;
-    let headers = worker::Headers::new();
-    headers.set("content-type", "application/json")?;
-    let mut init = worker::RequestInit::new();
-    init.with_method(worker::Method::Post)
-        .with_headers(headers)
-        .with_body(Some(body.into()));
-    let req = Request::new_with_init(TAKE_URL, &init)?;
-    let stub = env
-        .durable_object("RATE_LIMITER")?
-        .id_from_name(owner)?
-        .get_stub()?;
-    let mut resp = stub.fetch_with_request(req).await?;
-    if resp.status_code() != 200 {
-        return Err(Error::Internal(format!(
-            "rate limiter answered HTTP {}",
-            resp.status_code()
-        )));
-    }
-    let taken: Taken = serde_json::from_str(&resp.text().await?)?;
+    let taken: Taken = ask(env, owner, TAKE_URL, request, "").await?;
     Ok(if taken.allowed {
         Admission::Allowed
     } else {
@@ -90,6 +71,37 @@ pub async fn send_take(env: &Env, owner: &str, request: &Take) -> Result<Admissi
             retry_after_secs: taken.retry_after_secs.max(1),
         }
     })
+}
+
+/// Sends `request` as JSON to `url` of limiter object `owner` and reads its JSON answer: the one
+/// place the Worker side speaks to a `RateLimiter` (takes and leases). `what` names the request in
+/// the error of an answer other than 200.
+pub async fn ask<T: serde::de::DeserializeOwned>(
+    env: &Env,
+    owner: &str,
+    url: &str,
+    request: &impl Serialize,
+    what: &str,
+) -> Result<T> {
+    let headers = worker::Headers::new();
+    headers.set("content-type", "application/json")?;
+    let mut init = worker::RequestInit::new();
+    init.with_method(worker::Method::Post)
+        .with_headers(headers)
+        .with_body(Some(serde_json::to_string(request)?.into()));
+    let req = Request::new_with_init(url, &init)?;
+    let stub = env
+        .durable_object("RATE_LIMITER")?
+        .id_from_name(owner)?
+        .get_stub()?;
+    let mut resp = stub.fetch_with_request(req).await?;
+    if resp.status_code() != 200 {
+        return Err(Error::Internal(format!(
+            "rate limiter answered HTTP {}{what}",
+            resp.status_code()
+        )));
+    }
+    Ok(serde_json::from_str(&resp.text().await?)?)
 }
 
 /// The URL the Worker side sends a take request to (the host is never resolved).

@@ -288,26 +288,7 @@ impl Services {
 impl Services {
     /// See `Platform::lease`: one request to the `RateLimiter` object named `owner`.
     pub async fn lease(&self, owner: &str, request: &LeaseRequest) -> Result<LeaseAnswer> {
-        let headers = Headers::new();
-        headers.set("content-type", "application/json")?;
-        let mut init = RequestInit::new();
-        init.with_method(Method::Post)
-            .with_headers(headers)
-            .with_body(Some(serde_json::to_string(request)?.into()));
-        let req = Request::new_with_init(LEASE_URL, &init)?;
-        let stub = self
-            .env
-            .durable_object("RATE_LIMITER")?
-            .id_from_name(owner)?
-            .get_stub()?;
-        let mut resp = stub.fetch_with_request(req).await?;
-        if resp.status_code() != 200 {
-            return Err(Error::Internal(format!(
-                "rate limiter answered HTTP {} to a lease request",
-                resp.status_code()
-            )));
-        }
-        Ok(serde_json::from_str(&resp.text().await?)?)
+        crate::limiter::ask(&self.env, owner, LEASE_URL, request, " to a lease request").await
     }
 }
 
