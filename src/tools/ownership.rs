@@ -249,6 +249,26 @@ impl Principal {
     }
 }
 
+/// The record of `table` named `name`, as its create tool's refusal needs it: `shipped` and `mine`
+/// (whether this caller may change it) as 0/1, plus the `extra` columns (", category", say);
+/// `None` when no record holds the name (any more).
+pub async fn name_holder(
+    ctx: &dyn ToolContext,
+    me: &Principal,
+    table: &str,
+    extra: &str,
+    name: &str,
+) -> Result<Option<Value>> {
+    let mine = me.can_write("", 2);
+    let mut params = vec![json!(name)];
+    params.extend(mine.params);
+    let sql = format!(
+        "SELECT owner IS NULL AS shipped, {} AS mine{extra} FROM {table} WHERE name = ?1",
+        mine.sql
+    );
+    Ok(ctx.query(&sql, params).await?.into_iter().next())
+}
+
 /// Why `what` (such as "Template 'x'") cannot be created or replaced: its name is held by a record
 /// the caller may not change. `shipped` when that record is the server's (owner `NULL`).
 pub fn name_taken(what: &str, shipped: bool, fix: &str) -> String {

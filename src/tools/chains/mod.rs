@@ -17,7 +17,7 @@ use crate::engine::chain::{self, ChainDef, StepType};
 use crate::engine::variables;
 use crate::error::{Error, Result};
 use crate::registry::{Annotations, JobMode, ToolContext, ToolDef, ToolOutput};
-use crate::tools::ownership::{name_taken, sharing_params, Principal, Sharing};
+use crate::tools::ownership::{name_holder, name_taken, sharing_params, Principal, Sharing};
 use crate::tools::{not_found_listing, opt_bool, refuse_if_any};
 pub use executions::Lease;
 pub use executions::{abandon, cancel, resume_here, run_background, session_ending, status};
@@ -302,19 +302,7 @@ fn create_chain(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result
 /// Why chain `name` was not saved: it exists and is the caller's (so only `overwrite_existing`
 /// replaces it), or it is another owner's or shipped, which the caller may not replace at all.
 async fn name_clash(ctx: &dyn ToolContext, me: &Principal, name: &str) -> Error {
-    let mine = me.can_write("", 2);
-    let mut params = vec![json!(name)];
-    params.extend(mine.params);
-    let held = ctx
-        .query(
-            &format!(
-                "SELECT owner IS NULL AS shipped, {} AS mine, category FROM execution_chains WHERE name = ?1",
-                mine.sql
-            ),
-            params,
-        )
-        .await;
-    match held.map(|rows| rows.into_iter().next()) {
+    match name_holder(ctx, me, "execution_chains", ", category", name).await {
         Ok(Some(row)) if row["category"] == LINKED_CATEGORY => linked_refusal("create_chain", name),
         Ok(Some(row)) if row["mine"].as_i64() == Some(1) => Error::ToolFailed(format!(
             "Chain '{name}' already exists. Use creation_options.overwrite_existing: true to replace it."

@@ -21,7 +21,7 @@ use crate::engine::template::{RenderOptions, Template};
 use crate::engine::variables::{self, Schema};
 use crate::error::{Error, Result};
 use crate::registry::{Annotations, ToolContext, ToolDef, ToolOutput};
-use crate::tools::ownership::{name_taken, sharing_params, Principal, Sharing};
+use crate::tools::ownership::{name_holder, name_taken, sharing_params, Principal, Sharing};
 use crate::tools::{not_found_listing, opt_bool, refuse_if_any};
 
 const TOOLSET: &str = "templates";
@@ -285,19 +285,7 @@ fn create_template(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Res
 /// `overwrite_existing` replaces it), or it is another owner's or shipped, which the caller may not
 /// replace at all.
 async fn name_clash(ctx: &dyn ToolContext, me: &Principal, name: &str) -> Error {
-    let mine = me.can_write("", 2);
-    let mut params = vec![json!(name)];
-    params.extend(mine.params);
-    let held = ctx
-        .query(
-            &format!(
-                "SELECT owner IS NULL AS shipped, {} AS mine FROM template_definitions WHERE name = ?1",
-                mine.sql
-            ),
-            params,
-        )
-        .await;
-    match held.map(|rows| rows.into_iter().next()) {
+    match name_holder(ctx, me, "template_definitions", "", name).await {
         Ok(Some(row)) if row["mine"].as_i64() == Some(1) => Error::ToolFailed(format!(
             "Template '{name}' already exists. Use creation_options.overwrite_existing: true to replace it."
         )),
