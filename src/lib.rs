@@ -17,6 +17,7 @@ pub mod session;
 pub mod stateless;
 pub mod store;
 pub mod tools;
+pub mod wire;
 
 pub use error::{Error, Result};
 

@@ -27,10 +27,9 @@ use worker::{durable_object, DurableObject, Env, Request, Response, SqlStorage, 
 
 use crate::clock;
 use crate::edge::config::Config;
-use crate::edge::http::header;
 use crate::error::{Error, Result};
 use crate::registry::{Caller, JobMode, Platform, Unattended};
-use crate::store::services::{decode_caller, delegate_services, Services, CALLER_HEADER};
+use crate::store::services::{delegate_services, Services};
 use crate::tools::domain::confirm::{audit, Pending};
 use crate::tools::domain::{Code, Reply};
 
@@ -93,11 +92,11 @@ pub struct Confirmation {
     env: Env,
 }
 
-fn json_answer(status: u16, body: &Value) -> worker::Result<Response> {
+pub(crate) fn json_answer(status: u16, body: &Value) -> worker::Result<Response> {
     Ok(Response::from_json(body)?.with_status(status))
 }
 
-fn failure(code: Code, message: &str, action: &str) -> Value {
+pub(crate) fn failure(code: Code, message: &str, action: &str) -> Value {
     Reply::failure(code, message, action).to_json()
 }
 
@@ -113,7 +112,7 @@ impl DurableObject for Confirmation {
                 Err(e) => Err(Error::InvalidRequest(format!("confirmation record: {e}"))),
             },
             "/decide" => {
-                let caller = decode_caller(header(&req, CALLER_HEADER).as_deref());
+                let caller = crate::wire::caller_of(&req);
                 match req.json::<Value>().await {
                     Ok(body) => self.decide(caller, body).await,
                     Err(_) => Ok((
@@ -196,7 +195,7 @@ impl Confirmation {
         let cfg = Config::from_env(&self.env);
         Ok(Services::with_config(
             self.env.clone(),
-            crate::session::registry(cfg.catalog)?,
+            crate::store::registry(cfg.catalog)?,
             &cfg,
         ))
     }
@@ -352,38 +351,4 @@ impl Confirmation {
             .await
             .map_err(Error::from)
     }
-}
-
-/// `POST /api/confirm/:id` with `{"approved": true|false}` and the asking user's bearer token.
-pub async fn serve(req: Request, env: Env, id: &str) -> Result<Response> {
-    let mut req = req;
-    let cfg = Config::from_env(&env);
-    let caller = crate::edge::auth::authenticate(&req, &env, &cfg).await?;
-    if caller.user.is_none() {
-        return Err(Error::Unauthorized {
-            message:
-                "Unauthorized: deciding a confirmation needs the bearer token of the user who asked"
-                    .into(),
-            invalid_token: false,
-        });
-    }
-    if !crate::tools::domain::confirm::is_confirmation_id(id) {
-        return Ok(json_answer(
-            404,
-            &failure(
-                Code::OperationFailed,
-                "There is no such confirmation.",
-                "Use the confirmationId of a pending_confirmation answer.",
-            ),
-        )?);
-    }
-    // A decision is a few bytes; the body cap keeps a large one from being read into memory.
-    let text = crate::edge::read_body(&mut req, 4096).await?;
-    // `{"approved": false, "approved": true}` must not decide one way here and read the other
-    // way in a proxy's log: a key named twice is refused before anything is decided.
-    crate::edge::http::check_unique_keys(&text)?;
-    let body: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
-    let services = Services::with_config(env, crate::session::registry(cfg.catalog)?, &cfg);
-    let (status, answer) = services.confirmation(id, "decide", &body, &caller).await?;
-    Ok(json_answer(status, &answer)?)
 }

@@ -5,12 +5,13 @@
 use worker::{Env, Method, Request, Response};
 
 use super::{
-    auth, forward, http, over_limit, read_body, serve_one, serve_session_get, valid_session_id,
+    auth, forward, http, over_limit, read_body, serve_one, serve_session_get,
 };
 use crate::error::Error;
 use crate::limiter::{REQUESTS_BUCKET, SESSIONS_BUCKET};
 use crate::random;
-use crate::session::{CHAT_HEADER, CREATE_HEADER};
+use crate::wire::valid_session_id;
+use crate::wire::Op;
 
 const USAGE: &str =
     "/sessions/<id>/chat takes POST {\"message\": \"…\"} (a chat turn) or GET (the conversation)";
@@ -34,15 +35,7 @@ pub async fn serve_create(req: Request, env: Env) -> worker::Result<Response> {
                 }
             }
             let id = random::hex(32)?;
-            forward(
-                &env,
-                &id,
-                Method::Post,
-                &req,
-                None,
-                &caller,
-                &[(CREATE_HEADER, "1"), (CHAT_HEADER, "1")],
-            )
+            forward(&env, &id, Op::CreateChat, Method::Post, &req, None, &caller)
             .await
         },
     )
@@ -52,7 +45,7 @@ pub async fn serve_create(req: Request, env: Env) -> worker::Result<Response> {
 /// Serves `/sessions/:id/chat`: `POST` runs a turn, `GET` returns the stored conversation.
 pub async fn serve_chat(req: Request, env: Env, id: &str) -> worker::Result<Response> {
     if req.method() == Method::Get {
-        return serve_session_get(req, env, id, USAGE, CHAT_HEADER).await;
+        return serve_session_get(req, env, id, USAGE, Op::Chat).await;
     }
     serve_one(
         req,
@@ -73,15 +66,7 @@ pub async fn serve_chat(req: Request, env: Env, id: &str) -> worker::Result<Resp
             http::check_content_type(http::header(&req, "content-type").as_deref())?;
             let body = read_body(&mut req, cfg.max_body_bytes).await?;
             http::check_unique_keys(&body)?;
-            forward(
-                &env,
-                id,
-                Method::Post,
-                &req,
-                Some(body),
-                &caller,
-                &[(CHAT_HEADER, "1")],
-            )
+            forward(&env, id, Op::Chat, Method::Post, &req, Some(body), &caller)
             .await
         },
     )

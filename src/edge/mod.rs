@@ -6,12 +6,12 @@
 pub mod auth;
 pub mod chat;
 pub mod config;
+mod confirm;
 pub mod http;
 pub mod jwt;
 pub mod page;
 
 use futures::StreamExt;
-use worker::web_sys;
 use worker::{Env, Method, Request, Response};
 
 use crate::error::{Error, Result};
@@ -20,7 +20,7 @@ use crate::mcp::modern::{self, Era};
 use crate::mcp::version;
 use crate::random;
 use crate::registry::Caller;
-use crate::session::{CALLER_HEADER, CORRELATION_HEADER, CREATE_HEADER, WATCH_HEADER};
+use crate::wire::{valid_session_id, ObjectRequest, Op, CORRELATION_HEADER};
 use config::Config;
 use http::header;
 
@@ -70,13 +70,6 @@ pub(crate) async fn over_limit(
     }
 }
 
-/// Session ids are 256 random bits as 64 lowercase hex digits; nothing else can name a session.
-pub(crate) fn valid_session_id(s: &str) -> bool {
-    s.len() == 64
-        && s.bytes()
-            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-}
-
 /// Serves `/mcp`. Never fails: every error becomes its JSON-RPC error response.
 pub async fn serve(req: Request, env: Env) -> worker::Result<Response> {
     let cfg = Config::from_env(&env);
@@ -95,7 +88,7 @@ pub async fn serve_confirm(req: Request, env: Env, id: &str) -> worker::Result<R
         env,
         Method::Post,
         "/api/confirm/<id> takes POST {\"approved\": true|false}",
-        |req, env, _| async move { crate::confirm::serve(req, env, id).await },
+        |req, env, _| async move { confirm::serve(req, env, id).await },
     )
     .await
 }
@@ -108,7 +101,7 @@ pub async fn serve_events(req: Request, env: Env, id: &str) -> worker::Result<Re
         env,
         id,
         "/sessions/<id>/events takes GET",
-        WATCH_HEADER,
+        Op::Watch,
     )
     .await
 }
@@ -121,7 +114,7 @@ async fn serve_session_get(
     env: Env,
     id: &str,
     usage: &'static str,
-    what: &'static str,
+    op: Op,
 ) -> worker::Result<Response> {
     serve_one(req, env, Method::Get, usage, |req, env, cfg| async move {
         let caller = auth::authenticate(&req, &env, &cfg).await?;
@@ -140,7 +133,7 @@ async fn serve_session_get(
         if !valid_session_id(id) {
             return Err(Error::SessionNotFound);
         }
-        forward(&env, id, Method::Get, &req, None, &caller, &[(what, "1")]).await
+        forward(&env, id, op, Method::Get, &req, None, &caller).await
     })
     .await
 }
@@ -335,11 +328,11 @@ async fn route(mut req: Request, env: &Env, cfg: &Config) -> Result<Response> {
         Method::Get => {
             http::check_get_accept(header(&req, "accept").as_deref())?;
             let session = session_of(&req)?;
-            forward(env, &session, Method::Get, &req, None, &caller, &[]).await
+            forward(env, &session, Op::Mcp(Default::default()), Method::Get, &req, None, &caller).await
         }
         Method::Delete => {
             let session = session_of(&req)?;
-            forward(env, &session, Method::Delete, &req, None, &caller, &[]).await
+            forward(env, &session, Op::Mcp(Default::default()), Method::Delete, &req, None, &caller).await
         }
         other => Err(Error::MethodNotAllowed(format!(
             "Method Not Allowed: {other:?}; /mcp serves {}",
@@ -392,7 +385,7 @@ async fn post(req: &mut Request, env: &Env, cfg: &Config, caller: &Caller) -> Re
     check_legacy_version(version_header.as_deref())?;
     if has_session {
         let session = session_of(req)?;
-        return forward(env, &session, Method::Post, req, Some(body), caller, &[]).await;
+        return forward(env, &session, Op::Mcp(Default::default()), Method::Post, req, Some(body), caller).await;
     }
     // Without a session only initialize is allowed; it creates one under a fresh id.
     match Incoming::parse(&body)? {
@@ -407,11 +400,11 @@ async fn post(req: &mut Request, env: &Env, cfg: &Config, caller: &Caller) -> Re
             let resp = forward(
                 env,
                 &session,
+                Op::Create,
                 Method::Post,
                 req,
                 Some(body),
                 caller,
-                &[(CREATE_HEADER, "1")],
             )
             .await?;
             if resp.status_code() != 200 {
@@ -447,30 +440,22 @@ pub(crate) async fn read_body(req: &mut Request, limit: usize) -> Result<String>
     String::from_utf8(buf).map_err(|_| Error::Parse("body is not valid UTF-8".into()))
 }
 
-/// Sends the request on to the session's Durable Object, keeping the client's abort signal so the
-/// object notices when the client disconnects. The object gets the verified caller and any
-/// `internal` headers (create the session, watch it); the request it receives is built here, so a
-/// client cannot supply those headers.
+/// Sends the request on to the session's Durable Object as `op`, keeping the client's abort signal
+/// so the object notices when the client disconnects. The object gets the verified caller; the
+/// request it receives is built here, so a client cannot supply the internal headers.
 async fn forward(
     env: &Env,
     session: &str,
+    op: Op,
     method: Method,
     req: &Request,
     body: Option<String>,
     caller: &Caller,
-    internal: &[(&str, &str)],
 ) -> Result<Response> {
-    let headers = web_sys::Headers::new().map_err(|_| Error::Internal("headers".into()))?;
-    let set = |k: &str, v: &str| {
-        headers
-            .set(k, v)
-            .map_err(|_| Error::Internal(format!("header {k}")))
-    };
-    set("mcp-session-id", session)?;
-    set(
-        CORRELATION_HEADER,
-        &header(req, "cf-ray").map_or_else(|| random::hex(8), Ok)?,
-    )?;
+    let correlation = header(req, "cf-ray").map_or_else(|| random::hex(8), Ok)?;
+    let mut to = ObjectRequest::session(session, &op, caller)
+        .header(CORRELATION_HEADER, &correlation)
+        .method(method);
     for name in [
         "content-type",
         "accept",
@@ -478,41 +463,11 @@ async fn forward(
         "mcp-protocol-version",
     ] {
         if let Some(v) = header(req, name) {
-            set(name, &v)?;
+            to = to.header(name, &v);
         }
     }
-    set(
-        CALLER_HEADER,
-        &crate::store::services::encode_caller(caller),
-    )?;
-    for (k, v) in internal {
-        set(k, v)?;
-    }
-    let init = web_sys::RequestInit::new();
-    init.set_method(method.as_ref());
-    init.set_headers(&headers);
-    init.set_signal(Some(&req.inner().signal()));
     if let Some(b) = body {
-        init.set_body(&worker::wasm_bindgen::JsValue::from_str(&b));
+        to = to.body(b);
     }
-    let inner = web_sys::Request::new_with_str_and_init("https://session.internal/mcp", &init)
-        .map_err(|e| Error::Internal(format!("build session request: {e:?}")))?;
-    let stub = env
-        .durable_object("SESSION")?
-        .id_from_name(session)?
-        .get_stub()?;
-    Ok(stub.fetch_with_request(Request::from(inner)).await?)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn only_our_id_shape_names_a_session() {
-        assert!(valid_session_id(&"a1".repeat(32)));
-        assert!(!valid_session_id(&"A1".repeat(32)));
-        assert!(!valid_session_id("garbage"));
-        assert!(!valid_session_id(&"a".repeat(65)));
-    }
+    to.signal(Some(&req.inner().signal())).send(env).await
 }

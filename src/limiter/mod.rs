@@ -83,18 +83,10 @@ pub async fn ask<T: serde::de::DeserializeOwned>(
     request: &impl Serialize,
     what: &str,
 ) -> Result<T> {
-    let headers = worker::Headers::new();
-    headers.set("content-type", "application/json")?;
-    let mut init = worker::RequestInit::new();
-    init.with_method(worker::Method::Post)
-        .with_headers(headers)
-        .with_body(Some(serde_json::to_string(request)?.into()));
-    let req = Request::new_with_init(url, &init)?;
-    let stub = env
-        .durable_object("RATE_LIMITER")?
-        .id_from_name(owner)?
-        .get_stub()?;
-    let mut resp = stub.fetch_with_request(req).await?;
+    let mut resp = crate::wire::ObjectRequest::limiter(owner, url)
+        .json(request)?
+        .send(env)
+        .await?;
     if resp.status_code() != 200 {
         return Err(Error::Internal(format!(
             "rate limiter answered HTTP {}{what}",

@@ -56,9 +56,6 @@ use crate::error::{Error, Result};
 use crate::mcp::sse::unnumbered_frame;
 use crate::registry::{execute, Caller, Unattended};
 
-/// Internal header from the Worker: this request is for the session's chat.
-pub const CHAT_HEADER: &str = "x-mcp-edge-chat";
-
 /// The model Workers AI runs when `MODEL_PROVIDER_MODEL` names none.
 const WORKERS_AI_DEFAULT_MODEL: &str = "@cf/meta/llama-3.1-8b-instruct";
 

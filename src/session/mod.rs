@@ -6,7 +6,7 @@
 //!
 //! The 2026-07-28 lane has no sessions but uses the same class for its run objects (one per chain
 //! or workflow run) and for each caller's own object (`stateless::runs`): to them the Worker's run
-//! lane is an MCP client like any other, plus the internal headers below.
+//! lane is an MCP client like any other, plus the internal requests of `crate::wire`.
 
 mod call;
 mod chat;
@@ -41,41 +41,17 @@ use crate::mcp::{version, Initialize};
 use crate::registry::{execute, Caller, Registry};
 use crate::store::services::Services;
 use crate::store::session_db::SessionDb;
+use crate::wire::{Lane, Op, CORRELATION_HEADER};
 use call::{Call, First};
 use hub::Hub;
 use stream::{sse_replay_response, sse_response, StreamPlan};
 
-pub use chat::CHAT_HEADER;
-
-/// Internal header from the Worker: this POST creates the session named in `Mcp-Session-Id`.
-pub const CREATE_HEADER: &str = "x-mcp-edge-create";
-pub use crate::store::services::CALLER_HEADER;
-/// Internal header from the Worker: this GET is a dashboard watching the session's tool events.
-pub const WATCH_HEADER: &str = "x-mcp-edge-watch";
-/// Internal header from the Worker: this POST carries tool events of 2026-07-28 calls that named
-/// this session in `_meta` (`stateless::platform`), for its event stream.
-pub const RELAY_HEADER: &str = "x-mcp-edge-relay";
-/// Internal header from the Worker's 2026-07-28 run lane (`stateless::runs`) on a `tools/call`:
-/// answer with an SSE stream at once.
-pub const RUN_HEADER: &str = "x-mcp-edge-run";
-/// Internal header from the Worker's 2026-07-28 run lane on a bodyless `GET`: the id of a running
-/// `tools/call` of this object; when this request's client goes away before the call ends, the
-/// runs the call drives stop, as `cancel_chain` would ([`STREAM_CLOSED`]). The call's own POST
-/// cannot tell: workerd does not abort a Durable Object request that came with a body when the
-/// Worker's client disconnects (docs/decisions.md), a bodyless one it does.
-pub const RUN_WATCH_HEADER: &str = "x-mcp-edge-run-watch";
-/// Internal header from the Worker's 2026-07-28 run lane on a `tools/call`: the session whose event
-/// stream shows this object's tool events from now on (the Worker checked the caller may send
-/// events there); empty stops relaying.
-pub const EVENTS_HEADER: &str = "x-mcp-edge-events";
 /// Seconds between comments on a run watch: workerd tells a Durable Object that the Worker's
 /// request went away when the object next writes to its response, so this bounds how late a
 /// closed stream is noticed.
 const RUN_WATCH_TICK_SECS: u32 = 1;
 /// Why a run stops when the client of the call driving it closed the response stream.
 pub const STREAM_CLOSED: &str = "client closed the stream";
-/// Internal header from the Worker: correlation id for log lines.
-pub const CORRELATION_HEADER: &str = "x-correlation-id";
 
 /// Reconnection delay announced on streams (SSE `retry:`), in milliseconds.
 const RETRY_MS: u32 = 1000;
@@ -186,11 +162,6 @@ pub(crate) fn stored_roles(caller: &Caller) -> String {
     json!(caller.roles).to_string()
 }
 
-/// The caller the Worker verified, from its internal header.
-fn caller_of(req: &Request) -> Caller {
-    crate::store::services::decode_caller(header(req, CALLER_HEADER).as_deref())
-}
-
 /// The replay of `from.stream` after `from.seq`, up to the last event logged now, of the events
 /// `keep` accepts; read page by page as the client takes them (`stream::Replay`). Taken right
 /// before the live subscription, with no await between, so no event is missed or repeated.
@@ -211,33 +182,6 @@ fn any_event(_: &str) -> bool {
 /// The events a dashboard sees: what tools did, not the protocol's messages.
 fn is_tool_event(event: &str) -> bool {
     matches!(event, "tool_call" | "tool_result" | "error")
-}
-
-thread_local! {
-    static REGISTRIES: RefCell<Vec<(crate::tools::Catalog, Rc<Registry>)>> = const { RefCell::new(Vec::new()) };
-}
-
-/// The registry of a catalog, compiled once per wasm instance (shared with the confirmation
-/// objects, which run in the same instance).
-pub fn registry(catalog: crate::tools::Catalog) -> Result<Rc<Registry>> {
-    if let Some(r) = REGISTRIES.with(|r| {
-        r.borrow()
-            .iter()
-            .find(|(c, _)| *c == catalog)
-            .map(|(_, r)| r.clone())
-    }) {
-        return Ok(r);
-    }
-    let r = Rc::new(Registry::new(crate::tools::catalog(catalog))?);
-    REGISTRIES.with(|all| all.borrow_mut().push((catalog, r.clone())));
-    Ok(r)
-}
-
-/// What the Worker's 2026-07-28 run lane asks of a forwarded request ([`RUN_HEADER`],
-/// [`EVENTS_HEADER`]).
-struct RunLane {
-    stream_at_once: bool,
-    events: Option<String>,
 }
 
 /// Stops the runs a call drives (its attached jobs) at their next step boundary, with rollback as
@@ -323,7 +267,7 @@ impl Session {
         }
         let cfg = Config::from_env(&self.env);
         let db = SessionDb::open(self.state.storage().sql())?;
-        let registry = registry(cfg.catalog)?;
+        let registry = crate::store::registry(cfg.catalog)?;
         cfg.check_with(&registry)?;
         let core = Rc::new_cyclic(|me| Core {
             session: self.state.id().name().unwrap_or_default(),
@@ -347,7 +291,8 @@ impl Session {
 
     async fn route(&self, mut req: Request, correlation: &str) -> Result<Response> {
         let core = self.core()?;
-        let caller = caller_of(&req);
+        let caller = crate::wire::caller_of(&req);
+        let op = Op::of(&req);
         match req.method() {
             Method::Post => {
                 let body = req
@@ -355,36 +300,28 @@ impl Session {
                     .await
                     .map_err(|e| Error::Internal(format!("read forwarded body: {e}")))?;
                 let signal = Some(req.inner().signal());
-                let lane = RunLane {
-                    stream_at_once: header(&req, RUN_HEADER).is_some(),
-                    events: header(&req, EVENTS_HEADER),
-                };
-                let chat = header(&req, CHAT_HEADER).is_some();
-                let create = header(&req, CREATE_HEADER).is_some();
-                if header(&req, RELAY_HEADER).is_some() {
-                    Self::relay(&core, &body, &caller)
-                } else if chat && create {
-                    self.create_chat(&core, &caller).await
-                } else if chat {
-                    self.chat(&core, &body, signal, &caller)
-                } else if create {
-                    self.create(&core, &body, &caller).await
-                } else {
-                    self.post(&core, &body, signal, correlation, &caller, lane)
-                        .await
+                match op {
+                    Op::Relay => Self::relay(&core, &body, &caller),
+                    Op::CreateChat => self.create_chat(&core, &caller).await,
+                    Op::Chat => self.chat(&core, &body, signal, &caller),
+                    Op::Create => self.create(&core, &body, &caller).await,
+                    Op::Mcp(lane) => {
+                        self.post(&core, &body, signal, correlation, &caller, lane)
+                            .await
+                    }
+                    Op::Watch | Op::RunWatch(_) => Err(Error::MethodNotAllowed(
+                        "Method Not Allowed: POST; a watch is a GET".into(),
+                    )),
                 }
             }
             Method::Get => {
                 let last = header(&req, "last-event-id");
                 let signal = Some(req.inner().signal());
-                if header(&req, CHAT_HEADER).is_some() {
-                    self.chat_history(&core, &caller)
-                } else if let Some(call) = header(&req, RUN_WATCH_HEADER) {
-                    self.run_watch(&core, &call, signal, &caller)
-                } else if header(&req, WATCH_HEADER).is_some() {
-                    self.watch(&core, last.as_deref(), signal, &caller)
-                } else {
-                    self.get(&core, last.as_deref(), signal, &caller)
+                match op {
+                    Op::Chat => self.chat_history(&core, &caller),
+                    Op::RunWatch(call) => self.run_watch(&core, &call, signal, &caller),
+                    Op::Watch => self.watch(&core, last.as_deref(), signal, &caller),
+                    _ => self.get(&core, last.as_deref(), signal, &caller),
                 }
             }
             Method::Delete => self.delete(&core, &caller).await,
@@ -472,7 +409,7 @@ impl Session {
         signal: Option<worker::web_sys::AbortSignal>,
         correlation: &str,
         caller: &Caller,
-        lane: RunLane,
+        lane: Lane,
     ) -> Result<Response> {
         Self::require_session(core, caller)?;
         let msg = Incoming::parse(body)?;
@@ -528,10 +465,10 @@ impl Session {
         signal: Option<AbortSignal>,
         correlation: &str,
         caller: &Caller,
-        lane: RunLane,
+        lane: Lane,
     ) -> Result<Response> {
         if let Some(events) = &lane.events {
-            if !events.is_empty() && !crate::edge::valid_session_id(events) {
+            if !events.is_empty() && !crate::wire::valid_session_id(events) {
                 return Err(Error::Internal(format!(
                     "run lane: events session {events:?} is not a session id"
                 )));
@@ -621,7 +558,7 @@ impl Session {
         }
     }
 
-    /// The run lane's watch of call `call` (its JSON-RPC id string; [`RUN_WATCH_HEADER`]): an SSE
+    /// The run lane's watch of call `call` (its JSON-RPC id string; `wire::Op::RunWatch`): an SSE
     /// stream of keepalive comments that ends with the call, or sooner, when its client goes away,
     /// stops the call's runs. A call not running (any more) ends it at once.
     fn run_watch(

@@ -59,7 +59,7 @@ impl Relay {
                 let next = me.queue.borrow_mut().pop_front();
                 let Some(p) = next else { break };
                 let events = json!([p.event]);
-                match crate::stateless::relay_to(&env, &p.target, &p.caller, &events).await {
+                match crate::wire::relay(&env, &p.target, &p.caller, &events).await {
                     Ok(resp) if resp.status_code() == 204 => {}
                     Ok(resp) => worker::console_error!(
                         "{}",

@@ -22,7 +22,7 @@ use futures::channel::mpsc::{unbounded, UnboundedSender};
 use futures::future::{select, Either};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
-use worker::web_sys::{self, AbortSignal};
+use worker::web_sys::AbortSignal;
 use worker::{durable_object, DurableObject, Env, Request, Response, State};
 
 use crate::edge::config::Config;
@@ -33,9 +33,8 @@ use crate::mcp::sse::unnumbered_frame;
 use crate::mcp::subscriptions::{self, Change, Filter, Offer};
 use crate::registry::Caller;
 use crate::session::stream::{sse_response, StreamPlan};
+use crate::wire::ObjectRequest;
 
-/// The binding of the [`Listeners`] class in wrangler.toml.
-const BINDING: &str = "LISTENERS";
 /// Where the Worker opens a stream in the object (the host is never resolved).
 const LISTEN_URL: &str = "https://listeners.internal/listen";
 /// Where a change is announced to the object's streams.
@@ -112,22 +111,13 @@ pub async fn open(
         keepalive_secs: cfg.keepalive_secs,
         max_secs: cfg.max_stream_secs,
     })?;
-    let headers = web_sys::Headers::new().map_err(|_| Error::Internal("headers".into()))?;
-    headers
-        .set("content-type", "application/json")
-        .map_err(|_| Error::Internal("header content-type".into()))?;
-    let init = web_sys::RequestInit::new();
-    init.set_method("POST");
-    init.set_headers(&headers);
-    init.set_signal(Some(&req.inner().signal()));
-    init.set_body(&worker::wasm_bindgen::JsValue::from_str(&body));
-    let inner = web_sys::Request::new_with_str_and_init(LISTEN_URL, &init)
-        .map_err(|e| Error::Internal(format!("build listen request: {e:?}")))?;
-    let stub = env
-        .durable_object(BINDING)?
-        .id_from_name(&owner_of(caller, req))?
-        .get_stub()?;
-    let mut resp = stub.fetch_with_request(Request::from(inner)).await?;
+    let signal = req.inner().signal();
+    let mut resp = ObjectRequest::listeners(&owner_of(caller, req), LISTEN_URL)
+        .header("content-type", "application/json")
+        .body(body)
+        .signal(Some(&signal))
+        .send(env)
+        .await?;
     match resp.status_code() {
         200 => Ok(resp),
         status => Err(Error::Internal(format!(
@@ -140,23 +130,13 @@ pub async fn open(
 /// Announces `change` to the open listen streams of `owner` ([`owner_of`]) that asked for it;
 /// returns how many got it.
 pub async fn announce(env: &Env, owner: &str, change: Change) -> Result<u64> {
-    let headers = worker::Headers::new();
-    headers.set("content-type", "application/json")?;
-    let mut init = worker::RequestInit::new();
-    init.with_method(worker::Method::Post)
-        .with_headers(headers)
-        .with_body(Some(
-            serde_json::to_string(&Notify {
-                method: change.method().into(),
-            })?
-            .into(),
-        ));
-    let req = Request::new_with_init(NOTIFY_URL, &init)?;
-    let stub = env
-        .durable_object(BINDING)?
-        .id_from_name(owner)?
-        .get_stub()?;
-    let mut resp = stub.fetch_with_request(req).await?;
+    let notify = Notify {
+        method: change.method().into(),
+    };
+    let mut resp = ObjectRequest::listeners(owner, NOTIFY_URL)
+        .json(&notify)?
+        .send(env)
+        .await?;
     let answer: Value = serde_json::from_str(&resp.text().await?)?;
     if resp.status_code() != 200 {
         return Err(Error::Internal(format!(

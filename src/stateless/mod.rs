@@ -34,7 +34,6 @@ use crate::session::levels;
 use crate::store::services::Services;
 use crate::tools::conformance::fixtures;
 use crate::tools::flowmind::levels::{self as flowmind_levels, Level, Thresholds};
-pub(crate) use platform::relay_to;
 use platform::StatelessPlatform;
 
 /// Tools that keep state in an MCP session, which 2026-07-28 requests do not have: chain
@@ -106,7 +105,7 @@ pub async fn serve(
         Ok(Message::Notification) => return Ok(Response::empty()?.with_status(202)),
         Err((id, e)) => return refuse(id.as_ref(), &e),
     };
-    let registry = crate::session::registry(cfg.catalog)?;
+    let registry = crate::store::registry(cfg.catalog)?;
     let id = r.id.clone();
     if let Some(change) = conformance_hook(cfg, &r) {
         return match listen::trigger(env, &listen::owner_of(caller, req), change).await {

@@ -9,14 +9,13 @@ use futures::channel::oneshot;
 use futures::future::LocalBoxFuture;
 use futures::StreamExt;
 use serde_json::{json, Value};
-use worker::{Env, Headers, Method, Request, RequestInit, Response};
+use worker::{Env, Request};
 
 use crate::edge::config::Config;
 use crate::edge::http::header;
 use crate::error::{Error, Result};
 use crate::mcp::modern;
 use crate::registry::{Caller, JobMode, Platform, Registry};
-use crate::session::{CALLER_HEADER, RELAY_HEADER};
 use crate::store::services::{delegate_services, Services};
 
 /// The env's services for one stateless request.
@@ -34,33 +33,6 @@ struct Relay {
     done: RefCell<Option<oneshot::Receiver<()>>>,
 }
 
-/// Sends `events` (`[{event, data}]`) to session `id`'s object as `caller`; its answer (204 when
-/// the session took them). Also how a run object relays its events (`session::relay`).
-pub(crate) async fn relay_to(
-    env: &Env,
-    id: &str,
-    caller: &Caller,
-    events: &Value,
-) -> Result<Response> {
-    let headers = Headers::new();
-    headers.set("content-type", "application/json")?;
-    headers.set(RELAY_HEADER, "1")?;
-    headers.set(
-        CALLER_HEADER,
-        &crate::store::services::encode_caller(caller),
-    )?;
-    let mut init = RequestInit::new();
-    init.with_method(Method::Post)
-        .with_headers(headers)
-        .with_body(Some(events.to_string().into()));
-    let req = worker::Request::new_with_init("https://session.internal/relay", &init)?;
-    let stub = env
-        .durable_object("SESSION")?
-        .id_from_name(id)?
-        .get_stub()?;
-    Ok(stub.fetch_with_request(req).await?)
-}
-
 impl StatelessPlatform {
     /// The platform of request `r` (from `caller`). When `_meta` names a session for events
     /// ([`modern::META_EVENTS_SESSION`]), that session must exist and be the caller's (or
@@ -76,7 +48,7 @@ impl StatelessPlatform {
         let address = header(req, "cf-connecting-ip").unwrap_or_else(|| "local".into());
         let relay = match r.meta().get(modern::META_EVENTS_SESSION) {
             None => None,
-            Some(Value::String(id)) if crate::edge::valid_session_id(id) => {
+            Some(Value::String(id)) if crate::wire::valid_session_id(id) => {
                 Some(Self::start_relay(env, id, caller).await?)
             }
             Some(_) => {
@@ -95,7 +67,7 @@ impl StatelessPlatform {
 
     /// Checks that session `id` takes events from `caller`, then starts the task that relays them.
     async fn start_relay(env: &Env, id: &str, caller: &Caller) -> Result<Relay> {
-        let mut check = relay_to(env, id, caller, &json!([])).await?;
+        let mut check = crate::wire::relay(env, id, caller, &json!([])).await?;
         if check.status_code() != 204 {
             let answer: Value = check.json().await.unwrap_or(Value::Null);
             let why = answer
@@ -112,7 +84,7 @@ impl StatelessPlatform {
         let (env, id, caller) = (env.clone(), id.to_string(), caller.clone());
         wasm_bindgen_futures::spawn_local(async move {
             while let Some(ev) = rx.next().await {
-                if let Err(e) = relay_to(&env, &id, &caller, &json!([ev])).await {
+                if let Err(e) = crate::wire::relay(&env, &id, &caller, &json!([ev])).await {
                     worker::console_error!("{}", json!({ "event_relay": e.to_string() }));
                 }
             }

@@ -19,7 +19,7 @@
 //! `cancelled`, "client closed the stream"). A reply that has not started yet cannot tell the
 //! server its client left, hence the stream; and a Durable Object request with a body is not
 //! aborted when the Worker's client leaves, hence a bodyless watch request beside the call
-//! (`session::RUN_WATCH_HEADER`; docs/decisions.md has the measurements).
+//! (`wire::Op::RunWatch`; docs/decisions.md has the measurements).
 //!
 //! Run objects declare no client capabilities, so a step that would ask the client's model
 //! pauses; when the request declared `sampling`, the pause is answered as an `input_required`
@@ -46,11 +46,11 @@ use crate::mcp::{version, SERVER_VERSION};
 use crate::random;
 use crate::registry::{Caller, Platform, Statement};
 use crate::session::stream::{sse_response, StreamPlan};
-use crate::session::{CALLER_HEADER, CREATE_HEADER, EVENTS_HEADER, RUN_HEADER, RUN_WATCH_HEADER};
+use crate::wire::{Lane, ObjectRequest, Op};
 
 /// Seconds between keepalive comments on a run call's stream. workerd notices that the client
 /// closed the stream when the Worker next writes to it, so this bounds how late a cancellation is
-/// seen (with the run watch's own tick, `session::RUN_WATCH_HEADER`).
+/// seen (with the run watch's own tick, `wire::Op::RunWatch`).
 const KEEPALIVE_SECS: u32 = 1;
 
 /// How old a run object with no execution (its `execute_chain` was refused) gets before its D1
@@ -170,74 +170,39 @@ struct Send<'a> {
     env: &'a Env,
     session: &'a str,
     caller: &'a Caller,
-    /// Extra internal headers.
-    headers: Vec<(&'static str, String)>,
+    /// What the run lane asks of the object's `tools/call`.
+    lane: Lane,
     /// The client request's signal: the forwarded request is aborted with it.
     signal: Option<&'a AbortSignal>,
 }
 
-/// Sends one 2025 message to a run or own object as `caller`.
+/// Sends one 2025 message to a run or own object as `caller` (`create`: the `initialize` that
+/// opens it).
 async fn send(to: &Send<'_>, body: &Value, create: bool) -> Result<Response> {
-    let create = if create {
-        Some((CREATE_HEADER, "1"))
+    let op = if create {
+        Op::Create
     } else {
-        None
+        Op::Mcp(to.lane.clone())
     };
-    request(to, Some(body), create).await
+    request(to, &op, Some(body)).await
 }
 
-/// A request to the object as `caller`: a POST of `body`, or a bodyless GET, with `to`'s headers
-/// and `extra`.
-async fn request(
-    to: &Send<'_>,
-    body: Option<&Value>,
-    extra: Option<(&str, &str)>,
-) -> Result<Response> {
-    let headers = worker::web_sys::Headers::new().map_err(|_| Error::Internal("headers".into()))?;
-    let set = |k: &str, v: &str| {
-        headers
-            .set(k, v)
-            .map_err(|_| Error::Internal(format!("header {k}")))
-    };
-    set("content-type", "application/json")?;
-    set("accept", "application/json, text/event-stream")?;
-    set("mcp-session-id", to.session)?;
-    set(
-        CALLER_HEADER,
-        &crate::store::services::encode_caller(to.caller),
-    )?;
-    if let Some((k, v)) = extra {
-        set(k, v)?;
+/// A request to the object as `caller` asking `op`: a POST of `body`, or a bodyless GET.
+async fn request(to: &Send<'_>, op: &Op, body: Option<&Value>) -> Result<Response> {
+    let mut r = ObjectRequest::session(to.session, op, to.caller)
+        .header("accept", "application/json, text/event-stream")
+        .signal(to.signal);
+    if let Some(body) = body {
+        r = r.json(body)?;
     }
-    for (k, v) in &to.headers {
-        set(k, v)?;
-    }
-    let init = worker::web_sys::RequestInit::new();
-    init.set_headers(&headers);
-    init.set_signal(to.signal);
-    match body {
-        Some(body) => {
-            init.set_method("POST");
-            init.set_body(&worker::wasm_bindgen::JsValue::from_str(&body.to_string()));
-        }
-        None => init.set_method("GET"),
-    }
-    let req =
-        worker::web_sys::Request::new_with_str_and_init("https://session.internal/mcp", &init)
-            .map_err(|_| Error::Internal("run lane: request not built".into()))?;
-    let stub = to
-        .env
-        .durable_object("SESSION")?
-        .id_from_name(to.session)?
-        .get_stub()?;
-    Ok(stub.fetch_with_request(req.into()).await?)
+    r.send(to.env).await
 }
 
 /// Opens an object for `to.caller` and turns its log messages off (a 2026 reply carries them only
 /// when asked, and nothing reads the object's own streams).
 async fn open(to: &Send<'_>) -> Result<()> {
     let bare = Send {
-        headers: Vec::new(),
+        lane: Lane::default(),
         signal: None,
         ..*to
     };
@@ -346,10 +311,10 @@ async fn call_tool(
     let (status, mut reply) = match (notify, inner.as_str()) {
         (Some(_), Some(key)) if answer.status_code() == 200 => {
             let bare = Send {
-                headers: Vec::new(),
+                lane: Lane::default(),
                 ..*to
             };
-            let watch = request(&bare, None, Some((RUN_WATCH_HEADER, key))).await?;
+            let watch = request(&bare, &Op::RunWatch(key.to_string()), None).await?;
             let reply = Box::pin(reply_of(answer, notify));
             match select(reply, Box::pin(drain(watch))).await {
                 Either::Left((reply, _)) => reply?,
@@ -531,15 +496,18 @@ pub async fn call(
         }
     };
     let target = target_of(&platform, user, &tool, &arguments).await?;
-    let mut headers = vec![];
-    match r.meta().get(META_EVENTS_SESSION).and_then(Value::as_str) {
-        // Checked by `StatelessPlatform::open`: the session exists and takes the caller's events.
-        Some(events) => headers.push((EVENTS_HEADER, events.to_string())),
-        // The caller's own object relays only for the calls that ask; a run object keeps relaying
-        // its run's events to the session named before.
-        None if !target.run => headers.push((EVENTS_HEADER, String::new())),
-        None => {}
-    }
+    let mut lane = Lane {
+        stream_at_once: false,
+        events: match r.meta().get(META_EVENTS_SESSION).and_then(Value::as_str) {
+            // Checked by `StatelessPlatform::open`: the session exists and takes the caller's
+            // events.
+            Some(events) => Some(events.to_string()),
+            // The caller's own object relays only for the calls that ask; a run object keeps
+            // relaying its run's events to the session named before.
+            None if !target.run => Some(String::new()),
+            None => None,
+        },
+    };
     let mut meta = Map::new();
     if let Some(token) = r.meta().get("progressToken") {
         meta.insert("progressToken".into(), token.clone());
@@ -554,17 +522,17 @@ pub async fn call(
         sampling: r.declares("sampling"),
     };
     if !DRIVING.contains(&tool.as_str()) {
-        let to = job.to(env, headers, None);
+        let to = job.to(env, lane, None);
         let (status, body) =
             call_tool(&to, &job.id, &tool, arguments, Value::Object(meta), None).await?;
         let (status, reply) = job.answer(&to, status, body).await?;
         return json_response(&reply, status);
     }
-    headers.push((RUN_HEADER, "1".to_string()));
+    lane.stream_at_once = true;
     let (tx, rx) = unbounded();
     let env = env.clone();
     wasm_bindgen_futures::spawn_local(async move {
-        let to = job.to(&env, headers, Some(&signal));
+        let to = job.to(&env, lane, Some(&signal));
         let reply = match call_tool(
             &to,
             &job.id,
@@ -615,14 +583,14 @@ impl Job {
     fn to<'a>(
         &'a self,
         env: &'a Env,
-        headers: Vec<(&'static str, String)>,
+        lane: Lane,
         signal: Option<&'a AbortSignal>,
     ) -> Send<'a> {
         Send {
             env,
             session: &self.session,
             caller: &self.caller,
-            headers,
+            lane,
             signal,
         }
     }
@@ -634,7 +602,7 @@ impl Job {
             return Ok((status, body));
         };
         let plain = Send {
-            headers: Vec::new(),
+            lane: Lane::default(),
             signal: None,
             ..*to
         };
@@ -679,7 +647,7 @@ mod tests {
         let a = session_of("u1");
         assert_eq!(a, session_of("u1"));
         assert_ne!(a, session_of("u2"));
-        assert!(crate::edge::valid_session_id(&a));
+        assert!(crate::wire::valid_session_id(&a));
     }
 
     #[test]

@@ -11,8 +11,6 @@ use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
 use worker::{js_sys, Delay, Env, Fetch, Headers, Method, Request, RequestInit};
 
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use base64::Engine;
 
 use super::d1;
 use crate::edge::config::Config;
@@ -23,36 +21,6 @@ use crate::registry::limits::{Admission, Limit, RateLimits};
 use crate::registry::per_tool::ToolTimeouts;
 use crate::registry::{Caller, Inbound, Outbound, Registry, Statement};
 use crate::tools::flowmind::levels::Thresholds;
-
-/// Internal header carrying the verified caller from the Worker to a Durable Object (a session, a
-/// run object, a confirmation): [`encode_caller`] writes it, [`decode_caller`] reads it.
-pub const CALLER_HEADER: &str = "x-mcp-edge-caller";
-
-/// The caller as the value of [`CALLER_HEADER`]: the JSON `{"user": …, "roles": […]}`,
-/// base64url-encoded so any user id or role (a comma, a quote, non-ASCII) crosses unchanged as
-/// header-safe ASCII. A role `"x,executive"` stays one role named `x,executive`.
-pub fn encode_caller(caller: &Caller) -> String {
-    let json = serde_json::json!({ "user": caller.user, "roles": caller.roles });
-    URL_SAFE_NO_PAD.encode(json.to_string())
-}
-
-/// The caller of an internal request, from its [`CALLER_HEADER`] value. Only the Worker sets it
-/// (clients cannot reach the objects); a missing or unreadable value is the anonymous caller, never
-/// a guess.
-pub fn decode_caller(value: Option<&str>) -> Caller {
-    #[derive(serde::Deserialize)]
-    struct Wire {
-        user: Option<String>,
-        roles: Vec<String>,
-    }
-    value
-        .and_then(|v| URL_SAFE_NO_PAD.decode(v.trim()).ok())
-        .and_then(|bytes| serde_json::from_slice::<Wire>(&bytes).ok())
-        .map_or_else(Caller::anonymous, |w| Caller {
-            user: w.user.filter(|u| !u.is_empty()),
-            roles: w.roles,
-        })
-}
 
 /// Env-backed services.
 #[derive(Clone)]
@@ -246,27 +214,10 @@ impl Services {
         body: &Value,
         caller: &Caller,
     ) -> Result<(u16, Value)> {
-        let headers = Headers::new();
-        let set = |k: &str, v: &str| headers.set(k, v).map_err(Error::from);
-        set("content-type", "application/json")?;
-        set(CALLER_HEADER, &encode_caller(caller))?;
-        let mut init = RequestInit::new();
-        init.with_method(Method::Post)
-            .with_headers(headers)
-            .with_body(Some(body.to_string().into()));
-        let req = Request::new_with_init(&format!("https://confirmation.internal/{op}"), &init)?;
-        let stub = self
-            .env
-            .durable_object("CONFIRMATIONS")?
-            .id_from_name(id)?
-            .get_stub()?;
-        let mut resp = stub.fetch_with_request(req).await?;
-        let status = resp.status_code();
-        let answer = resp
-            .json::<Value>()
+        crate::wire::ObjectRequest::confirmation(id, op, caller)
+            .json(body)?
+            .send_json(&self.env)
             .await
-            .map_err(|e| Error::Internal(format!("confirmation {op}: {e}")))?;
-        Ok((status, answer))
     }
 
     /// See `Platform::rate_limit`: one request to the `RateLimiter` object named `caller`.
@@ -411,24 +362,3 @@ macro_rules! delegate_services {
     };
 }
 pub(crate) use delegate_services;
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_caller_crosses_unchanged() {
-        let tricky = Caller {
-            user: Some("E1, \"quoted\" ü".into()),
-            roles: vec!["x,executive".into(), "hr read".into(), String::new()],
-        };
-        let header = encode_caller(&tricky);
-        assert!(header.bytes().all(|b| b.is_ascii_graphic()), "{header}");
-        assert_eq!(decode_caller(Some(&header)), tricky);
-        let anonymous = Caller::anonymous();
-        assert_eq!(decode_caller(Some(&encode_caller(&anonymous))), anonymous);
-        for unreadable in [None, Some(""), Some("x,executive"), Some("e30")] {
-            assert_eq!(decode_caller(unreadable), anonymous, "{unreadable:?}");
-        }
-    }
-}
