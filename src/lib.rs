@@ -10,6 +10,7 @@ pub mod edge;
 pub mod engine;
 pub mod error;
 pub mod limiter;
+pub mod log;
 pub mod mcp;
 pub mod random;
 pub mod registry;

@@ -20,7 +20,6 @@
 //! | already decided | 409 |
 //! | expired (5 minutes) | 410 |
 
-use futures::future::LocalBoxFuture;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use worker::{durable_object, DurableObject, Env, Request, Response, SqlStorage, State};
@@ -28,54 +27,16 @@ use worker::{durable_object, DurableObject, Env, Request, Response, SqlStorage, 
 use crate::clock;
 use crate::edge::config::Config;
 use crate::error::{Error, Result};
-use crate::registry::{Caller, JobMode, Platform, Unattended};
-use crate::store::services::{delegate_services, Services};
+use crate::registry::{Caller, Unattended};
+use crate::store::services::{Detached, Services};
 use crate::tools::domain::confirm::{audit, Pending};
 use crate::tools::domain::{Code, Reply};
 
 /// How long a decided or expired confirmation is remembered (to answer "already handled").
 const KEEP_MS: f64 = 60.0 * 60.0 * 1000.0;
 
-/// The platform of a confirmation: the env's services; no session, events or jobs.
-struct ConfirmPlatform {
-    services: Services,
-}
-
-impl ConfirmPlatform {
-    fn services(&self) -> &Services {
-        &self.services
-    }
-}
-
 fn no_session() -> Error {
     Error::Internal("a confirmed write has no MCP session".into())
-}
-
-impl Platform for ConfirmPlatform {
-    delegate_services!();
-
-    fn session_get(&self, _key: &str) -> Result<Option<String>> {
-        Err(no_session())
-    }
-
-    fn session_set(&self, _key: &str, _value: &str) -> Result<()> {
-        Err(no_session())
-    }
-
-    fn session_id(&self) -> String {
-        String::new()
-    }
-
-    fn emit(&self, _event: &str, _data: Value) {}
-
-    fn job_start<'a>(
-        &'a self,
-        _kind: &'a str,
-        _id: &'a str,
-        _mode: JobMode,
-    ) -> LocalBoxFuture<'a, Result<()>> {
-        Box::pin(async { Err(no_session()) })
-    }
 }
 
 #[derive(Deserialize)]
@@ -126,7 +87,7 @@ impl DurableObject for Confirmation {
         match result {
             Ok((status, body)) => json_answer(status, &body),
             Err(e) => {
-                worker::console_error!("{}", json!({ "confirmation_error": e.to_string() }));
+                crate::log::error!("{}", json!({ "confirmation_error": e.to_string() }));
                 json_answer(500, &Reply::from_error(&e).to_json())
             }
         }
@@ -134,7 +95,7 @@ impl DurableObject for Confirmation {
 
     async fn alarm(&self) -> worker::Result<Response> {
         if let Err(e) = self.on_alarm().await {
-            worker::console_error!("confirmation alarm: {e}");
+            crate::log::error!("confirmation alarm: {e}");
         }
         Response::empty()
     }
@@ -259,9 +220,7 @@ impl Confirmation {
                 ),
             ));
         };
-        let platform = ConfirmPlatform {
-            services: self.services()?,
-        };
+        let platform = Detached::new(self.services()?, String::new(), no_session);
         let ctx = Unattended {
             platform: &platform,
             caller: caller.clone(),
@@ -332,9 +291,7 @@ impl Confirmation {
         }
         if state == "pending" {
             self.set_state("expired", None)?;
-            let platform = ConfirmPlatform {
-                services: self.services()?,
-            };
+            let platform = Detached::new(self.services()?, String::new(), no_session);
             let ctx = Unattended {
                 platform: &platform,
                 caller: Caller {

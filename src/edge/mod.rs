@@ -61,7 +61,7 @@ pub(crate) async fn over_limit(
             Ok(Some(resp.with_headers(headers)))
         }
         Err(e) => {
-            worker::console_error!(
+            crate::log::error!(
                 "{}",
                 serde_json::json!({ "rate_limiter_unavailable": e.to_string(), "bucket": bucket })
             );
@@ -211,7 +211,7 @@ fn finish(
         Ok(r) => r,
         Err(e) => {
             if !e.is_public() {
-                worker::console_error!("{}", serde_json::json!({ "error": e.to_string() }));
+                crate::log::error!("{}", serde_json::json!({ "error": e.to_string() }));
             }
             let resp = http::error_response_for(&e, None)?;
             match &e {

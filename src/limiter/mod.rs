@@ -190,7 +190,7 @@ impl DurableObject for RateLimiter {
         match answer {
             Ok(answer) => Response::from_json(&answer),
             Err(e) => {
-                worker::console_error!("{}", json!({ "rate_limiter_error": e.to_string() }));
+                crate::log::error!("{}", json!({ "rate_limiter_error": e.to_string() }));
                 Ok(Response::from_json(&json!({ "error": e.to_string() }))?.with_status(500))
             }
         }
@@ -198,7 +198,7 @@ impl DurableObject for RateLimiter {
 
     async fn alarm(&self) -> worker::Result<Response> {
         if let Err(e) = self.forget_full().await {
-            worker::console_error!("rate limiter alarm: {e}");
+            crate::log::error!("rate limiter alarm: {e}");
         }
         Response::empty()
     }

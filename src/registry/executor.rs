@@ -117,7 +117,7 @@ async fn admit(tool: &Tool, ctx: &dyn ToolContext) -> Result<()> {
         Ok(Some((limit, Admission::Refused { retry_after_secs }))) => Err(Error::RateLimited(format!(
             "Rate limit reached for tool {}: {limit} per caller. Try again in {retry_after_secs} s.{}",
             tool.def.name,
-            if super::limits::backs_off(tool.def.name) {
+            if tool.def.progressive_backoff {
                 " Each call before then adds to the wait (progressive backoff)."
             } else {
                 ""
@@ -127,7 +127,7 @@ async fn admit(tool: &Tool, ctx: &dyn ToolContext) -> Result<()> {
         // Fail open: the limiter guards capacity, it is not an access rule, so losing it for a
         // moment must not take every tool down with it. The line makes an outage visible.
         Err(e) => {
-            worker::console_error!(
+            crate::log::error!(
                 "{}",
                 json!({ "rate_limiter_unavailable": e.to_string(), "tool": tool.def.name })
             );
@@ -196,7 +196,7 @@ async fn cache_key(
 }
 
 fn log_cache_fault(op: &str, e: &Error) {
-    worker::console_error!("{}", json!({ "result_cache": op, "error": e.to_string() }));
+    crate::log::error!("{}", json!({ "result_cache": op, "error": e.to_string() }));
 }
 
 /// Runs the handler under the tool's timeout (the deployment's `TOOL_TIMEOUTS`, else the one it

@@ -49,15 +49,6 @@ pub const BUILT_IN: [(&str, Limit); 3] = [
     ),
 ];
 
-/// Tools whose refused calls are penalised (seed 001: `field_request`'s `progressive_backoff`):
-/// see [`Bucket::take_or_owe`].
-pub const PROGRESSIVE_BACKOFF: [&str; 1] = ["field_request"];
-
-/// Whether refused calls of `tool` lengthen the wait ([`PROGRESSIVE_BACKOFF`]).
-pub fn backs_off(tool: &str) -> bool {
-    PROGRESSIVE_BACKOFF.contains(&tool)
-}
-
 /// Most calls one entry may allow per period (a larger burst is no limit at all).
 const MAX_CAPACITY: u32 = 1_000_000;
 
@@ -305,7 +296,6 @@ mod tests {
                 "other tools do not back off"
             );
         }
-        assert!(backs_off("field_request") && !backs_off("get_help"));
     }
 
     #[test]

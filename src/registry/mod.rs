@@ -15,6 +15,7 @@ mod validate;
 
 use std::collections::HashMap;
 
+use futures::future::LocalBoxFuture;
 use serde_json::{json, Map, Value};
 
 pub use cache::CachePolicy;
@@ -79,9 +80,83 @@ pub struct ToolDef {
     /// How the executor caches the tool's results (`cache::CachePolicy`); `None`: never cached.
     /// Only read-only tools may be cached.
     pub cache: Option<CachePolicy>,
+    /// What the tool keeps in an MCP session, which 2026-07-28 requests do not have.
+    pub state: SessionState,
+    /// Refused calls lengthen the wait (seed 001: `field_request`'s `progressive_backoff`; see
+    /// `limits::Bucket::take_or_owe`).
+    pub progressive_backoff: bool,
+}
+
+/// What a tool keeps in an MCP session. The 2026-07-28 lane has no sessions: such a tool runs in
+/// a Durable Object of its own for a signed-in caller (`stateless::runs`) and is refused to, and
+/// not listed for, anonymous callers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SessionState {
+    /// Nothing: the tool runs alike with or without a session.
+    None,
+    /// State of the caller's (the travel assistant's mode): the caller's own object keeps it.
+    Caller,
+    /// A chain execution, under the session's job leases.
+    Run {
+        /// Each call starts a run, in a run object of its own.
+        starts: bool,
+        /// The call runs chain steps: answered as a stream at once, so closing it cancels.
+        drives: bool,
+        /// The run can pause at a step that asks the client's model.
+        pauses: bool,
+        /// The argument naming the execution the call addresses (its run object's).
+        addressed_by: Option<&'static str>,
+    },
+}
+
+impl SessionState {
+    /// A run tool that only addresses an execution by `argument`.
+    pub const fn addresses(argument: &'static str) -> SessionState {
+        SessionState::Run {
+            starts: false,
+            drives: false,
+            pauses: false,
+            addressed_by: Some(argument),
+        }
+    }
+}
+
+/// The handler of [`ToolDef::DEFAULTS`]: a declaration that forgot its own is refused, not run.
+fn no_handler(_: &dyn ToolContext, _: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+    Box::pin(async { Err(Error::Internal("this tool declares no handler".into())) })
 }
 
 impl ToolDef {
+    /// What a declaration leaves out (`..ToolDef::DEFAULTS`): no output schema, 10 s timeout,
+    /// never cached, no session state, no progressive backoff; the hints MCP assumes when a
+    /// server gives none (may write and destroy, not idempotent, open world). Every declaration
+    /// names its toolset, name, title, description, input schema, roles and handler.
+    pub const DEFAULTS: ToolDef = ToolDef {
+        toolset: "",
+        name: "",
+        title: "",
+        description: "",
+        annotations: Annotations {
+            read_only: false,
+            destructive: true,
+            idempotent: false,
+            open_world: true,
+        },
+        input_schema: "",
+        output_schema: None,
+        timeout_ms: 10_000,
+        roles: &[],
+        handler: no_handler,
+        cache: None,
+        state: SessionState::None,
+        progressive_backoff: false,
+    };
+
+    /// Whether the tool keeps state in an MCP session ([`SessionState`]).
+    pub fn keeps_session_state(&self) -> bool {
+        self.state != SessionState::None
+    }
+
     /// The registry id, `toolset::tool-name`.
     pub fn id(&self) -> String {
         format!("{}::{}", self.toolset, self.name.replace('_', "-"))
@@ -515,11 +590,10 @@ mod tests {
             description: "a test tool",
             annotations: Annotations::READ_ONLY,
             input_schema: r#"{"type":"object"}"#,
-            output_schema: None,
             timeout_ms: 1000,
             roles,
             handler: nothing,
-            cache: None,
+            ..ToolDef::DEFAULTS
         }
     }
 

@@ -128,7 +128,7 @@ impl Call {
     /// result still follows.
     pub fn notify(&self, msg: &Value) {
         if let Err(e) = self.send(msg) {
-            worker::console_error!("notification not sent: {e}");
+            crate::log::error!("notification not sent: {e}");
         }
     }
 
@@ -141,7 +141,7 @@ impl Call {
             }
             Outbox::Streaming(stream) => {
                 if let Err(e) = self.core.publish(&stream, "message", &response.to_string()) {
-                    worker::console_error!("final response not logged: {e}");
+                    crate::log::error!("final response not logged: {e}");
                 }
                 self.core.hub.close(&stream);
             }
@@ -186,7 +186,7 @@ impl ToolContext for Call {
             params["message"] = json!(m);
         }
         if let Err(e) = self.send(&notification("notifications/progress", params)) {
-            worker::console_error!("progress not sent: {e}");
+            crate::log::error!("progress not sent: {e}");
         }
     }
 
@@ -196,7 +196,7 @@ impl ToolContext for Call {
         }
         let params = json!({ "level": level.as_str(), "logger": self.tool, "data": data });
         if let Err(e) = self.send(&notification("notifications/message", params)) {
-            worker::console_error!("log message not sent: {e}");
+            crate::log::error!("log message not sent: {e}");
         }
     }
 
@@ -247,7 +247,7 @@ impl ToolContext for Call {
     fn end_connection(&self) {
         match self.stream() {
             Ok(stream) => self.core.hub.detach(&stream),
-            Err(e) => worker::console_error!("connection not ended: {e}"),
+            Err(e) => crate::log::error!("connection not ended: {e}"),
         }
     }
 

@@ -472,7 +472,7 @@ impl Turn {
     }
 
     fn storage_failed(&self, e: &Error, steps: u32) {
-        worker::console_error!("chat storage: {e}");
+        crate::log::error!("chat storage: {e}");
         self.send(
             "error",
             json!({ "kind": "storage", "message": format!("{} The last step was not saved; send your message again.", e.public_message()) }),

@@ -40,7 +40,7 @@ fn job_failed(core: &Core, id: &str, kind: &str, e: &Error) {
         .unwrap_or(0)
         + 1;
     let give_up = count >= MAX_JOB_FAILURES;
-    worker::console_error!(
+    crate::log::error!(
         "{}",
         json!({ "job": id, "kind": kind, "error": e.to_string(), "failures": count, "dropped": give_up })
     );
@@ -53,7 +53,7 @@ fn job_failed(core: &Core, id: &str, kind: &str, e: &Error) {
             .and_then(|()| core.db.job_renew(id, retry_at).map(drop))
     };
     if let Err(e) = kept {
-        worker::console_error!(
+        crate::log::error!(
             "{}",
             json!({ "job": id, "failure_not_recorded": e.to_string() })
         );
@@ -71,7 +71,7 @@ fn job_ok(core: &Core, id: &str) {
         .is_some_and(|n| !n.is_empty())
     {
         if let Err(e) = core.db.set(&key, "") {
-            worker::console_error!(
+            crate::log::error!(
                 "{}",
                 json!({ "job": id, "failure_not_recorded": e.to_string() })
             );
@@ -121,7 +121,7 @@ pub async fn lapsed(core: &Rc<Core>) -> Vec<LocalBoxFuture<'static, ()>> {
     let jobs = match core.db.jobs_lapsed(now) {
         Ok(jobs) => jobs,
         Err(e) => {
-            worker::console_error!("{}", json!({ "watchdog": e.to_string() }));
+            crate::log::error!("{}", json!({ "watchdog": e.to_string() }));
             return Vec::new();
         }
     };
@@ -159,6 +159,6 @@ async fn watch(
 /// The session is ending: every toolset closes what it keeps open for it.
 pub async fn session_ending(core: &Rc<Core>) {
     if let Err(e) = crate::tools::session_ending(&unattended(core)).await {
-        worker::console_error!("session end: {e}");
+        crate::log::error!("session end: {e}");
     }
 }

@@ -98,7 +98,7 @@ async fn record(core: &Core, caller: &Caller) -> Result<u64> {
 pub(super) async fn standing(core: &Core, caller: &Caller) -> Option<(Thresholds, u64, Level)> {
     let t = core.cfg.flowmind_levels?;
     let n = successes(core, caller).await.unwrap_or_else(|e| {
-        worker::console_error!("{}", json!({ "flowmind_progress": e.to_string() }));
+        crate::log::error!("{}", json!({ "flowmind_progress": e.to_string() }));
         0
     });
     Some((t, n, t.level(n)))
@@ -205,7 +205,7 @@ pub(super) async fn after_call(
     let n = match counted {
         Ok(n) => n,
         Err(e) => {
-            worker::console_error!("{}", json!({ "flowmind_progress": e.to_string() }));
+            crate::log::error!("{}", json!({ "flowmind_progress": e.to_string() }));
             return;
         }
     };

@@ -121,7 +121,7 @@ impl Core {
     /// the protocol default instead of failing the request.
     fn setting(&self, key: &str) -> Option<String> {
         self.db.get(key).unwrap_or_else(|e| {
-            worker::console_error!("session setting {key}: {e}");
+            crate::log::error!("session setting {key}: {e}");
             None
         })
     }
@@ -208,13 +208,13 @@ fn stop_attached_jobs(core: &Core) {
     match core.db.stop_attached_jobs(STREAM_CLOSED) {
         Ok(jobs) => {
             for job in jobs {
-                worker::console_log!(
+                crate::log::info!(
                     "{}",
                     json!({ "run_stopping": job.id, "reason": STREAM_CLOSED, "session": core.session })
                 );
             }
         }
-        Err(e) => worker::console_error!("{}", json!({ "run_stop": e.to_string() })),
+        Err(e) => crate::log::error!("{}", json!({ "run_stop": e.to_string() })),
     }
 }
 
@@ -243,7 +243,7 @@ impl DurableObject for Session {
             Ok(resp) => Ok(resp),
             Err(e) => {
                 if !e.is_public() {
-                    worker::console_error!(
+                    crate::log::error!(
                         "{}",
                         json!({ "cid": correlation, "error": e.to_string() })
                     );
@@ -530,7 +530,7 @@ impl Session {
                     0.0,
                 ),
             };
-            worker::console_log!(
+            crate::log::info!(
                 "{}",
                 json!({ "cid": correlation, "tool": tool.def.id(), "ms": ms, "outcome": outcome })
             );
@@ -733,17 +733,17 @@ impl Session {
         let core = match self.core() {
             Ok(core) => core,
             Err(e) => {
-                worker::console_error!("{}", json!({ "session_alarm": e.to_string() }));
+                crate::log::error!("{}", json!({ "session_alarm": e.to_string() }));
                 // Without the configuration the object cannot say when; try again in a minute.
                 if let Err(e) = self.state.storage().set_alarm(60_000).await {
-                    worker::console_error!("{}", json!({ "session_alarm_not_set": e.to_string() }));
+                    crate::log::error!("{}", json!({ "session_alarm_not_set": e.to_string() }));
                 }
                 return Vec::new();
             }
         };
         let logged = |what: &str, r: Result<()>| {
             if let Err(e) = r {
-                worker::console_error!(
+                crate::log::error!(
                     "{}",
                     json!({ "session_alarm": what, "error": e.to_string() })
                 );
@@ -787,7 +787,7 @@ impl Session {
         let at = core
             .watchdog_at()
             .unwrap_or_else(|e| {
-                worker::console_error!("{}", json!({ "watchdog_at": e.to_string() }));
+                crate::log::error!("{}", json!({ "watchdog_at": e.to_string() }));
                 None
             })
             .map_or(next, |w| w.min(next));

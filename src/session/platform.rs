@@ -59,7 +59,7 @@ impl Platform for Core {
 
     fn emit(&self, event: &str, data: Value) {
         if let Err(e) = self.publish(STANDALONE, event, &data.to_string()) {
-            worker::console_error!("event not logged: {e}");
+            crate::log::error!("event not logged: {e}");
         }
     }
 

@@ -61,11 +61,11 @@ impl Relay {
                 let events = json!([p.event]);
                 match crate::wire::relay(&env, &p.target, &p.caller, &events).await {
                     Ok(resp) if resp.status_code() == 204 => {}
-                    Ok(resp) => worker::console_error!(
+                    Ok(resp) => crate::log::error!(
                         "{}",
                         json!({ "event_relay": format!("HTTP {}", resp.status_code()), "to": p.target })
                     ),
-                    Err(e) => worker::console_error!(
+                    Err(e) => crate::log::error!(
                         "{}",
                         json!({ "event_relay": e.to_string(), "to": p.target })
                     ),
@@ -88,7 +88,7 @@ impl Relay {
         self.idle.borrow_mut().push(tx);
         let limit = Delay::from(FLUSH_LIMIT);
         if let Either::Right(_) = select(rx, limit).await {
-            worker::console_error!("{}", json!({ "event_relay": "flush timed out" }));
+            crate::log::error!("{}", json!({ "event_relay": "flush timed out" }));
         }
     }
 }

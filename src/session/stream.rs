@@ -45,7 +45,7 @@ impl Replay {
             {
                 Ok(page) => page,
                 Err(e) => {
-                    worker::console_error!("replay: {e}");
+                    crate::log::error!("replay: {e}");
                     return None;
                 }
             };

@@ -565,7 +565,7 @@ async fn count_flowmind_success(
         return;
     }
     if let Err(e) = crate::session::levels::record_user(platform.services(), user).await {
-        worker::console_error!("{}", json!({ "flowmind_progress": e.to_string() }));
+        crate::log::error!("{}", json!({ "flowmind_progress": e.to_string() }));
     }
 }
 
@@ -600,7 +600,7 @@ async fn drive(
             _ => idempotency::release(&call.platform, key).await,
         };
         if let Err(e) = kept {
-            worker::console_error!(
+            crate::log::error!(
                 "{}",
                 json!({ "idempotency": e.to_string(), "tool": call.tool })
             );
@@ -631,14 +631,14 @@ async fn drive(
         // The client closed the stream: that is cancellation, and nothing more is sent.
         Either::Right((Either::Right(_), _)) => {
             call.platform.flush().await;
-            worker::console_log!(
+            crate::log::info!(
                 "{}",
                 json!({ "tool": tool.def.id(), "outcome": "cancelled", "era": "2026-07-28" })
             );
             return;
         }
     };
-    worker::console_log!(
+    crate::log::info!(
         "{}",
         json!({ "tool": tool.def.id(), "outcome": outcome, "era": "2026-07-28" })
     );

@@ -151,7 +151,7 @@ pub async fn announce(env: &Env, owner: &str, change: Change) -> Result<u64> {
 /// a fault is logged, and the streams' clients see the change at their next `tools/list`.
 pub async fn announce_logged(env: &Env, owner: &str, change: Change) {
     if let Err(e) = announce(env, owner, change).await {
-        worker::console_error!(
+        crate::log::error!(
             "{}",
             json!({ "listen": "announce failed", "change": change.method(), "error": e.to_string() })
         );
@@ -219,7 +219,7 @@ impl Streams {
                 "message",
                 &subscriptions::closed(&l.id).to_string(),
             ));
-            worker::console_log!(
+            crate::log::info!(
                 "{}",
                 json!({ "listen": "ended by the server", "reason": "a newer stream took its place", "subscription": l.id })
             );
@@ -310,7 +310,7 @@ impl Listeners {
             tx,
             signal: signal.clone(),
         });
-        worker::console_log!(
+        crate::log::info!(
             "{}",
             json!({ "listen": "opened", "subscription": open.id, "notifications": filter.to_json(), "streams": self.streams.open.borrow().len() })
         );
@@ -344,7 +344,7 @@ impl Listeners {
             ))
         })?;
         let delivered = self.streams.deliver(change);
-        worker::console_log!(
+        crate::log::info!(
             "{}",
             json!({ "listen": "announced", "change": change.method(), "delivered": delivered, "streams": self.streams.open.borrow().len() })
         );
@@ -377,7 +377,7 @@ async fn close_when_done(
         }
     };
     drop(listener);
-    worker::console_log!(
+    crate::log::info!(
         "{}",
         json!({ "listen": how, "subscription": id, "streams": streams.open.borrow().len() })
     );

@@ -34,22 +34,6 @@ use crate::session::levels;
 use crate::store::services::Services;
 use crate::tools::conformance::fixtures;
 use crate::tools::flowmind::levels::{self as flowmind_levels, Level, Thresholds};
-use platform::StatelessPlatform;
-
-/// Tools that keep state in an MCP session, which 2026-07-28 requests do not have: chain
-/// executions (FlowMind's workflow runs among them) run under the session's job leases and are
-/// bound to it, and the travel assistant's mode is the session's. For a signed-in caller they run in a run object per run, or the caller's own object for the mode (`runs`);
-/// anonymous 2026 callers are refused before anything is recorded.
-pub const SESSION_TOOLS: &[&str] = &[
-    "execute_chain",
-    "get_chain_status",
-    "resume_chain",
-    "cancel_chain",
-    "execute_workflow",
-    "initialize_travel_assistant",
-    "switch_mode",
-    "get_mode_indicator",
-];
 
 /// How long clients may cache `server/discover` and list results (`ttlMs`): the tool set changes
 /// with a deployment, or when a signed-in caller reaches a new FlowMind level (announced at once
@@ -70,7 +54,7 @@ fn status_of(e: &Error) -> u16 {
 /// A JSON-RPC error response of the modern lane.
 pub(crate) fn refuse(id: Option<&RequestId>, e: &Error) -> Result<Response> {
     if !e.is_public() {
-        worker::console_error!("{}", json!({ "error": e.to_string() }));
+        crate::log::error!("{}", json!({ "error": e.to_string() }));
     }
     json_response(&error_response(id, e), status_of(e))
 }
@@ -130,9 +114,10 @@ pub async fn serve(
                 .params
                 .get("name")
                 .and_then(Value::as_str)
-                .is_some_and(|n| SESSION_TOOLS.contains(&n)) =>
+                .and_then(|n| registry.get(n))
+                .is_some_and(|t| t.def.keeps_session_state()) =>
         {
-            let platform = match StatelessPlatform::open(env, cfg, registry, req, &r, caller).await {
+            let platform = match platform::open(env, cfg, registry, req, &r, caller).await {
                 Ok(p) => p,
                 Err(e) => return refuse(Some(&id), &e),
             };
@@ -156,7 +141,7 @@ pub async fn serve(
                     }
                 }
             }
-            let platform = match StatelessPlatform::open(env, cfg, registry, req, &r, caller).await {
+            let platform = match platform::open(env, cfg, registry, req, &r, caller).await {
                 Ok(p) => p,
                 Err(e) => return refuse(Some(&id), &e),
             };
@@ -167,7 +152,7 @@ pub async fn serve(
             if cfg.catalog.has_fixtures()
                 && r.params.get("name").and_then(Value::as_str) == Some(fixtures::INPUT_PROMPT) =>
         {
-            let platform = match StatelessPlatform::open(env, cfg, registry, req, &r, caller).await {
+            let platform = match platform::open(env, cfg, registry, req, &r, caller).await {
                 Ok(p) => p,
                 Err(e) => return refuse(Some(&id), &e),
             };
@@ -281,7 +266,7 @@ async fn flowmind_standing(
             levels::user_successes(&services, user)
                 .await
                 .unwrap_or_else(|e| {
-                    worker::console_error!("{}", json!({ "flowmind_progress": e.to_string() }));
+                    crate::log::error!("{}", json!({ "flowmind_progress": e.to_string() }));
                     0
                 })
         }
@@ -291,7 +276,7 @@ async fn flowmind_standing(
 }
 
 /// `tools/list`: the caller's tools in name order (deterministic), paged as in the 2025 lane,
-/// without the [`SESSION_TOOLS`] for anonymous callers nor the FlowMind tools the caller's level
+/// without the tools that keep session state (`ToolDef::state`) for anonymous callers nor the FlowMind tools the caller's level
 /// (`standing`) does not allow yet; both are left out before paging, so pages are full. The list
 /// depends on the caller, so it is cacheable only privately.
 fn tools_list(
@@ -315,7 +300,7 @@ fn tools_list(
     // Filtered before paging, so every page but the last is full and a cursor (the last name of
     // its page) means the same position whichever tools are left out.
     let visible =
-        |t: &Tool| levels::allowed(level, t) && !(anonymous && SESSION_TOOLS.contains(&t.def.name));
+        |t: &Tool| levels::allowed(level, t) && !(anonymous && t.def.keeps_session_state());
     let (tools, next) = registry.page_where(cursor, cfg.tools_page_size, caller, &visible)?;
     let mut result = json!({ "tools": tools, "ttlMs": LIST_TTL_MS, "cacheScope": "private" });
     if let Some(n) = next {
@@ -407,7 +392,12 @@ mod tests {
         assert!(full.iter().all(|p| p.len() == 3), "{pages:?}");
         assert!(!last.is_empty() && last.len() <= 3);
         let names: Vec<&String> = pages.iter().flatten().collect();
-        for hidden in SESSION_TOOLS
+        let session_tools: Vec<&str> = registry
+            .tools()
+            .filter(|t| t.def.keeps_session_state())
+            .map(|t| t.def.name)
+            .collect();
+        for hidden in session_tools
             .iter()
             .chain(&["compose_workflow", "list_available_contexts"])
         {
@@ -421,11 +411,28 @@ mod tests {
     }
 
     #[test]
-    fn session_tools_are_production_tools() {
+    fn session_state_and_backoff_are_declared_on_the_tools() {
         let registry = crate::registry::Registry::new(crate::tools::catalog(Catalog::Production))
             .expect("the production registry builds");
-        for name in SESSION_TOOLS {
-            assert!(registry.get(name).is_some(), "{name} is not a tool");
+        let keeps: Vec<&str> = registry
+            .tools()
+            .filter(|t| t.def.keeps_session_state())
+            .map(|t| t.def.name)
+            .collect();
+        for name in [
+            "execute_chain",
+            "get_chain_status",
+            "resume_chain",
+            "cancel_chain",
+            "execute_workflow",
+            "initialize_travel_assistant",
+            "switch_mode",
+            "get_mode_indicator",
+        ] {
+            assert!(keeps.contains(&name), "{name} keeps no session state");
         }
+        assert_eq!(keeps.len(), 8, "{keeps:?}");
+        let backs_off = |n: &str| registry.get(n).is_some_and(|t| t.def.progressive_backoff);
+        assert!(backs_off("field_request") && !backs_off("get_help"));
     }
 }

@@ -44,7 +44,7 @@ use crate::mcp::request_state::{self, arguments_hash, Binding, PausedStep, State
 use crate::mcp::sse::unnumbered_frame;
 use crate::mcp::{version, SERVER_VERSION};
 use crate::random;
-use crate::registry::{Caller, Platform, Statement};
+use crate::registry::{Caller, Platform, SessionState, Statement};
 use crate::session::stream::{sse_response, StreamPlan};
 use crate::wire::{Lane, ObjectRequest, Op};
 
@@ -57,14 +57,13 @@ const KEEPALIVE_SECS: u32 = 1;
 /// row is pruned.
 const UNUSED_RUN_OBJECT_MS: f64 = 24.0 * 3600.0 * 1000.0;
 
-/// The tools that start a run: each call opens a run object of its own.
-const STARTING: &[&str] = &["execute_chain", "execute_workflow"];
-
-/// The tools whose call runs chain steps: answered as a stream at once, so closing it cancels.
-const DRIVING: &[&str] = &["execute_chain", "resume_chain", "execute_workflow"];
-
-/// The tools whose run can pause at a step that asks the client's model.
-const PAUSING: &[&str] = &["execute_chain", "resume_chain"];
+/// What tool `name` keeps in a session (`ToolDef::state`).
+fn state_of(platform: &StatelessPlatform, name: &str) -> SessionState {
+    platform
+        .registry()
+        .get(name)
+        .map_or(SessionState::None, |t| t.def.state)
+}
 
 /// The id of `user`'s own object: 64 hex digits like any session id, derived so every request
 /// of the user finds it.
@@ -83,13 +82,15 @@ struct Target {
     run: bool,
 }
 
-/// The execution id a call addresses: `execution_id`, or `execute_workflow`'s `session_id` (which
-/// continues the workflow run it names).
-fn addressed(name: &str, arguments: &Value) -> Option<String> {
-    let field = match name {
-        "get_chain_status" | "resume_chain" | "cancel_chain" => "execution_id",
-        "execute_workflow" => "session_id",
-        _ => return None,
+/// The execution id a call of a tool that keeps `state` addresses: `execution_id`, or
+/// `execute_workflow`'s `session_id` (which continues the workflow run it names).
+fn addressed(state: SessionState, arguments: &Value) -> Option<String> {
+    let SessionState::Run {
+        addressed_by: Some(field),
+        ..
+    } = state
+    else {
+        return None;
     };
     arguments
         .get(field)
@@ -150,13 +151,14 @@ async fn target_of(
         session: session_of(user),
         run: false,
     };
-    if let Some(execution) = addressed(name, arguments) {
+    let state = state_of(platform, name);
+    if let Some(execution) = addressed(state, arguments) {
         return Ok(match run_object_of(platform, user, &execution).await? {
             Some(session) => Target { session, run: true },
             None => own,
         });
     }
-    if STARTING.contains(&name) {
+    if matches!(state, SessionState::Run { starts: true, .. }) {
         return Ok(Target {
             session: new_run_object(platform, user).await?,
             run: true,
@@ -512,16 +514,23 @@ pub async fn call(
     if let Some(token) = r.meta().get("progressToken") {
         meta.insert("progressToken".into(), token.clone());
     }
+    let pauses = matches!(
+        state_of(&platform, &name),
+        SessionState::Run { pauses: true, .. }
+    );
     let job = Job {
+        pauses,
         platform,
         caller: caller.clone(),
         session: target.session,
         id: r.id.clone(),
-        name,
         binding,
         sampling: r.declares("sampling"),
     };
-    if !DRIVING.contains(&tool.as_str()) {
+    if !matches!(
+        state_of(&job.platform, &tool),
+        SessionState::Run { drives: true, .. }
+    ) {
         let to = job.to(env, lane, None);
         let (status, body) =
             call_tool(&to, &job.id, &tool, arguments, Value::Object(meta), None).await?;
@@ -548,7 +557,7 @@ pub async fn call(
         };
         let reply = reply.unwrap_or_else(|e| {
             if !e.is_public() {
-                worker::console_error!("{}", json!({ "run_lane": e.to_string() }));
+                crate::log::error!("{}", json!({ "run_lane": e.to_string() }));
             }
             error_response(Some(&job.id), &e)
         });
@@ -573,8 +582,9 @@ struct Job {
     caller: Caller,
     session: String,
     id: RequestId,
-    /// The tool the client called (`execute_chain` for a retry that resumes its run).
-    name: String,
+    /// The tool the client called (`execute_chain` for a retry that resumes its run) can pause
+    /// at a step that asks the client's model.
+    pauses: bool,
     binding: Binding,
     sampling: bool,
 }
@@ -607,7 +617,7 @@ impl Job {
             ..*to
         };
         let paused = match execution_in(result) {
-            Some(execution) if PAUSING.contains(&self.name.as_str()) && self.sampling => {
+            Some(execution) if self.pauses && self.sampling => {
                 Some(paused_steps(&plain, &self.id, &execution).await?)
             }
             _ => None,
@@ -652,6 +662,13 @@ mod tests {
 
     #[test]
     fn calls_address_runs_by_execution_id_or_workflow_session_id() {
+        let registry =
+            crate::registry::Registry::new(crate::tools::catalog(crate::tools::Catalog::Production))
+                .expect("the production registry builds");
+        let addressed = |name: &str, arguments: &Value| {
+            let state = registry.get(name).map_or(SessionState::None, |t| t.def.state);
+            super::addressed(state, arguments)
+        };
         let id = json!({ "execution_id": "exec-1", "session_id": "exec-2" });
         assert_eq!(addressed("cancel_chain", &id).as_deref(), Some("exec-1"));
         assert_eq!(

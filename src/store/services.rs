@@ -2,9 +2,12 @@
 //! fetch, timers, the tool registry, the confirmation store and the rate limiter — shared by every
 //! `Platform` the edge layer provides (a session object's, a confirmation object's).
 
+use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::Duration;
 
+use futures::channel::mpsc::UnboundedSender;
+use futures::channel::oneshot;
 use futures::future::LocalBoxFuture;
 use serde_json::Value;
 use wasm_bindgen::{JsCast, JsValue};
@@ -229,7 +232,7 @@ impl Services {
             tool: tool.to_string(),
             capacity: limit.capacity,
             period_ms: limit.period_ms,
-            backoff: crate::registry::limits::backs_off(tool),
+            backoff: self.registry.get(tool).is_some_and(|t| t.def.progressive_backoff),
         };
         let admission = crate::limiter::send_take(&self.env, caller, &request).await?;
         Ok(Some((limit, admission)))
@@ -362,3 +365,78 @@ macro_rules! delegate_services {
     };
 }
 pub(crate) use delegate_services;
+
+/// The platform of work that has no MCP session (a 2026-07-28 request, a confirmed write): the
+/// env's services; session state and background jobs are refused with `refusal`; tool events go
+/// to a session's event stream when the request named one (`events`).
+pub struct Detached {
+    /// The env's services.
+    pub services: Services,
+    /// What stands in for the session id (who the rate limiter counts an anonymous caller as).
+    pub owner: String,
+    /// Tool events on their way to a session's event stream, in order; `None`: dropped.
+    pub events: RefCell<Option<UnboundedSender<Value>>>,
+    /// Resolves when every event sent so far has been delivered.
+    pub delivered: RefCell<Option<oneshot::Receiver<()>>>,
+    /// Why session state and jobs are refused.
+    pub refusal: fn() -> Error,
+}
+
+impl Detached {
+    /// The services alone: no events.
+    pub fn new(services: Services, owner: String, refusal: fn() -> Error) -> Self {
+        Detached {
+            services,
+            owner,
+            events: RefCell::new(None),
+            delivered: RefCell::new(None),
+            refusal,
+        }
+    }
+
+    /// The env's services.
+    pub fn services(&self) -> &Services {
+        &self.services
+    }
+
+    /// Waits until every event emitted so far has reached its session, so none is lost when the
+    /// request ends.
+    pub async fn flush(&self) {
+        self.events.borrow_mut().take();
+        let delivered = self.delivered.borrow_mut().take();
+        if let Some(delivered) = delivered {
+            let _ = delivered.await;
+        }
+    }
+}
+
+impl crate::registry::Platform for Detached {
+    delegate_services!();
+
+    fn session_get(&self, _key: &str) -> Result<Option<String>> {
+        Err((self.refusal)())
+    }
+
+    fn session_set(&self, _key: &str, _value: &str) -> Result<()> {
+        Err((self.refusal)())
+    }
+
+    fn session_id(&self) -> String {
+        self.owner.clone()
+    }
+
+    fn emit(&self, event: &str, data: Value) {
+        if let Some(tx) = self.events.borrow().as_ref() {
+            let _ = tx.unbounded_send(serde_json::json!({ "event": event, "data": data }));
+        }
+    }
+
+    fn job_start<'a>(
+        &'a self,
+        _kind: &'a str,
+        _id: &'a str,
+        _mode: crate::registry::JobMode,
+    ) -> LocalBoxFuture<'a, Result<()>> {
+        Box::pin(async { Err((self.refusal)()) })
+    }
+}

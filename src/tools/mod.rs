@@ -68,7 +68,7 @@ pub async fn execute_confirmed(
     // cached read goes; a failure here would serve stale reads, so it is logged loudly.
     if matches!(reply, domain::Reply::Success { .. }) {
         if let Err(e) = domain::invalidate(ctx).await {
-            worker::console_error!(
+            crate::log::error!(
                 "{}",
                 serde_json::json!({ "cache_invalidation_failed": e.to_string() })
             );

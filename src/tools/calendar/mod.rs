@@ -214,7 +214,7 @@ fn list_events(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<
 }
 
 /// The toolset's tools.
-pub static TOOLS: [ToolDef; 1] = [ToolDef {
+pub static TOOLS: &[ToolDef] = &[ToolDef {
     toolset: TOOLSET,
     name: "list_events",
     title: "List calendar events",
@@ -233,6 +233,7 @@ pub static TOOLS: [ToolDef; 1] = [ToolDef {
         per_caller: true,
         generation: Some(allowed_generation),
     }),
+    ..ToolDef::DEFAULTS
 }];
 
 #[cfg(test)]

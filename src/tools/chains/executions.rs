@@ -234,7 +234,7 @@ fn report_max_bytes(ctx: &dyn ToolContext) -> usize {
 pub async fn save_checkpoint(ctx: &dyn ToolContext, id: &str, report: &RunReport) -> Result<()> {
     let text = serde_json::to_string(report)?;
     if text.len() > report_max_bytes(ctx) {
-        worker::console_error!(
+        crate::log::error!(
             "{}",
             json!({ "chain_checkpoint_too_large": id, "bytes": text.len() })
         );
@@ -310,7 +310,7 @@ async fn with_heartbeat<F: std::future::Future>(
         loop {
             ctx.sleep(every).await;
             if let Err(e) = ctx.platform().job_heartbeat(id) {
-                worker::console_error!("job heartbeat {id}: {e}");
+                crate::log::error!("job heartbeat {id}: {e}");
             }
         }
     });
@@ -375,7 +375,7 @@ impl Run {
             id: self.id.clone(),
         };
         if let Err(e) = ctx.platform().lease(&lease.owner, &request).await {
-            worker::console_error!("lease release {}: {e}", self.id);
+            crate::log::error!("lease release {}: {e}", self.id);
         }
     }
 

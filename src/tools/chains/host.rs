@@ -850,7 +850,7 @@ impl StepHost for ChainHost<'_> {
                 false
             }
             Err(e) => {
-                worker::console_error!("job heartbeat: {e}");
+                crate::log::error!("job heartbeat: {e}");
                 true
             }
         }
@@ -864,7 +864,7 @@ impl StepHost for ChainHost<'_> {
             if let Err(e) =
                 super::executions::save_checkpoint(self.ctx, &self.execution_id, report).await
             {
-                worker::console_error!("chain checkpoint: {e}");
+                crate::log::error!("chain checkpoint: {e}");
             }
         })
     }

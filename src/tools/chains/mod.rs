@@ -16,7 +16,7 @@ use serde_json::{json, Map, Value};
 use crate::engine::chain::{self, ChainDef, StepType};
 use crate::engine::variables;
 use crate::error::{Error, Result};
-use crate::registry::{Annotations, JobMode, ToolContext, ToolDef, ToolOutput};
+use crate::registry::{Annotations, JobMode, SessionState, ToolContext, ToolDef, ToolOutput};
 use crate::tools::ownership::{name_holder, name_taken, sharing_params, Principal, Sharing};
 use crate::tools::{not_found_listing, opt_bool, refuse_if_any};
 pub use executions::Lease;
@@ -545,18 +545,17 @@ fn cancel_chain(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result
 }
 
 /// The toolset's tools.
-pub static TOOLS: [ToolDef; 5] = [ToolDef {
+pub static TOOLS: &[ToolDef] = &[ToolDef {
     toolset: TOOLSET,
     name: "create_chain",
     title: "Create chain",
     description: "Define (or, with overwrite_existing, replace) a workflow chain of up to 20 steps. Checks unique step ids and names, dependencies and cycles, step fields, that input templates and conditions compile, that referenced instruction sets and templates exist, and that external_api steps and rollback_action name tools of this server (chain tools are refused), before saving. The chain is yours: private unless creation_options.visibility makes it shared (with shared_roles) or public, so others can run it; only you replace it, and a name another owner holds is refused.",
     annotations: Annotations { read_only: false, destructive: true, idempotent: false, open_world: false },
     input_schema: include_str!("../../../schema/chains/create_chain.input.json"),
-    output_schema: None,
     timeout_ms: 15_000,
     roles: &[],
     handler: create_chain,
-    cache: None,
+    ..ToolDef::DEFAULTS
 }, ToolDef {
     toolset: TOOLSET,
     name: "execute_chain",
@@ -564,11 +563,11 @@ pub static TOOLS: [ToolDef; 5] = [ToolDef {
     description: "Run a stored chain with input variables (validated against its input_schema): synchronously, or with async_execution in the background (returns an execution id at once). Steps run in dependency order, with conditions, retries, fallbacks and rollback as defined; progress and tool_call/tool_result events are reported per step. instruction_set steps ask the client's model (MCP sampling) or the configured model provider; with neither, the run pauses in awaiting_input until resume_chain supplies the outputs. external_api steps call tools of this server; database_operation steps create, update, delete or read records of named collections, undone on rollback unless changed since.",
     annotations: Annotations { read_only: false, destructive: false, idempotent: false, open_world: false },
     input_schema: include_str!("../../../schema/chains/execute_chain.input.json"),
-    output_schema: None,
     timeout_ms: 610_000,
     roles: &[],
     handler: execute_chain,
-    cache: None,
+    state: SessionState::Run { starts: true, drives: true, pauses: true, addressed_by: None },
+    ..ToolDef::DEFAULTS
 }, ToolDef {
     toolset: TOOLSET,
     name: "get_chain_status",
@@ -577,10 +576,10 @@ pub static TOOLS: [ToolDef; 5] = [ToolDef {
     annotations: Annotations::READ_ONLY,
     input_schema: include_str!("../../../schema/chains/get_chain_status.input.json"),
     output_schema: Some(include_str!("../../../schema/chains/get_chain_status.output.json")),
-    timeout_ms: 10_000,
     roles: &[],
     handler: get_chain_status,
-    cache: None,
+    state: SessionState::addresses("execution_id"),
+    ..ToolDef::DEFAULTS
 }, ToolDef {
     toolset: TOOLSET,
     name: "resume_chain",
@@ -588,11 +587,11 @@ pub static TOOLS: [ToolDef; 5] = [ToolDef {
     description: "Continue an execution paused in awaiting_input by supplying the output variables its paused step waits for (get_chain_status shows them with the step's instructions and input). A synchronous execution continues in this call and answers like execute_chain; a background one continues in the background.",
     annotations: Annotations { read_only: false, destructive: false, idempotent: false, open_world: false },
     input_schema: include_str!("../../../schema/chains/resume_chain.input.json"),
-    output_schema: None,
     timeout_ms: 610_000,
     roles: &[],
     handler: resume_chain,
-    cache: None,
+    state: SessionState::Run { starts: false, drives: true, pauses: true, addressed_by: Some("execution_id") },
+    ..ToolDef::DEFAULTS
 }, ToolDef {
     toolset: TOOLSET,
     name: "cancel_chain",
@@ -604,7 +603,8 @@ pub static TOOLS: [ToolDef; 5] = [ToolDef {
     timeout_ms: 30_000,
     roles: &[],
     handler: cancel_chain,
-    cache: None,
+    state: SessionState::addresses("execution_id"),
+    ..ToolDef::DEFAULTS
 }];
 
 #[cfg(test)]

@@ -231,16 +231,15 @@ const fn fixture(
         description,
         annotations: Annotations::READ_ONLY,
         input_schema: input,
-        output_schema: None,
         timeout_ms: 60_000,
         roles: &[],
         handler,
-        cache: None,
+        ..ToolDef::DEFAULTS
     }
 }
 
 /// The fixture tools.
-pub static TOOLS: [ToolDef; 14] = [
+pub static TOOLS: &[ToolDef] = &[
     fixture("test_simple_text", "Returns a fixed text block.", NO_ARGUMENTS, simple_text),
     fixture("test_image_content", "Returns a PNG image block.", NO_ARGUMENTS, image_content),
     fixture("test_audio_content", "Returns a WAV audio block.", NO_ARGUMENTS, audio_content),

@@ -230,7 +230,7 @@ fn mirrored_header(_: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Resul
 }
 
 /// The 2026-07-28 fixture tools.
-pub static TOOLS: [ToolDef; 12] = [
+pub static TOOLS: &[ToolDef] = &[
     fixture(
         "test_input_required_result_elicitation",
         "Asks for a name (input key user_name).",

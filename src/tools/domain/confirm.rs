@@ -66,7 +66,7 @@ pub async fn audit(ctx: &dyn ToolContext, p: &Pending, event: &str, outcome: &st
         )
         .await;
     if let Err(e) = r {
-        worker::console_error!(
+        crate::log::error!(
             "{}",
             json!({ "audit_failed": e.to_string(), "confirmation": p.id, "event": event })
         );
@@ -151,7 +151,7 @@ pub async fn request(
         // A later round of the same request: the first round stored this confirmation.
         Ok((409, _)) if ctx.exchange_id().is_some() => {}
         Ok((status, answer)) => {
-            worker::console_error!(
+            crate::log::error!(
                 "{}",
                 json!({ "confirmation_create": status, "answer": answer })
             );

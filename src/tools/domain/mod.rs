@@ -280,7 +280,7 @@ pub async fn invalidate(ctx: &dyn ToolContext) -> crate::error::Result<()> {
 
 /// A storage fault as the answer the caller gets; the details go to the logs only.
 pub fn db(e: crate::error::Error) -> Reply {
-    worker::console_error!("{}", json!({ "domain_error": e.to_string() }));
+    crate::log::error!("{}", json!({ "domain_error": e.to_string() }));
     Reply::from_error(&e)
 }
 

@@ -1176,7 +1176,7 @@ const SAVE: Annotations = Annotations {
 };
 
 /// The EPIC-TIDE tools.
-pub static TOOLS: [ToolDef; 7] = [
+pub static TOOLS: &[ToolDef] = &[
     ToolDef {
         toolset: TOOLSET,
         name: "epic-tide-save-work",
@@ -1185,10 +1185,9 @@ pub static TOOLS: [ToolDef; 7] = [
         annotations: SAVE,
         input_schema: include_str!("../../../schema/epic_tide/epic-tide-save-work.input.json"),
         output_schema: Some(include_str!("../../../schema/epic_tide/epic-tide-save-work.output.json")),
-        timeout_ms: 10_000,
         roles: &[],
         handler: save_work,
-        cache: None,
+        ..ToolDef::DEFAULTS
     },
     ToolDef {
         toolset: TOOLSET,
@@ -1198,10 +1197,9 @@ pub static TOOLS: [ToolDef; 7] = [
         annotations: SAVE,
         input_schema: include_str!("../../../schema/epic_tide/epic-tide-create-path.input.json"),
         output_schema: Some(include_str!("../../../schema/epic_tide/epic-tide-create-path.output.json")),
-        timeout_ms: 10_000,
         roles: &[],
         handler: create_path,
-        cache: None,
+        ..ToolDef::DEFAULTS
     },
     ToolDef {
         toolset: TOOLSET,
@@ -1211,10 +1209,9 @@ pub static TOOLS: [ToolDef; 7] = [
         annotations: WRITE,
         input_schema: include_str!("../../../schema/epic_tide/epic-tide-start-tide.input.json"),
         output_schema: Some(include_str!("../../../schema/epic_tide/epic-tide-start-tide.output.json")),
-        timeout_ms: 10_000,
         roles: &[],
         handler: start_tide,
-        cache: None,
+        ..ToolDef::DEFAULTS
     },
     ToolDef {
         toolset: TOOLSET,
@@ -1224,10 +1221,9 @@ pub static TOOLS: [ToolDef; 7] = [
         annotations: WRITE,
         input_schema: include_str!("../../../schema/epic_tide/epic-tide-update-execution.input.json"),
         output_schema: Some(include_str!("../../../schema/epic_tide/epic-tide-update-execution.output.json")),
-        timeout_ms: 10_000,
         roles: &[],
         handler: update_execution,
-        cache: None,
+        ..ToolDef::DEFAULTS
     },
     ToolDef {
         toolset: TOOLSET,
@@ -1237,10 +1233,9 @@ pub static TOOLS: [ToolDef; 7] = [
         annotations: WRITE,
         input_schema: include_str!("../../../schema/epic_tide/epic-tide-complete-tide.input.json"),
         output_schema: Some(include_str!("../../../schema/epic_tide/epic-tide-complete-tide.output.json")),
-        timeout_ms: 10_000,
         roles: &[],
         handler: complete_tide,
-        cache: None,
+        ..ToolDef::DEFAULTS
     },
     ToolDef {
         toolset: TOOLSET,
@@ -1250,10 +1245,9 @@ pub static TOOLS: [ToolDef; 7] = [
         annotations: Annotations::READ_ONLY,
         input_schema: include_str!("../../../schema/epic_tide/epic-tide-query-patterns.input.json"),
         output_schema: Some(include_str!("../../../schema/epic_tide/epic-tide-query-patterns.output.json")),
-        timeout_ms: 10_000,
         roles: &[],
         handler: query_patterns,
-        cache: None,
+        ..ToolDef::DEFAULTS
     },
     ToolDef {
         toolset: TOOLSET,
@@ -1263,10 +1257,9 @@ pub static TOOLS: [ToolDef; 7] = [
         annotations: Annotations::READ_ONLY,
         input_schema: include_str!("../../../schema/epic_tide/epic-tide-get-history.input.json"),
         output_schema: Some(include_str!("../../../schema/epic_tide/epic-tide-get-history.output.json")),
-        timeout_ms: 10_000,
         roles: &[],
         handler: get_history,
-        cache: None,
+        ..ToolDef::DEFAULTS
     },
 ];
 
@@ -1302,7 +1295,7 @@ mod tests {
 
     #[test]
     fn every_input_schema_refuses_fields_the_server_sets() {
-        for def in &TOOLS {
+        for def in TOOLS {
             let s = schema(def, false);
             assert_eq!(s["additionalProperties"], false, "{}", def.name);
             let tool = Registry::new([def]).unwrap();
@@ -1320,7 +1313,7 @@ mod tests {
     #[test]
     fn output_schemas_list_every_code_and_the_vocabularys_next_actions() {
         let codes: Vec<&str> = Code::ALL.iter().map(|c| c.as_str()).collect();
-        for def in &TOOLS {
+        for def in TOOLS {
             let s = schema(def, true);
             let listed: Vec<String> = strings(&s["$defs"]["error"]["properties"]["code"]["enum"]);
             assert_eq!(listed, codes, "{}", def.name);
@@ -1343,7 +1336,7 @@ mod tests {
             "PATH does not exist: 'x'.",
             json!({ "path_name": "x" }),
         );
-        for def in &TOOLS {
+        for def in TOOLS {
             let tool = r.get(def.name).unwrap();
             assert!(
                 tool.check_output(&e.structured().unwrap()).is_ok(),

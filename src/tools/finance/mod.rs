@@ -386,7 +386,7 @@ async fn missing_report(ctx: &dyn ToolContext, id: &str, month: &str, all: i64, 
 const OUTPUT: Option<&str> = Some(include_str!("../../../schema/domain/response.output.json"));
 
 /// The toolset's tools.
-pub static TOOLS: [ToolDef; 4] = [
+pub static TOOLS: &[ToolDef] = &[
     ToolDef {
         toolset: TOOLSET,
         name: "get_budget",
@@ -395,10 +395,10 @@ pub static TOOLS: [ToolDef; 4] = [
         annotations: Annotations::READ_ONLY,
         input_schema: include_str!("../../../schema/finance/get_budget.input.json"),
         output_schema: OUTPUT,
-        timeout_ms: 10_000,
         roles: READERS,
         handler: get_budget,
         cache: domain::READ_CACHE,
+        ..ToolDef::DEFAULTS
     },
     ToolDef {
         toolset: TOOLSET,
@@ -408,10 +408,10 @@ pub static TOOLS: [ToolDef; 4] = [
         annotations: Annotations::READ_ONLY,
         input_schema: include_str!("../../../schema/finance/list_budgets.input.json"),
         output_schema: OUTPUT,
-        timeout_ms: 10_000,
         roles: READERS,
         handler: list_budgets,
         cache: domain::READ_CACHE,
+        ..ToolDef::DEFAULTS
     },
     ToolDef {
         toolset: TOOLSET,
@@ -421,10 +421,10 @@ pub static TOOLS: [ToolDef; 4] = [
         annotations: Annotations::READ_ONLY,
         input_schema: include_str!("../../../schema/finance/list_invoices.input.json"),
         output_schema: OUTPUT,
-        timeout_ms: 10_000,
         roles: READERS,
         handler: list_invoices,
         cache: domain::READ_CACHE,
+        ..ToolDef::DEFAULTS
     },
     ToolDef {
         toolset: TOOLSET,
@@ -434,10 +434,10 @@ pub static TOOLS: [ToolDef; 4] = [
         annotations: Annotations::READ_ONLY,
         input_schema: include_str!("../../../schema/finance/get_expense_report.input.json"),
         output_schema: OUTPUT,
-        timeout_ms: 10_000,
         roles: &[SIGNED_IN],
         handler: get_expense_report,
         cache: domain::READ_CACHE,
+        ..ToolDef::DEFAULTS
     },
 ];
 

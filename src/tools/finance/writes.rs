@@ -219,7 +219,7 @@ pub async fn execute(ctx: &dyn ToolContext, p: &confirm::Pending) -> Reply {
 const OUTPUT: Option<&str> = Some(include_str!("../../../schema/domain/response.output.json"));
 
 /// The toolset's write tools.
-pub static TOOLS: [ToolDef; 2] = [
+pub static TOOLS: &[ToolDef] = &[
     ToolDef {
         toolset: TOOLSET,
         name: "delete_invoice",
@@ -231,7 +231,7 @@ pub static TOOLS: [ToolDef; 2] = [
         timeout_ms: 150_000,
         roles: WRITERS,
         handler: delete_invoice,
-        cache: None,
+        ..ToolDef::DEFAULTS
     },
     ToolDef {
         toolset: TOOLSET,
@@ -244,6 +244,6 @@ pub static TOOLS: [ToolDef; 2] = [
         timeout_ms: 150_000,
         roles: WRITERS,
         handler: approve_budget,
-        cache: None,
+        ..ToolDef::DEFAULTS
     },
 ];

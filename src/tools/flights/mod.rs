@@ -241,7 +241,7 @@ fn search_flights(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Resu
 }
 
 /// The toolset's tools.
-pub static TOOLS: [ToolDef; 1] = [ToolDef {
+pub static TOOLS: &[ToolDef] = &[ToolDef {
     toolset: TOOLSET,
     name: "search_flights",
     title: "Search flights",
@@ -256,6 +256,7 @@ pub static TOOLS: [ToolDef; 1] = [ToolDef {
     // Offers change by the minute but not by the second: the same search within five minutes is
     // answered from KV instead of another offer request (the server's token, so any caller's).
     cache: Some(CachePolicy::SHARED),
+    ..ToolDef::DEFAULTS
 }];
 
 #[cfg(test)]

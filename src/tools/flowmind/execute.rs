@@ -403,7 +403,7 @@ pub fn execute_workflow(
             }
             // Fail open, as rate limits do: the limiter guards capacity, it is not an access rule.
             Err(e) => {
-                worker::console_error!(
+                crate::log::error!(
                     "{}",
                     json!({ "workflow_lease_unavailable": e.to_string() })
                 );
@@ -430,7 +430,7 @@ pub fn execute_workflow(
                     id: id.clone(),
                 };
                 if let Err(le) = ctx.platform().lease(&owner, &request).await {
-                    worker::console_error!("lease release {id}: {le}");
+                    crate::log::error!("lease release {id}: {le}");
                 }
             }
             return Err(e);
@@ -580,7 +580,7 @@ async fn continue_run(
     // The run goes on: its lease is renewed (taken back if it lapsed), so it keeps its slot.
     let owner = limiter::owner(&ctx.caller(), &ctx.session_id());
     if let Err(e) = acquire(ctx, &owner, id, true).await {
-        worker::console_error!("{}", json!({ "workflow_lease_unavailable": e.to_string() }));
+        crate::log::error!("{}", json!({ "workflow_lease_unavailable": e.to_string() }));
     }
     let step = paused[0];
     let name = step["name"].as_str().unwrap_or_default();

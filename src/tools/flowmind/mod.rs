@@ -25,7 +25,9 @@ use serde_json::{json, Value};
 use self::catalog::Context;
 use crate::clock;
 use crate::error::Result;
-use crate::registry::{Annotations, Caller, Registry, ToolContext, ToolDef, ToolOutput};
+use crate::registry::{
+    Annotations, Caller, Registry, SessionState, ToolContext, ToolDef, ToolOutput,
+};
 
 const TOOLSET: &str = "flowmind";
 
@@ -179,7 +181,7 @@ fn field_request(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Resul
 }
 
 /// The toolset's tools.
-pub static TOOLS: [ToolDef; 6] = [
+pub static TOOLS: &[ToolDef] = &[
     ToolDef {
         toolset: TOOLSET,
         name: "field_request",
@@ -191,7 +193,8 @@ pub static TOOLS: [ToolDef; 6] = [
         timeout_ms: 15_000,
         roles: &[],
         handler: field_request,
-        cache: None,
+        progressive_backoff: true,
+        ..ToolDef::DEFAULTS
     },
     ToolDef {
         toolset: TOOLSET,
@@ -204,7 +207,7 @@ pub static TOOLS: [ToolDef; 6] = [
         timeout_ms: 15_000,
         roles: &[],
         handler: discover::list_available_contexts,
-        cache: None,
+        ..ToolDef::DEFAULTS
     },
     ToolDef {
         toolset: TOOLSET,
@@ -217,7 +220,7 @@ pub static TOOLS: [ToolDef; 6] = [
         timeout_ms: 15_000,
         roles: &[],
         handler: discover::get_help,
-        cache: None,
+        ..ToolDef::DEFAULTS
     },
     ToolDef {
         toolset: TOOLSET,
@@ -230,7 +233,7 @@ pub static TOOLS: [ToolDef; 6] = [
         timeout_ms: 5_000,
         roles: &[],
         handler: condition::evaluate_semantic_condition,
-        cache: None,
+        ..ToolDef::DEFAULTS
     },
     ToolDef {
         toolset: TOOLSET,
@@ -243,7 +246,8 @@ pub static TOOLS: [ToolDef; 6] = [
         timeout_ms: 610_000,
         roles: &[],
         handler: execute::execute_workflow,
-        cache: None,
+        state: SessionState::Run { starts: true, drives: true, pauses: false, addressed_by: Some("session_id") },
+        ..ToolDef::DEFAULTS
     },
     ToolDef {
         toolset: TOOLSET,
@@ -256,6 +260,6 @@ pub static TOOLS: [ToolDef; 6] = [
         timeout_ms: 15_000,
         roles: &[],
         handler: compose::compose_workflow,
-        cache: None,
+        ..ToolDef::DEFAULTS
     },
 ];

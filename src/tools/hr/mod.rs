@@ -534,7 +534,7 @@ pub async fn execute(ctx: &dyn ToolContext, p: &domain::confirm::Pending) -> Rep
 const OUTPUT: Option<&str> = Some(include_str!("../../../schema/domain/response.output.json"));
 
 /// The toolset's tools.
-pub static TOOLS: [ToolDef; 6] = [
+pub static TOOLS: &[ToolDef] = &[
     ToolDef {
         toolset: TOOLSET,
         name: "get_employee",
@@ -543,10 +543,10 @@ pub static TOOLS: [ToolDef; 6] = [
         annotations: Annotations::READ_ONLY,
         input_schema: include_str!("../../../schema/hr/get_employee.input.json"),
         output_schema: OUTPUT,
-        timeout_ms: 10_000,
         roles: &[SIGNED_IN],
         handler: get_employee,
         cache: domain::READ_CACHE,
+        ..ToolDef::DEFAULTS
     },
     ToolDef {
         toolset: TOOLSET,
@@ -556,10 +556,10 @@ pub static TOOLS: [ToolDef; 6] = [
         annotations: Annotations::READ_ONLY,
         input_schema: include_str!("../../../schema/hr/list_employees.input.json"),
         output_schema: OUTPUT,
-        timeout_ms: 10_000,
         roles: &["hr-read", "executive", "manager"],
         handler: list_employees,
         cache: domain::READ_CACHE,
+        ..ToolDef::DEFAULTS
     },
     ToolDef {
         toolset: TOOLSET,
@@ -569,10 +569,10 @@ pub static TOOLS: [ToolDef; 6] = [
         annotations: Annotations::READ_ONLY,
         input_schema: include_str!("../../../schema/hr/get_org_chart.input.json"),
         output_schema: OUTPUT,
-        timeout_ms: 10_000,
         roles: &["hr-read", "executive", "manager"],
         handler: get_org_chart,
         cache: domain::READ_CACHE,
+        ..ToolDef::DEFAULTS
     },
     ToolDef {
         toolset: TOOLSET,
@@ -582,10 +582,10 @@ pub static TOOLS: [ToolDef; 6] = [
         annotations: Annotations::READ_ONLY,
         input_schema: include_str!("../../../schema/hr/get_performance_reviews.input.json"),
         output_schema: OUTPUT,
-        timeout_ms: 10_000,
         roles: &["hr-write", "executive", "manager"],
         handler: get_performance_reviews,
         cache: domain::READ_CACHE,
+        ..ToolDef::DEFAULTS
     },
     ToolDef {
         toolset: TOOLSET,
@@ -598,7 +598,7 @@ pub static TOOLS: [ToolDef; 6] = [
         timeout_ms: 150_000,
         roles: WRITERS,
         handler: delete_employee,
-        cache: None,
+        ..ToolDef::DEFAULTS
     },
     ToolDef {
         toolset: TOOLSET,
@@ -611,7 +611,7 @@ pub static TOOLS: [ToolDef; 6] = [
         timeout_ms: 150_000,
         roles: WRITERS,
         handler: update_salary,
-        cache: None,
+        ..ToolDef::DEFAULTS
     },
 ];
 

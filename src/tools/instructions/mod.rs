@@ -9,7 +9,9 @@ use futures::future::LocalBoxFuture;
 use serde_json::{json, Value};
 
 use crate::error::{Error, Result};
-use crate::registry::{Annotations, CachePolicy, ToolContext, ToolDef, ToolOutput};
+use crate::registry::{
+    Annotations, CachePolicy, SessionState, ToolContext, ToolDef, ToolOutput,
+};
 
 const TOOLSET: &str = "instructions";
 const MODE_KEY: &str = "mode";
@@ -208,7 +210,7 @@ const SESSION_WRITE: Annotations = Annotations {
 };
 
 /// The toolset's tools.
-pub static TOOLS: [ToolDef; 5] = [
+pub static TOOLS: &[ToolDef] = &[
     ToolDef {
         toolset: TOOLSET,
         name: "initialize_travel_assistant",
@@ -217,10 +219,10 @@ pub static TOOLS: [ToolDef; 5] = [
         annotations: SESSION_WRITE,
         input_schema: include_str!("../../../schema/instructions/initialize_travel_assistant.input.json"),
         output_schema: Some(include_str!("../../../schema/instructions/initialize_travel_assistant.output.json")),
-        timeout_ms: 10_000,
         roles: &[],
         handler: initialize_travel_assistant,
-        cache: None,
+        state: SessionState::Caller,
+        ..ToolDef::DEFAULTS
     },
     ToolDef {
         toolset: TOOLSET,
@@ -230,10 +232,10 @@ pub static TOOLS: [ToolDef; 5] = [
         annotations: Annotations::READ_ONLY,
         input_schema: include_str!("../../../schema/instructions/get_instruction_set.input.json"),
         output_schema: Some(include_str!("../../../schema/instructions/get_instruction_set.output.json")),
-        timeout_ms: 10_000,
         roles: &[],
         handler: get_instruction_set,
         cache: Some(CachePolicy::SHARED),
+        ..ToolDef::DEFAULTS
     },
     ToolDef {
         toolset: TOOLSET,
@@ -243,10 +245,10 @@ pub static TOOLS: [ToolDef; 5] = [
         annotations: Annotations::READ_ONLY,
         input_schema: include_str!("../../../schema/instructions/list_instruction_sets.input.json"),
         output_schema: Some(include_str!("../../../schema/instructions/list_instruction_sets.output.json")),
-        timeout_ms: 10_000,
         roles: &[],
         handler: list_instruction_sets,
         cache: Some(CachePolicy::SHARED),
+        ..ToolDef::DEFAULTS
     },
     ToolDef {
         toolset: TOOLSET,
@@ -259,7 +261,8 @@ pub static TOOLS: [ToolDef; 5] = [
         timeout_ms: 5_000,
         roles: &[],
         handler: get_mode_indicator,
-        cache: None,
+        state: SessionState::Caller,
+        ..ToolDef::DEFAULTS
     },
     ToolDef {
         toolset: TOOLSET,
@@ -272,7 +275,8 @@ pub static TOOLS: [ToolDef; 5] = [
         timeout_ms: 5_000,
         roles: &[],
         handler: switch_mode,
-        cache: None,
+        state: SessionState::Caller,
+        ..ToolDef::DEFAULTS
     },
 ];
 

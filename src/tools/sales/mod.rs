@@ -289,7 +289,7 @@ fn get_pipeline(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result
 const OUTPUT: Option<&str> = Some(include_str!("../../../schema/domain/response.output.json"));
 
 /// The toolset's tools.
-pub static TOOLS: [ToolDef; 3] = [
+pub static TOOLS: &[ToolDef] = &[
     ToolDef {
         toolset: TOOLSET,
         name: "get_customer",
@@ -298,10 +298,10 @@ pub static TOOLS: [ToolDef; 3] = [
         annotations: Annotations::READ_ONLY,
         input_schema: include_str!("../../../schema/sales/get_customer.input.json"),
         output_schema: OUTPUT,
-        timeout_ms: 10_000,
         roles: READERS,
         handler: get_customer,
         cache: domain::READ_CACHE,
+        ..ToolDef::DEFAULTS
     },
     ToolDef {
         toolset: TOOLSET,
@@ -311,10 +311,10 @@ pub static TOOLS: [ToolDef; 3] = [
         annotations: Annotations::READ_ONLY,
         input_schema: include_str!("../../../schema/sales/list_deals.input.json"),
         output_schema: OUTPUT,
-        timeout_ms: 10_000,
         roles: READERS,
         handler: list_deals,
         cache: domain::READ_CACHE,
+        ..ToolDef::DEFAULTS
     },
     ToolDef {
         toolset: TOOLSET,
@@ -324,10 +324,10 @@ pub static TOOLS: [ToolDef; 3] = [
         annotations: Annotations::READ_ONLY,
         input_schema: include_str!("../../../schema/sales/get_pipeline.input.json"),
         output_schema: OUTPUT,
-        timeout_ms: 10_000,
         roles: READERS,
         handler: get_pipeline,
         cache: domain::READ_CACHE,
+        ..ToolDef::DEFAULTS
     },
 ];
 

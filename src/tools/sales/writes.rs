@@ -208,7 +208,7 @@ pub async fn execute(ctx: &dyn ToolContext, p: &confirm::Pending) -> Reply {
 const OUTPUT: Option<&str> = Some(include_str!("../../../schema/domain/response.output.json"));
 
 /// The toolset's write tools.
-pub static TOOLS: [ToolDef; 2] = [
+pub static TOOLS: &[ToolDef] = &[
     ToolDef {
         toolset: TOOLSET,
         name: "delete_customer",
@@ -220,7 +220,7 @@ pub static TOOLS: [ToolDef; 2] = [
         timeout_ms: 150_000,
         roles: WRITERS,
         handler: delete_customer,
-        cache: None,
+        ..ToolDef::DEFAULTS
     },
     ToolDef {
         toolset: TOOLSET,
@@ -233,6 +233,6 @@ pub static TOOLS: [ToolDef; 2] = [
         timeout_ms: 150_000,
         roles: WRITERS,
         handler: close_deal,
-        cache: None,
+        ..ToolDef::DEFAULTS
     },
 ];

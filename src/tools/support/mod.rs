@@ -335,7 +335,7 @@ async fn unknown_category(ctx: &dyn ToolContext, given: &str) -> std::result::Re
 const OUTPUT: Option<&str> = Some(include_str!("../../../schema/domain/response.output.json"));
 
 /// The toolset's tools.
-pub static TOOLS: [ToolDef; 3] = [
+pub static TOOLS: &[ToolDef] = &[
     ToolDef {
         toolset: TOOLSET,
         name: "search_tickets",
@@ -344,10 +344,10 @@ pub static TOOLS: [ToolDef; 3] = [
         annotations: Annotations::READ_ONLY,
         input_schema: include_str!("../../../schema/support/search_tickets.input.json"),
         output_schema: OUTPUT,
-        timeout_ms: 10_000,
         roles: READERS,
         handler: search_tickets,
         cache: domain::READ_CACHE,
+        ..ToolDef::DEFAULTS
     },
     ToolDef {
         toolset: TOOLSET,
@@ -357,10 +357,10 @@ pub static TOOLS: [ToolDef; 3] = [
         annotations: Annotations::READ_ONLY,
         input_schema: include_str!("../../../schema/support/get_knowledge_article.input.json"),
         output_schema: OUTPUT,
-        timeout_ms: 10_000,
         roles: READERS,
         handler: get_knowledge_article,
         cache: domain::READ_CACHE,
+        ..ToolDef::DEFAULTS
     },
     ToolDef {
         toolset: TOOLSET,
@@ -370,10 +370,10 @@ pub static TOOLS: [ToolDef; 3] = [
         annotations: Annotations::READ_ONLY,
         input_schema: include_str!("../../../schema/support/search_knowledge_base.input.json"),
         output_schema: OUTPUT,
-        timeout_ms: 10_000,
         roles: READERS,
         handler: search_knowledge_base,
         cache: domain::READ_CACHE,
+        ..ToolDef::DEFAULTS
     },
 ];
 

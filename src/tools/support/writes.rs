@@ -99,7 +99,7 @@ pub async fn execute(ctx: &dyn ToolContext, p: &confirm::Pending) -> Reply {
 const OUTPUT: Option<&str> = Some(include_str!("../../../schema/domain/response.output.json"));
 
 /// The toolset's write tools.
-pub static TOOLS: [ToolDef; 1] = [ToolDef {
+pub static TOOLS: &[ToolDef] = &[ToolDef {
     toolset: TOOLSET,
     name: "close_ticket",
     title: "Close ticket",
@@ -110,5 +110,5 @@ pub static TOOLS: [ToolDef; 1] = [ToolDef {
     timeout_ms: 150_000,
     roles: WRITERS,
     handler: close_ticket,
-    cache: None,
+    ..ToolDef::DEFAULTS
 }];

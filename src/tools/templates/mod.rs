@@ -502,7 +502,7 @@ fn process_template(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Re
 }
 
 /// The toolset's tools.
-pub static TOOLS: [ToolDef; 2] = [
+pub static TOOLS: &[ToolDef] = &[
     ToolDef {
         toolset: TOOLSET,
         name: "create_template",
@@ -510,11 +510,10 @@ pub static TOOLS: [ToolDef; 2] = [
         description: "Define (or, with overwrite_existing, replace) a text template with {expression} placeholders, a variables_schema keyed by dotted paths, default values and usage examples. Checks syntax, security (no scripts, event handlers or javascript: URLs) and renders the first usage example before saving. The template is yours: private unless creation_options.visibility makes it shared (with shared_roles) or public; only you replace it, and a name another owner holds is refused.",
         annotations: Annotations { read_only: false, destructive: true, idempotent: false, open_world: false },
         input_schema: include_str!("../../../schema/templates/create_template.input.json"),
-        output_schema: None,
         timeout_ms: 15_000,
         roles: &[],
         handler: create_template,
-        cache: None,
+        ..ToolDef::DEFAULTS
     },
     ToolDef {
         toolset: TOOLSET,
@@ -523,11 +522,10 @@ pub static TOOLS: [ToolDef; 2] = [
         description: "Render a stored template with variables into text, markdown or html. Variables are validated against the template's schema; agent_info and session_info are available as agent and session, plus current_date. Values are escaped for the output format.",
         annotations: Annotations { read_only: false, destructive: false, idempotent: true, open_world: false },
         input_schema: include_str!("../../../schema/templates/process_template.input.json"),
-        output_schema: None,
         timeout_ms: 15_000,
         roles: &[],
         handler: process_template,
-        cache: None,
+        ..ToolDef::DEFAULTS
     },
 ];
 
