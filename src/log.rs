@@ -22,9 +22,9 @@ pub(crate) use {error, info};
 #[cfg(target_arch = "wasm32")]
 pub fn write(error: bool, line: &str) {
     if error {
-        crate::log::error!("{line}");
+        worker::console_error!("{line}");
     } else {
-        crate::log::info!("{line}");
+        worker::console_log!("{line}");
     }
 }
 
