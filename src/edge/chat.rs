@@ -5,10 +5,10 @@
 use worker::{Env, Method, Request, Response};
 
 use super::{
-    auth, forward, http, over_limit, read_body, serve_one, serve_session_get,
+    admit, forward, http, over_limit, read_body, serve_one, serve_session_get,
 };
 use crate::error::Error;
-use crate::limiter::{REQUESTS_BUCKET, SESSIONS_BUCKET};
+use crate::limiter::SESSIONS_BUCKET;
 use crate::random;
 use crate::wire::valid_session_id;
 use crate::wire::Op;
@@ -25,14 +25,13 @@ pub async fn serve_create(req: Request, env: Env) -> worker::Result<Response> {
         Method::Post,
         "/sessions takes POST (creates a chat session)",
         |req, env, cfg| async move {
-            let caller = auth::authenticate(&req, &env, &cfg).await?;
-            for (bucket, limit) in [
-                (REQUESTS_BUCKET, cfg.request_limit),
-                (SESSIONS_BUCKET, cfg.session_create_limit),
-            ] {
-                if let Some(refused) = over_limit(&env, &req, &caller, bucket, limit).await? {
-                    return Ok(refused);
-                }
+            let caller = match admit(&req, &env, &cfg).await? {
+                Ok(caller) => caller,
+                Err(refused) => return Ok(refused),
+            };
+            let sessions = cfg.session_create_limit;
+            if let Some(refused) = over_limit(&env, &req, &caller, SESSIONS_BUCKET, sessions).await? {
+                return Ok(refused);
             }
             let id = random::hex(32)?;
             forward(&env, &id, Op::CreateChat, Method::Post, &req, None, &caller)
@@ -53,13 +52,10 @@ pub async fn serve_chat(req: Request, env: Env, id: &str) -> worker::Result<Resp
         Method::Post,
         USAGE,
         |mut req, env, cfg| async move {
-            let caller = auth::authenticate(&req, &env, &cfg).await?;
-            let requests = cfg.request_limit;
-            if let Some(refused) =
-                over_limit(&env, &req, &caller, REQUESTS_BUCKET, requests).await?
-            {
-                return Ok(refused);
-            }
+            let caller = match admit(&req, &env, &cfg).await? {
+                Ok(caller) => caller,
+                Err(refused) => return Ok(refused),
+            };
             if !valid_session_id(id) {
                 return Err(Error::SessionNotFound);
             }

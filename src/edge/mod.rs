@@ -70,6 +70,21 @@ pub(crate) async fn over_limit(
     }
 }
 
+/// The caller of `req` (its token checked), or the `429` answer when the caller has used up
+/// `REQUEST_LIMIT`.
+pub(crate) async fn admit(
+    req: &Request,
+    env: &Env,
+    cfg: &Config,
+) -> Result<std::result::Result<Caller, Response>> {
+    let caller = auth::authenticate(req, env, cfg).await?;
+    let bucket = crate::limiter::REQUESTS_BUCKET;
+    Ok(match over_limit(env, req, &caller, bucket, cfg.request_limit).await? {
+        Some(refused) => Err(refused),
+        None => Ok(caller),
+    })
+}
+
 /// Serves `/mcp`. Never fails: every error becomes its JSON-RPC error response.
 pub async fn serve(req: Request, env: Env) -> worker::Result<Response> {
     let cfg = Config::from_env(&env);
@@ -117,19 +132,10 @@ async fn serve_session_get(
     op: Op,
 ) -> worker::Result<Response> {
     serve_one(req, env, Method::Get, usage, |req, env, cfg| async move {
-        let caller = auth::authenticate(&req, &env, &cfg).await?;
-        let requests = cfg.request_limit;
-        if let Some(refused) = over_limit(
-            &env,
-            &req,
-            &caller,
-            crate::limiter::REQUESTS_BUCKET,
-            requests,
-        )
-        .await?
-        {
-            return Ok(refused);
-        }
+        let caller = match admit(&req, &env, &cfg).await? {
+            Ok(caller) => caller,
+            Err(refused) => return Ok(refused),
+        };
         if !valid_session_id(id) {
             return Err(Error::SessionNotFound);
         }
@@ -310,19 +316,10 @@ async fn route(mut req: Request, env: &Env, cfg: &Config) -> Result<Response> {
     if req.method() != Method::Post {
         check_legacy_version(version_header.as_deref())?;
     }
-    let caller = auth::authenticate(&req, env, cfg).await?;
-    let requests = cfg.request_limit;
-    if let Some(refused) = over_limit(
-        env,
-        &req,
-        &caller,
-        crate::limiter::REQUESTS_BUCKET,
-        requests,
-    )
-    .await?
-    {
-        return Ok(refused);
-    }
+    let caller = match admit(&req, env, cfg).await? {
+        Ok(caller) => caller,
+        Err(refused) => return Ok(refused),
+    };
     match req.method() {
         Method::Post => post(&mut req, env, cfg, &caller).await,
         Method::Get => {

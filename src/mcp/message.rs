@@ -167,6 +167,48 @@ pub fn notification(method: &str, params: Value) -> Value {
     json!({ "jsonrpc": "2.0", "method": method, "params": params })
 }
 
+/// The `notifications/progress` of one call, for every `ToolContext` that reports progress: sent
+/// only when the request asked for it (`progressToken` in `_meta`), and only for finite values
+/// that increase, as the specification requires.
+pub struct Progress {
+    token: Option<Value>,
+    last: std::cell::Cell<Option<f64>>,
+}
+
+impl Progress {
+    /// The progress of a call whose request carried `meta`.
+    pub fn of(meta: &Value) -> Self {
+        Progress {
+            token: meta.get("progressToken").cloned(),
+            last: std::cell::Cell::new(None),
+        }
+    }
+
+    /// The notification to send for `progress`, or `None` when none is due.
+    pub fn notification(&self, progress: f64, total: Option<f64>, message: Option<&str>) -> Option<Value> {
+        let token = self.token.as_ref()?;
+        if !progress.is_finite() || self.last.get().is_some_and(|l| progress <= l) {
+            return None;
+        }
+        self.last.set(Some(progress));
+        let num = crate::engine::expr::num;
+        let mut params = json!({ "progressToken": token, "progress": num(progress) });
+        if let Some(t) = total {
+            params["total"] = num(t);
+        }
+        if let Some(m) = message {
+            params["message"] = json!(m);
+        }
+        Some(notification("notifications/progress", params))
+    }
+}
+
+/// The `notifications/message` of a log line of tool `tool`.
+pub fn log_message(tool: &str, level: crate::mcp::logging::LogLevel, data: Value) -> Value {
+    let params = json!({ "level": level.as_str(), "logger": tool, "data": data });
+    notification("notifications/message", params)
+}
+
 /// A request the server sends to the client.
 pub fn server_request(id: &str, method: &str, params: Value) -> Value {
     json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params })

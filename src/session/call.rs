@@ -6,22 +6,21 @@
 //! first and then delivered to whoever reads the stream, so a client that loses the connection can
 //! resume it with `Last-Event-ID` and still receive the result.
 
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::Duration;
 
 use futures::channel::mpsc::{unbounded, UnboundedReceiver};
 use futures::channel::oneshot;
 use futures::future::{select, Either, LocalBoxFuture};
-use serde_json::{json, Value};
+use serde_json::Value;
 use worker::web_sys::AbortSignal;
 use worker::Delay;
 
 use super::Core;
-use crate::engine::expr::num;
 use crate::error::{Error, Result};
 use crate::mcp::logging::LogLevel;
-use crate::mcp::message::{notification, server_request, RequestId};
+use crate::mcp::message::{log_message, server_request, Progress, RequestId};
 use crate::registry::{cache, Caller, Platform, ToolContext};
 
 /// How a request's reply starts.
@@ -48,8 +47,7 @@ pub struct Call {
     core: Rc<Core>,
     id: RequestId,
     tool: String,
-    progress_token: Option<Value>,
-    last_progress: Cell<Option<f64>>,
+    progress: Progress,
     log_level: LogLevel,
     signal: Option<AbortSignal>,
     outbox: RefCell<Outbox>,
@@ -70,15 +68,13 @@ impl Call {
         caller: Caller,
     ) -> Result<(Call, oneshot::Receiver<First>)> {
         let cache_bypass = cache::bypass_requested(meta)?;
-        let progress_token = meta.get("progressToken").cloned();
         let (tx, rx) = oneshot::channel();
         let log_level = core.log_level();
         let call = Call {
             core,
             id,
             tool: tool.to_string(),
-            progress_token,
-            last_progress: Cell::new(None),
+            progress: Progress::of(meta),
             log_level,
             signal,
             outbox: RefCell::new(Outbox::Waiting(tx)),
@@ -166,26 +162,10 @@ impl ToolContext for Call {
     }
 
     fn progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) {
-        let Some(token) = &self.progress_token else {
+        let Some(msg) = self.progress.notification(progress, total, message) else {
             return;
         };
-        if self
-            .last_progress
-            .get()
-            .is_some_and(|last| progress <= last)
-            || !progress.is_finite()
-        {
-            return;
-        }
-        self.last_progress.set(Some(progress));
-        let mut params = json!({ "progressToken": token, "progress": num(progress) });
-        if let Some(t) = total {
-            params["total"] = num(t);
-        }
-        if let Some(m) = message {
-            params["message"] = json!(m);
-        }
-        if let Err(e) = self.send(&notification("notifications/progress", params)) {
+        if let Err(e) = self.send(&msg) {
             crate::log::error!("progress not sent: {e}");
         }
     }
@@ -194,8 +174,7 @@ impl ToolContext for Call {
         if level < self.log_level {
             return;
         }
-        let params = json!({ "level": level.as_str(), "logger": self.tool, "data": data });
-        if let Err(e) = self.send(&notification("notifications/message", params)) {
+        if let Err(e) = self.send(&log_message(&self.tool, level, data)) {
             crate::log::error!("log message not sent: {e}");
         }
     }

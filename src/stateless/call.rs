@@ -30,10 +30,9 @@ use super::platform::StatelessPlatform;
 use super::{refuse, status_of};
 use crate::clock;
 use crate::edge::http::json_response;
-use crate::engine::expr::num;
 use crate::error::{Error, Result};
 use crate::mcp::logging::LogLevel;
-use crate::mcp::message::{error_response, notification, response, RequestId};
+use crate::mcp::message::{error_response, log_message, response, Progress, RequestId};
 use crate::mcp::modern::{self, Mirrored, Request};
 use crate::mcp::request_state::{self, arguments_hash, Binding, State};
 use crate::mcp::sse::unnumbered_frame;
@@ -205,8 +204,7 @@ struct ModernCall {
     capabilities: Value,
     log_level: Option<LogLevel>,
     tool: String,
-    progress_token: Option<Value>,
-    last_progress: Cell<Option<f64>>,
+    progress: Progress,
     cache_bypass: bool,
     out: RefCell<Out>,
     round: Round,
@@ -259,27 +257,14 @@ impl ToolContext for ModernCall {
     }
 
     fn progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) {
-        let Some(token) = &self.progress_token else {
-            return;
-        };
-        if !progress.is_finite() || self.last_progress.get().is_some_and(|l| progress <= l) {
-            return;
+        if let Some(msg) = self.progress.notification(progress, total, message) {
+            self.send(&msg);
         }
-        self.last_progress.set(Some(progress));
-        let mut params = json!({ "progressToken": token, "progress": num(progress) });
-        if let Some(t) = total {
-            params["total"] = num(t);
-        }
-        if let Some(m) = message {
-            params["message"] = json!(m);
-        }
-        self.send(&notification("notifications/progress", params));
     }
 
     fn log(&self, level: LogLevel, data: Value) {
         if self.log_level.is_some_and(|min| level >= min) {
-            let params = json!({ "level": level.as_str(), "logger": self.tool, "data": data });
-            self.send(&notification("notifications/message", params));
+            self.send(&log_message(&self.tool, level, data));
         }
     }
 
@@ -531,13 +516,12 @@ async fn start(
     let (pause_tx, pause_rx) = oneshot::channel();
     let call = Rc::new(ModernCall {
         cache_bypass: cache::bypass_requested(&meta)?,
-        progress_token: meta.get("progressToken").cloned(),
+        progress: Progress::of(&meta),
         platform,
         caller,
         capabilities: r.capabilities.clone(),
         log_level: r.log_level,
         tool: name,
-        last_progress: Cell::new(None),
         out: RefCell::new(Out::Waiting(first_tx)),
         round,
         asked: RefCell::new(Map::new()),
