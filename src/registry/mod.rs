@@ -403,6 +403,33 @@ impl Registry {
         self.page_where(cursor, page_size, caller, &|_| true)
     }
 
+    /// The `tools/list` result for `params` in either era: the page after `params.cursor` of the
+    /// tools `caller`'s roles allow that `keep` also accepts, with `nextCursor` unless it is the
+    /// last.
+    pub fn tools_list(
+        &self,
+        params: &Map<String, Value>,
+        page_size: usize,
+        caller: &Caller,
+        keep: &dyn Fn(&Tool) -> bool,
+    ) -> Result<Value> {
+        let cursor = match params.get("cursor") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(c)) => Some(c.as_str()),
+            Some(_) => {
+                return Err(Error::InvalidParams(
+                    "Invalid params: cursor must be a string".into(),
+                ))
+            }
+        };
+        let (tools, next) = self.page_where(cursor, page_size, caller, keep)?;
+        let mut result = json!({ "tools": tools });
+        if let Some(n) = next {
+            result["nextCursor"] = json!(n);
+        }
+        Ok(result)
+    }
+
     /// [`Registry::page`] of only the tools `keep` also accepts (beyond the caller's roles).
     pub fn page_where(
         &self,

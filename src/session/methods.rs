@@ -38,23 +38,8 @@ pub fn request(
     match method {
         "ping" => Ok(json!({})),
         "tools/list" => {
-            let cursor = match p.get("cursor") {
-                None | Some(Value::Null) => None,
-                Some(Value::String(c)) => Some(c.as_str()),
-                Some(_) => {
-                    return Err(Error::InvalidParams(
-                        "Invalid params: cursor must be a string".into(),
-                    ))
-                }
-            };
-            let (tools, next) =
-                core.registry
-                    .page_where(cursor, core.cfg.tools_page_size, caller, visible)?;
-            let mut result = json!({ "tools": tools });
-            if let Some(n) = next {
-                result["nextCursor"] = json!(n);
-            }
-            Ok(result)
+            core.registry
+                .tools_list(&p, core.cfg.tools_page_size, caller, visible)
         }
         "logging/setLevel" => {
             let level = LogLevel::parse(required_str(&p, "level")?)?;

@@ -286,26 +286,15 @@ fn tools_list(
     caller: &Caller,
     standing: Option<(Thresholds, u64, Level)>,
 ) -> Result<Value> {
-    let cursor = match r.params.get("cursor") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(c)) => Some(c.as_str()),
-        Some(_) => {
-            return Err(Error::InvalidParams(
-                "Invalid params: cursor must be a string".into(),
-            ))
-        }
-    };
     let level = standing.map(|(_, _, l)| l);
     let anonymous = caller.user.is_none();
     // Filtered before paging, so every page but the last is full and a cursor (the last name of
     // its page) means the same position whichever tools are left out.
     let visible =
         |t: &Tool| levels::allowed(level, t) && !(anonymous && t.def.keeps_session_state());
-    let (tools, next) = registry.page_where(cursor, cfg.tools_page_size, caller, &visible)?;
-    let mut result = json!({ "tools": tools, "ttlMs": LIST_TTL_MS, "cacheScope": "private" });
-    if let Some(n) = next {
-        result["nextCursor"] = json!(n);
-    }
+    let mut result = registry.tools_list(&r.params, cfg.tools_page_size, caller, &visible)?;
+    result["ttlMs"] = json!(LIST_TTL_MS);
+    result["cacheScope"] = json!("private");
     Ok(result)
 }
 
