@@ -10,8 +10,8 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 use serde::Serialize;
 use serde_json::{json, Value};
-use worker::web_sys::{self, AbortSignal};
 use worker::wasm_bindgen::JsValue;
+use worker::web_sys::{self, AbortSignal};
 use worker::{Env, Method, Request, Response};
 
 use crate::error::{Error, Result};
@@ -115,6 +115,12 @@ pub enum Op {
 }
 
 impl Op {
+    /// What a 2025 client's own request asks.
+    pub const CLIENT: Op = Op::Mcp(Lane {
+        stream_at_once: false,
+        events: None,
+    });
+
     /// The op of a request the Worker built with [`ObjectRequest::session`].
     pub fn of(req: &Request) -> Op {
         let has = |name| header(req, name).is_some();

@@ -4,9 +4,7 @@
 
 use worker::{Env, Method, Request, Response};
 
-use super::{
-    admit, forward, http, over_limit, read_body, serve_one, serve_session_get,
-};
+use super::{admit, forward, http, over_limit, read_body, serve_one, serve_session_get};
 use crate::error::Error;
 use crate::limiter::SESSIONS_BUCKET;
 use crate::random;
@@ -30,12 +28,13 @@ pub async fn serve_create(req: Request, env: Env) -> worker::Result<Response> {
                 Err(refused) => return Ok(refused),
             };
             let sessions = cfg.session_create_limit;
-            if let Some(refused) = over_limit(&env, &req, &caller, SESSIONS_BUCKET, sessions).await? {
+            if let Some(refused) =
+                over_limit(&env, &req, &caller, SESSIONS_BUCKET, sessions).await?
+            {
                 return Ok(refused);
             }
             let id = random::hex(32)?;
-            forward(&env, &id, Op::CreateChat, Method::Post, &req, None, &caller)
-            .await
+            forward(&env, &id, Op::CreateChat, &req, None, &caller).await
         },
     )
     .await
@@ -62,8 +61,7 @@ pub async fn serve_chat(req: Request, env: Env, id: &str) -> worker::Result<Resp
             http::check_content_type(http::header(&req, "content-type").as_deref())?;
             let body = read_body(&mut req, cfg.max_body_bytes).await?;
             http::check_unique_keys(&body)?;
-            forward(&env, id, Op::Chat, Method::Post, &req, Some(body), &caller)
-            .await
+            forward(&env, id, Op::Chat, &req, Some(body), &caller).await
         },
     )
     .await

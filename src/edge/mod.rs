@@ -79,10 +79,8 @@ pub(crate) async fn admit(
 ) -> Result<std::result::Result<Caller, Response>> {
     let caller = auth::authenticate(req, env, cfg).await?;
     let bucket = crate::limiter::REQUESTS_BUCKET;
-    Ok(match over_limit(env, req, &caller, bucket, cfg.request_limit).await? {
-        Some(refused) => Err(refused),
-        None => Ok(caller),
-    })
+    let refused = over_limit(env, req, &caller, bucket, cfg.request_limit).await?;
+    Ok(refused.map_or(Ok(caller), Err))
 }
 
 /// Serves `/mcp`. Never fails: every error becomes its JSON-RPC error response.
@@ -111,14 +109,7 @@ pub async fn serve_confirm(req: Request, env: Env, id: &str) -> worker::Result<R
 /// Serves `GET /sessions/:id/events`: the session's tool events as SSE for dashboards, with the
 /// same token rules as `/mcp` (`session::Session::watch` says who may watch).
 pub async fn serve_events(req: Request, env: Env, id: &str) -> worker::Result<Response> {
-    serve_session_get(
-        req,
-        env,
-        id,
-        "/sessions/<id>/events takes GET",
-        Op::Watch,
-    )
-    .await
+    serve_session_get(req, env, id, "/sessions/<id>/events takes GET", Op::Watch).await
 }
 
 /// Serves a `GET` of something a session's object keeps (its events, its chat): the caller's token
@@ -139,7 +130,7 @@ async fn serve_session_get(
         if !valid_session_id(id) {
             return Err(Error::SessionNotFound);
         }
-        forward(&env, id, op, Method::Get, &req, None, &caller).await
+        forward(&env, id, op, &req, None, &caller).await
     })
     .await
 }
@@ -325,11 +316,11 @@ async fn route(mut req: Request, env: &Env, cfg: &Config) -> Result<Response> {
         Method::Get => {
             http::check_get_accept(header(&req, "accept").as_deref())?;
             let session = session_of(&req)?;
-            forward(env, &session, Op::Mcp(Default::default()), Method::Get, &req, None, &caller).await
+            forward(env, &session, Op::CLIENT, &req, None, &caller).await
         }
         Method::Delete => {
             let session = session_of(&req)?;
-            forward(env, &session, Op::Mcp(Default::default()), Method::Delete, &req, None, &caller).await
+            forward(env, &session, Op::CLIENT, &req, None, &caller).await
         }
         other => Err(Error::MethodNotAllowed(format!(
             "Method Not Allowed: {other:?}; /mcp serves {}",
@@ -382,7 +373,7 @@ async fn post(req: &mut Request, env: &Env, cfg: &Config, caller: &Caller) -> Re
     check_legacy_version(version_header.as_deref())?;
     if has_session {
         let session = session_of(req)?;
-        return forward(env, &session, Op::Mcp(Default::default()), Method::Post, req, Some(body), caller).await;
+        return forward(env, &session, Op::CLIENT, req, Some(body), caller).await;
     }
     // Without a session only initialize is allowed; it creates one under a fresh id.
     match Incoming::parse(&body)? {
@@ -394,16 +385,7 @@ async fn post(req: &mut Request, env: &Env, cfg: &Config, caller: &Caller) -> Re
                 return Ok(refused);
             }
             let session = random::hex(32)?;
-            let resp = forward(
-                env,
-                &session,
-                Op::Create,
-                Method::Post,
-                req,
-                Some(body),
-                caller,
-            )
-            .await?;
+            let resp = forward(env, &session, Op::Create, req, Some(body), caller).await?;
             if resp.status_code() != 200 {
                 return Ok(resp);
             }
@@ -437,14 +419,13 @@ pub(crate) async fn read_body(req: &mut Request, limit: usize) -> Result<String>
     String::from_utf8(buf).map_err(|_| Error::Parse("body is not valid UTF-8".into()))
 }
 
-/// Sends the request on to the session's Durable Object as `op`, keeping the client's abort signal
+/// Sends the request (its method, and `body`) on to the session's Durable Object as `op`, keeping the client's abort signal
 /// so the object notices when the client disconnects. The object gets the verified caller; the
 /// request it receives is built here, so a client cannot supply the internal headers.
 async fn forward(
     env: &Env,
     session: &str,
     op: Op,
-    method: Method,
     req: &Request,
     body: Option<String>,
     caller: &Caller,
@@ -452,7 +433,7 @@ async fn forward(
     let correlation = header(req, "cf-ray").map_or_else(|| random::hex(8), Ok)?;
     let mut to = ObjectRequest::session(session, &op, caller)
         .header(CORRELATION_HEADER, &correlation)
-        .method(method);
+        .method(req.method());
     for name in [
         "content-type",
         "accept",

@@ -185,7 +185,12 @@ impl Progress {
     }
 
     /// The notification to send for `progress`, or `None` when none is due.
-    pub fn notification(&self, progress: f64, total: Option<f64>, message: Option<&str>) -> Option<Value> {
+    pub fn notification(
+        &self,
+        progress: f64,
+        total: Option<f64>,
+        message: Option<&str>,
+    ) -> Option<Value> {
         let token = self.token.as_ref()?;
         if !progress.is_finite() || self.last.get().is_some_and(|l| progress <= l) {
             return None;

@@ -37,10 +37,9 @@ pub fn request(
     let p = params_object(params);
     match method {
         "ping" => Ok(json!({})),
-        "tools/list" => {
-            core.registry
-                .tools_list(&p, core.cfg.tools_page_size, caller, visible)
-        }
+        "tools/list" => core
+            .registry
+            .tools_list(&p, core.cfg.tools_page_size, caller, visible),
         "logging/setLevel" => {
             let level = LogLevel::parse(required_str(&p, "level")?)?;
             core.db.set("log_level", level.as_str())?;

@@ -243,10 +243,7 @@ impl DurableObject for Session {
             Ok(resp) => Ok(resp),
             Err(e) => {
                 if !e.is_public() {
-                    crate::log::error!(
-                        "{}",
-                        json!({ "cid": correlation, "error": e.to_string() })
-                    );
+                    crate::log::error!("{}", json!({ "cid": correlation, "error": e.to_string() }));
                 }
                 Ok(error_response_for(&e, None)?)
             }

@@ -590,12 +590,7 @@ struct Job {
 }
 
 impl Job {
-    fn to<'a>(
-        &'a self,
-        env: &'a Env,
-        lane: Lane,
-        signal: Option<&'a AbortSignal>,
-    ) -> Send<'a> {
+    fn to<'a>(&'a self, env: &'a Env, lane: Lane, signal: Option<&'a AbortSignal>) -> Send<'a> {
         Send {
             env,
             session: &self.session,
@@ -662,11 +657,14 @@ mod tests {
 
     #[test]
     fn calls_address_runs_by_execution_id_or_workflow_session_id() {
-        let registry =
-            crate::registry::Registry::new(crate::tools::catalog(crate::tools::Catalog::Production))
-                .expect("the production registry builds");
+        let registry = crate::registry::Registry::new(crate::tools::catalog(
+            crate::tools::Catalog::Production,
+        ))
+        .expect("the production registry builds");
         let addressed = |name: &str, arguments: &Value| {
-            let state = registry.get(name).map_or(SessionState::None, |t| t.def.state);
+            let state = registry
+                .get(name)
+                .map_or(SessionState::None, |t| t.def.state);
             super::addressed(state, arguments)
         };
         let id = json!({ "execution_id": "exec-1", "session_id": "exec-2" });

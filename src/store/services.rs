@@ -14,7 +14,6 @@ use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
 use worker::{js_sys, Delay, Env, Fetch, Headers, Method, Request, RequestInit};
 
-
 use super::d1;
 use crate::edge::config::Config;
 use crate::error::{Error, Result};
@@ -232,7 +231,10 @@ impl Services {
             tool: tool.to_string(),
             capacity: limit.capacity,
             period_ms: limit.period_ms,
-            backoff: self.registry.get(tool).is_some_and(|t| t.def.progressive_backoff),
+            backoff: self
+                .registry
+                .get(tool)
+                .is_some_and(|t| t.def.progressive_backoff),
         };
         let admission = crate::limiter::send_take(&self.env, caller, &request).await?;
         Ok(Some((limit, admission)))

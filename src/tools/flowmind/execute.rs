@@ -403,10 +403,7 @@ pub fn execute_workflow(
             }
             // Fail open, as rate limits do: the limiter guards capacity, it is not an access rule.
             Err(e) => {
-                crate::log::error!(
-                    "{}",
-                    json!({ "workflow_lease_unavailable": e.to_string() })
-                );
+                crate::log::error!("{}", json!({ "workflow_lease_unavailable": e.to_string() }));
                 None
             }
         };

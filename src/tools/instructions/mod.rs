@@ -9,9 +9,7 @@ use futures::future::LocalBoxFuture;
 use serde_json::{json, Value};
 
 use crate::error::{Error, Result};
-use crate::registry::{
-    Annotations, CachePolicy, SessionState, ToolContext, ToolDef, ToolOutput,
-};
+use crate::registry::{Annotations, CachePolicy, SessionState, ToolContext, ToolDef, ToolOutput};
 
 const TOOLSET: &str = "instructions";
 const MODE_KEY: &str = "mode";
