@@ -1,5 +1,5 @@
 //! The `Confirmation` Durable Object: one per confirmation id, holding one pending write and its
-//! fate, and the `POST /api/confirm/:id` route that decides it.
+//! fate. The Worker's `POST /api/confirm/:id` (`edge::confirm`) brings it the decision.
 //!
 //! A Durable Object runs one request at a time up to its first await, and its SQLite writes are
 //! synchronous, so the state moves from `pending` to `executing` before any other decision can be

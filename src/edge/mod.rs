@@ -1,4 +1,5 @@
-//! The stateless front of `/mcp`: header rules, origin and host checks, body cap, session routing.
+//! The Worker's HTTP front: `/mcp` and the session, chat and confirmation routes. Header rules,
+//! origin and host checks, tokens, request limits, body cap, session routing.
 //!
 //! Everything that can be refused without a session is refused here, before a Durable Object is
 //! touched. What remains is forwarded to the session's object, addressed by `Mcp-Session-Id`.
