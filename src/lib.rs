@@ -16,6 +16,8 @@ pub mod registry;
 pub mod session;
 pub mod stateless;
 pub mod store;
+#[cfg(test)]
+mod testkit;
 pub mod tools;
 
 pub use error::{Error, Result};
