@@ -166,7 +166,10 @@ mod tests {
     fn json_functions_and_fts5_work_as_the_migrations_need() {
         let db = Db::migrated();
         assert_eq!(
-            db.value("SELECT json_extract(?1, '$.a[1]') AS v", &[json!({"a": [1, 2]})]),
+            db.value(
+                "SELECT json_extract(?1, '$.a[1]') AS v",
+                &[json!({"a": [1, 2]})]
+            ),
             json!(2)
         );
         let hits = db.value(
@@ -182,12 +185,21 @@ mod tests {
         let rows = db
             .query(
                 "SELECT ?1 AS t, ?2 AS b, ?3 AS i, ?4 AS r, ?5 AS j, 2.0 AS whole, ?6 AS n",
-                &[json!("x"), json!(true), json!(7), json!(1.5), json!({"k": 1}), Value::Null],
+                &[
+                    json!("x"),
+                    json!(true),
+                    json!(7),
+                    json!(1.5),
+                    json!({"k": 1}),
+                    Value::Null,
+                ],
             )
             .unwrap();
         assert_eq!(
             rows,
-            vec![json!({"t": "x", "b": 1, "i": 7, "r": 1.5, "j": "{\"k\":1}", "whole": 2, "n": null})]
+            vec![
+                json!({"t": "x", "b": 1, "i": 7, "r": 1.5, "j": "{\"k\":1}", "whole": 2, "n": null})
+            ]
         );
         let e = db.query("SELECT nope FROM nowhere", &[]).unwrap_err();
         assert!(matches!(e, Error::Storage(_)), "{e}");
@@ -202,10 +214,7 @@ mod tests {
         assert!(db.batch(&[good.clone(), clash]).is_err());
         assert_eq!(db.value("SELECT COUNT(*) FROM t", &[]), json!(0));
         let out = db
-            .batch(&[
-                good,
-                Statement::new("SELECT k FROM t", vec![]),
-            ])
+            .batch(&[good, Statement::new("SELECT k FROM t", vec![])])
             .unwrap();
         assert_eq!(out, vec![vec![], vec![json!({"k": "a"})]]);
     }
