@@ -112,6 +112,16 @@ impl TestPlatform {
         self
     }
 
+    /// The KV keys that start with `prefix`, in order.
+    pub fn kv_keys(&self, prefix: &str) -> Vec<String> {
+        self.kv
+            .borrow()
+            .keys()
+            .filter(|k| k.starts_with(prefix))
+            .cloned()
+            .collect()
+    }
+
     /// Calls tool `name` as `caller` the way a session's `tools/call` does: a tool the caller's
     /// roles do not allow is unknown to them (`None`); else the executor validates the arguments
     /// against the tool's schema, runs the handler and shapes its result.
