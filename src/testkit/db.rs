@@ -116,17 +116,14 @@ fn run(conn: &Connection, sql: &str, params: &[Value]) -> rusqlite::Result<Vec<V
     Ok(out)
 }
 
-/// A JSON parameter as D1 binds it from a Worker (`store::d1::bind_value`): booleans as 1 and 0,
-/// arrays and objects as their JSON text. D1 receives every number as a JavaScript number; an
-/// integral one is bound here as an integer, which is what a column of integer affinity stores.
+/// A JSON parameter as D1 binds it from a Worker (`store::d1::bind_value`): every number and
+/// boolean reaches D1 as a JavaScript number, which D1 binds as REAL (so `5` written to a TEXT
+/// column is stored as `'5.0'`, as Miniflare's D1 does); arrays and objects as their JSON text.
 fn bind(v: &Value) -> Sql {
     match v {
         Value::Null => Sql::Null,
-        Value::Bool(b) => Sql::Integer(i64::from(*b)),
-        Value::Number(n) => match n.as_i64() {
-            Some(i) => Sql::Integer(i),
-            None => Sql::Real(n.as_f64().unwrap_or(f64::NAN)),
-        },
+        Value::Bool(b) => Sql::Real(if *b { 1.0 } else { 0.0 }),
+        Value::Number(n) => Sql::Real(n.as_f64().unwrap_or(f64::NAN)),
         Value::String(s) => Sql::Text(s.clone()),
         other => Sql::Text(other.to_string()),
     }
@@ -200,6 +197,13 @@ mod tests {
             vec![
                 json!({"t": "x", "b": 1, "i": 7, "r": 1.5, "j": "{\"k\":1}", "whole": 2, "n": null})
             ]
+        );
+        db.exec("CREATE TABLE kinds (t TEXT, i INTEGER)");
+        db.query("INSERT INTO kinds VALUES (?1, ?1)", &[json!(5)]).unwrap();
+        assert_eq!(
+            db.rows("SELECT t, i, typeof(i) AS ti FROM kinds", &[]),
+            vec![json!({"t": "5.0", "i": 5, "ti": "integer"})],
+            "D1 binds numbers as REAL; column affinity decides what is stored"
         );
         let e = db.query("SELECT nope FROM nowhere", &[]).unwrap_err();
         assert!(matches!(e, Error::Storage(_)), "{e}");
