@@ -199,7 +199,8 @@ mod tests {
             ]
         );
         db.exec("CREATE TABLE kinds (t TEXT, i INTEGER)");
-        db.query("INSERT INTO kinds VALUES (?1, ?1)", &[json!(5)]).unwrap();
+        db.query("INSERT INTO kinds VALUES (?1, ?1)", &[json!(5)])
+            .unwrap();
         assert_eq!(
             db.rows("SELECT t, i, typeof(i) AS ti FROM kinds", &[]),
             vec![json!({"t": "5.0", "i": 5, "ti": "integer"})],

@@ -13,6 +13,7 @@ mod db;
 
 mod chains;
 mod epic_tide;
+mod flights;
 mod flowmind;
 mod hr;
 mod templates;
@@ -42,6 +43,9 @@ fn shared_registry() -> &'static Registry {
         Registry::new(tools::catalog(Catalog::Production)).expect("every tool compiles")
     })
 }
+
+/// One progress report: (progress, total, message).
+type Progress = (f64, Option<f64>, Option<String>);
 
 /// Answers a test's outbound HTTP requests.
 type Fetcher = Box<dyn Fn(&Outbound) -> Result<Inbound>>;
@@ -133,7 +137,6 @@ impl TestPlatform {
             result: outcome.result,
             outcome: outcome.outcome,
             logs: ctx.logs.into_inner(),
-            progress: ctx.progress.into_inner(),
         })
     }
 
@@ -159,10 +162,8 @@ pub struct Called {
     pub result: Value,
     /// The executor's outcome label (`ok`, `invalid_arguments`, `tool_error`, …).
     pub outcome: &'static str,
-    /// `notifications/message` the call sent.
+    /// `notifications/message` the call sent, in order.
     pub logs: Vec<(LogLevel, Value)>,
-    /// Progress the call reported: (progress, total, message).
-    pub progress: Vec<(f64, Option<f64>, Option<String>)>,
 }
 
 impl Called {
@@ -367,7 +368,7 @@ pub struct TestCall<'p> {
     /// Log messages sent, in order.
     pub logs: RefCell<Vec<(LogLevel, Value)>>,
     /// Progress reported, in order.
-    pub progress: RefCell<Vec<(f64, Option<f64>, Option<String>)>>,
+    pub progress: RefCell<Vec<Progress>>,
 }
 
 impl<'p> TestCall<'p> {

@@ -43,6 +43,11 @@ fn process_template_renders_a_shipped_template_and_caches_the_result() {
     );
     let cached: Vec<_> = p.kv_keys("template-result:");
     assert_eq!(cached.len(), 1, "{cached:?}");
+    assert!(
+        c.logs.is_empty(),
+        "a result that was cached logs no warning: {:?}",
+        c.logs
+    );
     // The same call again is answered from the cache, with the same text.
     assert_eq!(
         p.call_ok(&Caller::anonymous(), "process_template", args)
