@@ -17,6 +17,8 @@ pub mod registry;
 pub mod session;
 pub mod stateless;
 pub mod store;
+#[cfg(test)]
+mod testkit;
 pub mod tools;
 pub mod wire;
 
