@@ -70,6 +70,9 @@ pub struct Rendered {
 pub enum Piece {
     /// Template text, as written.
     Text(String),
+    /// Text a placeholder took from the template's string literals (`'**' + name + '**'`): the
+    /// author's markup, as template text is.
+    Markup(String),
     /// A placeholder's value; `raw` when the expression ended in the `raw` filter.
     Value {
         /// The value's text.
@@ -85,7 +88,7 @@ impl Rendered {
         self.pieces
             .iter()
             .map(|p| match p {
-                Piece::Text(t) | Piece::Value { text: t, .. } => t.as_str(),
+                Piece::Text(t) | Piece::Markup(t) | Piece::Value { text: t, .. } => t.as_str(),
             })
             .collect()
     }
@@ -218,14 +221,13 @@ impl Template {
                             missing.push(m);
                         }
                     }
-                    Piece::Value {
-                        text: out.text,
-                        raw: out.raw,
-                    }
+                    size += out.text.len();
+                    split_markup(out.text, &out.markup, out.raw, &mut pieces);
+                    continue;
                 }
             };
             size += match &piece {
-                Piece::Text(t) | Piece::Value { text: t, .. } => t.len(),
+                Piece::Text(t) | Piece::Markup(t) | Piece::Value { text: t, .. } => t.len(),
             };
             pieces.push(piece);
         }
@@ -246,6 +248,37 @@ impl Template {
             }
         }
         out
+    }
+}
+
+/// Adds a placeholder's text to `pieces`: the `markup` byte ranges as [`Piece::Markup`], the rest as
+/// values (all of it one value when the placeholder ended in `raw`).
+fn split_markup(
+    text: String,
+    markup: &[std::ops::Range<usize>],
+    raw: bool,
+    pieces: &mut Vec<Piece>,
+) {
+    if raw || markup.is_empty() {
+        pieces.push(Piece::Value { text, raw });
+        return;
+    }
+    let mut at = 0;
+    for r in markup {
+        if r.start > at {
+            pieces.push(Piece::Value {
+                text: text[at..r.start].to_string(),
+                raw: false,
+            });
+        }
+        pieces.push(Piece::Markup(text[r.clone()].to_string()));
+        at = r.end;
+    }
+    if at < text.len() {
+        pieces.push(Piece::Value {
+            text: text[at..].to_string(),
+            raw: false,
+        });
     }
 }
 

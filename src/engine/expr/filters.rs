@@ -20,17 +20,18 @@
 //! renders empty (and is listed as missing).
 //!
 //! Dates: `YYYY-MM-DD`, `YYYY-MM-DDTHH:MM[:SS[.fff]][Z|±HH:MM]` (formatted at the clock time as
-//! written, not converted), `HH:MM[:SS]` for times, or a number of seconds since the Unix epoch (UTC;
+//! written, not converted), `HH:MM[:SS]` or a 12-hour `h:mm AM` for times, or a number of seconds since the Unix epoch (UTC;
 //! numbers of 100000000000 and more are taken as milliseconds). Invalid dates are errors.
 
 use chrono::{Datelike, NaiveDate, NaiveDateTime, NaiveTime, Timelike};
 use serde_json::Value;
 
-use super::eval::{Ctx, Val};
-use super::parser::{Arg, Expr, Filter};
+use super::eval::{Ctx, Mark, Val};
+use super::parser::{Arg, Expr, Filter, Lambda};
 use super::{to_text, ExprError, Pos};
 
-const NAMED: [(&str, usize, usize); 10] = [
+/// The named filters with their least and most arguments.
+pub(super) const NAMED: [(&str, usize, usize); 10] = [
     ("currency", 0, 1),
     ("join", 0, 1),
     ("upper", 0, 0),
@@ -55,7 +56,7 @@ pub(super) fn check(e: &Expr) -> Result<(), ExprError> {
         Expr::Call(t, _, args, _) => {
             check(t)?;
             args.iter().try_for_each(|a| match a {
-                Arg::Value(v) | Arg::Lambda(_, v) => check(v),
+                Arg::Value(v) | Arg::Lambda(Lambda { body: v, .. }) => check(v),
             })
         }
         Expr::Filter(t, f, pos) => {
@@ -125,7 +126,7 @@ impl<'a> Ctx<'a, '_> {
             }
             Filter::Literal(text) => Ok(if is_empty(&v) {
                 self.burn_bytes(text.len(), pos)?;
-                Val::Own(Value::String(text.clone()))
+                Val::Marked(Value::String(text.clone()), Mark::Text(vec![0..text.len()]))
             } else {
                 v
             }),
@@ -134,7 +135,9 @@ impl<'a> Ctx<'a, '_> {
                     if v.is_null() {
                         return Ok(Val::Own(Value::Null));
                     }
-                    let code = match args.first() {
+                    // A code that is missing (`currency(code)` with no `code`) falls back like no
+                    // argument: the missing path is reported, the amount still shows.
+                    let code = match args.first().filter(|a| !a.is_null()) {
                         Some(a) => Some(self.text(a, pos)?),
                         None => self
                             .root
@@ -150,16 +153,14 @@ impl<'a> Ctx<'a, '_> {
                         .map_err(err)
                 }
                 "join" => {
-                    let sep = match args.first() {
-                        Some(a) => self.text(a, pos)?,
-                        None => ", ".into(),
-                    };
-                    Ok(match &*v {
-                        Value::Array(items) => {
-                            Val::Own(Value::String(self.join(items, &sep, pos)?))
-                        }
-                        _ => v,
-                    })
+                    if !v.is_array() {
+                        return Ok(v);
+                    }
+                    let sep = args
+                        .into_iter()
+                        .next()
+                        .unwrap_or_else(|| Val::Own(Value::String(", ".into())));
+                    self.join(&v, &sep, pos)
                 }
                 "upper" => self.text_map(&v, pos, &|s| s.to_uppercase()).map(Val::Own),
                 "lower" => self.text_map(&v, pos, &|s| s.to_lowercase()).map(Val::Own),
@@ -370,16 +371,24 @@ fn parse_when(v: &Value) -> Result<When, String> {
             let s = s.trim();
             let bad = || {
                 format!(
-                    "date: {:?} is not a valid date (use YYYY-MM-DD, an ISO date-time or HH:MM)",
+                    "date: {:?} is not a valid date (use YYYY-MM-DD, an ISO date-time, HH:MM or h:mm AM)",
                     shown(&Value::String(s.to_string()))
                 )
             };
             if let Ok(d) = NaiveDate::parse_from_str(s, "%Y-%m-%d") {
                 return Ok(When::Date(d));
             }
-            if let Some(t) = ["%H:%M:%S", "%H:%M"]
-                .iter()
-                .find_map(|f| NaiveTime::parse_from_str(s, f).ok())
+            if let Some(t) = [
+                "%H:%M:%S",
+                "%H:%M",
+                "%I:%M %p",
+                "%I:%M:%S %p",
+                "%I:%M%p",
+                "%I %p",
+                "%I%p",
+            ]
+            .iter()
+            .find_map(|f| NaiveTime::parse_from_str(s, f).ok())
             {
                 return Ok(When::Time(t));
             }
@@ -405,6 +414,7 @@ fn parse_when(v: &Value) -> Result<When, String> {
                 "%Y-%m-%dT%H:%M",
                 "%Y-%m-%d %H:%M:%S",
                 "%Y-%m-%d %H:%M",
+                "%Y-%m-%d %I:%M %p",
             ]
             .iter()
             .find_map(|f| NaiveDateTime::parse_from_str(local, f).ok())

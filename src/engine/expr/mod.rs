@@ -263,6 +263,9 @@ pub fn compile(src: &str) -> Result<Program, ExprError> {
 pub(crate) struct Printed {
     /// The text ([`to_text`] of the value).
     pub text: String,
+    /// The byte ranges of `text` the template wrote (its string literals), in order: markup, not
+    /// to be escaped. The rest came from the variables.
+    pub markup: Vec<std::ops::Range<usize>>,
     /// The value was `null`.
     pub null: bool,
     /// As [`Evaluated::missing`].
@@ -294,7 +297,8 @@ impl Program {
     }
 
     /// Evaluates against `vars` and prints the value as template text of at most `room` bytes,
-    /// spending from `budget`; the value itself is never copied.
+    /// spending from `budget`, with which of it is the template's markup; the value itself is never
+    /// copied.
     pub(crate) fn print(
         &self,
         vars: &Value,
@@ -302,16 +306,18 @@ impl Program {
         room: usize,
     ) -> Result<Printed, ExprError> {
         let mut ctx = Ctx::new(vars, budget);
-        let (text, null) = ctx
+        let (text, markup, null) = ctx
             .eval(&self.expr)
             .and_then(|v| {
                 let mut text = String::new();
-                ctx.write_text(&v, &mut text, room, Pos { line: 1, col: 1 })?;
-                Ok((text, v.is_null()))
+                let mut markup = Vec::new();
+                ctx.write_marked(&v, &mut text, &mut markup, room, Pos { line: 1, col: 1 })?;
+                Ok((text, markup, v.is_null()))
             })
             .map_err(|e| e.with_source(&self.source))?;
         Ok(Printed {
             text,
+            markup,
             null,
             missing: ctx.into_missing(),
             raw: self.raw(),
