@@ -210,7 +210,7 @@ impl Template {
                             return Err(relocate(
                                 ExprError::at(
                                     Pos { line: 1, col: 1 },
-                                    format!("missing value for {path}: provide it, or render in lenient mode"),
+                                    format!("missing value for {path}: provide it, or render without strict mode (a missing value then renders empty, with a warning)"),
                                 ),
                                 *start,
                             ));
