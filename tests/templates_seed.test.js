@@ -183,7 +183,6 @@ describe("what a JavaScript-minded author writes", () => {
     const cases = [
       ["`Dear ${client.name}`", /template strings \(`…\$\{x\}…`\) are not supported: join text with \+/],
       ["{items.map(i => { return i.name })}", /a function body in braces is not supported: write the value itself/],
-      ["{total.toFixed(2)}", /unknown method \.toFixed\(\) \(for decimals write x\|number\(2\)\)/],
       ["{formatDate(when)}", /unknown function formatDate\(\); the functions are the filters/],
       ["{status = 'ok'}", /a single '=' assigns, which expressions cannot do: compare with ==/],
     ];
@@ -195,5 +194,13 @@ describe("what a JavaScript-minded author writes", () => {
       assert.equal(r.isError, true, body);
       assert.match(textOf(r), expected, body);
     }
+    // Methods are looked up when the template runs: an unknown one fails the render with the fix.
+    const created = await call("create_template", {
+      template_definition: { name: "js-method", title: "Unsupported method", content: "Total: {total.toFixed(2)}", category: "custom", variables_schema: {} },
+    });
+    assert.equal(created.isError, undefined, textOf(created));
+    const r = await process("js-method", { total: 12.5 });
+    assert.equal(r.isError, true);
+    assert.match(textOf(r), /unknown method \.toFixed\(\) \(for decimals write x\|number\(2\)\)/);
   });
 });
