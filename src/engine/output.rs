@@ -61,47 +61,43 @@ pub fn finish(r: &Rendered, format: Format, apply_security: bool) -> String {
         }),
         Format::Markdown => {
             let markup_is_data = apply_security && unsafe_markup(r);
-            r.pieces
-                .iter()
-                .map(|p| match p {
-                    Piece::Text(t) => t.clone(),
-                    Piece::Markup(t) if !markup_is_data => t.clone(),
-                    Piece::Markup(v)
-                    | Piece::Value {
-                        text: v,
-                        raw: false,
-                    } if apply_security => escape_markdown(v),
-                    Piece::Markup(v) | Piece::Value { text: v, .. } => v.clone(),
-                })
-                .collect()
+            let mut out = String::with_capacity(r.as_str().len());
+            for (piece, t) in r.pieces() {
+                match piece {
+                    Piece::Text => out.push_str(t),
+                    Piece::Markup if !markup_is_data => out.push_str(t),
+                    Piece::Markup | Piece::Value { raw: false } if apply_security => {
+                        out.push_str(&escape_markdown(t))
+                    }
+                    Piece::Markup | Piece::Value { .. } => out.push_str(t),
+                }
+            }
+            out
         }
         Format::Html => to_html(r, apply_security),
     }
 }
 
 fn join(r: &Rendered, value: impl Fn(&str, bool) -> String) -> String {
-    r.pieces
-        .iter()
-        .map(|p| match p {
-            Piece::Text(t) | Piece::Markup(t) => t.clone(),
-            Piece::Value { text, raw } => value(text, *raw),
-        })
-        .collect()
+    let mut out = String::with_capacity(r.as_str().len());
+    for (piece, t) in r.pieces() {
+        match piece {
+            Piece::Text | Piece::Markup => out.push_str(t),
+            Piece::Value { raw } => out.push_str(&value(t, raw)),
+        }
+    }
+    out
 }
 
 /// Whether the template's text and literal markup of this render, together, fail the security
 /// check (only worth asking when there is literal markup).
 fn unsafe_markup(r: &Rendered) -> bool {
-    if !r.pieces.iter().any(|p| matches!(p, Piece::Markup(_))) {
+    if !r.pieces().any(|(p, _)| p == Piece::Markup) {
         return false;
     }
     let trusted: String = r
-        .pieces
-        .iter()
-        .filter_map(|p| match p {
-            Piece::Text(t) | Piece::Markup(t) => Some(t.as_str()),
-            Piece::Value { .. } => None,
-        })
+        .pieces()
+        .filter_map(|(p, t)| matches!(p, Piece::Text | Piece::Markup).then_some(t))
         .collect();
     !security_issues(&trusted).is_empty()
 }
@@ -202,15 +198,13 @@ fn fresh_marker(all: &str) -> String {
 }
 
 fn to_html(r: &Rendered, secure: bool) -> String {
-    let all = join(r, |v, _| v.to_string());
-    let marker = fresh_marker(&all);
+    let marker = fresh_marker(r.as_str());
     let mut markdown = String::new();
     let mut values: Vec<&str> = Vec::new();
-    for p in &r.pieces {
+    for (p, text) in r.pieces() {
         match p {
-            Piece::Text(t) | Piece::Markup(t) => markdown.push_str(t),
-            Piece::Value { text, raw: true } => markdown.push_str(text),
-            Piece::Value { text, raw: false } => {
+            Piece::Text | Piece::Markup | Piece::Value { raw: true } => markdown.push_str(text),
+            Piece::Value { raw: false } => {
                 markdown.push_str(&format!("{marker}{}z", values.len()));
                 values.push(text);
             }

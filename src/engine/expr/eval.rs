@@ -44,6 +44,13 @@ pub(super) enum Mark {
     Items(Vec<Mark>),
 }
 
+impl Mark {
+    /// Text whose `len` bytes are all markup.
+    pub(super) fn all(len: usize) -> Mark {
+        Mark::Text(std::iter::once(0..len).collect())
+    }
+}
+
 /// Adds `r` to the markup ranges `spans`, joining it to the last one when they touch.
 fn add_span(spans: &mut Vec<Range<usize>>, r: Range<usize>) {
     if r.is_empty() {
@@ -722,7 +729,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
                         .iter()
                         .map(|a| self.eval(a))
                         .collect::<Result<Vec<_>, _>>()?,
-                    Filter::Literal(_) => Vec::new(),
+                    Filter::Literal(_) | Filter::Date(..) => Vec::new(),
                 };
                 let out = self.apply_filter(filter, v, args, *pos)?;
                 if let Value::String(s) = &*out {
@@ -876,7 +883,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
                 drop(item);
                 let mark = match &r {
                     Val::Marked(_, m) => m.clone(),
-                    Val::Lit(Value::String(s)) => Mark::Text(vec![0..s.len()]),
+                    Val::Lit(Value::String(s)) => Mark::all(s.len()),
                     _ => Mark::Text(Vec::new()),
                 };
                 marked |= mark != Mark::Text(Vec::new());

@@ -129,11 +129,12 @@ pub fn lex(src: &str) -> Result<Vec<(Tok, Pos)>, ExprError> {
             advance(&mut i, &mut line, &mut col, len);
             continue;
         }
-        let rest: String = chars[i..chars.len().min(i + 3)].iter().collect();
+        // Operators are ASCII: one character each byte.
+        let here = &chars[i..];
         match OPS
             .iter()
             .chain(BRACES.iter())
-            .find(|op| rest.starts_with(**op))
+            .find(|op| op.len() <= here.len() && op.chars().zip(here).all(|(a, b)| a == *b))
         {
             Some(op) => {
                 out.push((Tok::Op(op), pos));

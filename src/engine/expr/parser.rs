@@ -65,8 +65,10 @@ pub struct Lambda {
 pub enum Filter {
     /// A named filter with literal-or-expression arguments.
     Named(String, Vec<Expr>),
-    /// A quoted literal: a date format or a fallback text (see `filters::is_date_format`).
+    /// A quoted literal that is not a date format: a fallback text.
     Literal(String),
+    /// A quoted date format (see `filters::is_date_format`), split into its parts once.
+    Date(String, Vec<super::filters::FormatPart>),
 }
 
 struct Parser {
@@ -118,12 +120,15 @@ impl Parser {
         self.toks[self.at].1
     }
 
+    /// Takes the current token and moves on; the last one (the end) stays in place.
     fn next(&mut self) -> (Tok, Pos) {
-        let t = self.toks[self.at].clone();
         if self.at + 1 < self.toks.len() {
             self.at += 1;
+            let (tok, pos) = &mut self.toks[self.at - 1];
+            (std::mem::replace(tok, Tok::End), *pos)
+        } else {
+            self.toks[self.at].clone()
         }
-        t
     }
 
     fn eat(&mut self, op: &str) -> bool {
@@ -166,7 +171,10 @@ impl Parser {
             chain += 1;
             self.next();
             let filter = match self.next() {
-                (Tok::Str(s), _) => Filter::Literal(s),
+                (Tok::Str(s), _) => match super::filters::date_format(&s) {
+                    Some(parts) => Filter::Date(s, parts),
+                    None => Filter::Literal(s),
+                },
                 (Tok::Ident(name), _) => {
                     let mut args = Vec::new();
                     if self.eat("(") && !self.eat(")") {
