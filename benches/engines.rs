@@ -141,7 +141,7 @@ fn templates(c: &mut Criterion) {
     g.bench_function("ours/render", |bench| {
         bench.iter(|| {
             ours.render(black_box(&vars), RenderOptions::default())
-                .map(|r| r.text())
+                .map(|r| r.into_text())
         })
     });
     g.bench_function("minijinja/render", |bench| {
@@ -151,7 +151,7 @@ fn templates(c: &mut Criterion) {
         bench.iter(|| {
             Template::parse(black_box(TRIP))
                 .and_then(|t| t.render(&vars, RenderOptions::default()))
-                .map(|r| r.text())
+                .map(|r| r.into_text())
         })
     });
     g.bench_function("minijinja/parse+render", |bench| {

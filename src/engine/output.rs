@@ -1,6 +1,8 @@
 //! Turning a rendered template into `text`, `markdown` or `html`, and the template security checks.
 //!
-//! Every value is escaped exactly once, for the place it lands in:
+//! Text the template wrote is markup: its text and the string literals its placeholders used
+//! ([`Piece::Markup`]: `'**' + name + '**'` is bold, `'- ' + items.join('\n- ')` a list). Every
+//! value from the variables is escaped exactly once, for the place it lands in:
 //! - `text`: values as they are (with `apply_security`, control characters other than newline and
 //!   tab are removed);
 //! - `markdown`: with `apply_security`, characters that would start Markdown or HTML markup in a
@@ -11,6 +13,12 @@
 //!   With `apply_security`, raw HTML in the template or in `raw` values is shown as text, and links
 //!   or images whose URL uses `javascript:`, `vbscript:` or `data:` become `#`; values that land in a
 //!   URL attribute get the same check.
+//!
+//! Literal markup is checked like template text: in `markdown` with `apply_security`, when the
+//! template's text and literal markup together would fail [`security_issues`] (a `<script>` split
+//! over two literals, `'<scr' + 'ipt>'`, passes the check at creation), the literal markup is
+//! escaped as values are. `html` needs no such check: it shows raw HTML as text and neutralises
+//! dangerous URLs wherever they come from.
 
 use std::collections::HashSet;
 
@@ -51,25 +59,47 @@ pub fn finish(r: &Rendered, format: Format, apply_security: bool) -> String {
                 v.to_string()
             }
         }),
-        Format::Markdown => join(r, |v, raw| {
-            if apply_security && !raw {
-                escape_markdown(v)
-            } else {
-                v.to_string()
+        Format::Markdown => {
+            let markup_is_data = apply_security && unsafe_markup(r);
+            let mut out = String::with_capacity(r.as_str().len());
+            for (piece, t) in r.pieces() {
+                match piece {
+                    Piece::Text => out.push_str(t),
+                    Piece::Markup if !markup_is_data => out.push_str(t),
+                    Piece::Markup | Piece::Value { raw: false } if apply_security => {
+                        out.push_str(&escape_markdown(t))
+                    }
+                    Piece::Markup | Piece::Value { .. } => out.push_str(t),
+                }
             }
-        }),
+            out
+        }
         Format::Html => to_html(r, apply_security),
     }
 }
 
 fn join(r: &Rendered, value: impl Fn(&str, bool) -> String) -> String {
-    r.pieces
-        .iter()
-        .map(|p| match p {
-            Piece::Text(t) => t.clone(),
-            Piece::Value { text, raw } => value(text, *raw),
-        })
-        .collect()
+    let mut out = String::with_capacity(r.as_str().len());
+    for (piece, t) in r.pieces() {
+        match piece {
+            Piece::Text | Piece::Markup => out.push_str(t),
+            Piece::Value { raw } => out.push_str(&value(t, raw)),
+        }
+    }
+    out
+}
+
+/// Whether the template's text and literal markup of this render, together, fail the security
+/// check (only worth asking when there is literal markup).
+fn unsafe_markup(r: &Rendered) -> bool {
+    if !r.pieces().any(|(p, _)| p == Piece::Markup) {
+        return false;
+    }
+    let trusted: String = r
+        .pieces()
+        .filter_map(|(p, t)| matches!(p, Piece::Text | Piece::Markup).then_some(t))
+        .collect();
+    !security_issues(&trusted).is_empty()
 }
 
 fn strip_controls(s: &str) -> String {
@@ -168,15 +198,13 @@ fn fresh_marker(all: &str) -> String {
 }
 
 fn to_html(r: &Rendered, secure: bool) -> String {
-    let all = join(r, |v, _| v.to_string());
-    let marker = fresh_marker(&all);
+    let marker = fresh_marker(r.as_str());
     let mut markdown = String::new();
     let mut values: Vec<&str> = Vec::new();
-    for p in &r.pieces {
+    for (p, text) in r.pieces() {
         match p {
-            Piece::Text(t) => markdown.push_str(t),
-            Piece::Value { text, raw: true } => markdown.push_str(text),
-            Piece::Value { text, raw: false } => {
+            Piece::Text | Piece::Markup | Piece::Value { raw: true } => markdown.push_str(text),
+            Piece::Value { raw: false } => {
                 markdown.push_str(&format!("{marker}{}z", values.len()));
                 values.push(text);
             }
@@ -426,6 +454,49 @@ mod tests {
         // the text: seconds for this input.
         let limit = if cfg!(debug_assertions) { 1_000 } else { 100 };
         assert!(took.as_millis() < limit, "took {took:?}");
+    }
+
+    #[test]
+    fn literal_markup_in_placeholders_is_markup_and_values_are_escaped_once() {
+        let src = "{'**Concierge:** ' + phone + '\\n'}{items ? '- ' + items.join('\\n- ') : ''}\n\n{acts.map(a => '• **' + a.n + '** (' + a.d + ')').join('\\n')}";
+        let vars = json!({
+            "phone": "<script>alert(1)</script>",
+            "items": ["Adapter *2*", "Umbrella"],
+            "acts": [{"n": "Louvre & more", "d": "June 16"}]
+        });
+        assert_eq!(
+            out(src, vars.clone(), Format::Markdown, true),
+            "**Concierge:** \\<script\\>alert(1)\\</script\\>\n- Adapter \\*2\\*\n- Umbrella\n\n• **Louvre \\& more** (June 16)"
+        );
+        assert_eq!(
+            out(src, vars.clone(), Format::Html, true),
+            "<p><strong>Concierge:</strong> &lt;script&gt;alert(1)&lt;/script&gt;</p>\n<ul>\n<li>Adapter *2*</li>\n<li>Umbrella</li>\n</ul>\n<p>• <strong>Louvre &amp; more</strong> (June 16)</p>\n"
+        );
+        assert_eq!(
+            out(src, vars, Format::Text, true),
+            "**Concierge:** <script>alert(1)</script>\n- Adapter *2*\n- Umbrella\n\n• **Louvre & more** (June 16)"
+        );
+    }
+
+    #[test]
+    fn literal_markup_that_would_fail_the_security_check_is_escaped() {
+        let src = "Hi {'<scr' + 'ipt>alert(1)</scr' + 'ipt>'} {'**ok**'}";
+        let md = out(src, json!({}), Format::Markdown, true);
+        assert_eq!(md, "Hi \\<script\\>alert(1)\\</script\\> \\*\\*ok\\*\\*");
+        let h = out(src, json!({}), Format::Html, true);
+        assert!(!h.contains("<script>"), "{h}");
+        let h = out(
+            "{'[x](java' + 'script:alert(1))'}",
+            json!({}),
+            Format::Html,
+            true,
+        );
+        assert!(h.contains("href=\"#\""), "{h}");
+        assert_eq!(
+            out(src, json!({}), Format::Markdown, false),
+            "Hi <script>alert(1)</script> **ok**",
+            "apply_security: false leaves the template as written"
+        );
     }
 
     #[test]

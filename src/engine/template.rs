@@ -56,24 +56,26 @@ pub struct RenderOptions {
     pub limits: Limits,
 }
 
-/// The output of a render.
+/// The output of a render: one text, cut into pieces that say where each part came from.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Rendered {
-    /// The text; each item is one piece, with whether it came from a placeholder and may be escaped.
-    pub pieces: Vec<Piece>,
+    out: String,
+    /// Where each piece of `out` ends, and what it is.
+    ends: Vec<(usize, Piece)>,
     /// Paths that had no value, in order of first use.
     pub missing: Vec<String>,
 }
 
-/// A piece of rendered output.
-#[derive(Debug, Clone, PartialEq)]
+/// What a piece of rendered output is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Piece {
     /// Template text, as written.
-    Text(String),
+    Text,
+    /// Text a placeholder took from the template's string literals (`'**' + name + '**'`): the
+    /// author's markup, as template text is.
+    Markup,
     /// A placeholder's value; `raw` when the expression ended in the `raw` filter.
     Value {
-        /// The value's text.
-        text: String,
         /// Not to be escaped.
         raw: bool,
     },
@@ -82,12 +84,35 @@ pub enum Piece {
 impl Rendered {
     /// The output as plain text (values unescaped).
     pub fn text(&self) -> String {
-        self.pieces
-            .iter()
-            .map(|p| match p {
-                Piece::Text(t) | Piece::Value { text: t, .. } => t.as_str(),
-            })
-            .collect()
+        self.out.clone()
+    }
+
+    /// The output as plain text, without a copy.
+    pub fn into_text(self) -> String {
+        self.out
+    }
+
+    /// The output as plain text, borrowed.
+    pub fn as_str(&self) -> &str {
+        &self.out
+    }
+
+    /// The pieces of the output in order, each with what it is.
+    pub fn pieces(&self) -> impl Iterator<Item = (Piece, &str)> {
+        let mut start = 0;
+        self.ends.iter().map(move |&(end, piece)| {
+            let text = &self.out[start..end];
+            start = end;
+            (piece, text)
+        })
+    }
+
+    /// Marks the output written since the last piece as `piece`.
+    fn cut(&mut self, piece: Piece) {
+        let end = self.out.len();
+        if self.ends.last().map_or(0, |(e, _)| *e) < end {
+            self.ends.push((end, piece));
+        }
     }
 }
 
@@ -172,10 +197,12 @@ impl Template {
     /// it is built.
     pub fn render(&self, vars: &Value, opts: RenderOptions) -> Result<Rendered, ExprError> {
         let mut budget = Budget::new(opts.limits, self.source.len(), vars);
-        let mut pieces = Vec::with_capacity(self.parts.len());
-        let mut missing: Vec<String> = Vec::new();
+        let mut r = Rendered {
+            out: String::with_capacity(self.source.len() + self.source.len() / 2),
+            ends: Vec::with_capacity(self.parts.len()),
+            missing: Vec::new(),
+        };
         let mut seen: HashSet<String> = HashSet::new();
-        let mut size = 0usize;
         let max = opts.limits.max_output;
         for part in &self.parts {
             let relocate = |e: ExprError, start: Pos| {
@@ -183,19 +210,21 @@ impl Template {
                 e.excerpt = None;
                 e.with_source(&self.source)
             };
-            let piece = match part {
+            match part {
                 Part::Text(t, start) => {
-                    if size + t.len() > max {
+                    if r.out.len() + t.len() > max {
                         return Err(relocate(too_large(max), *start));
                     }
                     budget
                         .spend_bytes(t.len(), Pos { line: 1, col: 1 })
                         .map_err(|e| relocate(e, *start))?;
-                    Piece::Text(t.clone())
+                    r.out.push_str(t);
+                    r.cut(Piece::Text);
                 }
                 Part::Slot { program, start } => {
+                    let from = r.out.len();
                     let mut out = program
-                        .print(vars, &mut budget, max - size)
+                        .print(vars, &mut budget, &mut r.out, max)
                         .map_err(|e| relocate(e, *start))?;
                     // Only a placeholder that renders nothing because of missing data counts: a
                     // conditional or a fallback that handled the absence produced a value.
@@ -207,7 +236,7 @@ impl Template {
                             return Err(relocate(
                                 ExprError::at(
                                     Pos { line: 1, col: 1 },
-                                    format!("missing value for {path}: provide it, or render in lenient mode"),
+                                    format!("missing value for {path}: provide it, or render without strict mode (a missing value then renders empty, with a warning)"),
                                 ),
                                 *start,
                             ));
@@ -215,21 +244,31 @@ impl Template {
                     }
                     for m in out.missing {
                         if seen.insert(m.clone()) {
-                            missing.push(m);
+                            r.missing.push(m);
                         }
                     }
-                    Piece::Value {
-                        text: out.text,
-                        raw: out.raw,
+                    if out.raw || out.markup.is_empty() {
+                        r.cut(Piece::Value { raw: out.raw });
+                    } else {
+                        // The markup ranges count from the start of the output; what lies between
+                        // them is the value's data.
+                        let end = r.out.len();
+                        let mut at = from;
+                        for m in &out.markup {
+                            if m.start > at {
+                                r.ends.push((m.start, Piece::Value { raw: false }));
+                            }
+                            r.ends.push((m.end, Piece::Markup));
+                            at = m.end;
+                        }
+                        if at < end {
+                            r.ends.push((end, Piece::Value { raw: false }));
+                        }
                     }
                 }
-            };
-            size += match &piece {
-                Piece::Text(t) | Piece::Value { text: t, .. } => t.len(),
-            };
-            pieces.push(piece);
+            }
         }
-        Ok(Rendered { pieces, missing })
+        Ok(r)
     }
 
     /// Every variable path the placeholders read (for checking against a template's schema).
@@ -356,16 +395,20 @@ mod tests {
     fn values_are_marked_for_escaping_unless_raw() {
         let r = render("{a}{b|raw}", json!({"a": "<i>", "b": "<b>"}));
         assert_eq!(
-            r.pieces,
+            r.pieces().collect::<Vec<_>>(),
             vec![
-                Piece::Value {
-                    text: "<i>".into(),
-                    raw: false
-                },
-                Piece::Value {
-                    text: "<b>".into(),
-                    raw: true
-                }
+                (Piece::Value { raw: false }, "<i>"),
+                (Piece::Value { raw: true }, "<b>")
+            ]
+        );
+        let r = render("x{'**' + a + '**'}", json!({"a": "<i>"}));
+        assert_eq!(
+            r.pieces().collect::<Vec<_>>(),
+            vec![
+                (Piece::Text, "x"),
+                (Piece::Markup, "**"),
+                (Piece::Value { raw: false }, "<i>"),
+                (Piece::Markup, "**")
             ]
         );
     }

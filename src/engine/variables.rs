@@ -2,9 +2,12 @@
 //! keys, the merge of defaults, context and caller variables, and validation with one message per
 //! failing field.
 //!
-//! Merge order, later wins: `default_values` < the schema's `default`s (only where still missing) <
-//! context (`agent`, `session`, `current_date`) < the caller's `variables`. Objects merge key by key;
-//! any other value replaces what was there.
+//! Merge order, later wins: the caller's built-in defaults (`process_template`'s agent: Kim
+//! Henderson, Travel Consultant, Somo Travel) < the template's `default_values` < context (`agent`
+//! from `agent_info`, `session`, `current_date`) < the caller's `variables`; then the schema's
+//! `default`s fill what is still missing. Objects merge key by key; any other value replaces what
+//! was there. So a template that declares `agent.title` signs with it unless the caller says
+//! otherwise.
 
 use std::collections::BTreeMap;
 
@@ -183,14 +186,50 @@ pub fn deep_merge(base: &mut Value, top: &Value) {
     }
 }
 
-/// Builds the variables a template sees (see the module docs for the order).
+/// Merges `value` into `root` at a dotted path: objects key by key, as [`deep_merge`].
+fn merge_at(root: &mut Value, path: &str, value: &Value) {
+    let mut cur = root;
+    for seg in path.split('.') {
+        if !cur.is_object() {
+            *cur = Value::Object(Map::new());
+        }
+        let Value::Object(map) = cur else { return };
+        cur = map.entry(seg.to_string()).or_insert(Value::Null);
+    }
+    if cur.is_null() {
+        *cur = value.clone();
+    } else {
+        deep_merge(cur, value);
+    }
+}
+
+/// Builds the variables a template sees, without built-in defaults (see the module docs for the
+/// order).
 pub fn merge(
     defaults: &Map<String, Value>,
     schema: &Schema,
     context: &Value,
     variables: &Value,
 ) -> Value {
-    let mut out = Value::Object(Map::new());
+    merge_over(
+        Value::Object(Map::new()),
+        defaults,
+        schema,
+        context,
+        variables,
+    )
+}
+
+/// Builds the variables a template sees over `builtins`, the caller's own defaults, which the
+/// template's `default_values` override (see the module docs for the order).
+pub fn merge_over(
+    builtins: Value,
+    defaults: &Map<String, Value>,
+    schema: &Schema,
+    context: &Value,
+    variables: &Value,
+) -> Value {
+    let mut out = builtins;
     // Keys are checked when a template is saved; a row saved before paths were limited could
     // still hold one thousands of parts long, which would nest the variables deeper than the
     // stack can free. Such a default is left out.
@@ -198,7 +237,7 @@ pub fn merge(
         .iter()
         .filter(|(p, _)| p.split('.').count() <= MAX_PATH_PARTS)
     {
-        set_path(&mut out, path, v.clone());
+        merge_at(&mut out, path, v);
     }
     deep_merge(&mut out, context);
     deep_merge(&mut out, variables);
@@ -381,6 +420,32 @@ mod tests {
         assert_eq!(
             merged["client"]["tier"], "standard",
             "schema default fills a missing value"
+        );
+    }
+
+    #[test]
+    fn template_defaults_win_over_builtins_and_lose_to_the_caller() {
+        let builtins = json!({ "agent": { "name": "Kim Henderson", "title": "Travel Consultant", "agency": "Somo Travel" } });
+        let defaults =
+            json!({ "agent.title": "Senior Travel Consultant", "support": { "phone": "1" } });
+        let defaults = defaults.as_object().unwrap();
+        let merged = merge_over(
+            builtins.clone(),
+            defaults,
+            &Schema::new(),
+            &json!({}),
+            &json!({}),
+        );
+        assert_eq!(
+            merged["agent"],
+            json!({ "name": "Kim Henderson", "title": "Senior Travel Consultant", "agency": "Somo Travel" })
+        );
+        assert_eq!(merged["support"], json!({ "phone": "1" }));
+        let context = json!({ "agent": { "title": "Director" } });
+        let merged = merge_over(builtins, defaults, &Schema::new(), &context, &json!({}));
+        assert_eq!(
+            merged["agent"]["title"], "Director",
+            "the caller's agent_info wins"
         );
     }
 

@@ -68,12 +68,19 @@ function server(session: Session): McpServer {
       },
       annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     },
-    async ({ template_name, variables, context_data }) => {
+    async ({ template_name, variables, processing_options, context_data }) => {
       if (template_name !== "trip-confirmation-comprehensive") {
         return { isError: true, content: [{ type: "text", text: `Template '${template_name}' not found. Available templates: trip-confirmation-comprehensive` }] };
       }
-      const text = tripConfirmation(variables, { sessionId: context_data?.session_info?.session_id ?? "", today: new Date() });
-      return { content: [{ type: "text", text }] };
+      const { text, missing } = tripConfirmation(variables, { sessionId: context_data?.session_info?.session_id ?? "", today: new Date() });
+      const out = {
+        fallback_used: false,
+        missing_variables: missing,
+        output_format: processing_options?.output_format ?? "text",
+        text,
+        warnings: missing.map((path) => `missing value for ${path}: rendered empty. Provide it in variables, or set processing_options.strict: true to make a missing value an error`),
+      };
+      return { content: [{ type: "text", text }, { type: "text", text: JSON.stringify(out, null, 2) }], structuredContent: out };
     },
   );
   return s;

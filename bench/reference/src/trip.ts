@@ -40,7 +40,8 @@ function time(v: unknown, fallback = ""): string {
 const money = new Intl.NumberFormat("en-US", { style: "currency", currency: "USD" });
 const currency = (v: unknown): string => (typeof v === "number" ? money.format(v) : str(v));
 
-const AGENT = { name: "Kim Henderson", title: "Travel Consultant", agency: "Somo Travel" };
+/** process_template's built-in agent under the template's own `agent.title` default. */
+const AGENT = { name: "Kim Henderson", title: "Senior Travel Consultant", agency: "Somo Travel" };
 
 /** The stored template's default values (migrations/0003_templates.sql), by dotted path. */
 const DEFAULTS: Record<string, unknown> = {
@@ -60,11 +61,17 @@ function withDefault(vars: Vars, path: string, value: unknown): Vars {
   return { ...vars, [head]: withDefault(obj, rest.join("."), value) };
 }
 
-/** Renders the confirmation; `sessionId` and `today` are what process_template adds. */
-export function tripConfirmation(input: Vars, { sessionId, today }: { sessionId: string; today: Date }): string {
+/** Renders the confirmation; `sessionId` and `today` are what process_template adds. Returns the
+ * text and the paths that had no value, in order of first use. */
+export function tripConfirmation(input: Vars, { sessionId, today }: { sessionId: string; today: Date }): { text: string; missing: string[] } {
   let vars: Vars = { ...input, agent: { ...AGENT, ...((input.agent as Vars) ?? {}) } };
   for (const [path, value] of Object.entries(DEFAULTS)) vars = withDefault(vars, path, value);
-  const v = (path: string) => str(at(vars, path));
+  const missing: string[] = [];
+  const v = (path: string) => {
+    const value = at(vars, path);
+    if (value === undefined && !missing.includes(path)) missing.push(path);
+    return str(value);
+  };
   const n = (path: string) => Number(at(vars, path) ?? 0);
   const children = n("trip.travelers.children");
   const activities = (at(vars, "activities") as Vars[] | undefined) ?? [];
@@ -73,7 +80,7 @@ export function tripConfirmation(input: Vars, { sessionId, today }: { sessionId:
   const occasions = at(vars, "trip.special_occasions") as unknown[] | undefined;
   const vip = v("client.tier") === "vip";
   const iso = today.toISOString().slice(0, 10);
-  return `Subject: Your ${v("trip.destination.city")} Adventure is Confirmed! 🎉
+  const text = `Subject: Your ${v("trip.destination.city")} Adventure is Confirmed! 🎉
 
 Dear ${v("client.name")},
 
@@ -157,5 +164,6 @@ ${v("agent.agency")}
 ${v("agent.contact_signature")}
 
 ---
-*This confirmation was generated on ${date(iso, "long")} | Booking Reference: ${v("booking.reference_number")} | Session: ${sessionId}*`;
+*This confirmation was generated on ${date(iso, "long")} | Booking Reference: ${v("booking.reference_number")} | Session: ${sessionId || v("session.id")}*`;
+  return { text, missing };
 }

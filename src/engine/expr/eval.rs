@@ -4,15 +4,21 @@
 //! it), a value the evaluation built, or a lambda parameter shared with the list it came from. A copy
 //! is made only where a result must own a value, and it is paid for by its size (see the module docs
 //! of [`super`] for the costs).
+//!
+//! **Provenance.** Text the template wrote (string literals, and the parts of `+`, `join` and `map`
+//! results that came from literals) is the author's markup; everything read from the variables is
+//! data. Values built from both carry a [`Mark`] saying which bytes are markup, so the output step
+//! escapes exactly the data. Anything that does not track marks (other filters, methods, copies)
+//! yields data: losing a mark escapes too much, never too little.
 
 use std::collections::HashSet;
 use std::io;
-use std::ops::Deref;
+use std::ops::{Deref, Range};
 use std::rc::Rc;
 
 use serde_json::{Map, Value};
 
-use super::parser::{Arg, Expr, Filter};
+use super::parser::{Arg, Expr, Filter, Lambda};
 use super::{num, truthy, Budget, ExprError, Pos, BYTES_PER_UNIT, BYTES_PER_UNIT_SLOW};
 
 /// A value during evaluation.
@@ -23,6 +29,46 @@ pub(super) enum Val<'a> {
     Own(Value),
     /// An item of a list the evaluation built, while a lambda has it as its parameter.
     Shared(Rc<Value>),
+    /// A literal of the template: markup when printed.
+    Lit(&'a Value),
+    /// Text or a list the evaluation built from literals and data, with which parts are markup.
+    Marked(Value, Mark),
+}
+
+/// Which parts of a built value the template wrote (see the module docs).
+#[derive(Debug, Clone, PartialEq)]
+pub(super) enum Mark {
+    /// Text: the byte ranges that are markup, in order and disjoint.
+    Text(Vec<Range<usize>>),
+    /// A list: the mark of each item.
+    Items(Vec<Mark>),
+}
+
+impl Mark {
+    /// Text whose `len` bytes are all markup.
+    pub(super) fn all(len: usize) -> Mark {
+        Mark::Text(std::iter::once(0..len).collect())
+    }
+}
+
+/// Adds `r` to the markup ranges `spans`, joining it to the last one when they touch.
+fn add_span(spans: &mut Vec<Range<usize>>, r: Range<usize>) {
+    if r.is_empty() {
+        return;
+    }
+    match spans.last_mut() {
+        Some(last) if last.end == r.start => last.end = r.end,
+        _ => spans.push(r),
+    }
+}
+
+/// Text built by the evaluation, marked when some of it is markup.
+fn built_text<'a>(s: String, spans: Vec<Range<usize>>) -> Val<'a> {
+    if spans.is_empty() {
+        Val::Own(Value::String(s))
+    } else {
+        Val::Marked(Value::String(s), Mark::Text(spans))
+    }
 }
 
 impl Deref for Val<'_> {
@@ -30,8 +76,8 @@ impl Deref for Val<'_> {
 
     fn deref(&self) -> &Value {
         match self {
-            Val::Ref(v) => v,
-            Val::Own(v) => v,
+            Val::Ref(v) | Val::Lit(v) => v,
+            Val::Own(v) | Val::Marked(v, _) => v,
             Val::Shared(v) => v,
         }
     }
@@ -112,10 +158,11 @@ pub(super) fn collect_paths(e: &Expr, bound: &mut Vec<String>, out: &mut Paths) 
             for a in args {
                 match a {
                     Arg::Value(v) => collect_paths(v, bound, out),
-                    Arg::Lambda(p, body) => {
-                        bound.push(p.clone());
+                    Arg::Lambda(Lambda { item, index, body }) => {
+                        bound.push(item.clone());
+                        bound.extend(index.clone());
                         collect_paths(body, bound, out);
-                        bound.pop();
+                        bound.truncate(bound.len() - 1 - usize::from(index.is_some()));
                     }
                 }
             }
@@ -244,8 +291,8 @@ impl<'a, 'b> Ctx<'a, 'b> {
     /// An owned value: borrowed and shared values are copied and the copy is charged.
     pub(super) fn own(&mut self, v: Val<'a>, pos: Pos) -> Result<Value, ExprError> {
         match v {
-            Val::Own(v) => Ok(v),
-            Val::Ref(r) => {
+            Val::Own(v) | Val::Marked(v, _) => Ok(v),
+            Val::Ref(r) | Val::Lit(r) => {
                 self.charge_copy(r, pos)?;
                 Ok(r.clone())
             }
@@ -297,6 +344,64 @@ impl<'a, 'b> Ctx<'a, 'b> {
                 Ok(())
             }
             scalar => self.push(out, &super::to_text(scalar), limit, pos),
+        }
+    }
+
+    /// Appends the text of `v` to `out` as [`Ctx::write_text`] does, adding the byte ranges of `out`
+    /// that are markup to `spans`.
+    pub(super) fn write_marked(
+        &mut self,
+        v: &Val<'a>,
+        out: &mut String,
+        spans: &mut Vec<Range<usize>>,
+        limit: usize,
+        pos: Pos,
+    ) -> Result<(), ExprError> {
+        match v {
+            Val::Lit(lit) => {
+                let start = out.len();
+                self.write_text(lit, out, limit, pos)?;
+                add_span(spans, start..out.len());
+                Ok(())
+            }
+            Val::Marked(value, mark) => self.write_with_mark(value, mark, out, spans, limit, pos),
+            other => self.write_text(other, out, limit, pos),
+        }
+    }
+
+    fn write_with_mark(
+        &mut self,
+        v: &Value,
+        mark: &Mark,
+        out: &mut String,
+        spans: &mut Vec<Range<usize>>,
+        limit: usize,
+        pos: Pos,
+    ) -> Result<(), ExprError> {
+        match (v, mark) {
+            (Value::String(s), Mark::Text(ranges)) => {
+                self.burn(pos)?;
+                let start = out.len();
+                self.push(out, s, limit, pos)?;
+                for r in ranges {
+                    add_span(spans, start + r.start..start + r.end);
+                }
+                Ok(())
+            }
+            (Value::Array(items), Mark::Items(marks)) => {
+                self.burn(pos)?;
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        self.push(out, ", ", limit, pos)?;
+                    }
+                    match marks.get(i) {
+                        Some(m) => self.write_with_mark(item, m, out, spans, limit, pos)?,
+                        None => self.write_text(item, out, limit, pos)?,
+                    }
+                }
+                Ok(())
+            }
+            (v, _) => self.write_text(v, out, limit, pos),
         }
     }
 
@@ -412,8 +517,9 @@ impl<'a, 'b> Ctx<'a, 'b> {
         if let Some((_, v)) = self.scope.iter().rev().find(|(n, _)| *n == name) {
             return Ok(Some(match v {
                 Val::Ref(r) => Val::Ref(r),
+                Val::Lit(r) => Val::Lit(r),
                 Val::Shared(rc) => Val::Shared(rc.clone()),
-                Val::Own(v) => {
+                Val::Own(v) | Val::Marked(v, _) => {
                     let v = v.clone();
                     self.charge_copy(&v, pos)?;
                     Val::Own(v)
@@ -449,7 +555,9 @@ impl<'a, 'b> Ctx<'a, 'b> {
     fn field(&mut self, t: Val<'a>, key: &str, pos: Pos) -> Result<Option<Val<'a>>, ExprError> {
         Ok(match t {
             Val::Ref(Value::Object(m)) => m.get(key).map(Val::Ref),
-            Val::Own(Value::Object(mut m)) => m.remove(key).map(Val::Own),
+            Val::Own(Value::Object(mut m)) | Val::Marked(Value::Object(mut m), _) => {
+                m.remove(key).map(Val::Own)
+            }
             Val::Shared(rc) => match rc.as_object().and_then(|m| m.get(key)) {
                 Some(v) => {
                     self.charge_copy(v, pos)?;
@@ -466,6 +574,11 @@ impl<'a, 'b> Ctx<'a, 'b> {
         Ok(match t {
             Val::Ref(Value::Array(a)) => a.get(i).map(Val::Ref),
             Val::Own(Value::Array(mut a)) => a.get_mut(i).map(|v| Val::Own(v.take())),
+            Val::Marked(Value::Array(mut a), Mark::Items(mut marks)) if i < marks.len() => {
+                let v = a.get_mut(i).map(Value::take);
+                v.map(|v| Val::Marked(v, std::mem::replace(&mut marks[i], Mark::Items(Vec::new()))))
+            }
+            Val::Marked(Value::Array(mut a), _) => a.get_mut(i).map(|v| Val::Own(v.take())),
             Val::Shared(rc) => match rc.as_array().and_then(|a| a.get(i)) {
                 Some(v) => {
                     self.charge_copy(v, pos)?;
@@ -498,7 +611,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
         }
         self.burn(self.at)?;
         match e {
-            Expr::Lit(v) => Ok(Val::Ref(v)),
+            Expr::Lit(v) => Ok(Val::Lit(v)),
             Expr::Var(name, pos) => match self.lookup(name, *pos)? {
                 Some(v) => Ok(v),
                 None => {
@@ -573,10 +686,10 @@ impl<'a, 'b> Ctx<'a, 'b> {
             }
             Expr::Logic(op, a, b) => {
                 let left = self.eval(a)?;
-                let take_left = if *op == "&&" {
-                    !truthy(&left)
-                } else {
-                    truthy(&left)
+                let take_left = match *op {
+                    "&&" => !truthy(&left),
+                    "??" => !left.is_null(),
+                    _ => truthy(&left),
                 };
                 if take_left {
                     Ok(left)
@@ -595,6 +708,14 @@ impl<'a, 'b> Ctx<'a, 'b> {
             Expr::Binary(op, a, b, pos) => {
                 let l = self.eval(a)?;
                 let r = self.eval(b)?;
+                if *op == "+" && (l.is_string() || r.is_string()) {
+                    let mut s = String::new();
+                    let mut spans = Vec::new();
+                    let limit = self.budget.max_output();
+                    self.write_marked(&l, &mut s, &mut spans, limit, *pos)?;
+                    self.write_marked(&r, &mut s, &mut spans, limit, *pos)?;
+                    return Ok(built_text(s, spans));
+                }
                 self.binary(op, &l, &r, *pos).map(Val::Own)
             }
             Expr::Call(target, method, args, pos) => {
@@ -608,7 +729,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
                         .iter()
                         .map(|a| self.eval(a))
                         .collect::<Result<Vec<_>, _>>()?,
-                    Filter::Literal(_) => Vec::new(),
+                    Filter::Literal(_) | Filter::Date(..) => Vec::new(),
                 };
                 let out = self.apply_filter(filter, v, args, *pos)?;
                 if let Value::String(s) = &*out {
@@ -623,13 +744,6 @@ impl<'a, 'b> Ctx<'a, 'b> {
         match op {
             "==" => return self.strict_eq(l, r, pos).map(Value::Bool),
             "!=" => return self.strict_eq(l, r, pos).map(|eq| Value::Bool(!eq)),
-            "+" if l.is_string() || r.is_string() => {
-                let mut s = String::new();
-                let limit = self.budget.max_output();
-                self.write_text(l, &mut s, limit, pos)?;
-                self.write_text(r, &mut s, limit, pos)?;
-                return Ok(Value::String(s));
-            }
             "<" | "<=" | ">" | ">=" => {
                 let ord = match (l, r) {
                     (Value::String(a), Value::String(b)) => {
@@ -689,17 +803,12 @@ impl<'a, 'b> Ctx<'a, 'b> {
         Ok(num(n))
     }
 
-    fn lambda(
-        &self,
-        args: &'a [Arg],
-        method: &str,
-        pos: Pos,
-    ) -> Result<(&'a str, &'a Expr), ExprError> {
+    fn lambda(&self, args: &'a [Arg], method: &str, pos: Pos) -> Result<&'a Lambda, ExprError> {
         match args {
-            [Arg::Lambda(p, body)] => Ok((p, body)),
+            [Arg::Lambda(l)] => Ok(l),
             _ => Err(ExprError::at(
                 pos,
-                format!(".{method} takes one function, like .{method}(x => x.name)"),
+                format!(".{method} takes one function, like .{method}(x => x.name) or .{method}((x, i) => i + 1)"),
             )),
         }
     }
@@ -728,19 +837,21 @@ impl<'a, 'b> Ctx<'a, 'b> {
             .collect()
     }
 
-    /// Runs `body` with `param` bound to each item of the list `items`; `keep` decides from the
-    /// item's result what goes into the output: the result (`map`) or the item itself (`filter`).
+    /// Runs the function `f` on each item of the list `items` (and its index); `filter` decides from
+    /// the item's result what goes into the output: the result (`map`, keeping which of its text is
+    /// markup) or the item itself (`filter`).
     fn each(
         &mut self,
         items: Val<'a>,
-        param: &'a str,
-        body: &'a Expr,
+        f: &'a Lambda,
         pos: Pos,
         filter: bool,
-    ) -> Result<Value, ExprError> {
+    ) -> Result<Val<'a>, ExprError> {
         let len = items.as_array().map_or(0, Vec::len);
         self.check_size(len, pos)?;
         let mut out = Vec::new();
+        let mut marks = Vec::new();
+        let mut marked = false;
         // Items of a borrowed list are lent to the lambda; items of a list the evaluation built
         // are moved in and out, so neither is copied to bind the parameter.
         let bound: Box<dyn Iterator<Item = Val<'a>>> = match items {
@@ -750,11 +861,17 @@ impl<'a, 'b> Ctx<'a, 'b> {
                 _ => Box::new(std::iter::empty()),
             },
         };
-        for item in bound {
+        for (i, item) in bound.enumerate() {
             self.burn(pos)?;
-            self.scope.push((param, item));
-            let r = self.eval(body);
+            if let Some(index) = &f.index {
+                self.scope.push((index, Val::Own(Value::from(i))));
+            }
+            self.scope.push((&f.item, item));
+            let r = self.eval(&f.body);
             let item = self.scope.pop().map(|(_, v)| v);
+            if f.index.is_some() {
+                self.scope.pop();
+            }
             let r = r?;
             if filter {
                 let keep = truthy(&r);
@@ -764,28 +881,55 @@ impl<'a, 'b> Ctx<'a, 'b> {
                 }
             } else {
                 drop(item);
+                let mark = match &r {
+                    Val::Marked(_, m) => m.clone(),
+                    Val::Lit(Value::String(s)) => Mark::all(s.len()),
+                    _ => Mark::Text(Vec::new()),
+                };
+                marked |= mark != Mark::Text(Vec::new());
+                marks.push(mark);
                 out.push(self.own(r, pos)?);
             }
         }
-        Ok(Value::Array(out))
+        Ok(if marked {
+            Val::Marked(Value::Array(out), Mark::Items(marks))
+        } else {
+            Val::Own(Value::Array(out))
+        })
     }
 
-    /// Joins the text of each item of `items` with `sep`, capped at the output limit.
+    /// Joins the text of each item of the list `items` with `sep`, capped at the output limit; the
+    /// markup of the items and of the separator stays markup.
     pub(super) fn join(
         &mut self,
-        items: &[Value],
-        sep: &str,
+        items: &Val<'a>,
+        sep: &Val<'a>,
         pos: Pos,
-    ) -> Result<String, ExprError> {
-        let mut s = String::new();
+    ) -> Result<Val<'a>, ExprError> {
         let limit = self.budget.max_output();
-        for (i, item) in items.iter().enumerate() {
+        let mut sep_text = String::new();
+        let mut sep_spans = Vec::new();
+        self.write_marked(sep, &mut sep_text, &mut sep_spans, limit, pos)?;
+        let (list, marks) = match items {
+            Val::Marked(Value::Array(a), Mark::Items(m)) => (a.as_slice(), Some(m)),
+            other => (other.as_array().map_or(&[][..], Vec::as_slice), None),
+        };
+        let mut s = String::new();
+        let mut spans = Vec::new();
+        for (i, item) in list.iter().enumerate() {
             if i > 0 {
-                self.push(&mut s, sep, limit, pos)?;
+                let start = s.len();
+                self.push(&mut s, &sep_text, limit, pos)?;
+                for r in &sep_spans {
+                    add_span(&mut spans, start + r.start..start + r.end);
+                }
             }
-            self.write_text(item, &mut s, limit, pos)?;
+            match marks.and_then(|m| m.get(i)) {
+                Some(m) => self.write_with_mark(item, m, &mut s, &mut spans, limit, pos)?,
+                None => self.write_text(item, &mut s, limit, pos)?,
+            }
         }
-        Ok(s)
+        Ok(built_text(s, spans))
     }
 
     fn call(
@@ -797,16 +941,16 @@ impl<'a, 'b> Ctx<'a, 'b> {
     ) -> Result<Val<'a>, ExprError> {
         match (method, &*target) {
             ("map" | "filter", Value::Array(_)) => {
-                let (p, body) = self.lambda(args, method, pos)?;
-                self.each(target, p, body, pos, method == "filter").map(Val::Own)
+                let f = self.lambda(args, method, pos)?;
+                self.each(target, f, pos, method == "filter")
             }
             ("map" | "filter" | "join", Value::Null) => Ok(Val::Own(Value::Null)),
-            ("join", Value::Array(items)) => {
-                let sep = match self.value_args(args, method, 1, pos)?.first() {
-                    Some(v) => self.text(v, pos)?,
-                    None => ",".into(),
-                };
-                self.join(items, &sep, pos).map(|s| Val::Own(Value::String(s)))
+            ("join", Value::Array(_)) => {
+                let sep = self
+                    .value_args(args, method, 1, pos)?
+                    .pop()
+                    .unwrap_or_else(|| Val::Own(Value::String(",".into())));
+                self.join(&target, &sep, pos)
             }
             ("includes", Value::Array(items)) => {
                 let v = self.value_args(args, method, 1, pos)?;
@@ -855,8 +999,27 @@ impl<'a, 'b> Ctx<'a, 'b> {
             )),
             (m, _) => Err(ExprError::at(
                 pos,
-                format!("unknown method .{m}(); available: map, filter, join, includes, toUpperCase, toLowerCase, trim"),
+                format!(
+                    "unknown method .{m}(){}; available: map, filter, join, includes, toUpperCase, toLowerCase, trim, and the filters after | (docs/templates.md)",
+                    method_hint(m)
+                ),
             )),
         }
+    }
+}
+
+/// What to write instead of a JavaScript method the language does not have.
+fn method_hint(method: &str) -> &'static str {
+    match method {
+        "toFixed" => " (for decimals write x|number(2))",
+        "toLocaleString" => " (for thousands separators write x|number, for money x|currency)",
+        "slice" | "substring" | "substr" => " (to shorten text write x|truncate(n))",
+        "round" | "floor" | "ceil" => " (to round write x|number(0))",
+        "forEach" => " (write list.map(x => …).join(''))",
+        "some" | "find" | "every" => {
+            " (write list.filter(x => …).length > 0, or list.filter(x => …)[0])"
+        }
+        "toString" => " (values print as text already; to join text use +)",
+        _ => "",
     }
 }

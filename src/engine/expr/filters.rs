@@ -20,17 +20,20 @@
 //! renders empty (and is listed as missing).
 //!
 //! Dates: `YYYY-MM-DD`, `YYYY-MM-DDTHH:MM[:SS[.fff]][Z|±HH:MM]` (formatted at the clock time as
-//! written, not converted), `HH:MM[:SS]` for times, or a number of seconds since the Unix epoch (UTC;
+//! written, not converted), `HH:MM[:SS]` or a 12-hour `h:mm AM` for times, or a number of seconds since the Unix epoch (UTC;
 //! numbers of 100000000000 and more are taken as milliseconds). Invalid dates are errors.
+
+use std::fmt::Write as _;
 
 use chrono::{Datelike, NaiveDate, NaiveDateTime, NaiveTime, Timelike};
 use serde_json::Value;
 
-use super::eval::{Ctx, Val};
-use super::parser::{Arg, Expr, Filter};
+use super::eval::{Ctx, Mark, Val};
+use super::parser::{Arg, Expr, Filter, Lambda};
 use super::{to_text, ExprError, Pos};
 
-const NAMED: [(&str, usize, usize); 10] = [
+/// The named filters with their least and most arguments.
+pub(super) const NAMED: [(&str, usize, usize); 10] = [
     ("currency", 0, 1),
     ("join", 0, 1),
     ("upper", 0, 0),
@@ -55,7 +58,7 @@ pub(super) fn check(e: &Expr) -> Result<(), ExprError> {
         Expr::Call(t, _, args, _) => {
             check(t)?;
             args.iter().try_for_each(|a| match a {
-                Arg::Value(v) | Arg::Lambda(_, v) => check(v),
+                Arg::Value(v) | Arg::Lambda(Lambda { body: v, .. }) => check(v),
             })
         }
         Expr::Filter(t, f, pos) => {
@@ -110,7 +113,7 @@ impl<'a> Ctx<'a, '_> {
     ) -> Result<Val<'a>, ExprError> {
         let err = |m: String| ExprError::at(pos, m);
         match f {
-            Filter::Literal(text) if is_date_format(text) => {
+            Filter::Date(text, parts) => {
                 if is_empty(&v) {
                     Ok(Val::Own(Value::Null))
                 } else {
@@ -118,14 +121,14 @@ impl<'a> Ctx<'a, '_> {
                         self.burn_bytes(s.len(), pos)?;
                     }
                     self.burn_bytes(text.len(), pos)?;
-                    format_date(&v, text)
+                    format_date(&v, text, parts)
                         .map(|s| Val::Own(Value::String(s)))
                         .map_err(err)
                 }
             }
             Filter::Literal(text) => Ok(if is_empty(&v) {
                 self.burn_bytes(text.len(), pos)?;
-                Val::Own(Value::String(text.clone()))
+                Val::Marked(Value::String(text.clone()), Mark::all(text.len()))
             } else {
                 v
             }),
@@ -134,7 +137,9 @@ impl<'a> Ctx<'a, '_> {
                     if v.is_null() {
                         return Ok(Val::Own(Value::Null));
                     }
-                    let code = match args.first() {
+                    // A code that is missing (`currency(code)` with no `code`) falls back like no
+                    // argument: the missing path is reported, the amount still shows.
+                    let code = match args.first().filter(|a| !a.is_null()) {
                         Some(a) => Some(self.text(a, pos)?),
                         None => self
                             .root
@@ -150,16 +155,14 @@ impl<'a> Ctx<'a, '_> {
                         .map_err(err)
                 }
                 "join" => {
-                    let sep = match args.first() {
-                        Some(a) => self.text(a, pos)?,
-                        None => ", ".into(),
-                    };
-                    Ok(match &*v {
-                        Value::Array(items) => {
-                            Val::Own(Value::String(self.join(items, &sep, pos)?))
-                        }
-                        _ => v,
-                    })
+                    if !v.is_array() {
+                        return Ok(v);
+                    }
+                    let sep = args
+                        .into_iter()
+                        .next()
+                        .unwrap_or_else(|| Val::Own(Value::String(", ".into())));
+                    self.join(&v, &sep, pos)
                 }
                 "upper" => self.text_map(&v, pos, &|s| s.to_uppercase()).map(Val::Own),
                 "lower" => self.text_map(&v, pos, &|s| s.to_lowercase()).map(Val::Own),
@@ -326,7 +329,10 @@ const TOKENS: [&str; 21] = [
     "mm", "m", "ss", "s", "A", "a",
 ];
 
-fn split_format(fmt: &str) -> Option<Vec<Result<&'static str, char>>> {
+/// A part of a date format: a token (`YYYY`) or a character written as it is.
+pub(super) type FormatPart = Result<&'static str, char>;
+
+fn split_format(fmt: &str) -> Option<Vec<FormatPart>> {
     let mut out = Vec::new();
     let mut rest = fmt;
     while let Some(c) = rest.chars().next() {
@@ -345,7 +351,37 @@ fn split_format(fmt: &str) -> Option<Vec<Result<&'static str, char>>> {
 
 /// Whether a quoted filter literal is a date format (see the module docs).
 pub fn is_date_format(text: &str) -> bool {
-    split_format(text).is_some_and(|parts| parts.iter().any(Result::is_ok))
+    date_format(text).is_some()
+}
+
+/// The parts of a quoted filter literal that is a date format, or `None` for a fallback text.
+pub(super) fn date_format(text: &str) -> Option<Vec<FormatPart>> {
+    split_format(text).filter(|parts| parts.iter().any(Result::is_ok))
+}
+
+/// A number of exactly `digits.len()` ASCII digits.
+fn digits(b: &[u8]) -> Option<u32> {
+    b.iter().try_fold(0u32, |n, &c| {
+        c.is_ascii_digit().then(|| n * 10 + u32::from(c - b'0'))
+    })
+}
+
+/// `YYYY-MM-DD` read by hand: the common case, without chrono's format parser.
+fn iso_date(s: &str) -> Option<NaiveDate> {
+    let b = s.as_bytes();
+    if b.len() != 10 || b[4] != b'-' || b[7] != b'-' {
+        return None;
+    }
+    NaiveDate::from_ymd_opt(digits(&b[..4])? as i32, digits(&b[5..7])?, digits(&b[8..])?)
+}
+
+/// `H:MM` or `HH:MM` read by hand.
+fn clock_time(s: &str) -> Option<NaiveTime> {
+    let (h, m) = s.split_once(':')?;
+    if h.is_empty() || h.len() > 2 || m.len() != 2 {
+        return None;
+    }
+    NaiveTime::from_hms_opt(digits(h.as_bytes())?, digits(m.as_bytes())?, 0)
 }
 
 enum When {
@@ -370,16 +406,30 @@ fn parse_when(v: &Value) -> Result<When, String> {
             let s = s.trim();
             let bad = || {
                 format!(
-                    "date: {:?} is not a valid date (use YYYY-MM-DD, an ISO date-time or HH:MM)",
+                    "date: {:?} is not a valid date (use YYYY-MM-DD, an ISO date-time, HH:MM or h:mm AM)",
                     shown(&Value::String(s.to_string()))
                 )
             };
+            if let Some(d) = iso_date(s) {
+                return Ok(When::Date(d));
+            }
+            if let Some(t) = clock_time(s) {
+                return Ok(When::Time(t));
+            }
             if let Ok(d) = NaiveDate::parse_from_str(s, "%Y-%m-%d") {
                 return Ok(When::Date(d));
             }
-            if let Some(t) = ["%H:%M:%S", "%H:%M"]
-                .iter()
-                .find_map(|f| NaiveTime::parse_from_str(s, f).ok())
+            if let Some(t) = [
+                "%H:%M:%S",
+                "%H:%M",
+                "%I:%M %p",
+                "%I:%M:%S %p",
+                "%I:%M%p",
+                "%I %p",
+                "%I%p",
+            ]
+            .iter()
+            .find_map(|f| NaiveTime::parse_from_str(s, f).ok())
             {
                 return Ok(When::Time(t));
             }
@@ -405,6 +455,7 @@ fn parse_when(v: &Value) -> Result<When, String> {
                 "%Y-%m-%dT%H:%M",
                 "%Y-%m-%d %H:%M:%S",
                 "%Y-%m-%d %H:%M",
+                "%Y-%m-%d %I:%M %p",
             ]
             .iter()
             .find_map(|f| NaiveDateTime::parse_from_str(local, f).ok())
@@ -453,16 +504,16 @@ fn ordinal(n: u32) -> String {
     format!("{n}{suffix}")
 }
 
-fn format_date(v: &Value, fmt: &str) -> Result<String, String> {
+fn format_date(v: &Value, fmt: &str, parts: &[FormatPart]) -> Result<String, String> {
     let when = parse_when(v)?;
     let (date, time) = match when {
         When::Date(d) => (Some(d), None),
         When::Time(t) => (None, Some(t)),
         When::DateTime(dt) => (Some(dt.date()), Some(dt.time())),
     };
-    let mut out = String::new();
-    for part in split_format(fmt).unwrap_or_default() {
-        let tok = match part {
+    let mut out = String::with_capacity(fmt.len() + 8);
+    for part in parts {
+        let tok = match *part {
             Err(c) => {
                 out.push(c);
                 continue;
@@ -482,18 +533,19 @@ fn format_date(v: &Value, fmt: &str) -> Result<String, String> {
             })?;
             let month = MONTHS[d.month0() as usize];
             let day = DAYS[d.weekday().num_days_from_monday() as usize];
-            out += &match tok {
-                "YYYY" => format!("{:04}", d.year()),
-                "YY" => format!("{:02}", d.year().rem_euclid(100)),
-                "MMMM" => month.to_string(),
-                "MMM" => month[..3].to_string(),
-                "MM" => format!("{:02}", d.month()),
-                "M" => d.month().to_string(),
-                "Do" => ordinal(d.day()),
-                "DD" => format!("{:02}", d.day()),
-                "D" => d.day().to_string(),
-                "dddd" => day.to_string(),
-                _ => day[..3].to_string(),
+            // Writing to a String cannot fail.
+            let _ = match tok {
+                "YYYY" => write!(out, "{:04}", d.year()),
+                "YY" => write!(out, "{:02}", d.year().rem_euclid(100)),
+                "MMMM" => out.write_str(month),
+                "MMM" => out.write_str(&month[..3]),
+                "MM" => write!(out, "{:02}", d.month()),
+                "M" => write!(out, "{}", d.month()),
+                "Do" => out.write_str(&ordinal(d.day())),
+                "DD" => write!(out, "{:02}", d.day()),
+                "D" => write!(out, "{}", d.day()),
+                "dddd" => out.write_str(day),
+                _ => out.write_str(&day[..3]),
             };
         } else {
             let t = time.unwrap_or(NaiveTime::MIN);
@@ -501,17 +553,17 @@ fn format_date(v: &Value, fmt: &str) -> Result<String, String> {
                 0 => 12,
                 h => h,
             };
-            out += &match tok {
-                "HH" => format!("{:02}", t.hour()),
-                "H" => t.hour().to_string(),
-                "hh" => format!("{h12:02}"),
-                "h" => h12.to_string(),
-                "mm" => format!("{:02}", t.minute()),
-                "m" => t.minute().to_string(),
-                "ss" => format!("{:02}", t.second()),
-                "s" => t.second().to_string(),
-                "A" => (if t.hour() < 12 { "AM" } else { "PM" }).to_string(),
-                _ => (if t.hour() < 12 { "am" } else { "pm" }).to_string(),
+            let _ = match tok {
+                "HH" => write!(out, "{:02}", t.hour()),
+                "H" => write!(out, "{}", t.hour()),
+                "hh" => write!(out, "{h12:02}"),
+                "h" => write!(out, "{h12}"),
+                "mm" => write!(out, "{:02}", t.minute()),
+                "m" => write!(out, "{}", t.minute()),
+                "ss" => write!(out, "{:02}", t.second()),
+                "s" => write!(out, "{}", t.second()),
+                "A" => out.write_str(if t.hour() < 12 { "AM" } else { "PM" }),
+                _ => out.write_str(if t.hour() < 12 { "am" } else { "pm" }),
             };
         }
     }

@@ -17,11 +17,33 @@ pub enum Tok {
     End,
 }
 
-const OPS: [&str; 27] = [
-    "===", "!==", "==", "!=", "<=", ">=", "&&", "||", "=>", "?.", "<", ">", "!", "+", "-", "*",
-    "/", "%", "?", ":", ".", ",", "(", ")", "[", "]", "|",
+const OPS: [&str; 28] = [
+    "===", "!==", "==", "!=", "<=", ">=", "&&", "||", "=>", "??", "?.", "<", ">", "!", "+", "-",
+    "*", "/", "%", "?", ":", ".", ",", "(", ")", "[", "]", "|",
 ];
 const BRACES: [&str; 2] = ["{", "}"];
+
+/// Characters JavaScript authors reach for that the language does not have, with the fix.
+fn unsupported(c: char) -> Option<&'static str> {
+    Some(match c {
+        '`' => {
+            "template strings (`…${x}…`) are not supported: join text with +, as 'Hello ' + name"
+        }
+        '=' => "a single '=' assigns, which expressions cannot do: compare with == (or ===)",
+        '&' => "'&' is not an operator: write && for 'and'",
+        ';' => "';' is not needed: a placeholder holds one expression",
+        _ => return None,
+    })
+}
+
+/// Whether a token ends a value, so a `.` after it starts a member (`a.0.b`, `f(x).1`) rather than
+/// a number (`.5`).
+fn ends_value(t: Option<&(Tok, Pos)>) -> bool {
+    matches!(
+        t,
+        Some((Tok::Ident(_) | Tok::Str(_) | Tok::Op(")" | "]"), _))
+    )
+}
 
 /// Splits `src` into tokens. Positions are 1-based line and column (in characters).
 pub fn lex(src: &str) -> Result<Vec<(Tok, Pos)>, ExprError> {
@@ -43,6 +65,23 @@ pub fn lex(src: &str) -> Result<Vec<(Tok, Pos)>, ExprError> {
         let c = chars[i];
         let pos = Pos { line, col };
         if c.is_whitespace() {
+            advance(&mut i, &mut line, &mut col, 1);
+            continue;
+        }
+        let member = matches!(out.last(), Some((Tok::Op("." | "?."), _)));
+        if member && c.is_ascii_digit() {
+            // `a.0.b`: after a member dot, digits are a list index, never a fraction.
+            let len = chars[i..].iter().take_while(|c| c.is_ascii_digit()).count();
+            let text: String = chars[i..i + len].iter().collect();
+            let n: f64 = text
+                .parse()
+                .map_err(|_| ExprError::at(pos, format!("{text:?} is not an index")))?;
+            out.push((Tok::Num(n), pos));
+            advance(&mut i, &mut line, &mut col, len);
+            continue;
+        }
+        if c == '.' && ends_value(out.last()) {
+            out.push((Tok::Op("."), pos));
             advance(&mut i, &mut line, &mut col, 1);
             continue;
         }
@@ -90,17 +129,24 @@ pub fn lex(src: &str) -> Result<Vec<(Tok, Pos)>, ExprError> {
             advance(&mut i, &mut line, &mut col, len);
             continue;
         }
-        let rest: String = chars[i..chars.len().min(i + 3)].iter().collect();
+        // Operators are ASCII: one character each byte.
+        let here = &chars[i..];
         match OPS
             .iter()
             .chain(BRACES.iter())
-            .find(|op| rest.starts_with(**op))
+            .find(|op| op.len() <= here.len() && op.chars().zip(here).all(|(a, b)| a == *b))
         {
             Some(op) => {
                 out.push((Tok::Op(op), pos));
                 advance(&mut i, &mut line, &mut col, op.len());
             }
-            None => return Err(ExprError::at(pos, format!("unexpected character {c:?}"))),
+            None => {
+                return Err(ExprError::at(
+                    pos,
+                    unsupported(c)
+                        .map_or_else(|| format!("unexpected character {c:?}"), str::to_string),
+                ))
+            }
         }
     }
     out.push((Tok::End, Pos { line, col }));

@@ -258,11 +258,12 @@ pub fn compile(src: &str) -> Result<Program, ExprError> {
     })
 }
 
-/// A value printed as template text (see [`Program::print`]).
+/// What printing a value as template text found (see [`Program::print`]).
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Printed {
-    /// The text ([`to_text`] of the value).
-    pub text: String,
+    /// The byte ranges of the output the template wrote (its string literals), in order: markup,
+    /// not to be escaped. The rest of what was written came from the variables.
+    pub markup: Vec<std::ops::Range<usize>>,
     /// The value was `null`.
     pub null: bool,
     /// As [`Evaluated::missing`].
@@ -293,25 +294,27 @@ impl Program {
         })
     }
 
-    /// Evaluates against `vars` and prints the value as template text of at most `room` bytes,
-    /// spending from `budget`; the value itself is never copied.
+    /// Evaluates against `vars` and appends the value as template text to `out`, which may grow to
+    /// `limit` bytes, spending from `budget`; says which of it is the template's markup. The value
+    /// itself is never copied.
     pub(crate) fn print(
         &self,
         vars: &Value,
         budget: &mut Budget,
-        room: usize,
+        out: &mut String,
+        limit: usize,
     ) -> Result<Printed, ExprError> {
         let mut ctx = Ctx::new(vars, budget);
-        let (text, null) = ctx
+        let (markup, null) = ctx
             .eval(&self.expr)
             .and_then(|v| {
-                let mut text = String::new();
-                ctx.write_text(&v, &mut text, room, Pos { line: 1, col: 1 })?;
-                Ok((text, v.is_null()))
+                let mut markup = Vec::new();
+                ctx.write_marked(&v, out, &mut markup, limit, Pos { line: 1, col: 1 })?;
+                Ok((markup, v.is_null()))
             })
             .map_err(|e| e.with_source(&self.source))?;
         Ok(Printed {
-            text,
+            markup,
             null,
             missing: ctx.into_missing(),
             raw: self.raw(),

@@ -1,7 +1,9 @@
 //! A precedence-climbing parser from tokens to the expression tree.
 //!
-//! Precedence, loosest first: `|` filters, `?:`, `||`, `&&`, `== !=`, `< <= > >=`, `+ -`, `* / %`,
-//! unary `! -`, then member access, indexing and method calls.
+//! Precedence, loosest first: `|` filters, `?:`, `|| ??`, `&&`, `== !=`, `< <= > >=`, `+ -`,
+//! `* / %`, unary `! -`, then member access, indexing and method calls. Where a filter cannot mean
+//! anything else it binds to the nearest value: in a function body (`a => a.price|currency`), in
+//! the first branch of a conditional (`c ? x|upper : y`) and inside brackets and arguments.
 
 use serde_json::Value;
 
@@ -28,7 +30,7 @@ pub enum Expr {
     Unary(&'static str, Box<Expr>, Pos),
     /// Arithmetic, comparison and equality.
     Binary(&'static str, Box<Expr>, Box<Expr>, Pos),
-    /// `a && b`, `a || b` (short-circuit, value-returning as in JavaScript).
+    /// `a && b`, `a || b`, `a ?? b` (short-circuit, value-returning as in JavaScript).
     Logic(&'static str, Box<Expr>, Box<Expr>),
     /// `c ? a : b`.
     Cond(Box<Expr>, Box<Expr>, Box<Expr>),
@@ -38,13 +40,24 @@ pub enum Expr {
     Filter(Box<Expr>, Filter, Pos),
 }
 
-/// A method argument: an expression or a one-parameter lambda (`x => expr`).
+/// A method argument: an expression or a function (`x => expr`, `(x) => expr`, `(x, i) => expr`).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Arg {
     /// A plain value.
     Value(Expr),
-    /// `param => body`.
-    Lambda(String, Expr),
+    /// `item => body` or `(item, index) => body`.
+    Lambda(Lambda),
+}
+
+/// A function argument of `map` or `filter`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Lambda {
+    /// The name of the item.
+    pub item: String,
+    /// The name of the item's position (0-based), when the function takes two parameters.
+    pub index: Option<String>,
+    /// The value computed for each item.
+    pub body: Expr,
 }
 
 /// What follows a `|`.
@@ -52,8 +65,10 @@ pub enum Arg {
 pub enum Filter {
     /// A named filter with literal-or-expression arguments.
     Named(String, Vec<Expr>),
-    /// A quoted literal: a date format or a fallback text (see `filters::is_date_format`).
+    /// A quoted literal that is not a date format: a fallback text.
     Literal(String),
+    /// A quoted date format (see `filters::is_date_format`), split into its parts once.
+    Date(String, Vec<super::filters::FormatPart>),
 }
 
 struct Parser {
@@ -72,6 +87,10 @@ pub fn parse(toks: Vec<(Tok, Pos)>) -> Result<Expr, ExprError> {
     let e = p.filtered()?;
     match p.peek() {
         Tok::End => Ok(e),
+        Tok::Op("=>") => Err(ExprError::at(
+            p.pos(),
+            "a function (x => …) can only be the argument of .map() or .filter()".into(),
+        )),
         other => Err(ExprError::at(
             p.pos(),
             format!(
@@ -101,12 +120,15 @@ impl Parser {
         self.toks[self.at].1
     }
 
+    /// Takes the current token and moves on; the last one (the end) stays in place.
     fn next(&mut self) -> (Tok, Pos) {
-        let t = self.toks[self.at].clone();
         if self.at + 1 < self.toks.len() {
             self.at += 1;
+            let (tok, pos) = &mut self.toks[self.at - 1];
+            (std::mem::replace(tok, Tok::End), *pos)
+        } else {
+            self.toks[self.at].clone()
         }
-        t
     }
 
     fn eat(&mut self, op: &str) -> bool {
@@ -149,12 +171,15 @@ impl Parser {
             chain += 1;
             self.next();
             let filter = match self.next() {
-                (Tok::Str(s), _) => Filter::Literal(s),
+                (Tok::Str(s), _) => match super::filters::date_format(&s) {
+                    Some(parts) => Filter::Date(s, parts),
+                    None => Filter::Literal(s),
+                },
                 (Tok::Ident(name), _) => {
                     let mut args = Vec::new();
                     if self.eat("(") && !self.eat(")") {
                         loop {
-                            args.push(self.ternary()?);
+                            args.push(self.filtered()?);
                             if self.eat(")") {
                                 break;
                             }
@@ -183,7 +208,8 @@ impl Parser {
         self.enter()?;
         let cond = self.binary(1)?;
         let out = if self.eat("?") {
-            let a = self.ternary()?;
+            // Between `?` and `:` a filter can only mean the branch: `c ? x|upper : y`.
+            let a = self.filtered()?;
             self.expect(":")?;
             let b = self.ternary()?;
             Expr::Cond(Box::new(cond), Box::new(a), Box::new(b))
@@ -199,7 +225,7 @@ impl Parser {
     fn binary(&mut self, min_prec: u8) -> Result<Expr, ExprError> {
         fn prec(op: &str) -> Option<u8> {
             Some(match op {
-                "||" => 1,
+                "||" | "??" => 1,
                 "&&" => 2,
                 "==" | "!=" | "===" | "!==" => 3,
                 "<" | "<=" | ">" | ">=" => 4,
@@ -220,7 +246,7 @@ impl Parser {
             self.next();
             let right = self.binary(p + 1)?;
             left = match op {
-                "||" | "&&" => Expr::Logic(op, Box::new(left), Box::new(right)),
+                "||" | "&&" | "??" => Expr::Logic(op, Box::new(left), Box::new(right)),
                 "===" => Expr::Binary("==", Box::new(left), Box::new(right), pos),
                 "!==" => Expr::Binary("!=", Box::new(left), Box::new(right), pos),
                 _ => Expr::Binary(op, Box::new(left), Box::new(right), pos),
@@ -255,6 +281,11 @@ impl Parser {
             if self.eat(".") || self.eat("?.") {
                 let name = match self.next() {
                     (Tok::Ident(n), _) => n,
+                    // `a.0.b`: a whole number after a dot is a list index, as `a[0].b`.
+                    (Tok::Num(n), p) => {
+                        e = Expr::Index(Box::new(e), Box::new(Expr::Lit(super::num(n))), p);
+                        continue;
+                    }
                     (t, p) => {
                         return Err(ExprError::at(
                             p,
@@ -285,22 +316,88 @@ impl Parser {
             return Ok(args);
         }
         loop {
-            let lambda = match (self.peek(), self.toks.get(self.at + 1)) {
-                (Tok::Ident(param), Some((Tok::Op("=>"), _))) => Some(param.clone()),
-                _ => None,
-            };
-            if let Some(param) = lambda {
-                self.next();
-                self.next();
-                args.push(Arg::Lambda(param, self.ternary()?));
+            if let Some((item, index, len)) = self.lambda_params() {
+                self.at += len;
+                if matches!(self.peek(), Tok::Op("{")) {
+                    return Err(ExprError::at(
+                        self.pos(),
+                        "a function body in braces is not supported: write the value itself, as x => x.name".into(),
+                    ));
+                }
+                let body = self.filtered()?;
+                args.push(Arg::Lambda(Lambda { item, index, body }));
             } else {
-                args.push(Arg::Value(self.ternary()?));
+                args.push(Arg::Value(self.filtered()?));
             }
             if self.eat(")") {
                 return Ok(args);
             }
             self.expect(",")?;
         }
+    }
+
+    /// The parameters of a function starting here (`x =>`, `(x) =>`, `(x, i) =>`) and how many
+    /// tokens they take, `=>` included.
+    fn lambda_params(&self) -> Option<(String, Option<String>, usize)> {
+        let tok = |k: usize| self.toks.get(self.at + k).map(|(t, _)| t);
+        let ident = |k: usize| match tok(k) {
+            Some(Tok::Ident(n)) => Some(n.clone()),
+            _ => None,
+        };
+        let op = |k: usize, o: &str| matches!(tok(k), Some(Tok::Op(x)) if *x == o);
+        if op(1, "=>") {
+            return ident(0).map(|item| (item, None, 2));
+        }
+        if !op(0, "(") {
+            return None;
+        }
+        let item = ident(1)?;
+        if op(2, ")") && op(3, "=>") {
+            return Some((item, None, 4));
+        }
+        if op(2, ",") && op(4, ")") && op(5, "=>") {
+            return Some((item, Some(ident(3)?), 6));
+        }
+        None
+    }
+
+    /// `currency(x)`, `upper(x)`, `join(list, ', ')`: a filter called as a function is the filter
+    /// applied to its first argument. Anything else called by name is an error that says what to
+    /// write instead.
+    fn function(&mut self, name: String, pos: Pos) -> Result<Expr, ExprError> {
+        if !super::filters::NAMED.iter().any(|(n, _, _)| *n == name) {
+            let names: Vec<&str> = super::filters::NAMED.iter().map(|(n, _, _)| *n).collect();
+            return Err(ExprError::at(
+                pos,
+                format!(
+                    "unknown function {name}(); the functions are the filters ({}), and currency(x) means x|currency. Methods are called on a value: list.join(', ')",
+                    names.join(", ")
+                ),
+            ));
+        }
+        self.expect("(")?;
+        let mut args = Vec::new();
+        if !self.eat(")") {
+            loop {
+                args.push(self.filtered()?);
+                if self.eat(")") {
+                    break;
+                }
+                self.expect(",")?;
+            }
+        }
+        if args.is_empty() {
+            return Err(ExprError::at(
+                pos,
+                format!("{name}() needs the value to work on: {name}(x), or x|{name}"),
+            ));
+        }
+        let value = args.remove(0);
+        Ok(Expr::Filter(
+            Box::new(value),
+            Filter::Named(name, args),
+            pos,
+        ))
     }
 
     fn primary(&mut self) -> Result<Expr, ExprError> {
@@ -312,6 +409,20 @@ impl Parser {
                 "true" => Expr::Lit(Value::Bool(true)),
                 "false" => Expr::Lit(Value::Bool(false)),
                 "null" | "undefined" => Expr::Lit(Value::Null),
+                "function" => return Err(ExprError::at(pos, "function expressions are not supported: write x => x.name".into())),
+                "return" => return Err(ExprError::at(pos, "return is not needed: a function's value is its body, as x => x.name".into())),
+                "let" | "const" | "var" | "new" | "typeof" | "this" => {
+                    return Err(ExprError::at(
+                        pos,
+                        format!("{name} is not supported: a placeholder is one expression over the variables"),
+                    ))
+                }
+                _ if matches!(self.peek(), Tok::Op("(")) => {
+                    self.enter()?;
+                    let e = self.function(name, pos);
+                    self.depth -= 1;
+                    return e;
+                }
                 _ => Expr::Var(name, pos),
             }),
             // `{path}` inside an expression is the path itself, as chain conditions write

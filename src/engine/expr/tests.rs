@@ -533,3 +533,147 @@ mod costs {
         assert_eq!(text.left(), limits.fuel + UNITS_PER_INPUT_UNIT * (3 + 100));
     }
 }
+
+fn err(src: &str, vars: Value) -> String {
+    match eval_with(src, vars) {
+        Ok(v) => panic!("{src} gave {v}"),
+        Err(e) => e.to_string(),
+    }
+}
+
+#[test]
+fn javascript_habits_work() {
+    let v = trip();
+    assert_eq!(
+        text("activities.map((a) => a.name).join(', ')", v.clone()),
+        "Louvre, Seine cruise"
+    );
+    assert_eq!(
+        text(
+            "activities.map((a, i) => (i + 1) + '. ' + a.name).join(' ')",
+            v.clone()
+        ),
+        "1. Louvre 2. Seine cruise"
+    );
+    assert_eq!(
+        text(
+            "activities.filter((a, i) => i > 0).map(a => a.name)",
+            v.clone()
+        ),
+        "Seine cruise"
+    );
+    assert_eq!(
+        text(
+            "prices.map(p => p|currency).join(' + ')",
+            json!({"prices": [1200, 30]})
+        ),
+        "$1,200.00 + $30.00"
+    );
+    assert_eq!(
+        text("activities.map(a => a.name|upper).join('/')", v.clone()),
+        "LOUVRE/SEINE CRUISE"
+    );
+    assert_eq!(
+        text("client.tier == 'vip' ? client.name|upper : 'x'", v.clone()),
+        "SARAH JOHNSON"
+    );
+    assert_eq!(
+        text("false ? 'a' : client.tier | upper", v.clone()),
+        "VIP",
+        "a filter after the last branch still applies to the whole conditional"
+    );
+    assert_eq!(text("activities.0.name", v.clone()), "Louvre");
+    assert_eq!(text("activities.1['date']", v.clone()), "June 17");
+    assert_eq!(
+        text("trip.destination.special_items.1", v.clone()),
+        "Umbrella"
+    );
+    assert_eq!(ok("activities.5.name", v.clone()), Value::Null);
+    assert_eq!(ok("1.5 + .5", json!({})), json!(2));
+    assert_eq!(text("nothing ?? 'n/a'", v.clone()), "n/a");
+    assert_eq!(
+        ok("pricing.remaining_balance ?? 5", v.clone()),
+        json!(0),
+        "?? keeps 0, unlike ||"
+    );
+    assert_eq!(
+        text("currency(pricing.final_total)", v.clone()),
+        "$14,750.00"
+    );
+    assert_eq!(
+        text("currency(pricing.final_total, 'EUR')", v.clone()),
+        "€14,750.00"
+    );
+    assert_eq!(
+        text("upper(client.tier) + join(hotel.amenities, '/')", v.clone()),
+        "VIPSpa/Pool/Gym"
+    );
+}
+
+#[test]
+fn a_missing_value_in_a_function_or_filter_argument_does_not_fail() {
+    let v = trip();
+    let r = compile("currency(missingVar)")
+        .unwrap()
+        .eval(&v, Limits::default())
+        .unwrap();
+    assert_eq!(r.value, Value::Null);
+    assert_eq!(r.missing, vec!["missingVar"]);
+    let r = compile("pricing.final_total|currency(code)")
+        .unwrap()
+        .eval(&v, Limits::default())
+        .unwrap();
+    assert_eq!(
+        r.value,
+        json!("$14,750.00"),
+        "a missing code falls back to USD"
+    );
+    assert_eq!(r.missing, vec!["code"]);
+}
+
+#[test]
+fn twelve_hour_times_format() {
+    for (t, want) in [
+        ("9:30 AM", "9:30 AM"),
+        ("09:30 pm", "9:30 PM"),
+        ("12:05 AM", "12:05 AM"),
+        ("5:45PM", "5:45 PM"),
+        ("17:45", "5:45 PM"),
+    ] {
+        assert_eq!(text("t|'h:mm A'", json!({"t": t})), want, "{t}");
+    }
+    assert_eq!(text("t|'HH:mm'", json!({"t": "9:30 PM"})), "21:30");
+    assert!(err("t|'h:mm A'", json!({"t": "13:30 PM"})).contains("not a valid date"));
+}
+
+#[test]
+fn unsupported_habits_name_the_fix() {
+    for (src, expected) in [
+        ("`Hi ${name}`", "template strings"),
+        ("a = 1", "compare with =="),
+        ("a & b", "write &&"),
+        ("items.map(x => { return x })", "function body in braces"),
+        ("items.map(function (x) { return x })", "write x => x.name"),
+        ("x => x", "argument of .map() or .filter()"),
+        (
+            "formatDate(d)",
+            "unknown function formatDate(); the functions are the filters",
+        ),
+        ("n.toFixed(2)", "x|number(2)"),
+        ("Math.round(n)", "x|number(0)"),
+        ("s.slice(0, 3)", "truncate(n)"),
+        ("currency()", "currency(x), or x|currency"),
+    ] {
+        let e = match compile(src) {
+            Err(e) => e.to_string(),
+            Ok(p) => p
+                .eval(
+                    &json!({"n": 1.5, "s": "abc", "Math": {}}),
+                    Limits::default(),
+                )
+                .map(|v| format!("no error: {:?}", v.value))
+                .unwrap_or_else(|e| e.to_string()),
+        };
+        assert!(e.contains(expected), "{src}: {e}");
+    }
+}

@@ -36,13 +36,19 @@ thread_local! {
     static COMPILED: RefCell<HashMap<(i64, i64), Rc<Template>>> = RefCell::new(HashMap::new());
 }
 
-/// The context a template sees besides its variables: `agent`, `session`, `current_date`.
+/// The agent every template sees unless its own `default_values` or the caller's `agent_info` say
+/// otherwise (seed 000's `agent_info` defaults).
+fn builtins() -> Value {
+    json!({ "agent": { "name": "Kim Henderson", "title": "Travel Consultant", "agency": "Somo Travel" } })
+}
+
+/// The context a template sees besides its variables: `agent` (from `agent_info`), `session`,
+/// `current_date`.
 fn context(context_data: &Value) -> Value {
-    let mut agent =
-        json!({ "name": "Kim Henderson", "title": "Travel Consultant", "agency": "Somo Travel" });
-    if let Some(info) = context_data.get("agent_info") {
-        variables::deep_merge(&mut agent, info);
-    }
+    let agent = context_data
+        .get("agent_info")
+        .cloned()
+        .unwrap_or_else(|| json!({}));
     let mut session = context_data
         .get("session_info")
         .cloned()
@@ -168,7 +174,8 @@ fn create_template(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Res
         if opt_bool(&opts, "test_compilation", true) {
             if let Some(example) = examples.first() {
                 let template = template.as_ref().map_err(Clone::clone)?;
-                let vars = variables::merge(
+                let vars = variables::merge_over(
+                    builtins(),
                     &defaults,
                     &schema,
                     &context(&json!({})),
@@ -327,10 +334,12 @@ fn compiled(row: &Value, use_cache: bool) -> Result<(Rc<Template>, bool)> {
     Ok((t, false))
 }
 
-fn cache_key(row: &Value, vars: &Value, format: &str, secure: bool) -> String {
+fn cache_key(row: &Value, vars: &Value, format: &str, secure: bool, strict: bool) -> String {
     let mut h = Sha256::new();
+    // "answer" marks entries holding the whole structured answer (text and warnings), not the
+    // text alone as entries written before.
     h.update(format!(
-        "{}\n{}\n{format}\n{secure}\n",
+        "answer\n{}\n{}\n{format}\n{secure}\n{strict}\n",
         row["id"], row["revision"]
     ));
     h.update(vars.to_string());
@@ -377,9 +386,11 @@ impl Stored {
         })
     }
 
-    /// The variables the template sees: defaults < context < `variables` (see `engine::variables`).
+    /// The variables the template sees: built-in agent < the template's defaults < context <
+    /// `variables` (see `engine::variables`).
     pub fn variables(&self, context_data: &Value, variables: &Value) -> Value {
-        variables::merge(
+        variables::merge_over(
+            builtins(),
             &self.defaults,
             &self.schema,
             &context(context_data),
@@ -411,7 +422,26 @@ impl Stored {
     }
 }
 
-async fn process(ctx: &dyn ToolContext, args: &Value) -> Result<String> {
+/// The warning for each path a lenient render printed as nothing.
+fn missing_warnings(missing: &[String]) -> Vec<String> {
+    missing
+        .iter()
+        .map(|path| format!("missing value for {path}: rendered empty. Provide it in variables, or set processing_options.strict: true to make a missing value an error"))
+        .collect()
+}
+
+/// `process_template`'s answer: the text, with what the caller should know about it.
+fn answer(text: String, format: &str, missing: &[String], fallback: bool) -> Value {
+    json!({
+        "text": text,
+        "output_format": format,
+        "missing_variables": missing,
+        "warnings": missing_warnings(missing),
+        "fallback_used": fallback,
+    })
+}
+
+async fn process(ctx: &dyn ToolContext, args: &Value) -> Result<Value> {
     let name = args["template_name"].as_str().unwrap_or_default();
     let opts = args
         .get("processing_options")
@@ -425,6 +455,7 @@ async fn process(ctx: &dyn ToolContext, args: &Value) -> Result<String> {
     let secure = opt_bool(&opts, "apply_security", true);
     let use_cache = opt_bool(&opts, "use_cache", true);
     let with_metadata = opt_bool(&opts, "include_metadata", false);
+    let strict = opt_bool(&opts, "strict", false);
 
     let stored = Stored::load(ctx, name).await?;
     let row = &stored.row;
@@ -433,16 +464,24 @@ async fn process(ctx: &dyn ToolContext, args: &Value) -> Result<String> {
         stored.validate(&vars)?;
     }
 
-    let key = cache_key(row, &vars, format_name, secure);
+    let key = cache_key(row, &vars, format_name, secure, strict);
     if use_cache && !with_metadata {
         if let Ok(Some(hit)) = ctx.cache_get(&key).await {
-            return Ok(hit);
+            if let Ok(answer @ Value::Object(_)) = serde_json::from_str::<Value>(&hit) {
+                return Ok(answer);
+            }
         }
     }
     let started = clock::now_ms();
     let (template, reused) = compiled(row, use_cache)?;
     let rendered = template
-        .render(&vars, RenderOptions::default())
+        .render(
+            &vars,
+            RenderOptions {
+                strict,
+                ..Default::default()
+            },
+        )
         .map_err(|e| Error::ToolFailed(format!("Template processing failed: {e}")))?;
     let mut text = output::finish(&rendered, format, secure);
     let elapsed = clock::now_ms() - started;
@@ -472,32 +511,56 @@ async fn process(ctx: &dyn ToolContext, args: &Value) -> Result<String> {
                 rendered.missing.join(", ")
             ));
         }
-    } else if use_cache {
-        if let Err(e) = ctx.cache_put(&key, &text, RESULT_TTL_SECS).await {
+        return Ok(answer(text, format_name, &rendered.missing, false));
+    }
+    let answer = answer(text, format_name, &rendered.missing, false);
+    if use_cache {
+        if let Err(e) = ctx
+            .cache_put(&key, &answer.to_string(), RESULT_TTL_SECS)
+            .await
+        {
             ctx.log(
                 crate::mcp::logging::LogLevel::Warning,
                 json!(format!("result not cached: {e}")),
             );
         }
     }
-    Ok(text)
+    Ok(answer)
 }
 
 fn process_template(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
     Box::pin(async move {
-        let text = match process(ctx, &args).await {
-            Ok(text) => text,
-            Err(e) => match args.pointer("/processing_options/fallback_content").and_then(Value::as_str) {
-                Some(fallback) => format!(
-                    "Template processing failed, using fallback content:\n\n{fallback}\n\n**Error:** {}",
-                    e.public_message()
-                ),
+        let value = match process(ctx, &args).await {
+            Ok(value) => value,
+            Err(e) => match args
+                .pointer("/processing_options/fallback_content")
+                .and_then(Value::as_str)
+            {
+                Some(fallback) => {
+                    let format = args
+                        .pointer("/processing_options/output_format")
+                        .and_then(Value::as_str)
+                        .unwrap_or("text");
+                    let mut value = answer(
+                        format!(
+                            "Template processing failed, using fallback content:\n\n{fallback}\n\n**Error:** {}",
+                            e.public_message()
+                        ),
+                        format,
+                        &[],
+                        true,
+                    );
+                    value["warnings"] = json!([format!(
+                        "the template failed and fallback_content was used: {}",
+                        e.public_message()
+                    )]);
+                    value
+                }
                 None => return Err(e),
             },
         };
-        Ok(ToolOutput::Content(vec![
-            json!({ "type": "text", "text": text }),
-        ]))
+        let summary = value["text"].as_str().unwrap_or_default().to_string();
+        Ok(ToolOutput::Described { value, summary })
     })
 }
 
@@ -519,9 +582,10 @@ pub static TOOLS: &[ToolDef] = &[
         toolset: TOOLSET,
         name: "process_template",
         title: "Process template",
-        description: "Render a stored template with variables into text, markdown or html. Variables are validated against the template's schema; agent_info and session_info are available as agent and session, plus current_date. Values are escaped for the output format.",
+        description: "Render a stored template with variables into text, markdown or html. Variables are validated against the template's schema; agent_info and session_info are available as agent and session (over the template's own agent defaults), plus current_date. The template's markup renders as markup; values are escaped for the output format. A missing value renders empty and is listed in warnings, or fails the call with processing_options.strict.",
         annotations: Annotations { read_only: false, destructive: false, idempotent: true, open_world: false },
         input_schema: include_str!("../../../schema/templates/process_template.input.json"),
+        output_schema: Some(include_str!("../../../schema/templates/process_template.output.json")),
         timeout_ms: 15_000,
         roles: &[],
         handler: process_template,
