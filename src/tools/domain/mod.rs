@@ -154,7 +154,8 @@ fn no_cursor_key() -> Reply {
 }
 
 /// Builds the page answer of a keyset list: `rows` holds up to `limit + 1` rows (the extra one
-/// only tells that there is more); `key` gives a row's sort key values for the next cursor.
+/// only tells that there is more); `key` gives a row's sort key values for the next cursor;
+/// `hint` says how to get the next page and `refine` names the filters that narrow the list.
 pub fn page_of(
     ctx: &dyn ToolContext,
     tool: &str,
@@ -163,6 +164,7 @@ pub fn page_of(
     limit: u64,
     key: impl Fn(&Value) -> Value,
     hint: &str,
+    refine: &'static str,
 ) -> Result<(Vec<Value>, Page), Reply> {
     let more = rows.len() as u64 > limit;
     rows.truncate(limit as usize);
@@ -174,6 +176,7 @@ pub fn page_of(
         returned: rows.len(),
         hint: next_cursor.as_ref().map(|_| hint.to_string()),
         next_cursor,
+        refine,
     };
     Ok((rows, page))
 }

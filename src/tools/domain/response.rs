@@ -65,11 +65,23 @@ pub struct Page {
     pub returned: usize,
     /// The cursor of the next page, when there is one.
     pub next_cursor: Option<String>,
-    /// What to tell the user about the rest.
+    /// How to get the next page, when there is one.
     pub hint: Option<String>,
+    /// The filters that narrow this list, named in the truncation warning (seed §5.3).
+    pub refine: &'static str,
 }
 
 impl Page {
+    /// The seed's truncation warning (§5.3, "Truncation Warning Pattern"): the page is not all of
+    /// the answer, so the model should say so and ask the user to narrow the question.
+    pub fn warning(&self) -> String {
+        let n = self.returned;
+        format!(
+            "TRUNCATION WARNING: Only {n} of {n}+ records returned. Results are incomplete. Ask user to refine query by specifying: {}.",
+            self.refine
+        )
+    }
+
     fn to_json(&self) -> Value {
         let more = self.next_cursor.is_some();
         let estimate = if more {
@@ -89,7 +101,9 @@ impl Page {
         }
         if let Some(h) = &self.hint {
             m["hint"] = json!(h);
-            m["warning"] = json!(h);
+        }
+        if more {
+            m["warning"] = json!(self.warning());
         }
         m
     }
@@ -115,6 +129,8 @@ pub enum Reply {
         message: String,
         /// What the model should do next.
         suggested_action: Option<String>,
+        /// More fields of the answer (the candidates of an ambiguous name).
+        details: Option<Value>,
     },
     /// An answer already in the union's JSON form (a decision relayed from the confirmation
     /// store).
@@ -137,6 +153,25 @@ impl Reply {
             code,
             message: message.into(),
             suggested_action: Some(action.into()),
+            details: None,
+        }
+    }
+
+    /// This failure with more fields in its JSON (`details` is an object; the union's fields win).
+    pub fn with_details(self, extra: Value) -> Reply {
+        match self {
+            Reply::Failure {
+                code,
+                message,
+                suggested_action,
+                ..
+            } => Reply::Failure {
+                code,
+                message,
+                suggested_action,
+                details: Some(extra),
+            },
+            other => other,
         }
     }
 
@@ -176,10 +211,18 @@ impl Reply {
                 code,
                 message,
                 suggested_action,
+                details,
             } => {
                 let mut v = json!({ "status": "error", "code": code.as_str(), "message": message });
                 if let Some(a) = suggested_action {
                     v["suggestedAction"] = json!(a);
+                }
+                if let (Some(m), Some(extra)) =
+                    (v.as_object_mut(), details.as_ref().and_then(Value::as_object))
+                {
+                    for (k, x) in extra {
+                        m.entry(k.clone()).or_insert_with(|| x.clone());
+                    }
                 }
                 v
             }
@@ -200,16 +243,15 @@ impl Reply {
     /// The readable line shown before the JSON.
     pub fn summary(&self) -> String {
         match self {
-            Reply::Success { summary, page, .. } => {
-                match page.as_ref().and_then(|p| p.hint.as_ref()) {
-                    Some(h) => format!("{summary} {h}"),
-                    None => summary.clone(),
-                }
-            }
+            Reply::Success { summary, page, .. } => match page {
+                Some(p @ Page { hint: Some(h), .. }) => format!("{summary} {} {h}", p.warning()),
+                _ => summary.clone(),
+            },
             Reply::Failure {
                 code,
                 message,
                 suggested_action,
+                ..
             } => match suggested_action {
                 Some(a) => format!("{}: {message} {a}", code.as_str()),
                 None => format!("{}: {message}", code.as_str()),

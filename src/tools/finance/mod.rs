@@ -173,7 +173,8 @@ fn list_budgets(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result
             rows,
             limit,
             |r| json!([r["fiscal_year"], r["department"], r["id"]]),
-            "More budgets are available: call list_budgets again with metadata.nextCursor as cursor, or filter by year or status.",
+            "To see more budgets, call list_budgets again with metadata.nextCursor as cursor.",
+            "year or status",
         )?;
         let data: Vec<Value> = rows.iter().map(budget).collect();
         Ok(Reply::Success {
@@ -229,7 +230,8 @@ fn list_invoices(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Resul
             rows,
             limit,
             |r| json!([r["invoice_date"], r["id"]]),
-            "More invoices are available: call list_invoices again with metadata.nextCursor as cursor, or narrow the list with status, vendor or department.",
+            "To see more invoices, call list_invoices again with metadata.nextCursor as cursor.",
+            "status, vendor or department",
         )?;
         let data: Vec<Value> = rows
             .iter()

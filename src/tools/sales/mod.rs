@@ -185,7 +185,8 @@ fn list_deals(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<T
             rows,
             limit,
             |r| json!([r["expected_close_date"], r["id"]]),
-            "More deals are available: call list_deals again with metadata.nextCursor as cursor, or narrow the list with stage, owner, min_value or the closing dates.",
+            "To see more deals, call list_deals again with metadata.nextCursor as cursor.",
+            "stage, owner, min_value or the closing dates",
         )?;
         let data: Vec<Value> = rows
             .iter()

@@ -166,7 +166,8 @@ fn search_tickets(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Resu
             rows,
             limit,
             |r| json!([r["score"], r["ticket_no"]]),
-            "More tickets match: call search_tickets again with metadata.nextCursor as cursor, or narrow the search with more words, status, priority or customer_id.",
+            "To see more tickets, call search_tickets again with metadata.nextCursor as cursor.",
+            "more words, status, priority or customer_id",
         )?;
         let data: Vec<Value> = rows.iter().map(|r| ticket(r, &caller)).collect();
         Ok(Reply::Success {
@@ -294,7 +295,8 @@ fn search_knowledge_base(
             rows,
             limit,
             |r| json!([r["score"], r["article_no"]]),
-            "More articles match: call search_knowledge_base again with metadata.nextCursor as cursor, or add words or a category.",
+            "To see more articles, call search_knowledge_base again with metadata.nextCursor as cursor.",
+            "more words or a category",
         )?;
         let data: Vec<Value> = rows.iter().map(article).collect();
         Ok(Reply::Success {
