@@ -139,6 +139,8 @@ pub enum Reply {
     Pending {
         /// The confirmation's id.
         confirmation_id: String,
+        /// The page where the user approves or denies it in a browser.
+        approve_url: String,
         /// Exactly what will change.
         message: String,
         /// Action, target, user id, timestamp.
@@ -229,6 +231,7 @@ impl Reply {
             Reply::Relayed(v) => v.clone(),
             Reply::Pending {
                 confirmation_id,
+                approve_url,
                 message,
                 confirmation_data,
             } => json!({
@@ -236,6 +239,7 @@ impl Reply {
                 "confirmationId": confirmation_id,
                 "message": message,
                 "confirmationData": confirmation_data,
+                "approveUrl": approve_url,
             }),
         }
     }
@@ -256,8 +260,12 @@ impl Reply {
                 Some(a) => format!("{}: {message} {a}", code.as_str()),
                 None => format!("{}: {message}", code.as_str()),
             },
-            Reply::Pending { message, .. } => format!(
-                "Waiting for the user's confirmation (5 minutes; POST /api/confirm/<confirmationId> with {{\"approved\": true}} and their token): {message}"
+            Reply::Pending {
+                message,
+                approve_url,
+                ..
+            } => format!(
+                "Waiting for the user's confirmation (5 minutes): they approve or deny it at {approve_url} (or POST /api/confirm/<confirmationId> with {{\"approved\": true}} and their token); get_confirmation tells whether they did. {message}"
             ),
             Reply::Relayed(v) => match (v["status"].as_str(), v["message"].as_str(), v.pointer("/data/message").and_then(Value::as_str)) {
                 (_, _, Some(m)) => m.to_string(),
