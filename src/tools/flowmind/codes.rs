@@ -24,8 +24,6 @@ pub const WORKFLOW_NOT_FOUND: &str = "WORKFLOW_NOT_FOUND";
 pub const NOT_EXECUTABLE: &str = "NOT_EXECUTABLE";
 /// `execute_workflow` without a required variable of the workflow.
 pub const MISSING_VARIABLES: &str = "MISSING_VARIABLES";
-/// A workflow with more steps than `constraints.max_steps`.
-pub const MAX_STEPS_EXCEEDED: &str = "MAX_STEPS_EXCEEDED";
 /// `constraints.require_approval_for` entries that are neither actions nor steps.
 pub const INVALID_CONSTRAINTS: &str = "INVALID_CONSTRAINTS";
 /// `confidence_override` without a `confidence_level` to compare.
@@ -50,7 +48,7 @@ pub const INVALID_COMPOSITION: &str = "INVALID_COMPOSITION";
 pub const NAME_TAKEN: &str = "NAME_TAKEN";
 
 /// Every code a FlowMind tool can answer with.
-pub const ALL: [&str; 22] = [
+pub const ALL: [&str; 21] = [
     INVALID_INPUT,
     MISSING_QUERY,
     QUERY_TOO_BRIEF,
@@ -61,7 +59,6 @@ pub const ALL: [&str; 22] = [
     WORKFLOW_NOT_FOUND,
     NOT_EXECUTABLE,
     MISSING_VARIABLES,
-    MAX_STEPS_EXCEEDED,
     INVALID_CONSTRAINTS,
     CONFIDENCE_LEVEL_NEEDED,
     AUTONOMOUS_UNAVAILABLE,
