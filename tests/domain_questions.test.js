@@ -39,10 +39,9 @@ describe("HR: me, and employees by name", () => {
       assert.equal(r.employee_id, await idOf("Frank Davis"), name);
       assert.equal(r.email, "frank.davis@tamshai.com");
     }
-    const [only] = await all("SELECT first_name || ' ' || last_name AS name FROM hr_employees WHERE last_name = 'Van der Berg'");
-    const partial = await all("SELECT id FROM hr_employees WHERE (first_name || ' ' || last_name) LIKE '%der Ber%'");
-    assert.equal(partial.length, 1, "the sample data has one Van der Berg");
-    assert.equal((await s.data("get_employee", { name: "der Ber" })).data.employee_id, partial[0].id, only.name);
+    const partial = await all("SELECT id FROM hr_employees WHERE (first_name || ' ' || last_name) LIKE '%rank Davi%'");
+    assert.equal(partial.length, 1, "one name contains 'rank Davi'");
+    assert.equal((await s.data("get_employee", { name: "rank Davi" })).data.employee_id, partial[0].id);
   });
 
   test("an ambiguous name answers with candidates to choose from", async () => {
