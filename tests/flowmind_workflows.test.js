@@ -331,14 +331,19 @@ describe("constraints and refusals", () => {
     await c.callTool({ name: "cancel_chain", arguments: { execution_id: s.result.session_id } });
   });
 
-  test("unknown workflows, agents and patterns, and malformed URIs are refused", async () => {
+  test("unknown workflows and malformed URIs are refused; an agent runs", async () => {
     const c = await connect();
     let s = await run(c, { workflow_uri: "workflow://no-such-thing" });
     assert.equal(s.error.code, "WORKFLOW_NOT_FOUND");
     assert.deepEqual(s.next_actions.map((a) => a.tool), ["field_request", "list_available_contexts"]);
+    // Seed 001's URI pattern admits agent:// and pattern:// (issue 22 item 6): an agent runs as one
+    // step that applies it (its required variables first), no longer NOT_EXECUTABLE.
     s = await run(c, { workflow_uri: "agent://debugger" });
-    assert.equal(s.error.code, "NOT_EXECUTABLE");
-    assert.match(s.error.message, /is an agent context: it has no steps/);
+    assert.equal(s.error.code, "MISSING_VARIABLES");
+    s = await run(c, { workflow_uri: "agent://debugger", initial_variables: { technology: "Rust", error_description: "index out of bounds" } });
+    assert.equal(s.success, true, JSON.stringify(s));
+    assert.equal(s.result.awaiting.step, "apply");
+    await c.callTool({ name: "cancel_chain", arguments: { execution_id: s.result.session_id } });
     assert.match(await failing(c, "execute_workflow", { workflow_uri: "workflow://Code_Review" }), /workflow_uri/);
     assert.match(await failing(c, "execute_workflow", { workflow_uri: "tool://field_request" }), /workflow_uri/);
     assert.match(await failing(c, "execute_workflow", { ...review, execution_mode: "fast" }), /execution_mode/);

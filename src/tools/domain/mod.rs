@@ -351,7 +351,12 @@ pub fn refusal(def: &ToolDef, e: &crate::error::Error) -> ToolOutput {
 /// The seed's `INSUFFICIENT_PERMISSIONS` answer for a caller whose roles lack `def` (the tool
 /// stays out of their `tools/list`, but a direct call is told why instead of "unknown tool").
 pub fn forbidden(def: &ToolDef, caller: &Caller) -> ToolOutput {
-    let needs: Vec<&str> = def.roles.iter().copied().filter(|r| *r != SIGNED_IN).collect();
+    let needs: Vec<&str> = def
+        .roles
+        .iter()
+        .copied()
+        .filter(|r| *r != SIGNED_IN)
+        .collect();
     let has = if caller.roles.is_empty() {
         "none".to_string()
     } else {
@@ -435,20 +440,37 @@ mod tests {
         assert!(!speaks_union(def("get_help")));
         let (_, v) = structured(refusal(
             d,
-            &Error::InvalidArguments("Invalid arguments for tool list_employees: limit: must be at most 50".into()),
+            &Error::InvalidArguments(
+                "Invalid arguments for tool list_employees: limit: must be at most 50".into(),
+            ),
         ));
         assert_eq!(v["status"], "error");
         assert_eq!(v["code"], "INVALID_INPUT");
         assert!(v["message"].as_str().unwrap().contains("limit"), "{v}");
-        assert!(v["suggestedAction"].as_str().unwrap().contains("list_employees"));
-        let (_, v) = structured(refusal(d, &Error::RateLimited("Rate limit reached for tool list_employees: 2 per caller. Try again in 30 s.".into())));
+        assert!(v["suggestedAction"]
+            .as_str()
+            .unwrap()
+            .contains("list_employees"));
+        let (_, v) = structured(refusal(
+            d,
+            &Error::RateLimited(
+                "Rate limit reached for tool list_employees: 2 per caller. Try again in 30 s."
+                    .into(),
+            ),
+        ));
         assert_eq!(v["code"], "OPERATION_FAILED");
         assert!(v["message"].as_str().unwrap().contains("30 s"));
-        let (_, v) = structured(refusal(d, &Error::Timeout("tool list_employees did not finish within 10000 ms".into())));
+        let (_, v) = structured(refusal(
+            d,
+            &Error::Timeout("tool list_employees did not finish within 10000 ms".into()),
+        ));
         assert_eq!(v["code"], "OPERATION_FAILED");
         let (_, v) = structured(refusal(d, &Error::Storage("D1: disk I/O".into())));
         assert_eq!(v["code"], "DATABASE_ERROR");
-        assert!(!v.to_string().contains("disk I/O"), "storage details stay in the logs");
+        assert!(
+            !v.to_string().contains("disk I/O"),
+            "storage details stay in the logs"
+        );
     }
 
     #[test]
@@ -461,7 +483,10 @@ mod tests {
         assert_eq!(v["status"], "error");
         assert_eq!(v["code"], "INSUFFICIENT_PERMISSIONS");
         let m = v["message"].as_str().unwrap();
-        assert!(m.contains("hr-read, executive, manager") && m.contains("your roles: none"), "{m}");
+        assert!(
+            m.contains("hr-read, executive, manager") && m.contains("your roles: none"),
+            "{m}"
+        );
         assert!(summary.starts_with("INSUFFICIENT_PERMISSIONS"));
         let (_, v) = structured(forbidden(def("list_employees"), &Caller::anonymous()));
         assert!(v["message"].as_str().unwrap().contains("sign in"));
@@ -488,10 +513,18 @@ mod tests {
         assert_eq!(m["totalEstimate"], "50+");
         assert_eq!(m["returnedCount"], 50);
         assert_eq!(m["warning"], "TRUNCATION WARNING: Only 50 of 50+ records returned. Results are incomplete. Ask user to refine query by specifying: department or part of a name.");
-        assert_eq!(m["hint"], "To see more employees, call list_employees again.");
+        assert_eq!(
+            m["hint"],
+            "To see more employees, call list_employees again."
+        );
         let whole = Reply::Success {
             data: json!([]),
-            page: Some(Page { returned: 3, next_cursor: None, hint: None, refine: "x" }),
+            page: Some(Page {
+                returned: 3,
+                next_cursor: None,
+                hint: None,
+                refine: "x",
+            }),
             summary: String::new(),
         }
         .to_json();

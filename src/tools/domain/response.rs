@@ -219,9 +219,10 @@ impl Reply {
                 if let Some(a) = suggested_action {
                     v["suggestedAction"] = json!(a);
                 }
-                if let (Some(m), Some(extra)) =
-                    (v.as_object_mut(), details.as_ref().and_then(Value::as_object))
-                {
+                if let (Some(m), Some(extra)) = (
+                    v.as_object_mut(),
+                    details.as_ref().and_then(Value::as_object),
+                ) {
                     for (k, x) in extra {
                         m.entry(k.clone()).or_insert_with(|| x.clone());
                     }

@@ -20,7 +20,7 @@ pub const INVALID_VARIABLES: &str = "INVALID_VARIABLES";
 pub const CONFIDENCE_INCONSISTENT: &str = "CONFIDENCE_INCONSISTENT";
 /// `execute_workflow` of a URI the catalog does not hold.
 pub const WORKFLOW_NOT_FOUND: &str = "WORKFLOW_NOT_FOUND";
-/// `execute_workflow` of an agent, pattern or tool: nothing to run.
+/// `execute_workflow` of a tool context: nothing to run.
 pub const NOT_EXECUTABLE: &str = "NOT_EXECUTABLE";
 /// `execute_workflow` without a required variable of the workflow.
 pub const MISSING_VARIABLES: &str = "MISSING_VARIABLES";

@@ -204,16 +204,18 @@ pub fn execute_workflow(
                 ],
             ));
         };
-        let steps = workflow::steps(c);
-        if c.kind != "workflow" || steps.is_empty() {
+        let steps = workflow::runnable_steps(c);
+        if steps.is_empty() {
             return Ok(refuse(
                 started,
                 codes::NOT_EXECUTABLE,
-                format!("{uri} is a{} {} context: it has no steps to run.", if c.kind == "agent" { "n" } else { "" }, c.kind),
-                format!("Follow {uri}'s guidance yourself (get_help shows it), or run one of the workflows it involves."),
+                format!("{uri} is a {} context: it has no steps to run.", c.kind),
+                format!("Call {uri}'s tool directly, or follow its guidance (get_help shows it)."),
                 json!({ "help_type": "concept", "specific_question": uri }),
                 "Only workflow:// contexts have steps; agents and patterns describe how to work.",
-                vec![json!({ "tool": "get_help", "reason": format!("What {uri} is and how to use it"), "parameters": { "help_type": "concept", "specific_question": uri } })],
+                vec![
+                    json!({ "tool": "get_help", "reason": format!("What {uri} is and how to use it"), "parameters": { "help_type": "concept", "specific_question": uri } }),
+                ],
             ));
         }
         let mode = Mode::parse(args.get("execution_mode").and_then(Value::as_str));

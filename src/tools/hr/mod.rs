@@ -109,7 +109,10 @@ async fn named_employee(
         )
         .await
         .map_err(domain::db)?;
-    let exact: Vec<&Value> = rows.iter().filter(|r| r["exact"].as_i64() == Some(1)).collect();
+    let exact: Vec<&Value> = rows
+        .iter()
+        .filter(|r| r["exact"].as_i64() == Some(1))
+        .collect();
     let matches: Vec<&Value> = if exact.is_empty() {
         rows.iter().collect()
     } else {
@@ -199,7 +202,9 @@ fn list_employees(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Resu
         let limit = domain::limit(&args);
         let filters = json!({ "department": args.get("department"), "name": args.get("name") });
         let after = domain::resume_after(ctx, "list_employees", &filters, args["cursor"].as_str())?;
-        let name = args["name"].as_str().map(|n| domain::like_literal(n.trim()));
+        let name = args["name"]
+            .as_str()
+            .map(|n| domain::like_literal(n.trim()));
         let dept = match args["department"].as_str() {
             Some(d) => Some(domain::department(ctx, d).await?),
             None => None,
@@ -231,15 +236,15 @@ fn list_employees(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Resu
                 .await
                 .map_err(domain::db)?;
         let (rows, page) = domain::page_of(
-                ctx,
-                "list_employees",
-                &filters,
-                rows,
-                limit,
-                |r| json!([r["last_name"], r["first_name"], r["id"]]),
-                "To see more employees, call list_employees again with metadata.nextCursor as cursor.",
-                "department or part of a name",
-            )?;
+            ctx,
+            "list_employees",
+            &filters,
+            rows,
+            limit,
+            |r| json!([r["last_name"], r["first_name"], r["id"]]),
+            "To see more employees, call list_employees again with metadata.nextCursor as cursor.",
+            "department or part of a name",
+        )?;
         let data: Vec<Value> = rows.iter().map(|r| employee(r, &caller)).collect();
         Ok(Reply::Success {
             summary: format!("{} employees.", data.len()),
