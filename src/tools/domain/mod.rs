@@ -155,7 +155,8 @@ fn no_cursor_key() -> Reply {
 
 /// Builds the page answer of a keyset list: `rows` holds up to `limit + 1` rows (the extra one
 /// only tells that there is more); `key` gives a row's sort key values for the next cursor;
-/// `hint` says how to get the next page and `refine` names the filters that narrow the list.
+/// `hint` says how to get the next page and `refine` names the filters that narrow the list (the
+/// truncation warning's).
 pub fn page_of(
     ctx: &dyn ToolContext,
     tool: &str,
@@ -163,8 +164,7 @@ pub fn page_of(
     mut rows: Vec<Value>,
     limit: u64,
     key: impl Fn(&Value) -> Value,
-    hint: &str,
-    refine: &'static str,
+    (hint, refine): (&'static str, &'static str),
 ) -> Result<(Vec<Value>, Page), Reply> {
     let more = rows.len() as u64 > limit;
     rows.truncate(limit as usize);
@@ -174,7 +174,7 @@ pub fn page_of(
     };
     let page = Page {
         returned: rows.len(),
-        hint: next_cursor.as_ref().map(|_| hint.to_string()),
+        hint: next_cursor.as_ref().map(|_| hint),
         next_cursor,
         refine,
     };
@@ -497,7 +497,7 @@ mod tests {
         let page = Page {
             returned: 50,
             next_cursor: Some("c".into()),
-            hint: Some("To see more employees, call list_employees again.".into()),
+            hint: Some("To see more employees, call list_employees again."),
             refine: "department or part of a name",
         };
         let v = Reply::Success {

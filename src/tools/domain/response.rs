@@ -66,7 +66,7 @@ pub struct Page {
     /// The cursor of the next page, when there is one.
     pub next_cursor: Option<String>,
     /// How to get the next page, when there is one.
-    pub hint: Option<String>,
+    pub hint: Option<&'static str>,
     /// The filters that narrow this list, named in the truncation warning (seed §5.3).
     pub refine: &'static str,
 }
@@ -130,7 +130,7 @@ pub enum Reply {
         /// What the model should do next.
         suggested_action: Option<String>,
         /// More fields of the answer (the candidates of an ambiguous name).
-        details: Option<Value>,
+        details: Option<Box<Value>>,
     },
     /// An answer already in the union's JSON form (a decision relayed from the confirmation
     /// store).
@@ -171,7 +171,7 @@ impl Reply {
                 code,
                 message,
                 suggested_action,
-                details: Some(extra),
+                details: Some(Box::new(extra)),
             },
             other => other,
         }
@@ -221,7 +221,7 @@ impl Reply {
                 }
                 if let (Some(m), Some(extra)) = (
                     v.as_object_mut(),
-                    details.as_ref().and_then(Value::as_object),
+                    details.as_deref().and_then(Value::as_object),
                 ) {
                     for (k, x) in extra {
                         m.entry(k.clone()).or_insert_with(|| x.clone());

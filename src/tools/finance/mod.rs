@@ -279,8 +279,10 @@ fn list_budgets(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result
             rows,
             limit,
             |r| json!([r["fiscal_year"], r["department"], r["id"]]),
-            "To see more budgets, call list_budgets again with metadata.nextCursor as cursor.",
-            "year or status",
+            (
+                "To see more budgets, call list_budgets again with metadata.nextCursor as cursor.",
+                "year or status",
+            ),
         )?;
         let data: Vec<Value> = rows.iter().map(budget).collect();
         Ok(Reply::Success {
@@ -336,8 +338,7 @@ fn list_invoices(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Resul
             rows,
             limit,
             |r| json!([r["invoice_date"], r["id"]]),
-            "To see more invoices, call list_invoices again with metadata.nextCursor as cursor.",
-            "status, vendor or department",
+            ("To see more invoices, call list_invoices again with metadata.nextCursor as cursor.", "status, vendor or department"),
         )?;
         let data: Vec<Value> = rows
             .iter()

@@ -242,8 +242,7 @@ fn list_employees(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Resu
             rows,
             limit,
             |r| json!([r["last_name"], r["first_name"], r["id"]]),
-            "To see more employees, call list_employees again with metadata.nextCursor as cursor.",
-            "department or part of a name",
+            ("To see more employees, call list_employees again with metadata.nextCursor as cursor.", "department or part of a name"),
         )?;
         let data: Vec<Value> = rows.iter().map(|r| employee(r, &caller)).collect();
         Ok(Reply::Success {
@@ -427,8 +426,7 @@ fn get_performance_reviews(
                 rows,
                 limit,
                 |r| json!([r["due_date"], r["id"]]),
-                "To see more reviews, call get_performance_reviews again with metadata.nextCursor as cursor.",
-                "employee_id or status",
+                ("To see more reviews, call get_performance_reviews again with metadata.nextCursor as cursor.", "employee_id or status"),
             )?;
         let data: Vec<Value> = rows
             .iter()

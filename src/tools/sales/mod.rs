@@ -227,8 +227,10 @@ fn list_deals(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<T
                     json!([r["expected_close_date"], r["id"]])
                 }
             },
-            "To see more deals, call list_deals again with metadata.nextCursor as cursor.",
-            "stage, owner, min_value or the closing dates",
+            (
+                "To see more deals, call list_deals again with metadata.nextCursor as cursor.",
+                "stage, owner, min_value or the closing dates",
+            ),
         )?;
         let data: Vec<Value> = rows
             .iter()

@@ -182,8 +182,7 @@ fn search_tickets(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Resu
             rows,
             limit,
             |r| json!([r["score"], r["ticket_no"]]),
-            "To see more tickets, call search_tickets again with metadata.nextCursor as cursor.",
-            "more words, status, priority or customer_id",
+            ("To see more tickets, call search_tickets again with metadata.nextCursor as cursor.", "more words, status, priority or customer_id"),
         )?;
         let searched = terms.is_some();
         let data: Vec<Value> = rows
@@ -325,8 +324,7 @@ fn search_knowledge_base(
             rows,
             limit,
             |r| json!([r["score"], r["article_no"]]),
-            "To see more articles, call search_knowledge_base again with metadata.nextCursor as cursor.",
-            "more words or a category",
+            ("To see more articles, call search_knowledge_base again with metadata.nextCursor as cursor.", "more words or a category"),
         )?;
         let data: Vec<Value> = rows.iter().map(article).collect();
         Ok(Reply::Success {
