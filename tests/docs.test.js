@@ -58,8 +58,14 @@ async function callAs(user, roles, name, args) {
   let filled = args;
   for (const [, who] of args.matchAll(/\$EMPLOYEE\(([^)]+)\)/g)) filled = filled.replace(`$EMPLOYEE(${who})`, await idOf(who));
   // Other records by their name or title, so the examples hold whatever the id format is.
-  const lookups = { CUSTOMER: ["sales_customers", "name"], ARTICLE: ["support_knowledge_articles", "title"], INVOICE: ["finance_invoices", "vendor_reference"] };
-  for (const [all, kind, key] of filled.matchAll(/\$(CUSTOMER|ARTICLE|INVOICE)\(([^)]+)\)/g)) {
+  // $CONFIRMATION(tool) is the latest confirmation of that tool (an earlier example asked for it).
+  const lookups = {
+    CUSTOMER: ["sales_customers", "name"],
+    ARTICLE: ["support_knowledge_articles", "title"],
+    INVOICE: ["finance_invoices", "vendor_reference"],
+    CONFIRMATION: ["(SELECT confirmation_id AS id, tool FROM audit_log ORDER BY audit_log.id DESC)", "tool"],
+  };
+  for (const [all, kind, key] of filled.matchAll(/\$(CUSTOMER|ARTICLE|INVOICE|CONFIRMATION)\(([^)]+)\)/g)) {
     const [table, column] = lookups[kind];
     const row = await db.prepare(`SELECT id FROM ${table} WHERE ${column} = ?1`).bind(key).first();
     assert.ok(row, all);

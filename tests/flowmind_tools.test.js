@@ -303,7 +303,7 @@ describe("get_help", () => {
 
   test("error: the workflow tools' codes each get their own explanation; the next action calls the tool the fix belongs to", async () => {
     const codes = [
-      ["MAX_STEPS_EXCEEDED", "execute_workflow"], ["INVALID_CONSTRAINTS", "execute_workflow"], ["CONFIDENCE_LEVEL_NEEDED", "execute_workflow"],
+      ["TOOL_LOCKED", "field_request"], ["INVALID_CONSTRAINTS", "execute_workflow"], ["CONFIDENCE_LEVEL_NEEDED", "execute_workflow"],
       ["CONFIDENCE_TOO_LOW", "execute_workflow"], ["WORKFLOW_TIMED_OUT", "execute_workflow"], ["WORKFLOW_CANCELLED", "execute_workflow"],
       ["INVALID_COMPOSITION", "compose_workflow"], ["NOT_EXECUTABLE", "get_help"], ["TOO_MANY_OPEN_WORKFLOWS", "get_help"],
     ];

@@ -320,23 +320,30 @@ describe("with the server's model provider", () => {
 });
 
 describe("constraints and refusals", () => {
-  test("a workflow with more steps than max_steps is refused, with the calls that fit", async () => {
+  // Seed 001: max_steps is the most steps "before requiring confirmation" (issue 22 item 6; this
+  // was a MAX_STEPS_EXCEEDED refusal).
+  test("a workflow with more steps than max_steps runs, confirming each step past the limit", async () => {
     const c = await connect();
     const s = await run(c, { ...review, constraints: { max_steps: 2 } });
-    assert.equal(s.error.code, "MAX_STEPS_EXCEEDED");
-    assert.match(s.error.message, /has 3 steps; constraints.max_steps allows 2/);
-    assert.equal(s.next_actions[0].parameters.constraints.max_steps, 3);
-    assert.equal(s.next_actions[1].parameters.execution_mode, "step_confirm");
+    assert.equal(s.success, true, JSON.stringify(s));
+    assert.deepEqual(s.result.approvals.map((a) => a.step), ["prioritise"]);
+    assert.match(s.result.approvals[0].why, /step 3 of 3, past constraints.max_steps 2/);
+    await c.callTool({ name: "cancel_chain", arguments: { execution_id: s.result.session_id } });
   });
 
-  test("unknown workflows, agents and patterns, and malformed URIs are refused", async () => {
+  test("unknown workflows and malformed URIs are refused; an agent runs", async () => {
     const c = await connect();
     let s = await run(c, { workflow_uri: "workflow://no-such-thing" });
     assert.equal(s.error.code, "WORKFLOW_NOT_FOUND");
     assert.deepEqual(s.next_actions.map((a) => a.tool), ["field_request", "list_available_contexts"]);
+    // Seed 001's URI pattern admits agent:// and pattern:// (issue 22 item 6): an agent runs as one
+    // step that applies it (its required variables first), no longer NOT_EXECUTABLE.
     s = await run(c, { workflow_uri: "agent://debugger" });
-    assert.equal(s.error.code, "NOT_EXECUTABLE");
-    assert.match(s.error.message, /is an agent context: it has no steps/);
+    assert.equal(s.error.code, "MISSING_VARIABLES");
+    s = await run(c, { workflow_uri: "agent://debugger", initial_variables: { technology: "Rust", error_description: "index out of bounds" } });
+    assert.equal(s.success, true, JSON.stringify(s));
+    assert.equal(s.result.awaiting.step, "apply");
+    await c.callTool({ name: "cancel_chain", arguments: { execution_id: s.result.session_id } });
     assert.match(await failing(c, "execute_workflow", { workflow_uri: "workflow://Code_Review" }), /workflow_uri/);
     assert.match(await failing(c, "execute_workflow", { workflow_uri: "tool://field_request" }), /workflow_uri/);
     assert.match(await failing(c, "execute_workflow", { ...review, execution_mode: "fast" }), /execution_mode/);

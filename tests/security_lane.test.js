@@ -234,7 +234,10 @@ describe("confirmation ids and decisions", () => {
     assert.ok(list.some((t) => t.name === "update_salary"), "every page read");
     for (const t of list) {
       assert.doesNotMatch(t.name, /^confirm/, t.name);
-      for (const p of Object.keys(t.inputSchema.properties ?? {})) assert.doesNotMatch(p, /^confirmation_?id$/i, `${t.name}.${p}`);
+      // A tool may name a confirmation only to read it (get_confirmation, issue 22): never to decide.
+      for (const p of Object.keys(t.inputSchema.properties ?? {})) {
+        if (/^confirmation_?id$/i.test(p)) assert.equal(t.annotations?.readOnlyHint, true, `${t.name}.${p} only reads`);
+      }
     }
     const args = { employee_id: w.ids.nina, new_salary: 111000 };
     const pending = (await w.call("alice", ROLES.hr, "update_salary", args)).result.structuredContent;
@@ -243,6 +246,9 @@ describe("confirmation ids and decisions", () => {
     const fake = await w.call("alice", ROLES.hr, "confirm_action", { confirmation_id: cid, approved: true });
     assert.equal(fake.error?.code, -32602, JSON.stringify(fake));
     assert.match(fake.error.message, /unknown tool/);
+    const read = await w.call("alice", ROLES.hr, "get_confirmation", { confirmation_id: cid, approved: true });
+    assert.ok(read.error || read.result.isError, "get_confirmation takes no decision either");
+    assert.equal((await w.call("alice", ROLES.hr, "get_confirmation", { confirmation_id: cid })).result.structuredContent.data.state, "pending");
     const smuggled = await w.call("alice", ROLES.hr, "update_salary", { ...args, confirmationId: cid, approved: true });
     assert.ok(smuggled.error || smuggled.result.isError, JSON.stringify(smuggled));
     assert.equal(await w.salaryOf("nina"), before, "no tool call decided");

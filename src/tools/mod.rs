@@ -200,6 +200,7 @@ pub fn catalog(c: Catalog) -> Vec<&'static ToolDef> {
         .iter()
         .chain(templates::TOOLS.iter())
         .chain(chains::TOOLS.iter())
+        .chain(domain::TOOLS.iter())
         .chain(hr::TOOLS.iter())
         .chain(finance::TOOLS.iter())
         .chain(sales::TOOLS.iter())

@@ -169,9 +169,120 @@ pub async fn request(
         }
     }
     Reply::Pending {
+        approve_url: approve_url(ctx, &id),
         confirmation_id: id,
         message,
         confirmation_data: data,
+    }
+}
+
+/// Where the user approves or denies confirmation `id` in a browser: the Worker's page
+/// `/confirm/<id>`, absolute when the deployment names its public origin (`PUBLIC_URL`), else a
+/// path on the origin the client called.
+pub fn approve_url(ctx: &dyn ToolContext, id: &str) -> String {
+    let base = ctx.platform().setting("PUBLIC_URL").unwrap_or_default();
+    format!("{}/confirm/{id}", base.trim_end_matches('/'))
+}
+
+/// A confirmation's state as `get_confirmation` tells it, read from `audit_log` (which records
+/// every request, decision and execution): only the user who asked sees it; anyone else, like
+/// an id that was never issued, gets "no such confirmation" (nothing tells that it exists).
+pub async fn state(ctx: &dyn ToolContext, id: &str) -> Reply {
+    let absent = || {
+        Reply::failure(
+            Code::OperationFailed,
+            format!("There is no confirmation {id} among the changes you asked for."),
+            "Use the confirmationId of a pending_confirmation answer you received.",
+        )
+    };
+    let Some(user) = ctx.caller().user else {
+        return absent();
+    };
+    if !is_confirmation_id(id) {
+        return absent();
+    }
+    let rows = match ctx
+        .query(
+            "SELECT user_id, tool, event, outcome, at FROM audit_log WHERE confirmation_id = ?1 ORDER BY id",
+            vec![json!(id)],
+        )
+        .await
+    {
+        Ok(rows) => rows,
+        Err(e) => return super::db(e),
+    };
+    let Some(asked) = rows
+        .iter()
+        .find(|r| r["event"] == "requested" && r["user_id"].as_str() == Some(user.as_str()))
+    else {
+        return absent();
+    };
+    let requested_at = asked["at"].as_str().unwrap_or_default();
+    let expires_ms = chrono::DateTime::parse_from_rfc3339(requested_at)
+        .map(|t| t.timestamp_millis() as f64 + lifetime_ms(ctx))
+        .unwrap_or(0.0);
+    let expires_at = clock::iso(expires_ms as i64);
+    // The last event that moved it (a refused decision by another user moves nothing).
+    let last = rows
+        .iter()
+        .rev()
+        .find(|r| r["event"] != "refused")
+        .unwrap_or(asked);
+    let event = last["event"].as_str().unwrap_or("requested");
+    let outcome = last["outcome"].as_str().filter(|o| !o.is_empty());
+    let now = clock::now_ms();
+    let (state, message) = match event {
+        "requested" if now > expires_ms => (
+            "expired",
+            "It expired before anyone decided; nothing was changed. Ask for the change again if it is still needed.".to_string(),
+        ),
+        "requested" => (
+            "pending",
+            format!(
+                "Waiting for the user's decision ({} s left): they approve or deny it at approveUrl, or with POST /api/confirm/{id}.",
+                ((expires_ms - now) / 1000.0).ceil().max(0.0)
+            ),
+        ),
+        "approved" => (
+            "executing",
+            "Approved; the change is being made.".to_string(),
+        ),
+        "denied" => (
+            "denied",
+            "The user denied it; nothing was changed.".to_string(),
+        ),
+        "expired" => (
+            "expired",
+            "It expired before anyone decided; nothing was changed. Ask for the change again if it is still needed.".to_string(),
+        ),
+        "executed" => ("executed", "Approved and done.".to_string()),
+        _ => (
+            "failed",
+            format!(
+                "Approved, but the change could not be made ({}); nothing was changed.",
+                outcome.unwrap_or("OPERATION_FAILED")
+            ),
+        ),
+    };
+    let tool = asked["tool"].as_str().unwrap_or_default();
+    let decided_at = rows
+        .iter()
+        .find(|r| matches!(r["event"].as_str(), Some("approved" | "denied" | "expired")))
+        .and_then(|r| r["at"].as_str());
+    Reply::Success {
+        summary: format!("Confirmation of {tool}: {state}. {message}"),
+        data: json!({
+            "confirmationId": id,
+            "action": tool,
+            "state": state,
+            "message": message,
+            "requestedAt": requested_at,
+            "expiresAt": expires_at,
+            "decidedAt": decided_at,
+            "errorCode": if state == "failed" { json!(outcome.unwrap_or("OPERATION_FAILED")) } else { Value::Null },
+            "approveUrl": if state == "pending" { json!(approve_url(ctx, id)) } else { Value::Null },
+        }),
+        page: None,
     }
 }
 

@@ -14,7 +14,7 @@ pub mod response;
 use serde_json::{json, Value};
 
 use crate::clock;
-use crate::registry::{CachePolicy, Caller, ToolContext};
+use crate::registry::{CachePolicy, Caller, ToolContext, ToolDef, ToolOutput};
 pub use response::{Code, Page, Reply};
 
 /// The tool-level marker for "any caller with a verified token" (`Caller::has_any`).
@@ -154,7 +154,9 @@ fn no_cursor_key() -> Reply {
 }
 
 /// Builds the page answer of a keyset list: `rows` holds up to `limit + 1` rows (the extra one
-/// only tells that there is more); `key` gives a row's sort key values for the next cursor.
+/// only tells that there is more); `key` gives a row's sort key values for the next cursor;
+/// `hint` says how to get the next page and `refine` names the filters that narrow the list (the
+/// truncation warning's).
 pub fn page_of(
     ctx: &dyn ToolContext,
     tool: &str,
@@ -162,7 +164,7 @@ pub fn page_of(
     mut rows: Vec<Value>,
     limit: u64,
     key: impl Fn(&Value) -> Value,
-    hint: &str,
+    (hint, refine): (&'static str, &'static str),
 ) -> Result<(Vec<Value>, Page), Reply> {
     let more = rows.len() as u64 > limit;
     rows.truncate(limit as usize);
@@ -172,8 +174,9 @@ pub fn page_of(
     };
     let page = Page {
         returned: rows.len(),
-        hint: next_cursor.as_ref().map(|_| hint.to_string()),
+        hint: next_cursor.as_ref().map(|_| hint),
         next_cursor,
+        refine,
     };
     Ok((rows, page))
 }
@@ -284,6 +287,99 @@ pub fn db(e: crate::error::Error) -> Reply {
     Reply::from_error(&e)
 }
 
+fn get_confirmation(
+    ctx: &dyn ToolContext,
+    args: Value,
+) -> futures::future::LocalBoxFuture<'_, crate::error::Result<ToolOutput>> {
+    answer(Box::pin(async move {
+        let id = args["confirmation_id"].as_str().unwrap_or_default();
+        Ok(confirm::state(ctx, id).await)
+    }))
+}
+
+/// The tools every domain shares.
+pub static TOOLS: &[ToolDef] = &[ToolDef {
+    toolset: "domain",
+    name: "get_confirmation",
+    title: "Get confirmation",
+    description: "Whether a change you asked for (a pending_confirmation answer) was approved and made, denied, failed or expired, or is still waiting (with the time left and the approveUrl to send the user to). Only the user who asked sees it.",
+    annotations: crate::registry::Annotations::READ_ONLY,
+    input_schema: include_str!("../../../schema/domain/get_confirmation.input.json"),
+    output_schema: Some(include_str!("../../../schema/domain/response.output.json")),
+    timeout_ms: 10_000,
+    roles: &[SIGNED_IN],
+    handler: get_confirmation,
+    ..ToolDef::DEFAULTS
+}];
+
+/// The toolsets whose every answer is the seed's union, refusals made outside their handlers
+/// included.
+pub const UNION_TOOLSETS: &[&str] = &["domain", "hr", "finance", "sales", "support"];
+
+/// Whether a refusal of `def` made by the executor or the session (bad arguments, a rate limit,
+/// a timeout, roles that lack the tool) must be answered with [`refusal`] or [`forbidden`]
+/// rather than plain text or "unknown tool".
+pub fn speaks_union(def: &ToolDef) -> bool {
+    UNION_TOOLSETS.contains(&def.toolset)
+}
+
+/// The seed's union answer for a call of `def` refused around its handler: arguments that fail
+/// the input schema (`INVALID_INPUT`), a rate limit or a timeout (`OPERATION_FAILED`, saying when
+/// to retry), a storage fault (`DATABASE_ERROR`). The executor sends it as the result (with
+/// `isError: true`) instead of the error's plain text.
+pub fn refusal(def: &ToolDef, e: &crate::error::Error) -> ToolOutput {
+    use crate::error::Error;
+    let reply = match e {
+        Error::InvalidArguments(_) => Reply::failure(
+            Code::InvalidInput,
+            e.public_message(),
+            format!(
+                "Correct the arguments named above (tools/list shows {}'s inputSchema) and call it again.",
+                def.name
+            ),
+        ),
+        Error::RateLimited(m) => Reply::failure(
+            Code::OperationFailed,
+            m.clone(),
+            "Wait the time given before calling it again; tell the user the answer is delayed.",
+        ),
+        other => Reply::from_error(other),
+    };
+    reply.into_output()
+}
+
+/// The seed's `INSUFFICIENT_PERMISSIONS` answer for a caller whose roles lack `def` (the tool
+/// stays out of their `tools/list`, but a direct call is told why instead of "unknown tool").
+pub fn forbidden(def: &ToolDef, caller: &Caller) -> ToolOutput {
+    let needs: Vec<&str> = def
+        .roles
+        .iter()
+        .copied()
+        .filter(|r| *r != SIGNED_IN)
+        .collect();
+    let has = if caller.roles.is_empty() {
+        "none".to_string()
+    } else {
+        caller.roles.join(", ")
+    };
+    let message = if caller.user.is_none() {
+        format!("You must sign in to use {}.", def.name)
+    } else {
+        format!(
+            "You do not have permission to use {} ({}): it needs one of the roles {}; your roles: {has}.",
+            def.name,
+            def.title.to_lowercase(),
+            needs.join(", ")
+        )
+    };
+    Reply::failure(
+        Code::InsufficientPermissions,
+        message,
+        "Tell the user this needs one of those roles and that an administrator can grant it; do not retry. Everyone signed in may still read their own record with get_employee.",
+    )
+    .into_output()
+}
+
 /// Integer cents as `$1,234.56`, for messages people read.
 pub fn money(cents: i64) -> String {
     let dollars = cents / 100;
@@ -320,6 +416,121 @@ mod tests {
             "quotes are data in a bound parameter"
         );
         assert_eq!(like_literal(""), "");
+    }
+
+    fn def(name: &str) -> &'static ToolDef {
+        crate::tools::catalog(crate::tools::Catalog::Production)
+            .into_iter()
+            .find(|d| d.name == name)
+            .unwrap()
+    }
+
+    fn structured(out: ToolOutput) -> (String, Value) {
+        match out {
+            ToolOutput::Described { summary, value } => (summary, value),
+            other => panic!("not a described answer: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn executor_refusals_of_domain_tools_are_the_union() {
+        use crate::error::Error;
+        let d = def("list_employees");
+        assert!(speaks_union(d));
+        assert!(!speaks_union(def("get_help")));
+        let (_, v) = structured(refusal(
+            d,
+            &Error::InvalidArguments(
+                "Invalid arguments for tool list_employees: limit: must be at most 50".into(),
+            ),
+        ));
+        assert_eq!(v["status"], "error");
+        assert_eq!(v["code"], "INVALID_INPUT");
+        assert!(v["message"].as_str().unwrap().contains("limit"), "{v}");
+        assert!(v["suggestedAction"]
+            .as_str()
+            .unwrap()
+            .contains("list_employees"));
+        let (_, v) = structured(refusal(
+            d,
+            &Error::RateLimited(
+                "Rate limit reached for tool list_employees: 2 per caller. Try again in 30 s."
+                    .into(),
+            ),
+        ));
+        assert_eq!(v["code"], "OPERATION_FAILED");
+        assert!(v["message"].as_str().unwrap().contains("30 s"));
+        let (_, v) = structured(refusal(
+            d,
+            &Error::Timeout("tool list_employees did not finish within 10000 ms".into()),
+        ));
+        assert_eq!(v["code"], "OPERATION_FAILED");
+        let (_, v) = structured(refusal(d, &Error::Storage("D1: disk I/O".into())));
+        assert_eq!(v["code"], "DATABASE_ERROR");
+        assert!(
+            !v.to_string().contains("disk I/O"),
+            "storage details stay in the logs"
+        );
+    }
+
+    #[test]
+    fn a_caller_without_the_roles_is_told_which_roles_the_tool_needs() {
+        let frank = Caller {
+            user: Some("00000000-0000-4000-8000-000000000008".into()),
+            roles: vec![],
+        };
+        let (summary, v) = structured(forbidden(def("list_employees"), &frank));
+        assert_eq!(v["status"], "error");
+        assert_eq!(v["code"], "INSUFFICIENT_PERMISSIONS");
+        let m = v["message"].as_str().unwrap();
+        assert!(
+            m.contains("hr-read, executive, manager") && m.contains("your roles: none"),
+            "{m}"
+        );
+        assert!(summary.starts_with("INSUFFICIENT_PERMISSIONS"));
+        let (_, v) = structured(forbidden(def("list_employees"), &Caller::anonymous()));
+        assert!(v["message"].as_str().unwrap().contains("sign in"));
+    }
+
+    #[test]
+    fn a_truncated_page_carries_the_seeds_warning_apart_from_the_hint() {
+        let page = Page {
+            returned: 50,
+            next_cursor: Some("c".into()),
+            hint: Some("To see more employees, call list_employees again."),
+            refine: "department or part of a name",
+        };
+        let v = Reply::Success {
+            data: json!([]),
+            page: Some(page),
+            summary: "50 employees.".into(),
+        }
+        .to_json();
+        let m = &v["metadata"];
+        assert_eq!(m["truncated"], true);
+        assert_eq!(m["hasMore"], true);
+        assert_eq!(m["totalCount"], "50+");
+        assert_eq!(m["totalEstimate"], "50+");
+        assert_eq!(m["returnedCount"], 50);
+        assert_eq!(m["warning"], "TRUNCATION WARNING: Only 50 of 50+ records returned. Results are incomplete. Ask user to refine query by specifying: department or part of a name.");
+        assert_eq!(
+            m["hint"],
+            "To see more employees, call list_employees again."
+        );
+        let whole = Reply::Success {
+            data: json!([]),
+            page: Some(Page {
+                returned: 3,
+                next_cursor: None,
+                hint: None,
+                refine: "x",
+            }),
+            summary: String::new(),
+        }
+        .to_json();
+        assert_eq!(whole["metadata"]["truncated"], false);
+        assert_eq!(whole["metadata"]["totalCount"], "3");
+        assert!(whole["metadata"].get("warning").is_none());
     }
 
     #[test]

@@ -65,11 +65,23 @@ pub struct Page {
     pub returned: usize,
     /// The cursor of the next page, when there is one.
     pub next_cursor: Option<String>,
-    /// What to tell the user about the rest.
-    pub hint: Option<String>,
+    /// How to get the next page, when there is one.
+    pub hint: Option<&'static str>,
+    /// The filters that narrow this list, named in the truncation warning (seed §5.3).
+    pub refine: &'static str,
 }
 
 impl Page {
+    /// The seed's truncation warning (§5.3, "Truncation Warning Pattern"): the page is not all of
+    /// the answer, so the model should say so and ask the user to narrow the question.
+    pub fn warning(&self) -> String {
+        let n = self.returned;
+        format!(
+            "TRUNCATION WARNING: Only {n} of {n}+ records returned. Results are incomplete. Ask user to refine query by specifying: {}.",
+            self.refine
+        )
+    }
+
     fn to_json(&self) -> Value {
         let more = self.next_cursor.is_some();
         let estimate = if more {
@@ -89,7 +101,9 @@ impl Page {
         }
         if let Some(h) = &self.hint {
             m["hint"] = json!(h);
-            m["warning"] = json!(h);
+        }
+        if more {
+            m["warning"] = json!(self.warning());
         }
         m
     }
@@ -115,6 +129,8 @@ pub enum Reply {
         message: String,
         /// What the model should do next.
         suggested_action: Option<String>,
+        /// More fields of the answer (the candidates of an ambiguous name).
+        details: Option<Box<Value>>,
     },
     /// An answer already in the union's JSON form (a decision relayed from the confirmation
     /// store).
@@ -123,6 +139,8 @@ pub enum Reply {
     Pending {
         /// The confirmation's id.
         confirmation_id: String,
+        /// The page where the user approves or denies it in a browser.
+        approve_url: String,
         /// Exactly what will change.
         message: String,
         /// Action, target, user id, timestamp.
@@ -137,6 +155,25 @@ impl Reply {
             code,
             message: message.into(),
             suggested_action: Some(action.into()),
+            details: None,
+        }
+    }
+
+    /// This failure with more fields in its JSON (`details` is an object; the union's fields win).
+    pub fn with_details(self, extra: Value) -> Reply {
+        match self {
+            Reply::Failure {
+                code,
+                message,
+                suggested_action,
+                ..
+            } => Reply::Failure {
+                code,
+                message,
+                suggested_action,
+                details: Some(Box::new(extra)),
+            },
+            other => other,
         }
     }
 
@@ -176,16 +213,26 @@ impl Reply {
                 code,
                 message,
                 suggested_action,
+                details,
             } => {
                 let mut v = json!({ "status": "error", "code": code.as_str(), "message": message });
                 if let Some(a) = suggested_action {
                     v["suggestedAction"] = json!(a);
+                }
+                if let (Some(m), Some(extra)) = (
+                    v.as_object_mut(),
+                    details.as_deref().and_then(Value::as_object),
+                ) {
+                    for (k, x) in extra {
+                        m.entry(k.clone()).or_insert_with(|| x.clone());
+                    }
                 }
                 v
             }
             Reply::Relayed(v) => v.clone(),
             Reply::Pending {
                 confirmation_id,
+                approve_url,
                 message,
                 confirmation_data,
             } => json!({
@@ -193,6 +240,7 @@ impl Reply {
                 "confirmationId": confirmation_id,
                 "message": message,
                 "confirmationData": confirmation_data,
+                "approveUrl": approve_url,
             }),
         }
     }
@@ -200,22 +248,25 @@ impl Reply {
     /// The readable line shown before the JSON.
     pub fn summary(&self) -> String {
         match self {
-            Reply::Success { summary, page, .. } => {
-                match page.as_ref().and_then(|p| p.hint.as_ref()) {
-                    Some(h) => format!("{summary} {h}"),
-                    None => summary.clone(),
-                }
-            }
+            Reply::Success { summary, page, .. } => match page {
+                Some(p @ Page { hint: Some(h), .. }) => format!("{summary} {} {h}", p.warning()),
+                _ => summary.clone(),
+            },
             Reply::Failure {
                 code,
                 message,
                 suggested_action,
+                ..
             } => match suggested_action {
                 Some(a) => format!("{}: {message} {a}", code.as_str()),
                 None => format!("{}: {message}", code.as_str()),
             },
-            Reply::Pending { message, .. } => format!(
-                "Waiting for the user's confirmation (5 minutes; POST /api/confirm/<confirmationId> with {{\"approved\": true}} and their token): {message}"
+            Reply::Pending {
+                message,
+                approve_url,
+                ..
+            } => format!(
+                "Waiting for the user's confirmation (5 minutes): they approve or deny it at {approve_url} (or POST /api/confirm/<confirmationId> with {{\"approved\": true}} and their token); get_confirmation tells whether they did. {message}"
             ),
             Reply::Relayed(v) => match (v["status"].as_str(), v["message"].as_str(), v.pointer("/data/message").and_then(Value::as_str)) {
                 (_, _, Some(m)) => m.to_string(),

@@ -4,6 +4,7 @@
 //! | tool | who may call it | rows they see |
 //! | --- | --- | --- |
 //! | `get_budget` | `finance-read`, `executive` | every department's budget |
+//! | `get_budget_summary` | `finance-read`, `executive` | every department, with company totals |
 //! | `list_budgets` | `finance-read`, `executive` | as above |
 //! | `list_invoices` | `finance-read`, `executive` | every invoice |
 //! | `get_expense_report` | anyone signed in | their own reports; `finance-read` and `executive` everyone's |
@@ -141,6 +142,111 @@ fn get_budget(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<T
     }))
 }
 
+/// Cents as a share of `of` in percent, one decimal; `None` when `of` is zero.
+fn percent(part: i64, of: i64) -> Value {
+    if of == 0 {
+        return Value::Null;
+    }
+    crate::engine::expr::num((part as f64 * 1000.0 / of as f64).round() / 10.0)
+}
+
+/// The budget-vs-actual line of one department (or the totals): the period's share of the
+/// allocation (a quarter is a fourth of the year's), what was spent in it, and the difference.
+fn versus(allocated: i64, spent: i64, quarter: Option<i64>) -> Value {
+    let budget = match quarter {
+        Some(_) => (allocated + 2) / 4,
+        None => allocated,
+    };
+    json!({
+        "allocated_amount": domain::dollars(&json!(allocated)),
+        "budget_for_period": domain::dollars(&json!(budget)),
+        "spent_amount": domain::dollars(&json!(spent)),
+        "remaining_amount": domain::dollars(&json!(budget - spent)),
+        "percent_used": percent(spent, budget),
+        "over_budget": spent > budget,
+    })
+}
+
+fn get_budget_summary(
+    ctx: &dyn ToolContext,
+    args: Value,
+) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+    domain::answer(Box::pin(async move {
+        let year = args["year"].as_i64().unwrap_or_else(|| this_year().into());
+        let quarter = args["quarter"].as_i64();
+        let rows = ctx
+            .query(
+                "SELECT f.department_id, d.name AS department, f.allocated_cents, f.status,
+                   (SELECT COALESCE(SUM(x.amount_cents), 0) FROM finance_department_spend x
+                    WHERE x.department_id = f.department_id AND x.fiscal_year = f.fiscal_year
+                      AND (?2 IS NULL OR x.quarter = ?2)) AS spent_cents
+                 FROM finance_budgets f JOIN hr_departments d ON d.id = f.department_id
+                 WHERE f.fiscal_year = ?1 ORDER BY d.name",
+                vec![json!(year), json!(quarter)],
+            )
+            .await
+            .map_err(domain::db)?;
+        if rows.is_empty() {
+            return Err(Reply::failure(
+                Code::BudgetNotFound,
+                format!("There are no budgets for fiscal year {year}."),
+                "Use list_budgets to see which fiscal years have budgets.",
+            ));
+        }
+        let cents = |r: &Value, c: &str| r[c].as_i64().unwrap_or(0);
+        let departments: Vec<Value> = rows
+            .iter()
+            .map(|r| {
+                let mut line = versus(
+                    cents(r, "allocated_cents"),
+                    cents(r, "spent_cents"),
+                    quarter,
+                );
+                line["department"] = r["department"].clone();
+                line["department_code"] = r["department_id"].clone();
+                line["status"] = r["status"].clone();
+                line
+            })
+            .collect();
+        let allocated: i64 = rows.iter().map(|r| cents(r, "allocated_cents")).sum();
+        let spent: i64 = rows.iter().map(|r| cents(r, "spent_cents")).sum();
+        let totals = versus(allocated, spent, quarter);
+        let period = match quarter {
+            Some(q) => format!("{year}-Q{q}"),
+            None => format!("FY{year}"),
+        };
+        let over: Vec<&str> = departments
+            .iter()
+            .filter(|d| d["over_budget"] == true)
+            .filter_map(|d| d["department"].as_str())
+            .collect();
+        let summary = format!(
+            "{period}, all {} departments: ${} spent of ${} budgeted ({}% used); over budget: {}.",
+            departments.len(),
+            totals["spent_amount"],
+            totals["budget_for_period"],
+            totals["percent_used"],
+            if over.is_empty() {
+                "none".to_string()
+            } else {
+                over.join(", ")
+            }
+        );
+        Ok(Reply::Success {
+            summary,
+            data: json!({
+                "fiscal_year": year,
+                "quarter": quarter,
+                "period": period,
+                "departments": departments,
+                "totals": totals,
+                "over_budget": over,
+            }),
+            page: None,
+        })
+    }))
+}
+
 fn list_budgets(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
     domain::answer(Box::pin(async move {
         let limit = domain::limit(&args);
@@ -173,7 +279,10 @@ fn list_budgets(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result
             rows,
             limit,
             |r| json!([r["fiscal_year"], r["department"], r["id"]]),
-            "More budgets are available: call list_budgets again with metadata.nextCursor as cursor, or filter by year or status.",
+            (
+                "To see more budgets, call list_budgets again with metadata.nextCursor as cursor.",
+                "year or status",
+            ),
         )?;
         let data: Vec<Value> = rows.iter().map(budget).collect();
         Ok(Reply::Success {
@@ -229,7 +338,7 @@ fn list_invoices(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Resul
             rows,
             limit,
             |r| json!([r["invoice_date"], r["id"]]),
-            "More invoices are available: call list_invoices again with metadata.nextCursor as cursor, or narrow the list with status, vendor or department.",
+            ("To see more invoices, call list_invoices again with metadata.nextCursor as cursor.", "status, vendor or department"),
         )?;
         let data: Vec<Value> = rows
             .iter()
@@ -397,6 +506,20 @@ pub static TOOLS: &[ToolDef] = &[
         output_schema: OUTPUT,
         roles: READERS,
         handler: get_budget,
+        cache: domain::READ_CACHE,
+        ..ToolDef::DEFAULTS
+    },
+    ToolDef {
+        toolset: TOOLSET,
+        name: "get_budget_summary",
+        title: "Company budget vs actual",
+        description: "Budget against actual spend for every department and the company in one answer, for a fiscal year (default: the current one) or one quarter of it (\"Q4 budget vs actual\": quarter 4; a quarter's budget is a fourth of the year's allocation). Spend is paid invoices and reimbursed expense reports. Lists the departments over budget.",
+        annotations: Annotations::READ_ONLY,
+        input_schema: include_str!("../../../schema/finance/get_budget_summary.input.json"),
+        output_schema: OUTPUT,
+        timeout_ms: 10_000,
+        roles: READERS,
+        handler: get_budget_summary,
         cache: domain::READ_CACHE,
         ..ToolDef::DEFAULTS
     },

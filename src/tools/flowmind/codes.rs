@@ -20,12 +20,10 @@ pub const INVALID_VARIABLES: &str = "INVALID_VARIABLES";
 pub const CONFIDENCE_INCONSISTENT: &str = "CONFIDENCE_INCONSISTENT";
 /// `execute_workflow` of a URI the catalog does not hold.
 pub const WORKFLOW_NOT_FOUND: &str = "WORKFLOW_NOT_FOUND";
-/// `execute_workflow` of an agent, pattern or tool: nothing to run.
+/// `execute_workflow` of a tool context: nothing to run.
 pub const NOT_EXECUTABLE: &str = "NOT_EXECUTABLE";
 /// `execute_workflow` without a required variable of the workflow.
 pub const MISSING_VARIABLES: &str = "MISSING_VARIABLES";
-/// A workflow with more steps than `constraints.max_steps`.
-pub const MAX_STEPS_EXCEEDED: &str = "MAX_STEPS_EXCEEDED";
 /// `constraints.require_approval_for` entries that are neither actions nor steps.
 pub const INVALID_CONSTRAINTS: &str = "INVALID_CONSTRAINTS";
 /// `confidence_override` without a `confidence_level` to compare.
@@ -50,7 +48,7 @@ pub const INVALID_COMPOSITION: &str = "INVALID_COMPOSITION";
 pub const NAME_TAKEN: &str = "NAME_TAKEN";
 
 /// Every code a FlowMind tool can answer with.
-pub const ALL: [&str; 22] = [
+pub const ALL: [&str; 21] = [
     INVALID_INPUT,
     MISSING_QUERY,
     QUERY_TOO_BRIEF,
@@ -61,7 +59,6 @@ pub const ALL: [&str; 22] = [
     WORKFLOW_NOT_FOUND,
     NOT_EXECUTABLE,
     MISSING_VARIABLES,
-    MAX_STEPS_EXCEEDED,
     INVALID_CONSTRAINTS,
     CONFIDENCE_LEVEL_NEEDED,
     AUTONOMOUS_UNAVAILABLE,

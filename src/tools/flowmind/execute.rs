@@ -45,7 +45,7 @@ pub const LEASE_TTL_MS: u64 = 25 * 3_600_000;
 /// `max_duration_ms` when the call sets none (the seed's default).
 const DEFAULT_DURATION_MS: u64 = 300_000;
 
-/// `max_steps` when the call sets none (the seed's default).
+/// `max_steps` when the call sets none (the seed's default): steps past it are confirmed.
 const DEFAULT_MAX_STEPS: u64 = 50;
 
 const PATTERN: &str = "field_request → execute_workflow(workflow_uri, initial_variables) → answer each pause with session_id and step_outputs (or approval) until completed";
@@ -204,16 +204,18 @@ pub fn execute_workflow(
                 ],
             ));
         };
-        let steps = workflow::steps(c);
-        if c.kind != "workflow" || steps.is_empty() {
+        let steps = workflow::runnable_steps(c);
+        if steps.is_empty() {
             return Ok(refuse(
                 started,
                 codes::NOT_EXECUTABLE,
-                format!("{uri} is a{} {} context: it has no steps to run.", if c.kind == "agent" { "n" } else { "" }, c.kind),
-                format!("Follow {uri}'s guidance yourself (get_help shows it), or run one of the workflows it involves."),
+                format!("{uri} is a {} context: it has no steps to run.", c.kind),
+                format!("Call {uri}'s tool directly, or follow its guidance (get_help shows it)."),
                 json!({ "help_type": "concept", "specific_question": uri }),
                 "Only workflow:// contexts have steps; agents and patterns describe how to work.",
-                vec![json!({ "tool": "get_help", "reason": format!("What {uri} is and how to use it"), "parameters": { "help_type": "concept", "specific_question": uri } })],
+                vec![
+                    json!({ "tool": "get_help", "reason": format!("What {uri} is and how to use it"), "parameters": { "help_type": "concept", "specific_question": uri } }),
+                ],
             ));
         }
         let mode = Mode::parse(args.get("execution_mode").and_then(Value::as_str));
@@ -254,21 +256,6 @@ pub fn execute_workflow(
         let max_steps = constraints["max_steps"]
             .as_u64()
             .unwrap_or(DEFAULT_MAX_STEPS);
-        if steps.len() as u64 > max_steps {
-            return Ok(refuse(
-                started,
-                codes::MAX_STEPS_EXCEEDED,
-                format!("{uri} has {} steps; constraints.max_steps allows {max_steps}.", steps.len()),
-                format!("Raise constraints.max_steps to at least {}, or run it in step_confirm mode to approve each step.", steps.len()),
-                json!({ "constraints": { "max_steps": steps.len() } }),
-                "max_steps is the most steps a run may take without confirmation.",
-                vec![
-                    json!({ "tool": "execute_workflow", "reason": "Run it with a limit that fits", "parameters": with(&args, "constraints", json!({ "max_steps": steps.len(), "max_duration_ms": constraints.get("max_duration_ms") })) }),
-                    json!({ "tool": "execute_workflow", "reason": "Approve each step instead", "parameters": with(&args, "execution_mode", json!("step_confirm")) }),
-                ],
-            ));
-        }
-
         let gated = crate::tools::strings(&constraints["require_approval_for"]);
         let unknown = workflow::unknown_approvals(&steps, &gated, &uri);
         if !unknown.is_empty() {
@@ -356,6 +343,19 @@ pub fn execute_workflow(
         }
 
         let mut approvals = workflow::approvals_required(&steps, &gated);
+        // Seed 001: max_steps is the most steps a run takes "before requiring confirmation", so
+        // a longer workflow runs with each step past it confirmed, rather than being refused.
+        for (i, a) in approvals.iter_mut().enumerate().skip(max_steps as usize) {
+            let why = format!(
+                "it is step {} of {}, past constraints.max_steps {max_steps}",
+                i + 1,
+                steps.len()
+            );
+            *a = Some(match a.take() {
+                Some(w) => format!("{w}; {why}"),
+                None => why,
+            });
+        }
         if let Some(k) = confidence.as_ref().filter(|k| k.yours < k.confirm_below) {
             let why = format!(
                 "your confidence_level {} is below {} ({}), so every step is confirmed",

@@ -158,6 +158,37 @@ pub fn steps(c: &Context) -> Vec<Step> {
         .unwrap_or_default()
 }
 
+/// The steps a run of `c` takes: a workflow's own; an agent or a pattern (seed 001: execute_workflow
+/// takes `agent://` and `pattern://` URIs too) runs as one step that applies it to the variables
+/// given, producing `result`. Empty for a tool context (its tool is called directly).
+pub fn runnable_steps(c: &Context) -> Vec<Step> {
+    let own = steps(c);
+    if !own.is_empty() || !matches!(c.kind.as_str(), "agent" | "pattern") {
+        return own;
+    }
+    let known: Vec<String> = c
+        .required
+        .iter()
+        .map(|v| format!("{v}: {{{{{v}}}}}"))
+        .collect();
+    let mut instruction = format!(
+        "Apply the {} {} ({}): {}",
+        c.kind, c.name, c.uri, c.description
+    );
+    if !known.is_empty() {
+        instruction.push_str(&format!(" Known: {}.", known.join(", ")));
+    }
+    vec![Step {
+        name: "apply".into(),
+        instruction,
+        outputs: vec!["result".into()],
+        after: None,
+        when: None,
+        actions: Vec::new(),
+        context: Some(c.uri.clone()),
+    }]
+}
+
 fn is_name_char(c: char) -> bool {
     c.is_ascii_alphanumeric() || c == '_'
 }
@@ -265,7 +296,7 @@ pub fn approval_variable(n: usize) -> String {
 /// needs the caller's approval before it runs, if it does (in `step_confirm` mode every step
 /// does; steps beyond `approvals` need none).
 pub fn chain_definition(c: &Context, mode: Mode, approvals: &[Option<String>]) -> Value {
-    let steps = steps(c);
+    let steps = runnable_steps(c);
     let total = steps.len();
     let mut out: Vec<Value> = Vec::new();
     let mut previous: Option<u32> = None;
@@ -453,6 +484,36 @@ mod tests {
         );
         assert_eq!(def["name"], "wfc-code-review");
         assert_eq!(def["steps"][0]["ask"], "client");
+    }
+
+    #[test]
+    fn agents_and_patterns_run_as_one_step_and_tools_not_at_all() {
+        let row = |uri: &str, kind: &str| {
+            Context::from_row(&json!({
+                "uri": uri, "type": kind, "name": "Debugger", "description": "Finds {bugs}.",
+                "domain": "technical", "complexity": "moderate", "confidence_required": 0.5,
+                "required_variables": "[\"technology\"]",
+            }))
+        };
+        for (uri, kind) in [("agent://debugger", "agent"), ("pattern://p", "pattern")] {
+            let c = row(uri, kind);
+            let s = runnable_steps(&c);
+            assert_eq!(s.len(), 1, "{uri}");
+            assert_eq!(s[0].outputs, ["result"]);
+            assert!(s[0].instruction.contains("{{technology}}"));
+            let def = chain_definition(&c, Mode::Interactive, &[]);
+            assert_eq!(step_names(&def).len(), 1);
+            assert!(
+                def["steps"][0].to_string().contains("{technology}"),
+                "{def}"
+            );
+            assert!(
+                steps(&c).is_empty(),
+                "compose keeps its own view of components"
+            );
+        }
+        assert!(runnable_steps(&row("tool://x", "tool")).is_empty());
+        assert_eq!(runnable_steps(&workflow()).len(), 2);
     }
 
     #[test]

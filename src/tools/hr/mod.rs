@@ -3,7 +3,7 @@
 //!
 //! | tool | who may call it | rows they see |
 //! | --- | --- | --- |
-//! | `get_employee` | anyone signed in | themself; a `manager` their whole reporting chain; `hr-read`, `hr-write`, `executive` everyone |
+//! | `get_employee` (by id, by name, or without either: the caller) | anyone signed in | themself; a `manager` their whole reporting chain; `hr-read`, `hr-write`, `executive` everyone |
 //! | `list_employees` | `hr-read`, `executive`, `manager` | as above (active employees) |
 //! | `get_org_chart` | `hr-read`, `executive`, `manager` | as above; a manager's chart starts at themself |
 //! | `get_performance_reviews` | `hr-write`, `executive`, `manager` | reviews of the employees they see |
@@ -70,11 +70,101 @@ fn employee(row: &Value, caller: &Caller) -> Value {
     })
 }
 
+/// How many employees an ambiguous name lists as candidates.
+const CANDIDATES: u64 = 10;
+
+/// The employee a `get_employee` call names: `employee_id`, else the one employee whose full name
+/// is `name` (any case) or, when no name is exactly that, the one whose name contains it; neither:
+/// the caller themself ("my PTO"). Only employees the caller may see are candidates, so a name
+/// tells nothing about anyone else.
+async fn named_employee(
+    ctx: &dyn ToolContext,
+    access: &Access,
+    args: &Value,
+) -> std::result::Result<String, Reply> {
+    if let Some(id) = args["employee_id"].as_str() {
+        return Ok(id.to_string());
+    }
+    let Some(name) = args["name"].as_str() else {
+        return Ok(access.user.clone());
+    };
+    let mut params = access.params();
+    params.extend([
+        json!(name.trim()),
+        json!(domain::like_literal(name.trim())),
+        json!(CANDIDATES + 1),
+    ]);
+    let rows = ctx
+        .query(
+            &format!(
+                "{} SELECT e.id, e.first_name, e.last_name, e.email, d.name AS department, e.job_title,
+                   lower(e.first_name || ' ' || e.last_name) = lower(?4) AS exact
+                 FROM hr_employees e JOIN hr_departments d ON d.id = e.department_id
+                 WHERE {} AND (e.first_name || ' ' || e.last_name) LIKE '%' || ?5 || '%' ESCAPE '\\'
+                 ORDER BY exact DESC, e.active DESC, e.last_name, e.first_name, e.id LIMIT ?6",
+                Access::VISIBLE_EMPLOYEES,
+                Access::sees("e.id")
+            ),
+            params,
+        )
+        .await
+        .map_err(domain::db)?;
+    let exact: Vec<&Value> = rows
+        .iter()
+        .filter(|r| r["exact"].as_i64() == Some(1))
+        .collect();
+    let matches: Vec<&Value> = if exact.is_empty() {
+        rows.iter().collect()
+    } else {
+        exact
+    };
+    match matches.as_slice() {
+        [] => Err(Reply::failure(
+            Code::EmployeeNotFound,
+            format!("No employee you may see is named {name:?}."),
+            "Check the spelling, or give part of the name (a last name alone works).",
+        )),
+        [one] => Ok(one["id"].as_str().unwrap_or_default().to_string()),
+        many => {
+            let shown = &many[..many.len().min(CANDIDATES as usize)];
+            let candidates: Vec<Value> = shown
+                .iter()
+                .map(|r| {
+                    json!({ "employee_id": r["id"], "name": full_name(r), "email": r["email"],
+                            "job_title": r["job_title"], "department": r["department"] })
+                })
+                .collect();
+            let listed: Vec<String> = shown
+                .iter()
+                .map(|r| {
+                    format!(
+                        "{} ({}, {})",
+                        full_name(r),
+                        r["job_title"].as_str().unwrap_or(""),
+                        r["department"].as_str().unwrap_or("")
+                    )
+                })
+                .collect();
+            let more = if many.len() > shown.len() {
+                " and more"
+            } else {
+                ""
+            };
+            Err(Reply::failure(
+                Code::InvalidInput,
+                format!("{name:?} matches several employees: {}{more}.", listed.join("; ")),
+                "Ask the user which one they mean, then call get_employee again with that candidate's employee_id.",
+            )
+            .with_details(json!({ "candidates": candidates })))
+        }
+    }
+}
+
 fn get_employee(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
     domain::answer(Box::pin(async move {
         let caller = ctx.caller();
         let access = Access::of(&caller, ALL_EMPLOYEES);
-        let id = args["employee_id"].as_str().unwrap_or_default();
+        let id = named_employee(ctx, &access, &args).await?;
         let mut params = access.params();
         params.push(json!(id));
         let rows = ctx
@@ -89,7 +179,7 @@ fn get_employee(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result
                 )
                 .await
                 .map_err(domain::db)?;
-        let row = rows.first().ok_or_else(|| not_found(id))?;
+        let row = rows.first().ok_or_else(|| not_found(&id))?;
         let data = employee(row, &caller);
         Ok(Reply::Success {
             summary: format!(
@@ -110,8 +200,11 @@ fn list_employees(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Resu
         let caller = ctx.caller();
         let access = Access::of(&caller, ALL_EMPLOYEES);
         let limit = domain::limit(&args);
-        let filters = json!({ "department": args.get("department") });
+        let filters = json!({ "department": args.get("department"), "name": args.get("name") });
         let after = domain::resume_after(ctx, "list_employees", &filters, args["cursor"].as_str())?;
+        let name = args["name"]
+            .as_str()
+            .map(|n| domain::like_literal(n.trim()));
         let dept = match args["department"].as_str() {
             Some(d) => Some(domain::department(ctx, d).await?),
             None => None,
@@ -124,6 +217,7 @@ fn list_employees(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Resu
             after[1].clone(),
             after[2].clone(),
             json!(limit + 1),
+            json!(name),
         ]);
         let rows = ctx
                 .query(
@@ -132,6 +226,7 @@ fn list_employees(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Resu
                          WHERE {} AND e.active = 1
                            AND (?4 IS NULL OR e.department_id = ?4)
                            AND (?5 IS NULL OR (e.last_name, e.first_name, e.id) > (?5, ?6, ?7))
+                           AND (?9 IS NULL OR (e.first_name || ' ' || e.last_name) LIKE '%' || ?9 || '%' ESCAPE '\\')
                          ORDER BY e.last_name, e.first_name, e.id LIMIT ?8",
                         Access::VISIBLE_EMPLOYEES,
                         Access::sees("e.id")
@@ -141,14 +236,14 @@ fn list_employees(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Resu
                 .await
                 .map_err(domain::db)?;
         let (rows, page) = domain::page_of(
-                ctx,
-                "list_employees",
-                &filters,
-                rows,
-                limit,
-                |r| json!([r["last_name"], r["first_name"], r["id"]]),
-                "More employees are available: call list_employees again with metadata.nextCursor as cursor, or narrow the list with department.",
-            )?;
+            ctx,
+            "list_employees",
+            &filters,
+            rows,
+            limit,
+            |r| json!([r["last_name"], r["first_name"], r["id"]]),
+            ("To see more employees, call list_employees again with metadata.nextCursor as cursor.", "department or part of a name"),
+        )?;
         let data: Vec<Value> = rows.iter().map(|r| employee(r, &caller)).collect();
         Ok(Reply::Success {
             summary: format!("{} employees.", data.len()),
@@ -331,7 +426,7 @@ fn get_performance_reviews(
                 rows,
                 limit,
                 |r| json!([r["due_date"], r["id"]]),
-                "More reviews are available: call get_performance_reviews again with metadata.nextCursor as cursor.",
+                ("To see more reviews, call get_performance_reviews again with metadata.nextCursor as cursor.", "employee_id or status"),
             )?;
         let data: Vec<Value> = rows
             .iter()
@@ -539,7 +634,7 @@ pub static TOOLS: &[ToolDef] = &[
         toolset: TOOLSET,
         name: "get_employee",
         title: "Get employee",
-        description: "One employee's details by id. Everyone may read their own record; managers their reporting chain; hr-read, hr-write and executive everyone. Salary, SSN and contact details are masked unless the caller's role allows them.",
+        description: "One employee's details by id, by name (full or partial; several matches answer with candidates), or, with neither, the caller's own record (PTO balance, grade, salary). Everyone may read their own record; managers their reporting chain; hr-read, hr-write and executive everyone. Salary, SSN and contact details are masked unless the caller's role allows them.",
         annotations: Annotations::READ_ONLY,
         input_schema: include_str!("../../../schema/hr/get_employee.input.json"),
         output_schema: OUTPUT,
@@ -552,7 +647,7 @@ pub static TOOLS: &[ToolDef] = &[
         toolset: TOOLSET,
         name: "list_employees",
         title: "List employees",
-        description: "Active employees the caller may see (managers: their reporting chain), optionally of one department, sorted by last name; up to 50 per page with a cursor for the next page.",
+        description: "Active employees the caller may see (managers: their reporting chain), optionally of one department or with part of a name, sorted by last name; up to 50 per page with a cursor for the next page.",
         annotations: Annotations::READ_ONLY,
         input_schema: include_str!("../../../schema/hr/list_employees.input.json"),
         output_schema: OUTPUT,

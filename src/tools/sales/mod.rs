@@ -4,13 +4,17 @@
 //! | tool | who may call it | rows they see |
 //! | --- | --- | --- |
 //! | `get_customer` | `sales-read`, `executive` | every customer |
-//! | `list_deals` | `sales-read`, `executive` | every deal |
-//! | `get_pipeline` | `sales-read`, `executive` | every deal, summed by stage |
+//! | `list_deals` | `sales-read`, `executive` | by role, below |
+//! | `get_pipeline` | `sales-read`, `executive` | by role, below, summed by stage |
 //!
-//! Row level: the sales team shares its accounts (forecasts and hand-overs need everyone's deals),
-//! so `sales-read` sees every customer and deal; the tool's roles are the whole rule, and a
-//! `manager` without `sales-read` has no sales tools at all.
-//!
+//! Row level (seed 002 §5, "role-based filters (Sales)"): `sales-write` (who closes deals for the
+//! team) and `executive` see every deal; a `manager` with `sales-read` sees the deals they or
+//! anyone in their reporting chain own, and those on accounts they own; any other `sales-read`
+//! caller (an account executive) sees their own deals and those on their own accounts. The filter
+//! is in the SQL, so pages, counts and the pipeline's totals only ever cover visible deals.
+//! Customers are the team's shared reference data (tickets and deals name them): every sales
+//! reader may look one up, with its contact data masked as below.
+
 //! Masking: a customer's `email` and `phone` (contact data) show for the customer's account owner,
 //! `sales-write` and `executive`; other `sales-read` callers get `*** (Hidden)`. Names, company,
 //! address and revenue are business data and always shown. Deals carry no contact data; their
@@ -22,7 +26,7 @@ use chrono::Datelike;
 use futures::future::LocalBoxFuture;
 use serde_json::{json, Value};
 
-use super::domain::{self, Code, Reply, HIDDEN};
+use super::domain::{self, Access, Code, Reply, HIDDEN};
 use crate::clock;
 use crate::error::Result;
 use crate::registry::{Annotations, Caller, ToolContext, ToolDef, ToolOutput};
@@ -135,15 +139,29 @@ fn get_customer(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result
     }))
 }
 
+/// Roles that see every deal; other sales readers see the deals their row rule allows
+/// ([`DEAL_VISIBLE`]).
+const ALL_DEALS: &[&str] = &["sales-write", "executive"];
+
+/// The condition that deal `d` (with its customer `c`) is one the caller sees, under
+/// [`Access::VISIBLE_EMPLOYEES`]: everyone's with `sales-write` or `executive`; else the deals the
+/// caller (a `manager`: or anyone in their reporting chain) owns, or that are on an account they
+/// own.
+const DEAL_VISIBLE: &str = "(?2 = 1 OR d.owner_id IN (SELECT id FROM visible)
+      OR c.account_owner_id IN (SELECT id FROM visible))";
+
 fn list_deals(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
     domain::answer(Box::pin(async move {
+        let access = Access::of(&ctx.caller(), ALL_DEALS);
         let limit = domain::limit(&args);
+        let by_value = args["largest_first"].as_bool() == Some(true);
         let filters = json!({
             "stage": args.get("stage"),
             "owner": args.get("owner"),
             "min_value": args.get("min_value"),
             "closing_from": args.get("closing_from"),
             "closing_to": args.get("closing_to"),
+            "largest_first": args.get("largest_first"),
         });
         let after = domain::resume_after(ctx, "list_deals", &filters, args["cursor"].as_str())?
             .unwrap_or(Value::Null);
@@ -151,30 +169,48 @@ fn list_deals(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<T
         let min_cents = args["min_value"]
             .as_f64()
             .map(|v| (v * 100.0).ceil() as i64);
+        // Largest first for "top deals"; ties and pages by id either way.
+        let (resume, order) = if by_value {
+            (
+                "(d.value_cents < ?7 OR (d.value_cents = ?7 AND d.id > ?8))",
+                "d.value_cents DESC, d.id",
+            )
+        } else {
+            (
+                "(d.expected_close_date, d.id) > (?7, ?8)",
+                "d.expected_close_date, d.id",
+            )
+        };
+        let mut params = access.params();
+        params.extend([
+            args["stage"].clone(),
+            args["owner"].clone(),
+            json!(min_cents),
+            after[0].clone(),
+            after[1].clone(),
+            json!(limit + 1),
+            args["closing_from"].clone(),
+            args["closing_to"].clone(),
+        ]);
         let rows = ctx
             .query(
-                "SELECT d.id, d.customer_id, c.name AS customer_name, d.name, d.value_cents, d.currency, d.stage,
+                &format!(
+                    "{} SELECT d.id, d.customer_id, c.name AS customer_name, d.name, d.value_cents, d.currency, d.stage,
                         d.probability, d.expected_close_date, o.email AS owner, d.owner_id, d.notes, d.loss_reason,
                         d.closed_at, d.created_at, d.updated_at
                  FROM sales_deals d JOIN sales_customers c ON c.id = d.customer_id
                  LEFT JOIN hr_employees o ON o.id = d.owner_id
-                 WHERE (?1 IS NULL OR d.stage = ?1)
-                   AND (?2 IS NULL OR d.owner_id = ?2 OR lower(o.email) = lower(?2))
-                   AND (?3 IS NULL OR d.value_cents >= ?3)
-                   AND (?4 IS NULL OR (d.expected_close_date, d.id) > (?4, ?5))
-                   AND (?7 IS NULL OR d.expected_close_date >= ?7)
-                   AND (?8 IS NULL OR d.expected_close_date <= ?8)
-                 ORDER BY d.expected_close_date, d.id LIMIT ?6",
-                vec![
-                    args["stage"].clone(),
-                    args["owner"].clone(),
-                    json!(min_cents),
-                    after[0].clone(),
-                    after[1].clone(),
-                    json!(limit + 1),
-                    args["closing_from"].clone(),
-                    args["closing_to"].clone(),
-                ],
+                 WHERE {DEAL_VISIBLE}
+                   AND (?4 IS NULL OR d.stage = ?4)
+                   AND (?5 IS NULL OR d.owner_id = ?5 OR lower(o.email) = lower(?5))
+                   AND (?6 IS NULL OR d.value_cents >= ?6)
+                   AND (?7 IS NULL OR {resume})
+                   AND (?10 IS NULL OR d.expected_close_date >= ?10)
+                   AND (?11 IS NULL OR d.expected_close_date <= ?11)
+                 ORDER BY {order} LIMIT ?9",
+                    Access::VISIBLE_EMPLOYEES
+                ),
+                params,
             )
             .await
             .map_err(domain::db)?;
@@ -184,8 +220,17 @@ fn list_deals(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<T
             &filters,
             rows,
             limit,
-            |r| json!([r["expected_close_date"], r["id"]]),
-            "More deals are available: call list_deals again with metadata.nextCursor as cursor, or narrow the list with stage, owner, min_value or the closing dates.",
+            |r| {
+                if by_value {
+                    json!([r["value_cents"], r["id"]])
+                } else {
+                    json!([r["expected_close_date"], r["id"]])
+                }
+            },
+            (
+                "To see more deals, call list_deals again with metadata.nextCursor as cursor.",
+                "stage, owner, min_value or the closing dates",
+            ),
         )?;
         let data: Vec<Value> = rows
             .iter()
@@ -211,7 +256,15 @@ fn list_deals(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<T
             })
             .collect();
         Ok(Reply::Success {
-            summary: format!("{} deals, by expected close date.", data.len()),
+            summary: format!(
+                "{} deals, {}.",
+                data.len(),
+                if by_value {
+                    "largest first"
+                } else {
+                    "by expected close date"
+                }
+            ),
             data: Value::Array(data),
             page: Some(page),
         })
@@ -264,10 +317,21 @@ fn get_pipeline(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result
             })?,
             None => this_quarter(),
         };
+        let access = Access::of(&ctx.caller(), ALL_DEALS);
+        let mut params = access.params();
+        params.push(json!(q));
+        // The `sales_pipeline` view's sums, over the deals the caller sees.
         let rows = ctx
             .query(
-                "SELECT stage, deal_count, value_cents, weighted_value_cents FROM sales_pipeline WHERE quarter = ?1",
-                vec![json!(q)],
+                &format!(
+                    "{} SELECT d.stage, COUNT(*) AS deal_count, SUM(d.value_cents) AS value_cents,
+                       SUM(d.value_cents * d.probability / 100) AS weighted_value_cents
+                     FROM sales_deals d JOIN sales_customers c ON c.id = d.customer_id
+                     WHERE d.close_quarter = ?4 AND {DEAL_VISIBLE}
+                     GROUP BY d.stage",
+                    Access::VISIBLE_EMPLOYEES
+                ),
+                params,
             )
             .await
             .map_err(domain::db)?;
@@ -307,7 +371,7 @@ pub static TOOLS: &[ToolDef] = &[
         toolset: TOOLSET,
         name: "list_deals",
         title: "List deals",
-        description: "Sales deals sorted by expected close date, optionally of one stage, one owner (work email or employee id) or from a minimum value in dollars; up to 50 per page with a cursor for the next page.",
+        description: "Sales deals the caller may see (sales-write and executive: all; managers: their team's; others: their own and their accounts'), sorted by expected close date or, with largest_first, by value; optionally of one stage, one owner (work email or employee id), from a minimum value in dollars, or closing between two dates (\"top 5 deals closing this month\": largest_first, limit 5, closing_from and closing_to). Up to 50 per page with a cursor for the next page.",
         annotations: Annotations::READ_ONLY,
         input_schema: include_str!("../../../schema/sales/list_deals.input.json"),
         output_schema: OUTPUT,
@@ -320,7 +384,7 @@ pub static TOOLS: &[ToolDef] = &[
         toolset: TOOLSET,
         name: "get_pipeline",
         title: "Get pipeline",
-        description: "The sales pipeline of a quarter (default: the current one): deal count, value and probability-weighted value per stage, with open, won and lost totals in dollars.",
+        description: "The sales pipeline of a quarter (default: the current one) over the deals the caller may see (as list_deals): deal count, value and probability-weighted value per stage, with open, won and lost totals in dollars.",
         annotations: Annotations::READ_ONLY,
         input_schema: include_str!("../../../schema/sales/get_pipeline.input.json"),
         output_schema: OUTPUT,

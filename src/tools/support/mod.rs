@@ -3,7 +3,7 @@
 //!
 //! | tool | who may call it | rows they see |
 //! | --- | --- | --- |
-//! | `search_tickets` | `support-read`, `executive` | every ticket |
+//! | `search_tickets` (words, or none: the queue by urgency) | `support-read`, `executive` | every ticket |
 //! | `get_knowledge_article` | `support-read`, `executive` | every article (drafts and archived ones too, with their `status`) |
 //! | `search_knowledge_base` | `support-read`, `executive` | as above |
 //!
@@ -127,26 +127,42 @@ fn search_tickets(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Resu
         });
         let after = domain::resume_after(ctx, "search_tickets", &filters, args["cursor"].as_str())?
             .unwrap_or(Value::Null);
-        let terms = search_terms(
-            &args,
-            "Search with one or more words, e.g. \"export fails\".",
-        )?;
+        let terms = match args.get("query") {
+            Some(_) => Some(search_terms(
+                &args,
+                "Search with one or more words, e.g. \"export fails\", or leave query out to list tickets by status and priority.",
+            )?),
+            None => None,
+        };
+        let (key, from, order) = match terms {
+            Some(_) => (
+                "h.score",
+                "(SELECT rowid AS no, CAST(round(bm25(support_tickets_fts) * 1000000) AS INTEGER) AS score
+                  FROM support_tickets_fts WHERE support_tickets_fts MATCH ?1) h
+                 JOIN support_tickets t ON t.ticket_no = h.no",
+                "best first",
+            ),
+            // No words: the queue, most urgent first, then oldest first.
+            None => (
+                URGENCY,
+                "support_tickets t",
+                "most urgent first, then oldest",
+            ),
+        };
         let rows = ctx
             .query(
-                "WITH hits AS (
-                   SELECT rowid AS no, CAST(round(bm25(support_tickets_fts) * 1000000) AS INTEGER) AS score
-                   FROM support_tickets_fts WHERE support_tickets_fts MATCH ?1
-                 )
-                 SELECT t.ticket_no, t.id, t.subject, t.description, t.status, t.priority, t.customer_id,
+                &format!(
+                    "SELECT t.ticket_no, t.id, t.subject, t.description, t.status, t.priority, t.customer_id,
                         c.name AS customer_name, k.email AS customer_email, t.assigned_to, t.category, t.tags,
-                        t.resolution, t.resolution_type, t.created_at, t.updated_at, t.resolved_at, h.score
-                 FROM hits h JOIN support_tickets t ON t.ticket_no = h.no
+                        t.resolution, t.resolution_type, t.created_at, t.updated_at, t.resolved_at, {key} AS score
+                 FROM {from}
                  JOIN sales_customers c ON c.id = t.customer_id
                  LEFT JOIN sales_contacts k ON k.id = t.contact_id
                  WHERE (?2 IS NULL OR t.status = ?2) AND (?3 IS NULL OR t.priority = ?3)
                    AND (?4 IS NULL OR t.customer_id = ?4)
-                   AND (?5 IS NULL OR (h.score, t.ticket_no) > (?5, ?6))
-                 ORDER BY h.score, t.ticket_no LIMIT ?7",
+                   AND (?5 IS NULL OR ({key}, t.ticket_no) > (?5, ?6))
+                 ORDER BY {key}, t.ticket_no LIMIT ?7"
+                ),
                 vec![
                     json!(terms),
                     args["status"].clone(),
@@ -166,16 +182,30 @@ fn search_tickets(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Resu
             rows,
             limit,
             |r| json!([r["score"], r["ticket_no"]]),
-            "More tickets match: call search_tickets again with metadata.nextCursor as cursor, or narrow the search with more words, status, priority or customer_id.",
+            ("To see more tickets, call search_tickets again with metadata.nextCursor as cursor.", "more words, status, priority or customer_id"),
         )?;
-        let data: Vec<Value> = rows.iter().map(|r| ticket(r, &caller)).collect();
+        let searched = terms.is_some();
+        let data: Vec<Value> = rows
+            .iter()
+            .map(|r| {
+                let mut t = ticket(r, &caller);
+                if !searched {
+                    t["_score"] = Value::Null;
+                }
+                t
+            })
+            .collect();
         Ok(Reply::Success {
-            summary: format!("{} tickets match, best first.", data.len()),
+            summary: format!("{} tickets, {order}.", data.len()),
             data: Value::Array(data),
             page: Some(page),
         })
     }))
 }
+
+/// A ticket's urgency, the order of a listing without search words: 0 for critical to 3 for low.
+const URGENCY: &str =
+    "(CASE t.priority WHEN 'critical' THEN 0 WHEN 'high' THEN 1 WHEN 'medium' THEN 2 ELSE 3 END)";
 
 /// The article columns (`a` is `support_knowledge_articles`, `e` the author in `hr_employees`).
 const ARTICLE_COLUMNS: &str = "a.article_no, a.id, a.title, a.summary, a.category, a.tags, a.status,
@@ -294,7 +324,7 @@ fn search_knowledge_base(
             rows,
             limit,
             |r| json!([r["score"], r["article_no"]]),
-            "More articles match: call search_knowledge_base again with metadata.nextCursor as cursor, or add words or a category.",
+            ("To see more articles, call search_knowledge_base again with metadata.nextCursor as cursor.", "more words or a category"),
         )?;
         let data: Vec<Value> = rows.iter().map(article).collect();
         Ok(Reply::Success {
@@ -340,7 +370,7 @@ pub static TOOLS: &[ToolDef] = &[
         toolset: TOOLSET,
         name: "search_tickets",
         title: "Search support tickets",
-        description: "Full-text search of support tickets (subject, description, resolution): every word must match, best matches first; optionally only one status, priority or customer. Up to 50 per page with a cursor for the next page. The reporter's email is masked unless the caller has support-write or executive or is the ticket's assignee.",
+        description: "Support tickets: with query, a full-text search (subject, description, resolution; every word must match, best matches first); without it, the queue (\"open tickets\": status open), most urgent first, then oldest. Optionally only one status, priority or customer. Up to 50 per page with a cursor for the next page. The reporter's email is masked unless the caller has support-write or executive or is the ticket's assignee.",
         annotations: Annotations::READ_ONLY,
         input_schema: include_str!("../../../schema/support/search_tickets.input.json"),
         output_schema: OUTPUT,
