@@ -72,11 +72,13 @@ function main() {
     return;
   }
   console.log(o.remove ? `sample-data: removing the sample company from the ${label}` : `sample-data: loading the sample company into the ${label}`);
-  const run = wrangler(["--file", o.remove ? REMOVE_SQL : DOMAIN_SQL], "inherit");
+  // --json keeps wrangler from printing a result per statement (thousands); its errors still show.
+  const run = wrangler(["--json", "--file", o.remove ? REMOVE_SQL : DOMAIN_SQL], "pipe");
   if (run.status !== 0) {
-    console.error(`sample-data: failed; the file runs as one transaction, so nothing was changed${o.remove ? " (a row of your own that refers to a sample row without a cascade blocks the removal: the error names it)" : ""}`);
+    console.error(`${run.stdout}${run.stderr}sample-data: failed; the file runs as one transaction, so nothing was changed${o.remove ? " (a row of your own that refers to a sample row without a cascade blocks the removal: the error above names it)" : ""}`);
     process.exit(run.status ?? 1);
   }
+  console.log(`sample-data: ${o.remove ? "removed" : "loaded"}`);
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) main();
