@@ -23,7 +23,7 @@ started="$(mktemp)"
 if [ "$profile" = release ]; then
   echo "[build] building the Worker (release: optimized and LTO, a few minutes)" >&2
 else
-  echo "[build] building the Worker (debug: a minute or two the first time, seconds after)" >&2
+  echo "[build] building the Worker (debug: several minutes the first time, then well under a minute per change)" >&2
 fi
 worker-build "--$profile"
 mv "$started" "$stamp"
