@@ -390,6 +390,8 @@ const model = await modelStandIn();
 let failed = false;
 try {
   wrangler(["d1", "migrations", "apply", "DB", "--local"]);
+  // The sample company is not a migration (sample-data/domain.sql); the domain callers need it.
+  wrangler(["d1", "execute", "DB", "--local", "--file", join(root, "sample-data", "domain.sql")]);
   const ids = Object.fromEntries(sql("SELECT first_name || ' ' || last_name AS name, id FROM hr_employees").map((r) => [r.name, r.id]));
   await startDev(model);
   console.log(`\n## ${SESSIONS} sessions × ${CALLS} mixed calls`);

@@ -20,5 +20,10 @@ rm -f build/.built-*
 # The stamp carries the time the build started: a file edited while it runs is newer, so the
 # next build does not skip it.
 started="$(mktemp)"
+if [ "$profile" = release ]; then
+  echo "[build] building the Worker (release: optimized and LTO, a few minutes)" >&2
+else
+  echo "[build] building the Worker (debug: several minutes the first time, then well under a minute per change)" >&2
+fi
 worker-build "--$profile"
 mv "$started" "$stamp"

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# `npm run dev`: builds the Worker, applies the D1 migrations (schema and sample data) to the local
-# database, and serves /mcp on http://localhost:8787 with local D1, KV and Durable Objects.
+# `npm run dev`: applies the D1 migrations and loads the sample company (sample-data/domain.sql, once)
+# into the local database, then serves /mcp on http://localhost:8787 with local D1, KV and Durable
+# Objects. wrangler builds the Worker with the environment's [build] command: the debug profile for
+# `dev`, rebuilt and reloaded on every change in src/, schema/ and data/ (wrangler.toml [env.dev.build]).
 # Options: --env dev|conformance (default dev), --port N (default 8787, or $PORT),
 #          --persist-to DIR (local state directory, default .wrangler/state).
 set -euo pipefail
@@ -21,12 +23,13 @@ bash scripts/toolchain.sh
 # shellcheck source=/dev/null
 source .toolchain/env
 # A random HS256 secret for local tokens (`npm run token`), kept across runs; wrangler dev reads
-# .dev.vars as secrets. Never committed.
+# .dev.vars as secrets (.dev.vars.example lists the others). Never committed.
 if ! grep -qs '^JWT_SECRET=' .dev.vars; then
   echo "JWT_SECRET=$(od -An -N32 -tx1 /dev/urandom | tr -d ' \n')" >> .dev.vars
 fi
-wrangler=("$root/node_modules/.bin/node" node_modules/wrangler/bin/wrangler.js)
-"${wrangler[@]}" d1 migrations apply DB --local --env "$env_name" "${persist[@]}"
-# wrangler builds the Worker with its [build] command (scripts/build.sh) before serving.
-exec "${wrangler[@]}" dev --env "$env_name" --ip 127.0.0.1 --port "$port" "${persist[@]}" \
-  --show-interactive-dev-session=false
+node="$root/node_modules/.bin/node"
+# "${persist[@]+...}": macOS's bash 3.2 calls an empty array unbound under `set -u`.
+"$node" node_modules/wrangler/bin/wrangler.js d1 migrations apply DB --local --env "$env_name" ${persist[@]+"${persist[@]}"}
+"$node" scripts/sample-data.js --local --env "$env_name" ${persist[@]+"${persist[@]}"}
+exec "$node" node_modules/wrangler/bin/wrangler.js dev --env "$env_name" --ip 127.0.0.1 --port "$port" \
+  ${persist[@]+"${persist[@]}"} --show-interactive-dev-session=false

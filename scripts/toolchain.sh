@@ -11,11 +11,18 @@
 #      where rustup components cannot be downloaded.
 # worker-build would otherwise download wasm-bindgen, wasm-opt and esbuild from GitHub; we install them
 # from crates.io and npm and point worker-build at them with WASM_BINDGEN_BIN, WASM_OPT_BIN, ESBUILD_BIN.
+#
+# `scripts/toolchain.sh --route` makes the choice above (installing what that route needs), prints it
+# and stops. tests/toolchain.test.js runs it with stub rustc, rustup, apt-get and dpkg-query, pointing
+# TOOLCHAIN_STATE (default .toolchain), TOOLCHAIN_DEBIAN_BIN (default /usr/bin: Debian's rustc and
+# cargo) and TOOLCHAIN_RUSTUP_TIMEOUT (seconds, default 30) at its own.
+# Portable to macOS: bash 3.2, no GNU coreutils.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
-state="$root/.toolchain"
+state="${TOOLCHAIN_STATE:-$root/.toolchain}"
+debian_bin="${TOOLCHAIN_DEBIAN_BIN:-/usr/bin}"
 mkdir -p "$state/bin"
 
 WORKER_BUILD_VERSION="0.8.7"
@@ -24,6 +31,14 @@ TARGET="wasm32-unknown-unknown"
 DEBIAN_PACKAGES=(rustc-web cargo-web rust-web-src lld-22)
 
 say() { printf '[toolchain] %s\n' "$*" >&2; }
+
+# Runs "$@" for at most $1 seconds. perl's alarm, because macOS has no GNU `timeout` (perl ships with
+# macOS and is essential on Debian); exec keeps the pid, so the alarm ends the command itself.
+with_timeout() {
+  local secs="$1"
+  shift
+  perl -e 'alarm shift; exec @ARGV or exit 127' "$secs" "$@"
+}
 
 has_wasm_std() { # $1 = rustc binary
   local dir
@@ -42,7 +57,7 @@ debian_install() { # the Debian packages named that are not installed yet
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
   done
   if [ ${#missing[@]} -gt 0 ]; then
-    say "installing Debian packages: ${missing[*]}"
+    say "installing Debian packages: ${missing[*]} (apt-get; a minute or two, once)"
     as_root apt-get update -q >/dev/null
     as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" >/dev/null
   fi
@@ -50,9 +65,9 @@ debian_install() { # the Debian packages named that are not installed yet
 
 debian_std() {
   debian_install "${DEBIAN_PACKAGES[@]}"
-  if has_wasm_std /usr/bin/rustc; then return 0; fi
+  if has_wasm_std "$debian_bin/rustc"; then return 0; fi
 
-  say "building the $TARGET standard library with /usr/bin/rustc (takes a few minutes, once)"
+  say "building the $TARGET standard library with $debian_bin/rustc (3 to 10 minutes, once)"
   local work="$state/std-build" libdir
   rm -rf "$work" && mkdir -p "$work/src"
   cat >"$work/Cargo.toml" <<'TOML'
@@ -67,39 +82,51 @@ panic = "abort"
 TOML
   echo '#![no_std]' >"$work/src/lib.rs"
   # embed-bitcode keeps the LLVM bitcode that a release build with LTO needs ("Can't find section .llvmbc").
-  (cd "$work" && RUSTC_BOOTSTRAP=1 RUSTC=/usr/bin/rustc RUSTFLAGS="-Cembed-bitcode=yes" \
-    /usr/bin/cargo build --quiet --release -Zbuild-std=std,panic_abort,panic_unwind --target "$TARGET")
-  libdir="$(/usr/bin/rustc --print target-libdir --target "$TARGET")"
+  (cd "$work" && RUSTC_BOOTSTRAP=1 RUSTC="$debian_bin/rustc" RUSTFLAGS="-Cembed-bitcode=yes" \
+    "$debian_bin/cargo" build --quiet --release -Zbuild-std=std,panic_abort,panic_unwind --target "$TARGET")
+  libdir="$("$debian_bin/rustc" --print target-libdir --target "$TARGET")"
   as_root mkdir -p "$libdir"
   find "$work/target/$TARGET/release/deps" -name 'lib*.rlib' ! -name 'libwasm_std_bootstrap-*' \
     -exec cp {} "$libdir/" \;
-  has_wasm_std /usr/bin/rustc || { say "the $TARGET std did not install into $libdir"; return 1; }
+  has_wasm_std "$debian_bin/rustc" || { say "the $TARGET std did not install into $libdir"; return 1; }
   rm -rf "$work"
 }
 
-# 1. The Rust wasm toolchain. The choice is remembered in .toolchain/rust so rustup is asked only once.
+# 1. The Rust wasm toolchain. The choice is remembered in $state/rust so rustup is asked only once.
+[ -f "$state/env" ] || say "first run: installing what the build needs, once (5 to 20 minutes on a fresh machine; later runs skip this)"
 route=""
 [ -f "$state/rust" ] && route="$(cat "$state/rust")"
 case "$route" in
   default) has_wasm_std rustc || route="" ;;
-  debian) has_wasm_std /usr/bin/rustc || route="" ;;
+  debian) has_wasm_std "$debian_bin/rustc" || route="" ;;
 esac
 if [ -z "$route" ]; then
   if command -v rustc >/dev/null && has_wasm_std rustc; then
     route=default
   elif [ -z "${CI:-}" ] && command -v rustup >/dev/null \
-    && timeout 30 rustup target add "$TARGET" >/dev/null 2>&1 && has_wasm_std rustc; then
+    && say "adding the $TARGET target with rustup (under a minute)" \
+    && with_timeout "${TOOLCHAIN_RUSTUP_TIMEOUT:-30}" rustup target add "$TARGET" >/dev/null 2>&1 \
+    && has_wasm_std rustc; then
     route=default
-  else
+  elif command -v apt-get >/dev/null; then
     say "no $TARGET std from rustup here (not tried when CI is set); using Debian's rustc-web"
     debian_std
     route=debian
+  else
+    say "no $TARGET standard library: install Rust with rustup (https://rustup.rs), then run"
+    say "  rustup target add $TARGET"
+    say "(without rustup, this script needs Debian's apt-get to install rustc-web)"
+    exit 1
   fi
   echo "$route" >"$state/rust"
 fi
+if [ "${1:-}" = "--route" ]; then
+  echo "$route"
+  exit 0
+fi
 if [ "$route" = debian ]; then
   # worker-build runs `rustc` and `cargo` from PATH, so put Debian's first for the build.
-  for b in cargo rustc rustdoc; do ln -sf "/usr/bin/$b" "$state/bin/$b"; done
+  for b in cargo rustc rustdoc; do ln -sf "$debian_bin/$b" "$state/bin/$b"; done
 fi
 
 # 1b. Chromium for the session page test (tests/page.test.js drives it headless through
@@ -110,22 +137,36 @@ if command -v apt-get >/dev/null; then
 fi
 
 # 2. worker-build and the wasm-bindgen CLI matching Cargo.lock exactly (a schema mismatch breaks the build).
-host_cargo="$(command -v cargo || echo /usr/bin/cargo)"
+host_cargo="$(command -v cargo || echo "$debian_bin/cargo")"
 cargo_bin="${CARGO_HOME:-$HOME/.cargo}/bin"
 if ! "$cargo_bin/worker-build" --version 2>/dev/null | grep -q "$WORKER_BUILD_VERSION"; then
-  say "installing worker-build $WORKER_BUILD_VERSION"
-  "$host_cargo" install --quiet worker-build --version "$WORKER_BUILD_VERSION"
+  say "installing worker-build $WORKER_BUILD_VERSION from crates.io (compiles it: 2 to 5 minutes, once)"
+  "$host_cargo" install worker-build --version "$WORKER_BUILD_VERSION"
 fi
 bindgen_version="$(awk '/^name = "wasm-bindgen"$/ {getline; gsub(/version = |"/, ""); print; exit}' Cargo.lock)"
 if ! "$cargo_bin/wasm-bindgen" --version 2>/dev/null | grep -q " $bindgen_version\$"; then
-  say "installing wasm-bindgen-cli $bindgen_version"
+  say "installing wasm-bindgen-cli $bindgen_version from crates.io (compiles it: 3 to 8 minutes, once)"
   # Not --locked: its lockfile names a webpki-roots version that is no longer published.
-  "$host_cargo" install --quiet --force wasm-bindgen-cli --version "$bindgen_version"
+  "$host_cargo" install --force wasm-bindgen-cli --version "$bindgen_version"
 fi
 
 # 3. Node packages: wrangler, miniflare, esbuild, binaryen (wasm-opt), the MCP SDK and conformance suite.
-if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
-  say "installing npm packages"
+# Installed when node_modules differs from package-lock.json in content (npm's record of what it
+# installed, node_modules/.package-lock.json, against the lock), not when the lock is merely newer: a
+# checkout or a worktree sharing node_modules touches the lock without changing it, and `npm ci`
+# first empties node_modules (through a symlink, the shared target).
+lock_matches() {
+  [ -f node_modules/.package-lock.json ] && node -e '
+    const want = require("./package-lock.json").packages;
+    const have = require("./node_modules/.package-lock.json").packages;
+    for (const [path, p] of Object.entries(want)) {
+      if (!path) continue;
+      if (have[path] ? have[path].version !== p.version : !p.optional) process.exit(1);
+    }
+    for (const path of Object.keys(have)) if (!(path in want)) process.exit(1);' 2>/dev/null
+}
+if ! lock_matches; then
+  say "installing npm packages (npm ci: about a minute)"
   npm ci --no-audit --no-fund --loglevel=error
 fi
 
@@ -140,6 +181,6 @@ export WRANGLER_SEND_METRICS=false
 EOF
 if [ "$route" = debian ]; then
   # Its own target dir, so native `cargo test` (rustup's rustc) and this build don't invalidate each other.
-  printf 'export RUSTC=/usr/bin/rustc\nexport CARGO_TARGET_DIR="%s/target/wasm"\n' "$root" >>"$state/env"
+  printf 'export RUSTC="%s/rustc"\nexport CARGO_TARGET_DIR="%s/target/wasm"\n' "$debian_bin" "$root" >>"$state/env"
 fi
 say "ready ($route rust toolchain)"

@@ -1,13 +1,15 @@
-// The domain sample data (issue 4): the committed migration is what the generator writes, and the
-// data applied to D1 in workerd keeps the invariants the HR, Finance, Sales and Support tools
-// rely on (docs/domain-data.md).
+// The domain sample data (issue 4): the committed sample-data/ files are what the generator writes,
+// the data applied to D1 in workerd keeps the invariants the HR, Finance, Sales and Support tools
+// rely on (docs/domain-data.md), production migrations carry none of it, and its removal file
+// deletes exactly its rows (issue 20 item 2).
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { root, startWorker } from "./support/worker.js";
+import { loadSampleData, root, splitSql, startWorker } from "./support/worker.js";
+import { DOMAIN_SQL, REMOVE_SQL } from "../scripts/sample-data.js";
 
 let w;
 let db;
@@ -28,21 +30,80 @@ const named = (n) => `00000000-0000-4000-8000-${String(n).padStart(12, "0")}`;
 const [EVE, CAROL, VICTOR, GRACE, NINA, MARCUS, SARAH, FRANK, HELEN, ALICE, RAJ, BOB, OLIVIA, DAN, RYAN] =
   Array.from({ length: 15 }, (_, i) => named(i + 1));
 
-test("regenerating the sample data reproduces the committed migration byte for byte", () => {
+test("regenerating the sample data reproduces the committed files byte for byte", () => {
   const dir = mkdtempSync(join(tmpdir(), "domain-data-"));
   try {
-    const out = join(dir, "data.sql");
-    execFileSync(process.execPath, [join(root, "scripts", "domain-data.js"), "--out", out], { stdio: "pipe" });
-    assert.ok(readFileSync(out).equals(readFileSync(join(root, "migrations", "0013_domain_sample_data.sql"))),
-      "run `npm run domain-data` and commit the result");
+    execFileSync(process.execPath, [join(root, "scripts", "domain-data.js"), "--out-dir", dir], { stdio: "pipe" });
+    for (const [name, committed] of [["domain.sql", DOMAIN_SQL], ["remove-domain.sql", REMOVE_SQL]]) {
+      assert.ok(readFileSync(join(dir, name)).equals(readFileSync(committed)), `${name}: run \`npm run domain-data\` and commit the result`);
+    }
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
 });
 
-test("no statement of the migration reaches D1's 100 KB limit", () => {
-  const text = readFileSync(join(root, "migrations", "0013_domain_sample_data.sql"), "utf8");
-  for (const stmt of text.split(";\n")) assert.ok(Buffer.byteLength(stmt) < 100_000, stmt.slice(0, 80));
+test("no statement of the sample data or its removal reaches D1's 100 KB limit", () => {
+  for (const file of [DOMAIN_SQL, REMOVE_SQL]) {
+    const text = readFileSync(file, "utf8");
+    for (const stmt of text.split(";\n")) assert.ok(Buffer.byteLength(stmt) < 100_000, stmt.slice(0, 80));
+  }
+});
+
+describe("production (migrations alone)", () => {
+  let prod;
+  let pdb;
+  before(async () => {
+    prod = await startWorker({}, { quiet: true, sample: false });
+    pdb = await prod.mf.getD1Database("DB");
+  });
+  after(() => prod?.stop());
+
+  const DOMAIN_TABLES = ["hr_grade_levels", "hr_departments", "hr_employees", "hr_performance_reviews", "finance_vendors", "finance_invoices",
+    "finance_expense_reports", "finance_budgets", "sales_customers", "sales_contacts", "sales_deals", "support_tickets", "support_knowledge_articles"];
+  /** Rows of every table but FTS5's internal ones (their segments keep deletion markers). */
+  const snapshot = async () => {
+    const tables = (await pdb.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '%_fts_%' AND name NOT LIKE '_cf_%' ORDER BY name").all()).results.map((r) => r.name);
+    const out = {};
+    for (const t of tables) out[t] = JSON.stringify((await pdb.prepare(`SELECT * FROM "${t}" ORDER BY 1`).all()).results);
+    return out;
+  };
+
+  test("no migration inserts into the domain tables, and a fresh database has no sample company", async () => {
+    for (const file of readdirSync(join(root, "migrations"))) {
+      const text = readFileSync(join(root, "migrations", file), "utf8");
+      for (const t of DOMAIN_TABLES) assert.doesNotMatch(text, new RegExp(`INSERT\\s+(OR\\s+\\w+\\s+)?INTO\\s+${t}\\b`, "i"), `${file} inserts into ${t}`);
+    }
+    for (const t of DOMAIN_TABLES) assert.equal((await pdb.prepare(`SELECT COUNT(*) n FROM ${t}`).first("n")), 0, t);
+    // The shipped definitions are there: instruction sets, templates, chains.
+    assert.ok((await pdb.prepare("SELECT COUNT(*) n FROM instruction_sets").first("n")) > 0);
+  });
+
+  test("remove-domain.sql deletes exactly the sample rows; a row of the deployment's own stays", async () => {
+    const before = await snapshot();
+    const generation = await pdb.prepare("SELECT generation FROM domain_generation").first("generation");
+    await loadSampleData(pdb);
+    assert.equal(await pdb.prepare("SELECT COUNT(*) n FROM hr_employees").first("n"), 531);
+    await loadSampleData(pdb);
+    assert.equal(await pdb.prepare("SELECT COUNT(*) n FROM hr_employees").first("n"), 531, "loaded once, never duplicated");
+    // A vendor of the deployment's own, and one of its invoices to a sample department: the invoice
+    // refers to a sample row, so the removal must refuse as a whole rather than delete half.
+    await pdb.prepare("INSERT INTO finance_vendors (id, name, category, email) VALUES ('VEND-OWN', 'Own Vendor', 'services', 'own@vendor.example')").run();
+    await pdb.prepare(`INSERT INTO finance_invoices (id, vendor_id, vendor_reference, amount_cents, description, department_id, status, invoice_date, due_date, submitted_at)
+      VALUES ('11111111-1111-4111-8111-111111111111', 'VEND-OWN', 'R-1', 1000, 'own', 'ENG', 'pending', '2026-11-01', '2026-12-01', '2026-11-01T09:00:00Z')`).run();
+    const removal = splitSql(readFileSync(REMOVE_SQL, "utf8")).map((stmt) => pdb.prepare(stmt));
+    await assert.rejects(pdb.batch(removal), /FOREIGN KEY/);
+    assert.equal(await pdb.prepare("SELECT COUNT(*) n FROM hr_employees").first("n"), 531, "a refused removal deletes nothing");
+    await pdb.prepare("DELETE FROM finance_invoices WHERE id = '11111111-1111-4111-8111-111111111111'").run();
+    await pdb.batch(removal);
+    const afterRemoval = await snapshot();
+    assert.equal(JSON.parse(afterRemoval.finance_vendors).map((v) => v.id).join(), "VEND-OWN");
+    assert.ok(await pdb.prepare("SELECT generation FROM domain_generation").first("generation") > generation, "cached reads are invalidated");
+    for (const t of Object.keys(before)) {
+      if (t === "finance_vendors" || t === "domain_generation") continue;
+      assert.equal(afterRemoval[t], before[t], t);
+    }
+    assert.deepEqual((await pdb.prepare("SELECT rowid FROM support_tickets_fts WHERE support_tickets_fts MATCH 'quarantine'").all()).results, []);
+  });
 });
 
 describe("HR", () => {

@@ -1,10 +1,12 @@
 // Starts the built Worker (build/index.js + wasm) in workerd through Miniflare, with real D1, KV and
-// SQLite-backed Durable Objects, and the D1 migrations applied. One instance per test file.
+// SQLite-backed Durable Objects, the D1 migrations applied and, unless a test asks for a
+// production-like database, the sample company (sample-data/domain.sql). One instance per test file.
 import { readdirSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Miniflare } from "miniflare";
 import { aiHandle, aiWorkers } from "./ai.js";
+import { DOMAIN_SQL, PRESENT_SQL } from "../../scripts/sample-data.js";
 
 export const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 
@@ -57,14 +59,26 @@ export async function migrate(db) {
 }
 
 /**
+ * Loads the sample company (sample-data/domain.sql) unless it is there already, as
+ * `npm run sample-data` does: a persisted database gets it once.
+ */
+export async function loadSampleData(db) {
+  if ((await db.prepare(PRESENT_SQL).first("n")) > 0) return;
+  for (const stmt of splitSql(readFileSync(DOMAIN_SQL, "utf8"))) {
+    await db.prepare(stmt).run();
+  }
+}
+
+/**
  * Starts the Worker. `vars` override the wrangler [vars]; with `quiet`, the Worker's stdout (one log
  * line per tool call) is dropped; with `logs` (an array), its stdout lines are collected there
  * instead; with `persist` (a directory), D1, KV and Durable Object storage live there, so a second
  * Worker started on it continues where the first stopped; with `ai`, a Workers AI binding named AI
- * is backed by the stand-in of support/ai.js.
+ * is backed by the stand-in of support/ai.js; with `sample: false`, D1 gets the migrations alone, as
+ * a production deployment does (no sample company).
  * Returns { url, mcpUrl, mf, stop }, and `ai` (the stand-in's handle) when asked for.
  */
-export async function startWorker(vars = {}, { quiet = false, logs, persist, ai = false } = {}) {
+export async function startWorker(vars = {}, { quiet = false, logs, persist, ai = false, sample = true } = {}) {
   const collect = (stdout) => {
     let rest = "";
     stdout.setEncoding("utf8");
@@ -109,7 +123,9 @@ export async function startWorker(vars = {}, { quiet = false, logs, persist, ai 
       : worker),
   });
   const url = await mf.ready;
-  await migrate(await mf.getD1Database("DB"));
+  const db = await mf.getD1Database("DB");
+  await migrate(db);
+  if (sample) await loadSampleData(db);
   const mcpUrl = new URL("/mcp", url).href;
   return { url, mcpUrl, mf, stop: () => mf.dispose(), ...(ai ? { ai: aiHandle(mf) } : {}) };
 }
