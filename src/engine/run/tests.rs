@@ -132,6 +132,8 @@ const OPTS: RunOptions = RunOptions {
     rollback: true,
     max_execution_ms: 600_000,
     jitter_seed: 42,
+    auto_retry: false,
+    strict_inputs: false,
 };
 
 fn state_of(r: &RunReport, name: &str) -> StepState {
