@@ -810,7 +810,7 @@ mod tests {
     fn lists_and_objects_given_for_text_become_text() {
         assert_eq!(
             as_text(&json!(["Hotel A", 2, { "vendor": "B", "price": 900 }])),
-            "- Hotel A\n- 2\n- vendor: B, price: 900"
+            "- Hotel A\n- 2\n- price: 900, vendor: B"
         );
         assert_eq!(as_text(&json!({ "a": "x", "b": [1] })), "a: x, b: [1]");
         assert_eq!(as_text(&json!("as is")), "as is");
