@@ -298,10 +298,13 @@ pub struct StepReport {
     /// Why it was skipped, warned or failed.
     pub reason: Option<String>,
     /// Rendered input, when it had an input_template.
+    #[serde(default)]
     pub input: Option<String>,
-    /// Attempts in order.
+    /// Attempts in order (absent from a final report that keeps no intermediate results).
+    #[serde(default)]
     pub attempts: Vec<Attempt>,
-    /// Outputs it produced.
+    /// Outputs it produced (absent like `attempts`).
+    #[serde(default)]
     pub outputs: Map<String, Value>,
     /// Completion order (for rollback), when done.
     pub completed: Option<usize>,

@@ -733,6 +733,11 @@ pub fn summary(run: &Run, report: &RunReport, hidden: &Hidden) -> Result<ToolOut
                 .map(|r| format!("\n- {} ({}): {r}", s.name, s.state.as_str()))
         })
         .collect();
+    let warnings: Vec<String> = report
+        .steps
+        .iter()
+        .flat_map(|s| s.warnings.iter().map(move |w| format!("\n- {}: {w}", s.name)))
+        .collect();
     let id_line = if run.tracked {
         format!("\n\n**Execution ID:** {}", run.id)
     } else {
@@ -753,6 +758,9 @@ pub fn summary(run: &Run, report: &RunReport, hidden: &Hidden) -> Result<ToolOut
             }
             if !notes.is_empty() {
                 t.push_str(&format!("\n\n**Step Notes:**{}", notes.concat()));
+            }
+            if !warnings.is_empty() {
+                t.push_str(&format!("\n\n**Warnings:**{}", warnings.concat()));
             }
             if run.tracked {
                 t.push_str(&format!("{id_line} (saved for reference)"));
@@ -833,6 +841,9 @@ pub fn summary(run: &Run, report: &RunReport, hidden: &Hidden) -> Result<ToolOut
             if !outputs.is_empty() {
                 t.push_str(&format!("\n\n**Partial Results:**{}", outputs.concat()));
             }
+            if !warnings.is_empty() {
+                t.push_str(&format!("\n\n**Warnings:**{}", warnings.concat()));
+            }
             t.push_str(&id_line);
             Err(Error::ToolFailed(t))
         }
@@ -859,6 +870,9 @@ impl Record {
                             "id": s.id, "name": s.name, "state": s.state.as_str(), "reason": s.reason,
                             "attempts": s.attempts.len(), "outputs": outputs,
                         });
+                        if !s.warnings.is_empty() {
+                            v["warnings"] = json!(s.warnings);
+                        }
                         if let Some(p) = &s.prompt {
                             v["awaiting"] = shown_prompt(&hidden, s.id, p);
                         }
