@@ -303,6 +303,8 @@ pub struct Plan {
     pub order: Vec<usize>,
     /// The outputs a completed run must have (`output_schema.properties`): name and type.
     pub outputs: Vec<(String, OutputType)>,
+    /// The chain's declared inputs (`input_schema.properties`), for messages about missing ones.
+    pub inputs: Vec<String>,
 }
 
 /// What a step of each type typically takes, in milliseconds, for [`Plan::estimate_ms`]: a model
@@ -576,10 +578,18 @@ pub fn plan(def: &ChainDef) -> Result<Plan, Vec<String>> {
         }
     };
     if errors.is_empty() {
+        let inputs = def
+            .rest
+            .get("input_schema")
+            .and_then(|s| s.get("properties"))
+            .and_then(Value::as_object)
+            .map(|p| p.keys().cloned().collect())
+            .unwrap_or_default();
         Ok(Plan {
             steps: planned,
             order,
             outputs,
+            inputs,
         })
     } else {
         Err(errors)

@@ -722,6 +722,9 @@ fn why_missing(plan: &Plan, reports: &[StepReport], i: usize, root: &str) -> Str
         .filter(|&j| j != i && plan.steps[j].def.output_variables.iter().any(|o| o == root))
         .min_by_key(|&j| (j > i, i.abs_diff(j)));
     let Some(j) = producer else {
+        if plan.inputs.iter().any(|i| i == root) {
+            return "it is an optional input of the chain and was not given; pass it in execute_chain's variables (or give it a default in the chain's input_schema)".into();
+        }
         return "it is not among the chain's input variables and no step outputs it; pass it in execute_chain's variables (or give it a default in the chain's input_schema)".into();
     };
     let by = step_label(&plan.steps[j].def);
