@@ -414,7 +414,8 @@ fn declared_outputs(def: &ChainDef) -> Result<Vec<(String, OutputType)>, Vec<Str
     };
     let Some(props) = schema.get("properties").and_then(Value::as_object) else {
         return Err(vec![
-            "output_schema must be {\"type\": \"object\", \"properties\": {<name>: {\"type\": …}}}".into(),
+            "output_schema must be {\"type\": \"object\", \"properties\": {<name>: {\"type\": …}}}"
+                .into(),
         ]);
     };
     let mut out = Vec::new();
@@ -803,14 +804,19 @@ mod tests {
             ]
         );
         assert!(OutputType::Integer.accepts(&json!(3)) && OutputType::Integer.accepts(&json!(3.0)));
-        assert!(!OutputType::Integer.accepts(&json!(2.5)) && !OutputType::Integer.accepts(&json!("3")));
+        assert!(
+            !OutputType::Integer.accepts(&json!(2.5)) && !OutputType::Integer.accepts(&json!("3"))
+        );
         assert!(OutputType::Date.accepts(&json!("2025-09-15T10:00:00Z")));
         def.rest.insert(
             "output_schema".into(),
             json!({ "type": "object", "properties": { "n": { "type": "text" } } }),
         );
         let e = plan(&def).unwrap_err().join("\n");
-        assert!(e.contains("output_schema.properties.n.type is \"text\"; use string, number, integer"), "{e}");
+        assert!(
+            e.contains("output_schema.properties.n.type is \"text\"; use string, number, integer"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -180,11 +180,14 @@ pub fn auto_retry_config() -> RetryConfig {
 pub fn normalize_answer(outputs: &mut Map<String, Value>) -> Vec<String> {
     let mut warnings = Vec::new();
     for (k, v) in outputs.iter_mut() {
-        let Some(b) = v.as_str().and_then(|t| match t.trim().to_ascii_lowercase().as_str() {
-            "true" => Some(true),
-            "false" => Some(false),
-            _ => None,
-        }) else {
+        let Some(b) = v
+            .as_str()
+            .and_then(|t| match t.trim().to_ascii_lowercase().as_str() {
+                "true" => Some(true),
+                "false" => Some(false),
+                _ => None,
+            })
+        else {
             continue;
         };
         warnings.push(format!(
@@ -691,15 +694,17 @@ pub async fn proceed(
 pub fn output_problems(plan: &Plan, vars: &Value) -> Vec<String> {
     plan.outputs
         .iter()
-        .filter_map(|(name, kind)| match get_path(vars, name).filter(|v| !v.is_null()) {
-            None => Some(format!("{name} is missing")),
-            Some(v) if !kind.accepts(v) => Some(format!(
-                "{name} must be of type {}, got {}",
-                kind.as_str(),
-                shorten(&v.to_string())
-            )),
-            Some(_) => None,
-        })
+        .filter_map(
+            |(name, kind)| match get_path(vars, name).filter(|v| !v.is_null()) {
+                None => Some(format!("{name} is missing")),
+                Some(v) if !kind.accepts(v) => Some(format!(
+                    "{name} must be of type {}, got {}",
+                    kind.as_str(),
+                    shorten(&v.to_string())
+                )),
+                Some(_) => None,
+            },
+        )
         .collect()
 }
 
@@ -844,9 +849,11 @@ async fn run_batch(
                 Ok(r) => {
                     for path in &r.missing {
                         let root = path.split(['.', '[']).next().unwrap_or(path);
-                        let declared = step.def.input_variables.iter().any(|v| {
-                            v == path || v.split(['.', '[']).next() == Some(root)
-                        });
+                        let declared = step
+                            .def
+                            .input_variables
+                            .iter()
+                            .any(|v| v == path || v.split(['.', '[']).next() == Some(root));
                         if !declared {
                             warnings.push(format!(
                                 "input_template: {path} has no value and rendered as empty text: {}",

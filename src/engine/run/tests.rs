@@ -634,8 +634,16 @@ fn an_input_too_large_to_keep_fails_its_step_and_is_not_kept() {
 #[test]
 fn inputs_without_a_value_are_warnings_naming_the_step_that_should_have_given_them() {
     let p = chain(json!([
-        s(1, "check", json!({ "conditional_execution": "{flag} == true", "output_variables": ["status"] })),
-        s(2, "use", json!({ "input_variables": ["status", "extra"], "input_template": "{status}/{other.part}", "output_variables": ["done"] })),
+        s(
+            1,
+            "check",
+            json!({ "conditional_execution": "{flag} == true", "output_variables": ["status"] })
+        ),
+        s(
+            2,
+            "use",
+            json!({ "input_variables": ["status", "extra"], "input_template": "{status}/{other.part}", "output_variables": ["done"] })
+        ),
     ]));
     let host = Host::default();
     host.script("use", vec![out(json!({ "done": 1 }))]);
@@ -648,9 +656,23 @@ fn inputs_without_a_value_are_warnings_naming_the_step_that_should_have_given_th
     let w = &r.steps[1].warnings;
     assert_eq!(w.len(), 3, "{w:?}");
     assert!(w[0].starts_with("input variable status has no value: step 1 'check', which outputs it, was skipped: condition false"), "{}", w[0]);
-    assert!(w[0].ends_with("or guard this step with conditional_execution"), "{}", w[0]);
-    assert!(w[1].starts_with("input variable extra has no value: it is not among the chain's input variables"), "{}", w[1]);
-    assert!(w[2].starts_with("input_template: other has no value and rendered as empty text"), "{}", w[2]);
+    assert!(
+        w[0].ends_with("or guard this step with conditional_execution"),
+        "{}",
+        w[0]
+    );
+    assert!(
+        w[1].starts_with(
+            "input variable extra has no value: it is not among the chain's input variables"
+        ),
+        "{}",
+        w[1]
+    );
+    assert!(
+        w[2].starts_with("input_template: other has no value and rendered as empty text"),
+        "{}",
+        w[2]
+    );
     assert_eq!(r.steps[1].input.as_deref(), Some("/"));
     // A report without warnings does not carry the field.
     let saved = serde_json::to_value(&r.steps[0]).unwrap();
@@ -660,8 +682,16 @@ fn inputs_without_a_value_are_warnings_naming_the_step_that_should_have_given_th
 #[test]
 fn strict_chains_fail_a_step_whose_input_has_no_value_and_on_failure_still_applies() {
     let p = chain(json!([
-        s(1, "need", json!({ "input_variables": ["x"], "output_variables": ["a"] })),
-        s(2, "tolerant", json!({ "input_template": "{y}", "on_failure": "warn", "output_variables": ["b"] })),
+        s(
+            1,
+            "need",
+            json!({ "input_variables": ["x"], "output_variables": ["a"] })
+        ),
+        s(
+            2,
+            "tolerant",
+            json!({ "input_template": "{y}", "on_failure": "warn", "output_variables": ["b"] })
+        ),
     ]));
     let strict = RunOptions {
         strict_inputs: true,
@@ -673,31 +703,72 @@ fn strict_chains_fail_a_step_whose_input_has_no_value_and_on_failure_still_appli
     assert_eq!(r.status, RunStatus::Failed);
     assert_eq!(r.failed_step.as_deref(), Some("need"));
     let reason = r.steps[0].reason.as_deref().unwrap();
-    assert!(reason.starts_with("input variable x has no value: it is not among the chain's input variables"), "{reason}");
-    assert!(reason.contains("(the chain is strict: configuration.strict_inputs)"), "{reason}");
-    assert_eq!(*host.calls.borrow(), Vec::<String>::new(), "the step never ran");
+    assert!(
+        reason.starts_with(
+            "input variable x has no value: it is not among the chain's input variables"
+        ),
+        "{reason}"
+    );
+    assert!(
+        reason.contains("(the chain is strict: configuration.strict_inputs)"),
+        "{reason}"
+    );
+    assert_eq!(
+        *host.calls.borrow(),
+        Vec::<String>::new(),
+        "the step never ran"
+    );
 
     let host = Host::default();
     let r = block_on(run(&p, json!({ "x": 1 }), &host, strict));
     assert_eq!(r.status, RunStatus::Completed);
     assert_eq!(r.steps[1].state, StepState::Warned);
-    assert!(r.steps[1].reason.as_deref().unwrap().starts_with("input_template: "), "{:?}", r.steps[1].reason);
+    assert!(
+        r.steps[1]
+            .reason
+            .as_deref()
+            .unwrap()
+            .starts_with("input_template: "),
+        "{:?}",
+        r.steps[1].reason
+    );
 }
 
 #[test]
 fn on_failure_covers_a_condition_that_cannot_be_evaluated() {
     let p = chain(json!([
-        s(1, "odd", json!({ "conditional_execution": "{-label} > 0", "on_failure": "skip" })),
+        s(
+            1,
+            "odd",
+            json!({ "conditional_execution": "{-label} > 0", "on_failure": "skip" })
+        ),
         s(2, "after", json!({})),
     ]));
     let host = Host::default();
     let r = block_on(run(&p, json!({ "label": "a" }), &host, OPTS));
     assert_eq!(r.status, RunStatus::Completed);
     assert_eq!(r.steps[0].state, StepState::Skipped);
-    assert!(r.steps[0].reason.as_deref().unwrap().starts_with("conditional_execution: "), "{:?}", r.steps[0].reason);
+    assert!(
+        r.steps[0]
+            .reason
+            .as_deref()
+            .unwrap()
+            .starts_with("conditional_execution: "),
+        "{:?}",
+        r.steps[0].reason
+    );
     assert_eq!(r.steps[1].state, StepState::Done);
-    let failing = chain(json!([s(1, "odd", json!({ "conditional_execution": "{-label} > 0" }))]));
-    let r = block_on(run(&failing, json!({ "label": "a" }), &Host::default(), OPTS));
+    let failing = chain(json!([s(
+        1,
+        "odd",
+        json!({ "conditional_execution": "{-label} > 0" })
+    )]));
+    let r = block_on(run(
+        &failing,
+        json!({ "label": "a" }),
+        &Host::default(),
+        OPTS,
+    ));
     assert_eq!(r.status, RunStatus::Failed);
 }
 
@@ -731,7 +802,10 @@ fn steps_without_retry_config_retry_transient_errors_when_auto_retry_is_on() {
     assert!((1000.0..=1250.0).contains(&gap), "{gap}");
 
     let host = Host::default();
-    host.script("flaky", vec![Err(StepError::new(ErrorClass::Validation, "bad"))]);
+    host.script(
+        "flaky",
+        vec![Err(StepError::new(ErrorClass::Validation, "bad"))],
+    );
     let r = block_on(run(&p, json!({}), &host, auto));
     assert_eq!(r.steps[0].attempts.len(), 1, "bad input is never retried");
 }
@@ -745,8 +819,14 @@ fn retry_on_errors_takes_the_seeds_codes_and_the_earlier_names() {
     assert!(codes::covers("vendor_unavailable", "model_unavailable"));
     assert!(!codes::covers("model_unavailable", "vendor_unavailable"));
     assert!(!codes::covers("api_timeout", "vendor_unavailable"));
-    assert_eq!(codes::normalize(" Vendor unavailable! ").as_deref(), Some("vendor_unavailable"));
-    assert_eq!(codes::normalize("API-Timeout").as_deref(), Some("api_timeout"));
+    assert_eq!(
+        codes::normalize(" Vendor unavailable! ").as_deref(),
+        Some("vendor_unavailable")
+    );
+    assert_eq!(
+        codes::normalize("API-Timeout").as_deref(),
+        Some("api_timeout")
+    );
     assert_eq!(codes::normalize("--"), None);
     let p = chain(json!([s(
         1,
@@ -757,7 +837,10 @@ fn retry_on_errors_takes_the_seeds_codes_and_the_earlier_names() {
     host.script(
         "search",
         vec![
-            Err(StepError::transient("timeout", "an attempt from a stored run")),
+            Err(StepError::transient(
+                "timeout",
+                "an attempt from a stored run",
+            )),
             Err(StepError::transient("model_unavailable", "provider 503")),
             out(json!({ "vendor_options": [] })),
         ],
@@ -770,15 +853,32 @@ fn retry_on_errors_takes_the_seeds_codes_and_the_earlier_names() {
 #[test]
 fn instruction_answers_of_true_and_false_as_text_become_booleans() {
     let p = chain(json!([
-        s(1, "ask", json!({ "type": "instruction_set", "instruction_set": "x", "output_variables": ["approval_required", "note"] })),
-        s(2, "approve", json!({ "conditional_execution": "{approval_required} == true" })),
+        s(
+            1,
+            "ask",
+            json!({ "type": "instruction_set", "instruction_set": "x", "output_variables": ["approval_required", "note"] })
+        ),
+        s(
+            2,
+            "approve",
+            json!({ "conditional_execution": "{approval_required} == true" })
+        ),
     ]));
     let host = Host::default();
-    host.script("ask", vec![out(json!({ "approval_required": " TRUE", "note": "true story" }))]);
+    host.script(
+        "ask",
+        vec![out(
+            json!({ "approval_required": " TRUE", "note": "true story" }),
+        )],
+    );
     let r = block_on(run(&p, json!({}), &host, OPTS));
     assert_eq!(r.variables["approval_required"], json!(true));
     assert_eq!(r.variables["note"], json!("true story"));
-    assert_eq!(r.steps[1].state, StepState::Done, "the condition saw the boolean");
+    assert_eq!(
+        r.steps[1].state,
+        StepState::Done,
+        "the condition saw the boolean"
+    );
     assert_eq!(
         r.steps[0].warnings,
         vec!["approval_required: the answer was the text \" TRUE\"; taken as the boolean true"]
@@ -800,7 +900,11 @@ fn a_completed_run_is_checked_against_the_output_schema() {
         r.error.as_deref(),
         Some("the run's outputs do not match the chain's output_schema: count must be of type integer, got 2.5; next is missing; make the steps that produce them answer as declared, or correct the output_schema")
     );
-    assert_eq!(*host.rollbacks.borrow(), vec!["make"], "a failed run is rolled back");
+    assert_eq!(
+        *host.rollbacks.borrow(),
+        vec!["make"],
+        "a failed run is rolled back"
+    );
     let host = Host::default();
     host.script("make", vec![out(json!({ "summary": "ok", "count": 2 }))]);
     let r = block_on(run(&p, json!({ "next": [] }), &host, OPTS));

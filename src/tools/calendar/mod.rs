@@ -303,10 +303,13 @@ mod tests {
 
     #[test]
     fn builds_the_events_url_with_the_seeds_defaults_and_encoding() {
-        let path =
-            path_of(json!({"timeMin":"2025-05-10T00:00:00Z","timeMax":"2025-05-15T23:59:59+02:00"}));
+        let path = path_of(
+            json!({"timeMin":"2025-05-10T00:00:00Z","timeMax":"2025-05-15T23:59:59+02:00"}),
+        );
         assert_eq!(path, "/calendar/v3/calendars/primary/events?timeMin=2025-05-10T00%3A00%3A00Z&timeMax=2025-05-15T23%3A59%3A59%2B02%3A00&maxResults=25&singleEvents=false");
-        let path = path_of(json!({"calendarId":"team@group.calendar.google.com","timeMin":"2025-05-10T00:00:00Z","timeMax":"2025-05-11T00:00:00Z","maxResults":5,"singleEvents":true}));
+        let path = path_of(
+            json!({"calendarId":"team@group.calendar.google.com","timeMin":"2025-05-10T00:00:00Z","timeMax":"2025-05-11T00:00:00Z","maxResults":5,"singleEvents":true}),
+        );
         assert!(
             path.starts_with("/calendar/v3/calendars/team%40group.calendar.google.com/events?"),
             "{path}"

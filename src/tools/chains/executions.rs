@@ -736,7 +736,11 @@ pub fn summary(run: &Run, report: &RunReport, hidden: &Hidden) -> Result<ToolOut
     let warnings: Vec<String> = report
         .steps
         .iter()
-        .flat_map(|s| s.warnings.iter().map(move |w| format!("\n- {}: {w}", s.name)))
+        .flat_map(|s| {
+            s.warnings
+                .iter()
+                .map(move |w| format!("\n- {}: {w}", s.name))
+        })
         .collect();
     let id_line = if run.tracked {
         format!("\n\n**Execution ID:** {}", run.id)
@@ -946,7 +950,10 @@ pub async fn list(ctx: &dyn ToolContext, filter: &Value) -> Result<Value> {
     }
     for field in CONTEXT_FIELDS {
         if let Some(v) = filter.get(field).and_then(Value::as_str) {
-            add(&format!("json_extract(e.options, '$.context.{field}') = ?"), json!(v));
+            add(
+                &format!("json_extract(e.options, '$.context.{field}') = ?"),
+                json!(v),
+            );
         }
     }
     let limit = filter

@@ -56,8 +56,8 @@ use crate::engine::output::Format;
 use crate::engine::run::{
     codes, ErrorClass, RunReport, StepError, StepHost, StepOutcome, StepReport, StepState,
 };
-use crate::engine::variables::{self, get_path, set_path, VarType};
 use crate::engine::template::RenderOptions;
+use crate::engine::variables::{self, get_path, set_path, VarType};
 use crate::error::{Error, Result};
 use crate::mcp::logging::LogLevel;
 use crate::random;
@@ -373,7 +373,11 @@ impl ChainHost<'_> {
                 continue;
             };
             let text = steps::as_text(given);
-            let kind = if given.is_array() { "a list" } else { "an object" };
+            let kind = if given.is_array() {
+                "a list"
+            } else {
+                "an object"
+            };
             self.note(
                 step,
                 format!("{path}: {kind} where template {name} expects text; rendered as text"),
@@ -384,7 +388,11 @@ impl ChainHost<'_> {
 
     /// Keeps a note for the step's report.
     fn note(&self, step: &StepDef, note: String) {
-        self.notes.borrow_mut().entry(step.id).or_default().push(note);
+        self.notes
+            .borrow_mut()
+            .entry(step.id)
+            .or_default()
+            .push(note);
     }
 
     async fn instruction(&self, step: &StepDef, input: Option<String>) -> StepOutcome {
@@ -1017,10 +1025,9 @@ mod tests {
     #[test]
     fn a_model_may_report_an_error_code_instead_of_the_outputs() {
         let s = step(&["vendor_options"]);
-        let answer = json_object_in(
-            "{\"error\": \"Vendor unavailable\", \"message\": \"Amadeus is down\"}",
-        )
-        .unwrap();
+        let answer =
+            json_object_in("{\"error\": \"Vendor unavailable\", \"message\": \"Amadeus is down\"}")
+                .unwrap();
         let e = reported_error(&s, &answer).unwrap();
         assert_eq!(e.class, ErrorClass::Transient("vendor_unavailable".into()));
         assert_eq!(

@@ -776,7 +776,10 @@ mod tests {
                 .unwrap_err()
                 .class
         };
-        assert_eq!(class("timeout"), ErrorClass::Transient("api_timeout".into()));
+        assert_eq!(
+            class("timeout"),
+            ErrorClass::Transient("api_timeout".into())
+        );
         assert_eq!(
             class("unavailable"),
             ErrorClass::Transient("vendor_unavailable".into())
