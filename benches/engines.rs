@@ -251,6 +251,8 @@ fn chains(c: &mut Criterion) {
         rollback: true,
         max_execution_ms: 60_000,
         jitter_seed: 1,
+        auto_retry: false,
+        strict_inputs: false,
     };
     let mut g = c.benchmark_group("chain");
     g.throughput(Throughput::Elements(u64::from(STEPS)));

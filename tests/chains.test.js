@@ -133,7 +133,8 @@ describe("execute_chain", () => {
   test("input variables are validated against the chain's input_schema", async () => {
     const result = (await run("corporate-booking-workflow", { traveler_name: "Dana Lee" })).reply.result;
     assert.equal(result.isError, true);
-    assert.match(textOf(result), /^Variable validation failed: /);
+    assert.match(textOf(result), /^Error executing chain: Variable validation failed: /);
+    assert.match(textOf(result), /\*\*Troubleshooting:\*\*\n- Verify chain name exists and is active/);
     for (const field of ["company_name", "cost_center", "trip_requirements", "budget_approval"]) assert.match(textOf(result), new RegExp(`${field} is required`));
     assert.doesNotMatch(textOf(result), /traveler_name is required/);
   });

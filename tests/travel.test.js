@@ -7,10 +7,10 @@ import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { createServer } from "node:http";
 import { generateKeyPairSync, verify } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { startWorker } from "./support/worker.js";
+import { root, startWorker } from "./support/worker.js";
 import { LATEST, post } from "./support/mcp.js";
 import { hs256 } from "../scripts/token.js";
 
@@ -177,7 +177,7 @@ describe("travel tools", () => {
     for (const calendar_id of ["ceo@example.com", "Team@group.calendar.google.com", "primary,ceo@example.com"]) {
       const r = await call("list_events", { calendar_id, time_min: "2025-05-10T00:00:00Z", time_max: "2025-05-11T00:00:00Z" });
       assert.equal(r.result.isError, true, JSON.stringify(r));
-      assert.equal(textOf(r.result), `calendar_id ${JSON.stringify(calendar_id)} is not a calendar this server shares; allowed: primary, team@group.calendar.google.com. Call again with one of them (an operator adds calendars to the CALENDAR_ALLOWED_IDS setting).`);
+      assert.equal(textOf(r.result), `calendarId ${JSON.stringify(calendar_id)} is not a calendar this server shares; allowed: primary, team@group.calendar.google.com. Call again with one of them (an operator adds calendars to the CALENDAR_ALLOWED_IDS setting).`);
     }
     assert.equal(google.requests.length, 0, "nothing sent for a calendar the deployment does not share");
   });
@@ -229,6 +229,7 @@ describe("travel tools", () => {
         ],
         passengers: [{ type: "adult" }, { type: "adult" }],
         cabin_class: "business",
+        max_connections: 2,
       },
     });
     const out = r.result.structuredContent;
@@ -246,19 +247,26 @@ describe("travel tools", () => {
       ],
       count: 2,
       total_offers: 2,
-      status: "ok",
+      status: "success",
     });
     assert.match(textOf(r.result), /2 flight offers from SFO to CDG/);
   });
 
-  test("search_flights defaults: one way, one adult, economy", async () => {
+  test("search_flights defaults (seed 003): one way, one adult, economy, at most 2 connections", async () => {
     duffel.requests.length = 0;
     duffel.reply = { status: 201, body: { data: { offers: [] } } };
     const r = await call("search_flights", { origin: "SFO", destination: "CDG", departure_date: "2025-05-10" });
-    assert.deepEqual(r.result.structuredContent, { flights: [], count: 0, total_offers: 0, status: "ok" });
+    assert.deepEqual(r.result.structuredContent, { flights: [], count: 0, total_offers: 0, status: "success" });
     assert.deepEqual(JSON.parse(duffel.requests[0].body), {
-      data: { slices: [{ origin: "SFO", destination: "CDG", departure_date: "2025-05-10" }], passengers: [{ type: "adult" }], cabin_class: "economy" },
+      data: { slices: [{ origin: "SFO", destination: "CDG", departure_date: "2025-05-10" }], passengers: [{ type: "adult" }], cabin_class: "economy", max_connections: 2 },
     });
+    // The seed's own example call, and an explicit max_connections, which is sent as given.
+    duffel.requests.length = 0;
+    const seed = await call("search_flights", { origin: "SFO", destination: "CDG", departure_date: "2025-05-10", cabin_class: "economy", max_connections: 0 });
+    assert.equal(seed.result.isError, undefined, JSON.stringify(seed));
+    assert.equal(JSON.parse(duffel.requests[0].body).data.max_connections, 0);
+    const listed = (await session.tools()).find((t) => t.name === "search_flights");
+    assert.equal(listed.inputSchema.properties.max_connections.default, 2);
   });
 
   test("search_flights: Duffel's errors become tool errors the model can act on, never retried", async () => {
@@ -302,17 +310,17 @@ describe("travel tools", () => {
     assert.equal(duffel.requests.length, 0);
   });
 
-  test("list_events sends Google's events request and normalizes the events", async () => {
+  test("list_events takes the seed's parameters: its own example call, sent as Google's events request", async () => {
     google.requests.length = 0;
     google.reply = { status: 200, body: events };
-    const r = await call("list_events", { calendar_id: "team@group.calendar.google.com", time_min: "2025-05-10T00:00:00+02:00", time_max: "2025-05-15T23:59:59Z", max_results: 50 });
+    // seed 003, "Calendar Events", Example Usage (the LLM output).
+    const r = await call("list_events", { timeMin: "2025-05-10T00:00:00Z", timeMax: "2025-05-15T23:59:59Z", maxResults: 50 });
     assert.equal(r.result.isError, undefined, JSON.stringify(r));
     assert.equal(google.requests.length, 1);
     const req = google.requests[0];
     assert.equal(req.method, "GET");
-    assert.equal(req.path, "/calendar/v3/calendars/team%40group.calendar.google.com/events");
-    assert.equal(req.rawQuery, "?timeMin=2025-05-10T00%3A00%3A00%2B02%3A00&timeMax=2025-05-15T23%3A59%3A59Z&maxResults=50&singleEvents=true&orderBy=startTime");
-    assert.deepEqual(req.query, { timeMin: "2025-05-10T00:00:00+02:00", timeMax: "2025-05-15T23:59:59Z", maxResults: "50", singleEvents: "true", orderBy: "startTime" });
+    assert.equal(req.path, "/calendar/v3/calendars/primary/events");
+    assert.equal(req.rawQuery, "?timeMin=2025-05-10T00%3A00%3A00Z&timeMax=2025-05-15T23%3A59%3A59Z&maxResults=50&singleEvents=false");
     assert.equal(req.headers.authorization, "Bearer ya29.test");
     assert.equal(req.body, "");
     assert.deepEqual(r.result.structuredContent, {
@@ -322,17 +330,38 @@ describe("travel tools", () => {
       ],
       count: 2,
       has_more: false,
-      status: "ok",
+      status: "success",
     });
+
+    google.requests.length = 0;
+    const expanded = await call("list_events", { calendarId: "team@group.calendar.google.com", timeMin: "2025-05-10T00:00:00+02:00", timeMax: "2025-05-15T23:59:59Z", maxResults: 50, singleEvents: true });
+    assert.equal(expanded.result.isError, undefined, JSON.stringify(expanded));
+    assert.equal(google.requests[0].path, "/calendar/v3/calendars/team%40group.calendar.google.com/events");
+    assert.deepEqual(google.requests[0].query, { timeMin: "2025-05-10T00:00:00+02:00", timeMax: "2025-05-15T23:59:59Z", maxResults: "50", singleEvents: "true", orderBy: "startTime" });
   });
 
-  test("list_events defaults: the primary calendar, 250 events", async () => {
+  test("list_events still takes the earlier snake_case names, one name per field", async () => {
+    google.requests.length = 0;
+    google.reply = { status: 200, body: events };
+    const r = await call("list_events", { calendar_id: "team@group.calendar.google.com", time_min: "2025-05-10T00:00:00+02:00", time_max: "2025-05-15T23:59:59Z", max_results: 50 });
+    assert.equal(r.result.isError, undefined, JSON.stringify(r));
+    assert.equal(google.requests[0].rawQuery, "?timeMin=2025-05-10T00%3A00%3A00%2B02%3A00&timeMax=2025-05-15T23%3A59%3A59Z&maxResults=50&singleEvents=false");
+    assert.equal(r.result.structuredContent.count, 2);
+    const both = await call("list_events", { timeMin: "2025-05-10T00:00:00Z", time_min: "2025-05-09T00:00:00Z", timeMax: "2025-05-11T00:00:00Z" });
+    assert.equal(both.result.isError, true);
+    assert.match(textOf(both.result), /timeMin and time_min are the same field under two names; give only timeMin/);
+    assert.equal(google.requests.length, 1, "nothing sent for the ambiguous call");
+  });
+
+  test("list_events defaults (seed 003): the primary calendar, 25 events, recurring events not expanded", async () => {
     google.requests.length = 0;
     google.reply = { status: 200, body: { items: [], nextPageToken: "next" } };
-    const r = await call("list_events", { time_min: "2025-05-10T00:00:00Z", time_max: "2025-05-11T00:00:00Z" });
-    assert.deepEqual(r.result.structuredContent, { events: [], count: 0, has_more: true, status: "ok" });
+    const r = await call("list_events", { timeMin: "2025-05-10T00:00:00Z", timeMax: "2025-05-11T00:00:00Z" });
+    assert.deepEqual(r.result.structuredContent, { events: [], count: 0, has_more: true, status: "success" });
     assert.equal(google.requests[0].path, "/calendar/v3/calendars/primary/events");
-    assert.equal(google.requests[0].query.maxResults, "250");
+    assert.equal(google.requests[0].query.maxResults, "25");
+    assert.equal(google.requests[0].query.singleEvents, "false");
+    assert.equal(google.requests[0].query.orderBy, undefined, "Google orders by start time only for expanded events");
   });
 
   test("list_events: Google's errors become tool errors; only temporary ones are retried, three tries in all", async () => {
@@ -401,8 +430,11 @@ describe("travel tools", () => {
   test("list_events: invalid arguments are refused before anything is sent", async () => {
     google.requests.length = 0;
     const cases = [
-      [{ time_min: "2025-05-11T00:00:00Z", time_max: "2025-05-10T00:00:00Z" }, /time_max 2025-05-10T00:00:00Z is not after time_min/],
-      [{ time_min: "2025-05-10T00:00:00Z", time_max: "2025-05-10T00:00:00Z" }, /not after time_min/],
+      [{ time_min: "2025-05-11T00:00:00Z", time_max: "2025-05-10T00:00:00Z" }, /timeMax 2025-05-10T00:00:00Z is not after timeMin/],
+      [{ timeMin: "2025-05-10T00:00:00Z", timeMax: "2025-05-10T00:00:00Z" }, /not after timeMin/],
+      [{ timeMin: "2025-05-10T00:00:00Z", timeMax: "2025-05-11T00:00:00Z", maxResults: 2501 }, /\/maxResults/],
+      [{ timeMin: "2025-05-10T00:00:00Z", timeMax: "2025-05-11T00:00:00Z", singleEvents: "yes" }, /\/singleEvents/],
+      [{ timeMin: "2025-05-10T00:00:00Z" }, /timeMax/],
       [{ time_min: "2025-05-10", time_max: "2025-05-11T00:00:00Z" }, /\/time_min/],
       [{ time_min: "2025-05-10T00:00:00Z", time_max: "2025-05-11T00:00:00Z", max_results: 2501 }, /\/max_results/],
       [{ time_min: "2025-05-10T00:00:00Z", time_max: "2025-05-11T00:00:00Z", max_results: 0 }, /\/max_results/],
@@ -627,5 +659,36 @@ describe("TOOL_TIMEOUTS", () => {
     } finally {
       await bad.stop();
     }
+  });
+});
+
+describe("the shipped wrangler.toml limits the paid flight search", () => {
+  let duffel, w, session;
+  const shipped = readFileSync(join(root, "wrangler.toml"), "utf8").match(/^RATE_LIMITS = "(.*)"$/m)[1];
+  before(async () => {
+    duffel = await stubApi();
+    duffel.reply = { status: 201, body: { data: { offers: [] } } };
+    w = await startWorker({ DUFFEL_BASE_URL: duffel.url, DUFFEL_API_TOKEN: "duffel_test_token", RATE_LIMITS: shipped, JWT_SECRET: SECRET }, { quiet: true });
+    session = await signIn(w, { sub: "pat", roles: [] });
+  });
+  after(async () => {
+    await w?.stop();
+    duffel?.server.closeAllConnections();
+    duffel?.server.close();
+  });
+
+  test("search_flights: 10 calls a minute per caller; the 11th is refused and reaches no Duffel", async () => {
+    assert.equal(shipped, "search_flights=10/1m");
+    const search = (day) => session.rpc("tools/call", { name: "search_flights", arguments: { origin: "SFO", destination: "CDG", departure_date: `2025-05-${String(day).padStart(2, "0")}` } });
+    for (let day = 1; day <= 10; day++) {
+      const r = await search(day);
+      assert.equal(r.result.isError, undefined, JSON.stringify(r));
+    }
+    const refused = await search(11);
+    assert.equal(refused.result.isError, true, JSON.stringify(refused));
+    assert.match(textOf(refused.result), /rate limit/i);
+    assert.equal(duffel.requests.length, 10);
+    const other = await session.rpc("tools/call", { name: "get_mode_indicator", arguments: {} });
+    assert.equal(other.result.isError, undefined, "other tools keep the default limit");
   });
 });

@@ -301,6 +301,139 @@ pub struct Plan {
     pub steps: Vec<PlannedStep>,
     /// A valid execution order (positions), dependencies first.
     pub order: Vec<usize>,
+    /// The outputs a completed run must have (`output_schema.properties`): name and type.
+    pub outputs: Vec<(String, OutputType)>,
+    /// The chain's declared inputs (`input_schema.properties`), for messages about missing ones.
+    pub inputs: Vec<String>,
+}
+
+/// What a step of each type typically takes, in milliseconds, for [`Plan::estimate_ms`]: a model
+/// call takes seconds, a tool call reaching an outside API a couple, the rest are local.
+fn typical_ms(kind: StepType) -> u64 {
+    match kind {
+        StepType::InstructionSet => 8_000,
+        StepType::ExternalApi => 2_000,
+        StepType::TemplateProcessing => 200,
+        StepType::DatabaseOperation => 100,
+        StepType::DataTransformation | StepType::ConditionalLogic => 10,
+    }
+}
+
+impl Plan {
+    /// An estimate of a run's duration from its step types (not a measurement): the sum of their
+    /// typical times, or with `parallel` the longest chain of dependencies among the steps
+    /// marked `parallel_execution`, which may overlap. Time paused for input is not counted.
+    pub fn estimate_ms(&self, parallel: bool) -> u64 {
+        let mut finish = vec![0u64; self.steps.len()];
+        let mut total = 0u64;
+        for &i in &self.order {
+            let step = &self.steps[i];
+            let own = typical_ms(step.def.kind);
+            if parallel && step.def.parallel_execution {
+                let after = step.deps.iter().map(|&d| finish[d]).max().unwrap_or(0);
+                finish[i] = after.saturating_add(own);
+                total = total.max(finish[i]);
+            } else {
+                total = total.saturating_add(own);
+                finish[i] = total;
+            }
+        }
+        total
+    }
+}
+
+/// The type of a declared chain output (`output_schema.properties.<name>.type`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutputType {
+    /// Text.
+    String,
+    /// Any JSON number.
+    Number,
+    /// A whole JSON number.
+    Integer,
+    /// `true` or `false`.
+    Boolean,
+    /// A JSON object.
+    Object,
+    /// A JSON list.
+    Array,
+    /// Text starting with an ISO date (`YYYY-MM-DD`).
+    Date,
+}
+
+impl OutputType {
+    /// The type a name denotes, as JSON Schema and template variables write it.
+    pub fn parse(name: &str) -> Option<OutputType> {
+        Some(match name {
+            "string" => OutputType::String,
+            "number" => OutputType::Number,
+            "integer" => OutputType::Integer,
+            "boolean" => OutputType::Boolean,
+            "object" => OutputType::Object,
+            "array" => OutputType::Array,
+            "date" => OutputType::Date,
+            _ => return None,
+        })
+    }
+
+    /// Its name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OutputType::String => "string",
+            OutputType::Number => "number",
+            OutputType::Integer => "integer",
+            OutputType::Boolean => "boolean",
+            OutputType::Object => "object",
+            OutputType::Array => "array",
+            OutputType::Date => "date",
+        }
+    }
+
+    /// Whether `v` is of this type.
+    pub fn accepts(self, v: &Value) -> bool {
+        match self {
+            OutputType::String => v.is_string(),
+            OutputType::Number => v.is_number(),
+            OutputType::Integer => {
+                v.is_i64() || v.is_u64() || v.as_f64().is_some_and(|f| f.fract() == 0.0)
+            }
+            OutputType::Boolean => v.is_boolean(),
+            OutputType::Object => v.is_object(),
+            OutputType::Array => v.is_array(),
+            OutputType::Date => v.as_str().is_some_and(|s| {
+                chrono::NaiveDate::parse_from_str(s.get(..10).unwrap_or(s), "%Y-%m-%d").is_ok()
+            }),
+        }
+    }
+}
+
+/// The declared outputs of a chain's `output_schema` (absent: none); every problem is reported.
+fn declared_outputs(def: &ChainDef) -> Result<Vec<(String, OutputType)>, Vec<String>> {
+    let Some(schema) = def.rest.get("output_schema") else {
+        return Ok(Vec::new());
+    };
+    let Some(props) = schema.get("properties").and_then(Value::as_object) else {
+        return Err(vec![
+            "output_schema must be {\"type\": \"object\", \"properties\": {<name>: {\"type\": …}}}"
+                .into(),
+        ]);
+    };
+    let mut out = Vec::new();
+    let mut errors = Vec::new();
+    for (name, rule) in props {
+        let kind = rule.get("type").and_then(Value::as_str).unwrap_or_default();
+        match OutputType::parse(kind) {
+            Some(t) => out.push((name.clone(), t)),
+            None => errors.push(format!(
+                "output_schema.properties.{name}.type is {kind:?}; use string, number, integer, boolean, object, array or date"
+            )),
+        }
+    }
+    if errors.is_empty() {
+        Ok(out)
+    } else {
+        Err(errors)
+    }
 }
 
 fn label(s: &StepDef) -> String {
@@ -430,6 +563,10 @@ pub fn plan(def: &ChainDef) -> Result<Plan, Vec<String>> {
         });
     }
 
+    let outputs = declared_outputs(def).unwrap_or_else(|e| {
+        errors.extend(e);
+        Vec::new()
+    });
     let order = match topo_order(&planned) {
         Ok(o) => o,
         Err(cycle) => {
@@ -442,9 +579,18 @@ pub fn plan(def: &ChainDef) -> Result<Plan, Vec<String>> {
         }
     };
     if errors.is_empty() {
+        let inputs = def
+            .rest
+            .get("input_schema")
+            .and_then(|s| s.get("properties"))
+            .and_then(Value::as_object)
+            .map(|p| p.keys().cloned().collect())
+            .unwrap_or_default();
         Ok(Plan {
             steps: planned,
             order,
+            outputs,
+            inputs,
         })
     } else {
         Err(errors)
@@ -640,6 +786,49 @@ mod tests {
         assert!(RollbackAction::parse("x {oops")
             .unwrap_err()
             .starts_with("arguments template line 1"));
+    }
+
+    #[test]
+    fn output_schemas_declare_typed_outputs() {
+        let mut def = chain(json!([step(1, "a", json!({ "output_variables": ["n"] }))]));
+        def.rest.insert(
+            "output_schema".into(),
+            json!({ "type": "object", "properties": { "n": { "type": "integer" }, "s": { "type": "string", "description": "x" } } }),
+        );
+        let p = plan(&def).unwrap();
+        assert_eq!(
+            p.outputs,
+            vec![
+                ("n".to_string(), OutputType::Integer),
+                ("s".to_string(), OutputType::String)
+            ]
+        );
+        assert!(OutputType::Integer.accepts(&json!(3)) && OutputType::Integer.accepts(&json!(3.0)));
+        assert!(
+            !OutputType::Integer.accepts(&json!(2.5)) && !OutputType::Integer.accepts(&json!("3"))
+        );
+        assert!(OutputType::Date.accepts(&json!("2025-09-15T10:00:00Z")));
+        def.rest.insert(
+            "output_schema".into(),
+            json!({ "type": "object", "properties": { "n": { "type": "text" } } }),
+        );
+        let e = plan(&def).unwrap_err().join("\n");
+        assert!(
+            e.contains("output_schema.properties.n.type is \"text\"; use string, number, integer"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn durations_are_estimated_from_step_types() {
+        let p = plan(&chain(json!([
+            { "id": 1, "name": "ask", "type": "instruction_set", "instruction_set": "x", "output_variables": ["a"] },
+            { "id": 2, "name": "x", "type": "data_transformation", "parallel_execution": true, "depends_on": [1] },
+            { "id": 3, "name": "y", "type": "external_api", "tool": "t", "parallel_execution": true, "depends_on": [1] },
+        ])))
+        .unwrap();
+        assert_eq!(p.estimate_ms(false), 8_000 + 10 + 2_000);
+        assert_eq!(p.estimate_ms(true), 8_000 + 2_000);
     }
 
     #[test]

@@ -4,12 +4,22 @@
 //!
 //! - A step runs when all its dependencies have finished (done, skipped, warned or fallen back).
 //!   A skipped step's outputs are simply absent for the steps after it.
-//! - `conditional_execution` false → the step is skipped (`condition false`).
+//! - `conditional_execution` false → the step is skipped (`condition false`, naming the variables
+//!   it read that had no value and why).
+//! - `input_variables` are checked before the step runs: each one without a value is a warning in
+//!   the step's report naming the step that should have produced it (or an error, with
+//!   [`RunOptions::strict_inputs`]); so is a placeholder of its `input_template` that had no value.
 //! - Attempts: the first plus `retry_config.max_retries`; the delay before attempt n+1 is
 //!   `backoff_ms × 2^(n-1)`, plus up to 25 % jitter. Validation and permission errors are never
-//!   retried; with `retry_on_errors`, only errors of those codes are.
+//!   retried; with `retry_on_errors`, only errors of those codes are ([`codes`]). A step without
+//!   `retry_config` retries transient errors with the seed's defaults when
+//!   [`RunOptions::auto_retry`] is on.
 //! - After the last attempt: `fail` stops the chain, `warn` and `skip` record it and go on,
-//!   `fallback` runs the `fallback_step` in its place (its failure fails the chain).
+//!   `fallback` runs the `fallback_step` in its place (its failure fails the chain). A condition
+//!   that cannot be evaluated and an `input_template` that cannot be rendered are failures of the
+//!   step like any other, under the same `on_failure`.
+//! - A completed run's variables are checked against the chain's `output_schema`; a missing or
+//!   mistyped output fails the run (and rolls it back).
 //! - Past the deadline no further step starts and the chain ends `timed_out`.
 //! - A step that needs input nobody can give now (an `instruction_set` step without a model) ends
 //!   its batch and pauses the run (`awaiting_input`); [`RunReport::supply`] takes the outputs and
@@ -26,9 +36,10 @@ use futures::future::{join_all, select, Either, LocalBoxFuture};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::chain::{OnFailure, Plan, PlannedStep, StepDef, StepType};
+use super::chain::{OnFailure, Plan, PlannedStep, RetryConfig, StepDef, StepType};
 use super::expr::{truthy, Limits};
 use super::template::RenderOptions;
+use super::variables::get_path;
 
 /// Why a step attempt failed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -77,10 +88,114 @@ impl StepError {
 
     fn retryable(&self, only: Option<&Vec<String>>) -> bool {
         match &self.class {
-            ErrorClass::Transient(code) => only.is_none_or(|codes| codes.contains(code)),
+            ErrorClass::Transient(code) => {
+                only.is_none_or(|listed| listed.iter().any(|l| codes::covers(l, code)))
+            }
             ErrorClass::Validation | ErrorClass::Permission | ErrorClass::AwaitingInput => false,
         }
     }
+}
+
+/// The codes of transient step errors, as `retry_on_errors` names them (docs/chains.md, "Error
+/// codes"). The seed's own names are the ones steps produce.
+pub mod codes {
+    /// An attempt ran past the step's `timeout_ms`, or the tool or model it called timed out.
+    pub const API_TIMEOUT: &str = "api_timeout";
+    /// The outside service a step reaches through a tool (Duffel, Google, a domain database)
+    /// was unavailable, or a model reported that a vendor was.
+    pub const VENDOR_UNAVAILABLE: &str = "vendor_unavailable";
+    /// The model provider (`MODEL_PROVIDER_URL`) answered 429 or 5xx, or could not be reached.
+    pub const MODEL_UNAVAILABLE: &str = "model_unavailable";
+    /// The model's answer was not a JSON object with the step's output variables.
+    pub const MODEL_OUTPUT: &str = "model_output";
+    /// The nested tool call was over the caller's rate limit.
+    pub const RATE_LIMITED: &str = "rate_limited";
+    /// A record changed between the step's read and its write; nothing was written.
+    pub const CONFLICT: &str = "conflict";
+    /// This server's storage (D1) failed.
+    pub const STORAGE: &str = "storage";
+    /// The client failed to answer a sampling request.
+    pub const CLIENT: &str = "client";
+
+    /// Every code steps produce, for documentation and checks.
+    pub const ALL: [&str; 8] = [
+        API_TIMEOUT,
+        VENDOR_UNAVAILABLE,
+        MODEL_UNAVAILABLE,
+        MODEL_OUTPUT,
+        RATE_LIMITED,
+        CONFLICT,
+        STORAGE,
+        CLIENT,
+    ];
+
+    /// The code an earlier name stands for: `timeout` and `unavailable` were produced before the
+    /// seed's names, and chains saved then still list them.
+    pub fn canonical(code: &str) -> &str {
+        match code {
+            "timeout" => API_TIMEOUT,
+            "unavailable" => VENDOR_UNAVAILABLE,
+            other => other,
+        }
+    }
+
+    /// Whether `listed` (an entry of `retry_on_errors`) covers an error of code `code`:
+    /// the same code under either name, and `vendor_unavailable` also covers the model
+    /// provider's outages (the vendor an instruction step calls).
+    pub fn covers(listed: &str, code: &str) -> bool {
+        let (listed, code) = (canonical(listed), canonical(code));
+        listed == code || (listed == VENDOR_UNAVAILABLE && code == MODEL_UNAVAILABLE)
+    }
+
+    /// A code as a model might write it (`"Vendor unavailable"`, `"API-Timeout"`) in the form
+    /// `retry_on_errors` uses: lowercase, `_` between words, at most 64 characters; `None` when
+    /// nothing of it is left.
+    pub fn normalize(text: &str) -> Option<String> {
+        let mut out = String::new();
+        for c in text.trim().chars().take(64) {
+            if c.is_ascii_alphanumeric() {
+                out.push(c.to_ascii_lowercase());
+            } else if !out.is_empty() && !out.ends_with('_') {
+                out.push('_');
+            }
+        }
+        let out = out.trim_end_matches('_').to_string();
+        (!out.is_empty()).then_some(out)
+    }
+}
+
+/// The retry rules of a step without `retry_config` when transient failures are retried
+/// automatically (`configuration.auto_retry_transient_failures`): the seed's defaults.
+pub fn auto_retry_config() -> RetryConfig {
+    RetryConfig {
+        max_retries: 3,
+        backoff_ms: 1000,
+        retry_on_errors: None,
+    }
+}
+
+/// A model's (or client's) answer for an instruction step, made to mean what the model meant:
+/// the text `"true"` or `"false"` becomes the boolean, since conditions compare with `true` and
+/// templates declare booleans. Returns a warning per value changed.
+pub fn normalize_answer(outputs: &mut Map<String, Value>) -> Vec<String> {
+    let mut warnings = Vec::new();
+    for (k, v) in outputs.iter_mut() {
+        let Some(b) = v
+            .as_str()
+            .and_then(|t| match t.trim().to_ascii_lowercase().as_str() {
+                "true" => Some(true),
+                "false" => Some(false),
+                _ => None,
+            })
+        else {
+            continue;
+        };
+        warnings.push(format!(
+            "{k}: the answer was the text {v}; taken as the boolean {b}"
+        ));
+        *v = Value::Bool(b);
+    }
+    warnings
 }
 
 /// Largest rendered input of a step, in bytes: the execution's record keeps every step's input,
@@ -117,6 +232,11 @@ pub trait StepHost {
     fn should_continue(&self) -> bool;
     /// Keeps the run's state after a batch, so an interrupted run can continue from it.
     fn checkpoint<'a>(&'a self, report: &'a RunReport) -> LocalBoxFuture<'a, ()>;
+    /// What the host noted about the step's last attempts (an answer it had to convert, say),
+    /// taken once: it goes into the step's report as warnings.
+    fn take_warnings(&self, _step: &StepDef) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// How to run.
@@ -130,6 +250,10 @@ pub struct RunOptions {
     pub max_execution_ms: u64,
     /// Seed of the backoff jitter (fixed in tests).
     pub jitter_seed: u64,
+    /// Steps without `retry_config` retry transient errors with [`auto_retry_config`].
+    pub auto_retry: bool,
+    /// A missing input variable or `input_template` value fails the step instead of warning.
+    pub strict_inputs: bool,
 }
 
 /// A step's state.
@@ -177,16 +301,23 @@ pub struct StepReport {
     /// Why it was skipped, warned or failed.
     pub reason: Option<String>,
     /// Rendered input, when it had an input_template.
+    #[serde(default)]
     pub input: Option<String>,
-    /// Attempts in order.
+    /// Attempts in order (absent from a final report that keeps no intermediate results).
+    #[serde(default)]
     pub attempts: Vec<Attempt>,
-    /// Outputs it produced.
+    /// Outputs it produced (absent like `attempts`).
+    #[serde(default)]
     pub outputs: Map<String, Value>,
     /// Completion order (for rollback), when done.
     pub completed: Option<usize>,
     /// While awaiting input: what the client needs to produce the outputs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prompt: Option<Value>,
+    /// What went less than right without failing the step: inputs without a value, answers
+    /// that had to be converted.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 impl StepState {
@@ -298,6 +429,7 @@ impl RunReport {
                     outputs: Map::new(),
                     completed: None,
                     prompt: None,
+                    warnings: Vec::new(),
                 })
                 .collect(),
             variables: if inputs.is_object() {
@@ -352,12 +484,14 @@ impl RunReport {
             if self.steps[i].state != StepState::AwaitingInput {
                 continue;
             }
-            let out: Map<String, Value> = s
+            let mut out: Map<String, Value> = s
                 .def
                 .output_variables
                 .iter()
                 .filter_map(|k| outputs.get(k).map(|v| (k.clone(), v.clone())))
                 .collect();
+            let converted = normalize_answer(&mut out);
+            self.steps[i].warnings.extend(converted);
             self.steps[i].prompt = None;
             self.steps[i].reason = Some("outputs supplied by the client".into());
             finish_step(
@@ -392,6 +526,7 @@ pub fn backoff_ms(base: u64, n: u32, jitter: f64) -> u64 {
 /// Attempts a step until it succeeds, fails for good or runs out of retries. No retry starts past
 /// the run's `deadline` (nor one whose backoff would end past it): the run's time limit bounds
 /// its retries too.
+#[allow(clippy::too_many_arguments)]
 async fn attempt_step(
     host: &dyn StepHost,
     step: &StepDef,
@@ -400,8 +535,12 @@ async fn attempt_step(
     rng: &mut u64,
     report: &mut StepReport,
     deadline: f64,
+    auto_retry: bool,
 ) -> StepOutcome {
-    let retry = step.retry_config.clone();
+    let retry = step
+        .retry_config
+        .clone()
+        .or_else(|| auto_retry.then(auto_retry_config));
     let max = retry.as_ref().map_or(0, |r| r.max_retries);
     let mut n = 0;
     loop {
@@ -411,8 +550,8 @@ async fn attempt_step(
             Some(limit) => match select(run, host.sleep(limit)).await {
                 Either::Left((r, _)) => r,
                 Either::Right(_) => Err(StepError::transient(
-                    "timeout",
-                    format!("attempt took longer than {limit} ms"),
+                    codes::API_TIMEOUT,
+                    format!("attempt took longer than {limit} ms (timeout_ms)"),
                 )),
             },
             None => run.await,
@@ -498,7 +637,7 @@ pub async fn proceed(
         } else {
             vec![ready[0]]
         };
-        run_batch(plan, &batch, &mut report, host, deadline).await;
+        run_batch(plan, &batch, &mut report, host, deadline, opts).await;
         if let Some(f) = report.steps.iter().find(|r| r.state == StepState::Failed) {
             // A step that failed once the time was up (its retries stopped at the deadline)
             // ends the run as timed out, not as an ordinary failure.
@@ -526,6 +665,14 @@ pub async fn proceed(
     report.elapsed_ms += host.now_ms() - mark;
     if report.status == RunStatus::Running {
         report.status = RunStatus::Completed;
+        let problems = output_problems(plan, &report.variables);
+        if !problems.is_empty() {
+            report.status = RunStatus::Failed;
+            report.error = Some(format!(
+                "the run's outputs do not match the chain's output_schema: {}; make the steps that produce them answer as declared, or correct the output_schema",
+                problems.join("; ")
+            ));
+        }
     }
     if report.status.is_final() {
         for r in report
@@ -542,59 +689,203 @@ pub async fn proceed(
     report
 }
 
+/// Why each of the chain's declared outputs (`output_schema`) is missing or of another type in a
+/// completed run's variables.
+pub fn output_problems(plan: &Plan, vars: &Value) -> Vec<String> {
+    plan.outputs
+        .iter()
+        .filter_map(
+            |(name, kind)| match get_path(vars, name).filter(|v| !v.is_null()) {
+                None => Some(format!("{name} is missing")),
+                Some(v) if !kind.accepts(v) => Some(format!(
+                    "{name} must be of type {}, got {}",
+                    kind.as_str(),
+                    shorten(&v.to_string())
+                )),
+                Some(_) => None,
+            },
+        )
+        .collect()
+}
+
+fn shorten(text: &str) -> String {
+    if text.chars().count() > 80 {
+        format!("{}…", text.chars().take(80).collect::<String>())
+    } else {
+        text.to_string()
+    }
+}
+
+fn step_label(def: &StepDef) -> String {
+    format!("step {} '{}'", def.id, def.name)
+}
+
+/// Why variable `root` has no value when step `i` is about to run: the step that outputs it was
+/// skipped, warned or has not run, or nothing outputs it at all; with the fix.
+fn why_missing(plan: &Plan, reports: &[StepReport], i: usize, root: &str) -> String {
+    let producer = (0..plan.steps.len())
+        .filter(|&j| j != i && plan.steps[j].def.output_variables.iter().any(|o| o == root))
+        .min_by_key(|&j| (j > i, i.abs_diff(j)));
+    let Some(j) = producer else {
+        if plan.inputs.iter().any(|i| i == root) {
+            return "it is an optional input of the chain and was not given; pass it in execute_chain's variables (or give it a default in the chain's input_schema)".into();
+        }
+        return "it is not among the chain's input variables and no step outputs it; pass it in execute_chain's variables (or give it a default in the chain's input_schema)".into();
+    };
+    let by = step_label(&plan.steps[j].def);
+    let reason = reports[j]
+        .reason
+        .as_deref()
+        .map(|r| format!(": {r}"))
+        .unwrap_or_default();
+    let what = match reports[j].state {
+        StepState::Skipped => format!("{by}, which outputs it, was skipped{reason}"),
+        StepState::Warned => format!("{by}, which outputs it, failed (on_failure: warn){reason}"),
+        StepState::Done | StepState::FellBack => {
+            format!("{by}, which outputs it, finished without a value for it")
+        }
+        _ => format!("{by}, which outputs it, has not run before this step (add it to depends_on)"),
+    };
+    format!("{what}; give it a default (a default in the chain's input_schema, or `default(…)` in the template), or guard this step with conditional_execution")
+}
+
+/// The warnings of step `i`'s declared `input_variables` that have no value.
+fn missing_inputs(plan: &Plan, reports: &[StepReport], i: usize, vars: &Value) -> Vec<String> {
+    plan.steps[i]
+        .def
+        .input_variables
+        .iter()
+        .filter(|name| get_path(vars, name).is_none_or(Value::is_null))
+        .map(|name| {
+            let root = name.split(['.', '[']).next().unwrap_or(name);
+            format!(
+                "input variable {name} has no value: {}",
+                why_missing(plan, reports, i, root)
+            )
+        })
+        .collect()
+}
+
+/// The reason of a step skipped by its condition: `condition false`, and the variables the
+/// condition read that had no value, with why.
+fn skip_reason(plan: &Plan, reports: &[StepReport], i: usize, vars: &Value) -> String {
+    let mut reason = "condition false".to_string();
+    let Some(cond) = &plan.steps[i].condition else {
+        return reason;
+    };
+    let mut seen: Vec<String> = Vec::new();
+    for var in cond.variables() {
+        let root = var.split(['.', '[']).next().unwrap_or(&var).to_string();
+        if seen.contains(&root) || get_path(vars, &root).is_some_and(|v| !v.is_null()) {
+            continue;
+        }
+        reason.push_str(&format!(
+            " ({root} has no value: {})",
+            why_missing(plan, reports, i, &root)
+        ));
+        seen.push(root);
+    }
+    reason
+}
+
 /// Decides conditions and inputs of a batch against the variables as they are before it, runs its
-/// steps (concurrently) and records their outcomes.
+/// steps (concurrently) and records their outcomes. A condition or input that fails is the step's
+/// failure, under its `on_failure`.
 async fn run_batch(
     plan: &Plan,
     batch: &[usize],
     report: &mut RunReport,
     host: &dyn StepHost,
     deadline: f64,
+    opts: RunOptions,
 ) {
     let vars = &mut report.variables;
     let reports = &mut report.steps;
     let mut jobs = Vec::new();
+    let mut settled: Vec<(usize, StepOutcome)> = Vec::new();
     for &i in batch {
         let step = &plan.steps[i];
         if let Some(cond) = &step.condition {
             match cond.eval(vars, Limits::default()) {
                 Ok(v) if !truthy(&v.value) => {
+                    reports[i].reason = Some(skip_reason(plan, reports, i, vars));
                     reports[i].state = StepState::Skipped;
-                    reports[i].reason = Some("condition false".into());
                     host.on_step(&reports[i]);
                     continue;
                 }
                 Ok(_) => {}
                 Err(e) => {
-                    reports[i].state = StepState::Failed;
-                    reports[i].reason = Some(format!("conditional_execution: {e}"));
+                    settled.push((
+                        i,
+                        Err(StepError::new(
+                            ErrorClass::Validation,
+                            format!("conditional_execution: {e}"),
+                        )),
+                    ));
                     continue;
                 }
             }
         }
+        let mut warnings = missing_inputs(plan, reports, i, vars);
+        if opts.strict_inputs && !warnings.is_empty() {
+            settled.push((
+                i,
+                Err(StepError::new(
+                    ErrorClass::Validation,
+                    format!(
+                        "{} (the chain is strict: configuration.strict_inputs)",
+                        warnings.join("; ")
+                    ),
+                )),
+            ));
+            continue;
+        }
+        let render = RenderOptions {
+            strict: opts.strict_inputs,
+            ..RenderOptions::default()
+        };
         let input = match &step.input {
-            Some(t) => match t.render(vars, RenderOptions::default()) {
+            Some(t) => match t.render(vars, render) {
                 Ok(r) => {
+                    for path in &r.missing {
+                        let root = path.split(['.', '[']).next().unwrap_or(path);
+                        let declared = step
+                            .def
+                            .input_variables
+                            .iter()
+                            .any(|v| v == path || v.split(['.', '[']).next() == Some(root));
+                        if !declared {
+                            warnings.push(format!(
+                                "input_template: {path} has no value and rendered as empty text: {}",
+                                why_missing(plan, reports, i, root)
+                            ));
+                        }
+                    }
                     let text = r.text();
                     if text.len() > MAX_STEP_INPUT_BYTES {
                         // Not kept: the execution's record must stay within a D1 row.
-                        reports[i].state = StepState::Failed;
-                        reports[i].reason = Some(format!(
+                        settled.push((i, Err(StepError::new(ErrorClass::Validation, format!(
                             "input_template rendered {} bytes; a step's input is limited to {MAX_STEP_INPUT_BYTES} bytes (the execution's record keeps it)",
                             text.len()
-                        ));
+                        )))));
                         continue;
                     }
                     Some(text)
                 }
                 Err(e) => {
-                    reports[i].state = StepState::Failed;
-                    reports[i].reason = Some(format!("input_template: {e}"));
+                    settled.push((
+                        i,
+                        Err(StepError::new(
+                            ErrorClass::Validation,
+                            format!("input_template: {e}"),
+                        )),
+                    ));
                     continue;
                 }
             },
             None => None,
         };
+        reports[i].warnings.extend(warnings);
         reports[i].input = input.clone();
         jobs.push((i, input));
     }
@@ -619,6 +910,7 @@ async fn run_batch(
                 seed,
                 &mut report,
                 deadline,
+                opts.auto_retry,
             )
             .await;
             (*i, r, report)
@@ -627,7 +919,39 @@ async fn run_batch(
     .await;
     for (i, result, step_report) in outcomes {
         reports[i] = step_report;
+        let noted = host.take_warnings(&plan.steps[i].def);
+        reports[i].warnings.extend(noted);
+        settled.push((i, result));
+    }
+    for (i, result) in settled {
         let step: &PlannedStep = &plan.steps[i];
+        let result = result.map(|mut out| {
+            if step.def.kind == StepType::InstructionSet {
+                let converted = normalize_answer(&mut out);
+                reports[i].warnings.extend(converted);
+            }
+            out
+        });
+        // A failure after warnings about missing inputs is likely their doing: say so.
+        let result = result.map_err(|mut e| {
+            let missing: Vec<&String> = reports[i]
+                .warnings
+                .iter()
+                .filter(|w| w.contains(" has no value"))
+                .collect();
+            if !missing.is_empty() && e.class != ErrorClass::AwaitingInput {
+                e.message = format!(
+                    "{}. Inputs without a value: {}",
+                    e.message.trim_end_matches('.'),
+                    missing
+                        .iter()
+                        .map(|w| w.as_str())
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                );
+            }
+            e
+        });
         match result {
             Ok(out) => {
                 finish_step(

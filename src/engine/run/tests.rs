@@ -132,6 +132,8 @@ const OPTS: RunOptions = RunOptions {
     rollback: true,
     max_execution_ms: 600_000,
     jitter_seed: 42,
+    auto_retry: false,
+    strict_inputs: false,
 };
 
 fn state_of(r: &RunReport, name: &str) -> StepState {
@@ -627,4 +629,284 @@ fn an_input_too_large_to_keep_fails_its_step_and_is_not_kept() {
             MAX_STEP_INPUT_BYTES + 1
         )));
     assert!(host.calls.borrow().is_empty(), "the step never ran");
+}
+
+#[test]
+fn inputs_without_a_value_are_warnings_naming_the_step_that_should_have_given_them() {
+    let p = chain(json!([
+        s(
+            1,
+            "check",
+            json!({ "conditional_execution": "{flag} == true", "output_variables": ["status"] })
+        ),
+        s(
+            2,
+            "use",
+            json!({ "input_variables": ["status", "extra"], "input_template": "{status}/{other.part}", "output_variables": ["done"] })
+        ),
+    ]));
+    let host = Host::default();
+    host.script("use", vec![out(json!({ "done": 1 }))]);
+    let r = block_on(run(&p, json!({}), &host, OPTS));
+    assert_eq!(r.status, RunStatus::Completed);
+    assert_eq!(
+        r.steps[0].reason.as_deref(),
+        Some("condition false (flag has no value: it is not among the chain's input variables and no step outputs it; pass it in execute_chain's variables (or give it a default in the chain's input_schema))")
+    );
+    let w = &r.steps[1].warnings;
+    assert_eq!(w.len(), 3, "{w:?}");
+    assert!(w[0].starts_with("input variable status has no value: step 1 'check', which outputs it, was skipped: condition false"), "{}", w[0]);
+    assert!(
+        w[0].ends_with("or guard this step with conditional_execution"),
+        "{}",
+        w[0]
+    );
+    assert!(
+        w[1].starts_with(
+            "input variable extra has no value: it is not among the chain's input variables"
+        ),
+        "{}",
+        w[1]
+    );
+    assert!(
+        w[2].starts_with("input_template: other has no value and rendered as empty text"),
+        "{}",
+        w[2]
+    );
+    assert_eq!(r.steps[1].input.as_deref(), Some("/"));
+    // A report without warnings does not carry the field.
+    let saved = serde_json::to_value(&r.steps[0]).unwrap();
+    assert!(saved.get("warnings").is_none());
+}
+
+#[test]
+fn strict_chains_fail_a_step_whose_input_has_no_value_and_on_failure_still_applies() {
+    let p = chain(json!([
+        s(
+            1,
+            "need",
+            json!({ "input_variables": ["x"], "output_variables": ["a"] })
+        ),
+        s(
+            2,
+            "tolerant",
+            json!({ "input_template": "{y}", "on_failure": "warn", "output_variables": ["b"] })
+        ),
+    ]));
+    let strict = RunOptions {
+        strict_inputs: true,
+        rollback: false,
+        ..OPTS
+    };
+    let host = Host::default();
+    let r = block_on(run(&p, json!({ "y": "given" }), &host, strict));
+    assert_eq!(r.status, RunStatus::Failed);
+    assert_eq!(r.failed_step.as_deref(), Some("need"));
+    let reason = r.steps[0].reason.as_deref().unwrap();
+    assert!(
+        reason.starts_with(
+            "input variable x has no value: it is not among the chain's input variables"
+        ),
+        "{reason}"
+    );
+    assert!(
+        reason.contains("(the chain is strict: configuration.strict_inputs)"),
+        "{reason}"
+    );
+    assert_eq!(
+        *host.calls.borrow(),
+        Vec::<String>::new(),
+        "the step never ran"
+    );
+
+    let host = Host::default();
+    let r = block_on(run(&p, json!({ "x": 1 }), &host, strict));
+    assert_eq!(r.status, RunStatus::Completed);
+    assert_eq!(r.steps[1].state, StepState::Warned);
+    assert!(
+        r.steps[1]
+            .reason
+            .as_deref()
+            .unwrap()
+            .starts_with("input_template: "),
+        "{:?}",
+        r.steps[1].reason
+    );
+}
+
+#[test]
+fn on_failure_covers_a_condition_that_cannot_be_evaluated() {
+    let p = chain(json!([
+        s(
+            1,
+            "odd",
+            json!({ "conditional_execution": "{-label} > 0", "on_failure": "skip" })
+        ),
+        s(2, "after", json!({})),
+    ]));
+    let host = Host::default();
+    let r = block_on(run(&p, json!({ "label": "a" }), &host, OPTS));
+    assert_eq!(r.status, RunStatus::Completed);
+    assert_eq!(r.steps[0].state, StepState::Skipped);
+    assert!(
+        r.steps[0]
+            .reason
+            .as_deref()
+            .unwrap()
+            .starts_with("conditional_execution: "),
+        "{:?}",
+        r.steps[0].reason
+    );
+    assert_eq!(r.steps[1].state, StepState::Done);
+    let failing = chain(json!([s(
+        1,
+        "odd",
+        json!({ "conditional_execution": "{-label} > 0" })
+    )]));
+    let r = block_on(run(
+        &failing,
+        json!({ "label": "a" }),
+        &Host::default(),
+        OPTS,
+    ));
+    assert_eq!(r.status, RunStatus::Failed);
+}
+
+#[test]
+fn steps_without_retry_config_retry_transient_errors_when_auto_retry_is_on() {
+    let p = chain(json!([s(1, "flaky", json!({}))]));
+    let script = || {
+        vec![
+            Err(StepError::transient("api_timeout", "slow")),
+            Err(StepError::transient("vendor_unavailable", "down")),
+            out(json!({ "ok": true })),
+        ]
+    };
+    let host = Host::default();
+    host.script("flaky", script());
+    let r = block_on(run(&p, json!({}), &host, OPTS));
+    assert_eq!(r.status, RunStatus::Failed, "off: one attempt");
+    assert_eq!(r.steps[0].attempts.len(), 1);
+
+    let host = Host::default();
+    host.script("flaky", script());
+    let auto = RunOptions {
+        auto_retry: true,
+        ..OPTS
+    };
+    let r = block_on(run(&p, json!({}), &host, auto));
+    assert_eq!(r.status, RunStatus::Completed);
+    assert_eq!(r.steps[0].attempts.len(), 3);
+    // The seed's defaults: 1000 ms, then 2000 ms (plus jitter up to 25 %).
+    let gap = r.steps[0].attempts[1].started_ms - r.steps[0].attempts[0].started_ms;
+    assert!((1000.0..=1250.0).contains(&gap), "{gap}");
+
+    let host = Host::default();
+    host.script(
+        "flaky",
+        vec![Err(StepError::new(ErrorClass::Validation, "bad"))],
+    );
+    let r = block_on(run(&p, json!({}), &host, auto));
+    assert_eq!(r.steps[0].attempts.len(), 1, "bad input is never retried");
+}
+
+#[test]
+fn retry_on_errors_takes_the_seeds_codes_and_the_earlier_names() {
+    assert!(codes::covers("api_timeout", "api_timeout"));
+    assert!(codes::covers("timeout", "api_timeout"));
+    assert!(codes::covers("api_timeout", "timeout"));
+    assert!(codes::covers("unavailable", "vendor_unavailable"));
+    assert!(codes::covers("vendor_unavailable", "model_unavailable"));
+    assert!(!codes::covers("model_unavailable", "vendor_unavailable"));
+    assert!(!codes::covers("api_timeout", "vendor_unavailable"));
+    assert_eq!(
+        codes::normalize(" Vendor unavailable! ").as_deref(),
+        Some("vendor_unavailable")
+    );
+    assert_eq!(
+        codes::normalize("API-Timeout").as_deref(),
+        Some("api_timeout")
+    );
+    assert_eq!(codes::normalize("--"), None);
+    let p = chain(json!([s(
+        1,
+        "search",
+        json!({ "retry_config": { "max_retries": 2, "backoff_ms": 100, "retry_on_errors": ["api_timeout", "vendor_unavailable"] } })
+    )]));
+    let host = Host::default();
+    host.script(
+        "search",
+        vec![
+            Err(StepError::transient(
+                "timeout",
+                "an attempt from a stored run",
+            )),
+            Err(StepError::transient("model_unavailable", "provider 503")),
+            out(json!({ "vendor_options": [] })),
+        ],
+    );
+    let r = block_on(run(&p, json!({}), &host, OPTS));
+    assert_eq!(r.status, RunStatus::Completed);
+    assert_eq!(r.steps[0].attempts.len(), 3);
+}
+
+#[test]
+fn instruction_answers_of_true_and_false_as_text_become_booleans() {
+    let p = chain(json!([
+        s(
+            1,
+            "ask",
+            json!({ "type": "instruction_set", "instruction_set": "x", "output_variables": ["approval_required", "note"] })
+        ),
+        s(
+            2,
+            "approve",
+            json!({ "conditional_execution": "{approval_required} == true" })
+        ),
+    ]));
+    let host = Host::default();
+    host.script(
+        "ask",
+        vec![out(
+            json!({ "approval_required": " TRUE", "note": "true story" }),
+        )],
+    );
+    let r = block_on(run(&p, json!({}), &host, OPTS));
+    assert_eq!(r.variables["approval_required"], json!(true));
+    assert_eq!(r.variables["note"], json!("true story"));
+    assert_eq!(
+        r.steps[1].state,
+        StepState::Done,
+        "the condition saw the boolean"
+    );
+    assert_eq!(
+        r.steps[0].warnings,
+        vec!["approval_required: the answer was the text \" TRUE\"; taken as the boolean true"]
+    );
+}
+
+#[test]
+fn a_completed_run_is_checked_against_the_output_schema() {
+    let def: ChainDef = serde_json::from_value(json!({ "name": "c", "title": "Chain", "steps": [
+        s(1, "make", json!({ "output_variables": ["summary", "count"] })),
+    ], "output_schema": { "type": "object", "properties": { "summary": { "type": "string" }, "count": { "type": "integer" }, "next": { "type": "array" } } } }))
+    .unwrap();
+    let p = plan(&def).unwrap();
+    let host = Host::default();
+    host.script("make", vec![out(json!({ "summary": "ok", "count": 2.5 }))]);
+    let r = block_on(run(&p, json!({}), &host, OPTS));
+    assert_eq!(r.status, RunStatus::Failed);
+    assert_eq!(
+        r.error.as_deref(),
+        Some("the run's outputs do not match the chain's output_schema: count must be of type integer, got 2.5; next is missing; make the steps that produce them answer as declared, or correct the output_schema")
+    );
+    assert_eq!(
+        *host.rollbacks.borrow(),
+        vec!["make"],
+        "a failed run is rolled back"
+    );
+    let host = Host::default();
+    host.script("make", vec![out(json!({ "summary": "ok", "count": 2 }))]);
+    let r = block_on(run(&p, json!({ "next": [] }), &host, OPTS));
+    assert_eq!(r.status, RunStatus::Completed);
 }

@@ -57,7 +57,7 @@ fn check_allowed(calendar: &str, allowed: &[String]) -> Result<()> {
         return Ok(());
     }
     Err(Error::ToolFailed(format!(
-        "calendar_id {calendar:?} is not a calendar this server shares; allowed: {}. Call again \
+        "calendarId {calendar:?} is not a calendar this server shares; allowed: {}. Call again \
          with one of them (an operator adds calendars to the {ALLOWED_SETTING} setting).",
         allowed.join(", ")
     )))
@@ -95,31 +95,91 @@ fn google_error(body: &Value) -> Option<String> {
         .map(str::to_string)
 }
 
-/// The events URL (path and query) for validated arguments; refuses a window that ends before it
-/// starts, which the schema cannot express.
-fn events_path(args: &Value) -> Result<String> {
-    let time_min = args["time_min"].as_str().unwrap_or_default();
-    let time_max = args["time_max"].as_str().unwrap_or_default();
-    let parse = |field: &str, text: &str| {
-        DateTime::parse_from_rfc3339(text).map_err(|_| {
-            Error::InvalidArguments(format!(
-                "{field} must be an RFC 3339 time like 2025-05-10T00:00:00Z, got {text:?}"
-            ))
-        })
-    };
-    if parse("time_max", time_max)? <= parse("time_min", time_min)? {
-        return Err(Error::InvalidArguments(format!(
-            "time_max {time_max} is not after time_min {time_min}; give a window that ends after it starts"
-        )));
+/// The arguments of `list_events`, in the seed's names (`calendarId`, `timeMin`, `timeMax`,
+/// `maxResults`, `singleEvents`); the earlier snake_case names (`calendar_id`, `time_min`,
+/// `time_max`, `max_results`) are still accepted, one name per field.
+#[derive(Debug, Clone, PartialEq)]
+struct EventQuery {
+    calendar: String,
+    time_min: String,
+    time_max: String,
+    max_results: u64,
+    single_events: bool,
+}
+
+/// The seed's default `maxResults`.
+const DEFAULT_MAX_RESULTS: u64 = 25;
+
+/// The value of a field given under its seed name or its earlier name; both at once is refused,
+/// since they could disagree.
+fn either<'a>(args: &'a Value, name: &str, earlier: &str) -> Result<Option<&'a Value>> {
+    match (args.get(name), args.get(earlier)) {
+        (Some(_), Some(_)) => Err(Error::InvalidArguments(format!(
+            "{name} and {earlier} are the same field under two names; give only {name}"
+        ))),
+        (a, b) => Ok(a.or(b)),
     }
-    let calendar = args["calendar_id"].as_str().unwrap_or("primary");
-    let max_results = args["max_results"].as_u64().unwrap_or(250);
-    Ok(format!(
-        "/calendar/v3/calendars/{}/events?timeMin={}&timeMax={}&maxResults={max_results}&singleEvents=true&orderBy=startTime",
-        encode(calendar),
-        encode(time_min),
-        encode(time_max)
-    ))
+}
+
+impl EventQuery {
+    /// Reads validated arguments; refuses a window that ends before it starts, which the schema
+    /// cannot express.
+    fn from_args(args: &Value) -> Result<EventQuery> {
+        let text = |name: &str, earlier: &str| -> Result<String> {
+            either(args, name, earlier)?
+                .and_then(Value::as_str)
+                .map(str::to_string)
+                .ok_or_else(|| {
+                    Error::InvalidArguments(format!(
+                        "{name} is required: an RFC 3339 time like 2025-05-10T00:00:00Z"
+                    ))
+                })
+        };
+        let time_min = text("timeMin", "time_min")?;
+        let time_max = text("timeMax", "time_max")?;
+        let parse = |field: &str, text: &str| {
+            DateTime::parse_from_rfc3339(text).map_err(|_| {
+                Error::InvalidArguments(format!(
+                    "{field} must be an RFC 3339 time like 2025-05-10T00:00:00Z, got {text:?}"
+                ))
+            })
+        };
+        if parse("timeMax", &time_max)? <= parse("timeMin", &time_min)? {
+            return Err(Error::InvalidArguments(format!(
+                "timeMax {time_max} is not after timeMin {time_min}; give a window that ends after it starts"
+            )));
+        }
+        Ok(EventQuery {
+            calendar: either(args, "calendarId", "calendar_id")?
+                .and_then(Value::as_str)
+                .unwrap_or(DEFAULT_ALLOWED)
+                .to_string(),
+            time_min,
+            time_max,
+            max_results: either(args, "maxResults", "max_results")?
+                .and_then(Value::as_u64)
+                .unwrap_or(DEFAULT_MAX_RESULTS),
+            single_events: args["singleEvents"].as_bool().unwrap_or(false),
+        })
+    }
+
+    /// The events URL (path and query). Google orders by start time only for expanded
+    /// recurring events, so `orderBy=startTime` goes with `singleEvents=true` alone.
+    fn path(&self) -> String {
+        format!(
+            "/calendar/v3/calendars/{}/events?timeMin={}&timeMax={}&maxResults={}&singleEvents={}{}",
+            encode(&self.calendar),
+            encode(&self.time_min),
+            encode(&self.time_max),
+            self.max_results,
+            self.single_events,
+            if self.single_events {
+                "&orderBy=startTime"
+            } else {
+                ""
+            }
+        )
+    }
 }
 
 /// An event's start or end: `dateTime` for timed events, `date` for all-day ones.
@@ -158,7 +218,7 @@ fn normalize(reply: &Value) -> Result<Value> {
         "count": events.len(),
         // Google pages beyond maxResults; a later window or a higher max_results shows the rest.
         "has_more": reply.get("nextPageToken").is_some_and(|t| !t.is_null()),
-        "status": "ok",
+        "status": "success",
     }))
 }
 
@@ -182,9 +242,9 @@ async fn bearer(ctx: &dyn ToolContext) -> Result<String> {
 
 fn list_events(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
     Box::pin(async move {
-        let path = events_path(&args)?;
+        let query = EventQuery::from_args(&args)?;
         check_allowed(
-            args["calendar_id"].as_str().unwrap_or(DEFAULT_ALLOWED),
+            &query.calendar,
             &allowed_calendars(ctx.platform().setting(ALLOWED_SETTING).as_deref()),
         )?;
         let token = bearer(ctx).await?;
@@ -193,7 +253,7 @@ fn list_events(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<
                 ctx,
                 Outbound {
                     method: "GET",
-                    url: format!("{}{path}", GOOGLE_CALENDAR.base_url(ctx)),
+                    url: format!("{}{}", GOOGLE_CALENDAR.base_url(ctx), query.path()),
                     headers: vec![
                         ("Authorization".into(), format!("Bearer {token}")),
                         ("Accept".into(), "application/json".into()),
@@ -205,9 +265,7 @@ fn list_events(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<
         let value = normalize(&reply)?;
         let summary = format!(
             "{} events between {} and {}",
-            value["count"],
-            args["time_min"].as_str().unwrap_or_default(),
-            args["time_max"].as_str().unwrap_or_default()
+            value["count"], query.time_min, query.time_max
         );
         Ok(ToolOutput::Described { value, summary })
     })
@@ -218,7 +276,7 @@ pub static TOOLS: &[ToolDef] = &[ToolDef {
     toolset: TOOLSET,
     name: "list_events",
     title: "List calendar events",
-    description: "List the events of a Google Calendar this server shares (primary by default; another calendar_id only if the deployment allows it) between time_min and time_max (RFC 3339), recurring events expanded, in start order: id, summary, start, end, location, attendee emails and status.",
+    description: "List the events of a Google Calendar this server shares (calendarId: primary by default; another id only if the deployment allows it) between timeMin and timeMax (RFC 3339), at most maxResults (default 25): id, summary, start, end, location, attendee emails and status. singleEvents: true expands recurring events and orders by start time. The snake_case names calendar_id, time_min, time_max and max_results are accepted too.",
     annotations: Annotations { read_only: true, destructive: false, idempotent: true, open_world: true },
     input_schema: include_str!("../../../schema/calendar/list_events.input.json"),
     output_schema: Some(include_str!("../../../schema/calendar/list_events.output.json")),
@@ -240,19 +298,42 @@ pub static TOOLS: &[ToolDef] = &[ToolDef {
 mod tests {
     use super::*;
 
+    fn path_of(args: Value) -> String {
+        EventQuery::from_args(&args).unwrap().path()
+    }
+
     #[test]
-    fn builds_the_events_url_with_defaults_and_encoding() {
-        let path = events_path(
-            &json!({"time_min":"2025-05-10T00:00:00Z","time_max":"2025-05-15T23:59:59+02:00"}),
-        )
-        .unwrap();
-        assert_eq!(path, "/calendar/v3/calendars/primary/events?timeMin=2025-05-10T00%3A00%3A00Z&timeMax=2025-05-15T23%3A59%3A59%2B02%3A00&maxResults=250&singleEvents=true&orderBy=startTime");
-        let path = events_path(&json!({"calendar_id":"team@group.calendar.google.com","time_min":"2025-05-10T00:00:00Z","time_max":"2025-05-11T00:00:00Z","max_results":5})).unwrap();
+    fn builds_the_events_url_with_the_seeds_defaults_and_encoding() {
+        let path = path_of(
+            json!({"timeMin":"2025-05-10T00:00:00Z","timeMax":"2025-05-15T23:59:59+02:00"}),
+        );
+        assert_eq!(path, "/calendar/v3/calendars/primary/events?timeMin=2025-05-10T00%3A00%3A00Z&timeMax=2025-05-15T23%3A59%3A59%2B02%3A00&maxResults=25&singleEvents=false");
+        let path = path_of(
+            json!({"calendarId":"team@group.calendar.google.com","timeMin":"2025-05-10T00:00:00Z","timeMax":"2025-05-11T00:00:00Z","maxResults":5,"singleEvents":true}),
+        );
         assert!(
             path.starts_with("/calendar/v3/calendars/team%40group.calendar.google.com/events?"),
             "{path}"
         );
-        assert!(path.contains("maxResults=5&"), "{path}");
+        assert!(
+            path.ends_with("maxResults=5&singleEvents=true&orderBy=startTime"),
+            "{path}"
+        );
+    }
+
+    #[test]
+    fn accepts_the_earlier_names_but_not_both_names_of_a_field() {
+        let earlier = json!({"calendar_id":"primary","time_min":"2025-05-10T00:00:00Z","time_max":"2025-05-11T00:00:00Z","max_results":7});
+        let seed = json!({"calendarId":"primary","timeMin":"2025-05-10T00:00:00Z","timeMax":"2025-05-11T00:00:00Z","maxResults":7});
+        assert_eq!(
+            EventQuery::from_args(&earlier).unwrap(),
+            EventQuery::from_args(&seed).unwrap()
+        );
+        let both = json!({"timeMin":"2025-05-10T00:00:00Z","time_min":"2025-05-09T00:00:00Z","timeMax":"2025-05-11T00:00:00Z"});
+        assert!(matches!(
+            EventQuery::from_args(&both),
+            Err(Error::InvalidArguments(m)) if m == "timeMin and time_min are the same field under two names; give only timeMin"
+        ));
     }
 
     #[test]
@@ -276,10 +357,10 @@ mod tests {
     #[test]
     fn refuses_a_window_that_does_not_end_after_it_starts() {
         // The same instant written in two offsets is an empty window.
-        let e = events_path(
-            &json!({"time_min":"2025-05-10T02:00:00+02:00","time_max":"2025-05-10T00:00:00Z"}),
+        let e = EventQuery::from_args(
+            &json!({"timeMin":"2025-05-10T02:00:00+02:00","timeMax":"2025-05-10T00:00:00Z"}),
         );
-        assert!(matches!(e, Err(Error::InvalidArguments(m)) if m.contains("not after time_min")));
+        assert!(matches!(e, Err(Error::InvalidArguments(m)) if m.contains("not after timeMin")));
     }
 
     #[test]

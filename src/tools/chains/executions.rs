@@ -10,7 +10,7 @@
 
 use futures::future::{select, Either};
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
 use super::guard::{self, Author, Hidden};
 use super::host::ChainHost;
@@ -57,6 +57,20 @@ pub struct Options {
     pub max_execution_ms: u64,
     /// The final report keeps every step's input, outputs and attempts.
     pub save_intermediate_results: bool,
+    /// Steps without `retry_config` retry transient failures
+    /// (`configuration.auto_retry_transient_failures`); off in records from before it existed.
+    #[serde(default)]
+    pub auto_retry: bool,
+    /// A missing input fails its step (`configuration.strict_inputs`).
+    #[serde(default)]
+    pub strict_inputs: bool,
+    /// `execute_chain`'s `context_metadata` (`agent_id`, `session_id`, `client_id`,
+    /// `source_channel`), kept for `list_chain_executions` to filter on.
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub context: Map<String, Value>,
+    /// The signed-in user who started the run, if any: their runs are theirs in every session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runner: Option<String>,
     /// The caller's concurrency lease the execution holds (FlowMind workflows), given back when
     /// it ends for good, whichever way it ends.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -80,6 +94,8 @@ impl Options {
             rollback: self.rollback,
             max_execution_ms: self.max_execution_ms,
             jitter_seed: 1,
+            auto_retry: self.auto_retry,
+            strict_inputs: self.strict_inputs,
         }
     }
 }
@@ -125,25 +141,61 @@ struct Record {
     started_at: Value,
     finished_at: Value,
     runs: i64,
+    /// Whether the record belongs to this session (as opposed to another session of the same
+    /// signed-in user).
+    here: bool,
 }
 
-/// Loads an execution of this session. Another session's execution is indistinguishable from one
-/// that does not exist.
-async fn load(ctx: &dyn ToolContext, id: &str) -> Result<Record> {
+/// Whose executions a lookup may find.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Scope {
+    /// This session's only: what the session's own machinery (its watchdog, its end) acts on.
+    Session,
+    /// This session's, and those the same signed-in user started in any other session: what the
+    /// user asks about (`get_chain_status`, `resume_chain`, `cancel_chain`, listings).
+    Caller,
+}
+
+/// The SQL condition (over `chain_executions e`, parameters from `?{first}`) that an execution is
+/// in `scope` for this caller, with its parameters.
+fn in_scope(ctx: &dyn ToolContext, scope: Scope, first: usize) -> (String, Vec<Value>) {
+    let session = json!(ctx.session_id());
+    match (scope, ctx.caller().user) {
+        (Scope::Caller, Some(user)) => (
+            format!(
+                "(e.owner = ?{first} OR json_extract(e.options, '$.runner') = ?{})",
+                first + 1
+            ),
+            vec![session, json!(user)],
+        ),
+        _ => (format!("e.owner = ?{first}"), vec![session]),
+    }
+}
+
+/// Loads an execution in `scope`. One out of scope is indistinguishable from one that does not
+/// exist.
+async fn load(ctx: &dyn ToolContext, id: &str, scope: Scope) -> Result<Record> {
+    let (mine, params) = in_scope(ctx, scope, 2);
+    let mut all = vec![json!(id)];
+    all.extend(params);
     let row = ctx
         .query(
-            "SELECT e.id, c.name AS chain, c.title, e.status, e.mode, e.definition, e.options, e.runs,
-                    e.variables, e.report, e.started_at, e.finished_at, e.author, e.author_roles
+            &format!(
+                "SELECT e.id, c.name AS chain, c.title, e.status, e.mode, e.definition, e.options, e.runs,
+                    e.variables, e.report, e.started_at, e.finished_at, e.author, e.author_roles,
+                    e.owner = ?2 AS here
              FROM chain_executions e JOIN execution_chains c ON c.id = e.chain_id
-             WHERE e.id = ?1 AND e.owner = ?2",
-            vec![json!(id), json!(ctx.session_id())],
+             WHERE e.id = ?1 AND {mine}"
+            ),
+            all,
         )
         .await?
         .into_iter()
         .next()
         .ok_or_else(|| {
             Error::NoSuchRecord(format!(
-                "execution {id} not found in this session; use an execution id execute_chain returned here"
+                "execution {id} not found in this session{}; use an execution id execute_chain returned here",
+                if scope == Scope::Caller && ctx.caller().user.is_some() { " or your other sessions" } else { "" }
             ))
         })?;
     let text = |k: &str| row[k].as_str().unwrap_or_default().to_string();
@@ -175,6 +227,7 @@ async fn load(ctx: &dyn ToolContext, id: &str) -> Result<Record> {
         started_at: row["started_at"].clone(),
         finished_at: row["finished_at"].clone(),
         runs: row["runs"].as_i64().unwrap_or(1),
+        here: row["here"].as_i64() == Some(1),
     })
 }
 
@@ -413,7 +466,7 @@ impl Record {
 
 /// Continues a background execution (its first run, or one after an interruption).
 pub async fn run_background(ctx: &dyn ToolContext, id: &str) -> Result<()> {
-    let mut rec = load(ctx, id).await?;
+    let mut rec = load(ctx, id, Scope::Session).await?;
     if rec.status != "running" {
         return ctx.platform().job_finish(id);
     }
@@ -443,7 +496,7 @@ pub async fn run_background(ctx: &dyn ToolContext, id: &str) -> Result<()> {
 
 /// Closes a synchronous execution whose call ended before its run did.
 pub async fn abandon(ctx: &dyn ToolContext, id: &str) -> Result<()> {
-    let mut rec = load(ctx, id).await?;
+    let mut rec = load(ctx, id, Scope::Session).await?;
     if rec.status != "running" {
         return Ok(());
     }
@@ -468,7 +521,7 @@ pub async fn session_ending(ctx: &dyn ToolContext) -> Result<()> {
         )
         .await?;
     for id in open.iter().filter_map(|r| r["id"].as_str()) {
-        let mut rec = load(ctx, id).await?;
+        let mut rec = load(ctx, id, Scope::Session).await?;
         let report = rec.checkpoint()?;
         rec.run
             .close(ctx, report, RunStatus::Cancelled, "the session ended")
@@ -481,11 +534,18 @@ pub async fn session_ending(ctx: &dyn ToolContext) -> Result<()> {
 /// its run was interrupted, at the next step boundary when a run is under way (waiting up to
 /// `wait_ms` for it; if the step takes longer, the view says the stop is pending).
 pub async fn cancel(ctx: &dyn ToolContext, id: &str, reason: &str, wait_ms: u32) -> Result<Value> {
-    let mut rec = load(ctx, id).await?;
+    let mut rec = load(ctx, id, Scope::Caller).await?;
     if !matches!(rec.status.as_str(), "running" | "awaiting_input") {
         return Err(Error::ToolFailed(format!(
             "Execution {id} has already ended ({}); there is nothing to cancel.",
             rec.status
+        )));
+    }
+    if rec.status == "running" && !rec.here {
+        // Only the session running it can stop it between steps; closing it here would leave
+        // that session running a closed execution.
+        return Err(Error::ToolFailed(format!(
+            "Execution {id} is running in another of your sessions, and only that session can stop it between steps; cancel it from there, or call cancel_chain again once get_chain_status shows it paused (awaiting_input) or ended."
         )));
     }
     if rec.status == "running" && ctx.platform().job_stop(id, reason)? {
@@ -493,12 +553,14 @@ pub async fn cancel(ctx: &dyn ToolContext, id: &str, reason: &str, wait_ms: u32)
         while waited < wait_ms {
             ctx.sleep(200).await;
             waited += 200;
-            let now = load(ctx, id).await?;
+            let now = load(ctx, id, Scope::Caller).await?;
             if now.status != "running" {
                 return Ok(now.view(ctx.platform().registry()));
             }
         }
-        let mut view = load(ctx, id).await?.view(ctx.platform().registry());
+        let mut view = load(ctx, id, Scope::Caller)
+            .await?
+            .view(ctx.platform().registry());
         view["note"] = json!(format!(
             "A step is still under way; the run stops before its next step (within {} s at most per step attempt). Follow it with get_chain_status.",
             wait_ms / 1000
@@ -511,7 +573,9 @@ pub async fn cancel(ctx: &dyn ToolContext, id: &str, reason: &str, wait_ms: u32)
     rec.run
         .close(ctx, report, RunStatus::Cancelled, reason)
         .await?;
-    Ok(load(ctx, id).await?.view(ctx.platform().registry()))
+    Ok(load(ctx, id, Scope::Caller)
+        .await?
+        .view(ctx.platform().registry()))
 }
 
 /// Supplies the outputs a paused execution waits for and continues it: in this call when it ran
@@ -526,7 +590,7 @@ pub async fn resume(
         ctx.platform()
             .job_start(JOB_KIND, id, JobMode::Background)
             .await?;
-        return Ok(started_text(&run, "resumed in the background"));
+        return Ok(started_text(&run, "resumed in the background", None));
     }
     ctx.platform()
         .job_start(JOB_KIND, id, JobMode::Attached)
@@ -556,7 +620,7 @@ async fn claim(
     id: &str,
     outputs: &serde_json::Map<String, Value>,
 ) -> Result<(Run, RunReport)> {
-    let mut rec = load(ctx, id).await?;
+    let mut rec = load(ctx, id, Scope::Caller).await?;
     let Some(mut report) = rec.report.take().filter(|_| rec.status == "awaiting_input") else {
         return Err(Error::ToolFailed(format!(
             "Execution {id} is {}, not awaiting_input; only a paused execution can be resumed (get_chain_status shows its state).",
@@ -573,16 +637,18 @@ async fn claim(
     report.supply(&rec.run.plan, outputs).map_err(|problems| {
         Error::ToolFailed(format!("Outputs rejected: {}", problems.join("; ")))
     })?;
-    // Claim the pause atomically: of two concurrent resumes only one goes on.
+    // Claim the pause atomically: of two concurrent resumes only one goes on. The run goes on in
+    // this session, which now holds it (its end cancels it, its watchdog minds it).
     let claimed = ctx
         .query(
-            "UPDATE chain_executions SET status = 'running', report = ?2, runs = ?3,
+            "UPDATE chain_executions SET status = 'running', report = ?2, runs = ?3, owner = ?4,
                updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
              WHERE id = ?1 AND status = 'awaiting_input' RETURNING id",
             vec![
                 json!(id),
                 json!(serde_json::to_string(&report)?),
                 json!(first_runs(rec.run.mode)),
+                json!(ctx.session_id()),
             ],
         )
         .await?;
@@ -594,10 +660,14 @@ async fn claim(
     Ok((rec.run, report))
 }
 
-/// The answer of an execution started (or resumed) in the background.
-pub fn started_text(run: &Run, what: &str) -> ToolOutput {
+/// The answer of an execution started (or resumed) in the background, with the estimate of its
+/// duration when it starts (`Plan::estimate_ms`).
+pub fn started_text(run: &Run, what: &str, estimate_ms: Option<u64>) -> ToolOutput {
+    let estimate = estimate_ms
+        .map(|ms| format!("\n- Estimated Duration: {ms}ms"))
+        .unwrap_or_default();
     ToolOutput::Content(vec![json!({ "type": "text", "text": format!(
-        "Chain execution {what}.\n\n**Execution Details:**\n- Chain: {} ({})\n- Execution ID: {}\n- Total Steps: {}\n\nUse 'get_chain_status' with the execution ID to track progress, 'cancel_chain' to stop it.",
+        "Chain execution {what}.\n\n**Execution Details:**\n- Chain: {} ({})\n- Execution ID: {}\n- Total Steps: {}{estimate}\n\nUse 'get_chain_status' with the execution ID to track progress, 'cancel_chain' to stop it.",
         run.title, run.chain, run.id, run.plan.steps.len()
     ) })])
 }
@@ -663,6 +733,15 @@ pub fn summary(run: &Run, report: &RunReport, hidden: &Hidden) -> Result<ToolOut
                 .map(|r| format!("\n- {} ({}): {r}", s.name, s.state.as_str()))
         })
         .collect();
+    let warnings: Vec<String> = report
+        .steps
+        .iter()
+        .flat_map(|s| {
+            s.warnings
+                .iter()
+                .map(move |w| format!("\n- {}: {w}", s.name))
+        })
+        .collect();
     let id_line = if run.tracked {
         format!("\n\n**Execution ID:** {}", run.id)
     } else {
@@ -683,6 +762,9 @@ pub fn summary(run: &Run, report: &RunReport, hidden: &Hidden) -> Result<ToolOut
             }
             if !notes.is_empty() {
                 t.push_str(&format!("\n\n**Step Notes:**{}", notes.concat()));
+            }
+            if !warnings.is_empty() {
+                t.push_str(&format!("\n\n**Warnings:**{}", warnings.concat()));
             }
             if run.tracked {
                 t.push_str(&format!("{id_line} (saved for reference)"));
@@ -763,6 +845,9 @@ pub fn summary(run: &Run, report: &RunReport, hidden: &Hidden) -> Result<ToolOut
             if !outputs.is_empty() {
                 t.push_str(&format!("\n\n**Partial Results:**{}", outputs.concat()));
             }
+            if !warnings.is_empty() {
+                t.push_str(&format!("\n\n**Warnings:**{}", warnings.concat()));
+            }
             t.push_str(&id_line);
             Err(Error::ToolFailed(t))
         }
@@ -789,6 +874,9 @@ impl Record {
                             "id": s.id, "name": s.name, "state": s.state.as_str(), "reason": s.reason,
                             "attempts": s.attempts.len(), "outputs": outputs,
                         });
+                        if !s.warnings.is_empty() {
+                            v["warnings"] = json!(s.warnings);
+                        }
                         if let Some(p) = &s.prompt {
                             v["awaiting"] = shown_prompt(&hidden, s.id, p);
                         }
@@ -831,7 +919,78 @@ impl Record {
     }
 }
 
-/// `get_chain_status`: the status view of an execution of this session.
+/// `get_chain_status`: the status view of an execution of this session, or of another session
+/// of the same signed-in user.
 pub async fn status(ctx: &dyn ToolContext, id: &str) -> Result<Value> {
-    Ok(load(ctx, id).await?.view(ctx.platform().registry()))
+    Ok(load(ctx, id, Scope::Caller)
+        .await?
+        .view(ctx.platform().registry()))
+}
+
+/// The `context_metadata` fields `list_chain_executions` filters on.
+pub const CONTEXT_FIELDS: [&str; 4] = ["agent_id", "session_id", "client_id", "source_channel"];
+
+/// Most executions one listing returns.
+pub const MAX_LISTED: u64 = 100;
+
+/// `list_chain_executions`: the caller's executions (this session's, and a signed-in user's from
+/// every session), newest first, filtered by chain, status and `context_metadata` fields.
+pub async fn list(ctx: &dyn ToolContext, filter: &Value) -> Result<Value> {
+    let (mine, mut params) = in_scope(ctx, Scope::Caller, 1);
+    let mut conditions = vec![mine];
+    let mut add = |sql: &str, value: Value| {
+        params.push(value);
+        conditions.push(sql.replace('?', &format!("?{}", params.len())));
+    };
+    if let Some(chain) = filter.get("chain_name").and_then(Value::as_str) {
+        add("c.name = ?", json!(chain));
+    }
+    if let Some(status) = filter.get("status").and_then(Value::as_str) {
+        add("e.status = ?", json!(status));
+    }
+    for field in CONTEXT_FIELDS {
+        if let Some(v) = filter.get(field).and_then(Value::as_str) {
+            add(
+                &format!("json_extract(e.options, '$.context.{field}') = ?"),
+                json!(v),
+            );
+        }
+    }
+    let limit = filter
+        .get("limit")
+        .and_then(Value::as_u64)
+        .unwrap_or(20)
+        .clamp(1, MAX_LISTED);
+    let rows = ctx
+        .query(
+            &format!(
+                "SELECT e.id, c.name AS chain, e.status, e.mode, e.started_at, e.finished_at,
+                        json_extract(e.options, '$.context') AS context, e.owner = ?1 AS here
+                 FROM chain_executions e JOIN execution_chains c ON c.id = e.chain_id
+                 WHERE {} ORDER BY e.started_at DESC, e.id LIMIT {limit}",
+                conditions.join(" AND ")
+            ),
+            params,
+        )
+        .await?;
+    let executions: Vec<Value> = rows
+        .iter()
+        .map(|r| {
+            let context = r["context"]
+                .as_str()
+                .and_then(|t| serde_json::from_str::<Value>(t).ok())
+                .unwrap_or_else(|| json!({}));
+            json!({
+                "execution_id": r["id"],
+                "chain": r["chain"],
+                "status": r["status"],
+                "mode": r["mode"],
+                "started_at": r["started_at"],
+                "finished_at": r["finished_at"],
+                "context_metadata": context,
+                "this_session": r["here"].as_i64() == Some(1),
+            })
+        })
+        .collect();
+    Ok(json!({ "count": executions.len(), "executions": executions }))
 }

@@ -42,7 +42,7 @@
 //! steps only, leaves that write alone.
 
 use std::cell::{Cell, RefCell};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use futures::future::LocalBoxFuture;
 use serde_json::{json, Map, Value};
@@ -54,9 +54,10 @@ use crate::clock;
 use crate::engine::chain::{Ask, RecordAction, RollbackAction, StepDef, StepType};
 use crate::engine::output::Format;
 use crate::engine::run::{
-    ErrorClass, RunReport, StepError, StepHost, StepOutcome, StepReport, StepState,
+    codes, ErrorClass, RunReport, StepError, StepHost, StepOutcome, StepReport, StepState,
 };
 use crate::engine::template::RenderOptions;
+use crate::engine::variables::{self, get_path, set_path, VarType};
 use crate::error::{Error, Result};
 use crate::mcp::logging::LogLevel;
 use crate::random;
@@ -88,6 +89,9 @@ pub struct ChainHost<'a> {
     stored: Cell<usize>,
     /// Steps whose input is counted in `stored` already (retries share it).
     counted: RefCell<BTreeSet<u32>>,
+    /// What each step's attempts noted (values converted to fit a template), until the runner
+    /// takes them into the step's report.
+    notes: RefCell<BTreeMap<u32, Vec<String>>>,
 }
 
 /// Largest outputs of one step (their JSON text), in bytes. The execution's record keeps them, and
@@ -145,6 +149,7 @@ impl<'a> ChainHost<'a> {
             hidden,
             stored: Cell::new(kept.0),
             counted: RefCell::new(kept.1),
+            notes: RefCell::new(BTreeMap::new()),
         }
     }
 
@@ -240,12 +245,18 @@ impl ToolContext for StepContext<'_> {
 
 fn classify(e: Error) -> StepError {
     let class = match &e {
-        Error::Timeout(_) => ErrorClass::Transient("timeout".into()),
-        Error::Storage(_) | Error::Internal(_) => ErrorClass::Transient("storage".into()),
-        Error::Client(_) => ErrorClass::Transient("client".into()),
+        Error::Timeout(_) => ErrorClass::Transient(codes::API_TIMEOUT.into()),
+        Error::Storage(_) | Error::Internal(_) => ErrorClass::Transient(codes::STORAGE.into()),
+        Error::Client(_) => ErrorClass::Transient(codes::CLIENT.into()),
         _ => ErrorClass::Validation,
     };
     StepError::new(class, e.public_message())
+}
+
+/// A step error with `what` (the step and what it used) in front of its message.
+fn prefixed(what: &str, mut e: StepError) -> StepError {
+    e.message = format!("{what}: {}", e.message);
+    e
 }
 
 fn from_input(step: &StepDef, input: Option<String>) -> StepOutcome {
@@ -264,6 +275,29 @@ fn from_input(step: &StepDef, input: Option<String>) -> StepOutcome {
             step.output_variables.join(", ")
         ))),
     }
+}
+
+/// A model's answer that reports an error instead of the outputs (`{"error": "vendor_unavailable",
+/// "message": "…"}`): a transient error of that code, so `retry_on_errors` can name what the step
+/// met (the seed's `api_timeout`, `vendor_unavailable`). `None` when the answer has no such field.
+fn reported_error(step: &StepDef, answer: &Map<String, Value>) -> Option<StepError> {
+    let code = answer
+        .get("error")
+        .or_else(|| answer.get("error_code"))
+        .and_then(Value::as_str)
+        .and_then(codes::normalize)?;
+    let detail = answer
+        .get("message")
+        .and_then(Value::as_str)
+        .map(|m| format!(": {m}"))
+        .unwrap_or_default();
+    Some(StepError::transient(
+        &code,
+        format!(
+            "step '{}': the model reported the error {code}{detail}",
+            step.name
+        ),
+    ))
 }
 
 /// The first `{…}` block of a model's reply, parsed.
@@ -294,13 +328,71 @@ impl ChainHost<'_> {
 
     async fn template(&self, sc: &StepContext<'_>, step: &StepDef, vars: &Value) -> StepOutcome {
         let name = step.template_id.as_deref().unwrap_or_default();
-        let stored = Stored::load(sc, name).await.map_err(classify)?;
-        let merged = stored.variables(&json!({}), vars);
-        stored.validate(&merged).map_err(classify)?;
+        let what = format!("step '{}': template {name}", step.name);
+        let stored = Stored::load(sc, name)
+            .await
+            .map_err(|e| prefixed(&what, classify(e)))?;
+        let mut merged = stored.variables(&json!({}), vars);
+        self.fit_text(sc, step, name, &mut merged).await;
+        stored
+            .validate(&merged)
+            .map_err(|e| prefixed(&what, classify(e)))?;
         let text = stored
             .render(&merged, Format::Text, true, true)
-            .map_err(classify)?;
+            .map_err(|e| prefixed(&what, classify(e)))?;
         Ok(first_output(step, Value::String(text)))
+    }
+
+    /// Turns a list or object given for a variable the template declares as text (a model asked
+    /// for `vendor_options` answering with a list, say) into text (`steps::as_text`), noting it in
+    /// the step's report. Reading the rules is best effort: without them the template's own
+    /// validation still names the field.
+    async fn fit_text(&self, sc: &StepContext<'_>, step: &StepDef, name: &str, vars: &mut Value) {
+        let Ok(rows) = sc
+            .query(
+                "SELECT variables_schema FROM template_definitions WHERE name = ?1",
+                vec![json!(name)],
+            )
+            .await
+        else {
+            return;
+        };
+        let Some(schema) = rows
+            .first()
+            .and_then(|r| r["variables_schema"].as_str())
+            .and_then(|t| serde_json::from_str::<Value>(t).ok())
+            .and_then(|v| variables::parse_schema(&v).ok())
+        else {
+            return;
+        };
+        for (path, spec) in &schema {
+            if spec.kind != VarType::String {
+                continue;
+            }
+            let Some(given) = get_path(vars, path).filter(|v| v.is_array() || v.is_object()) else {
+                continue;
+            };
+            let text = steps::as_text(given);
+            let kind = if given.is_array() {
+                "a list"
+            } else {
+                "an object"
+            };
+            self.note(
+                step,
+                format!("{path}: {kind} where template {name} expects text; rendered as text"),
+            );
+            set_path(vars, path, Value::String(text));
+        }
+    }
+
+    /// Keeps a note for the step's report.
+    fn note(&self, step: &StepDef, note: String) {
+        self.notes
+            .borrow_mut()
+            .entry(step.id)
+            .or_default()
+            .push(note);
     }
 
     async fn instruction(&self, step: &StepDef, input: Option<String>) -> StepOutcome {
@@ -380,7 +472,7 @@ impl ChainHost<'_> {
         };
         let obj = json_object_in(&text).ok_or_else(|| {
             StepError::transient(
-                "model_output",
+                codes::MODEL_OUTPUT,
                 format!(
                     "step '{}': the model did not answer with a JSON object",
                     step.name
@@ -388,14 +480,16 @@ impl ChainHost<'_> {
             )
         })?;
         pick(step, &obj).map_err(|missing| {
-            StepError::transient(
-                "model_output",
-                format!(
-                    "step '{}': the model's answer lacks {}",
-                    step.name,
-                    missing.join(", ")
-                ),
-            )
+            reported_error(step, &obj).unwrap_or_else(|| {
+                StepError::transient(
+                    codes::MODEL_OUTPUT,
+                    format!(
+                        "step '{}': the model's answer lacks {}",
+                        step.name,
+                        missing.join(", ")
+                    ),
+                )
+            })
         })
     }
 
@@ -406,10 +500,10 @@ impl ChainHost<'_> {
         let reply = platform
             .fetch(ask)
             .await
-            .map_err(|e| StepError::transient("model_unavailable", e.public_message()))?;
+            .map_err(|e| StepError::transient(codes::MODEL_UNAVAILABLE, e.public_message()))?;
         if reply.status == 429 || reply.status >= 500 {
             return Err(StepError::transient(
-                "model_unavailable",
+                codes::MODEL_UNAVAILABLE,
                 format!("the model provider answered HTTP {}", reply.status),
             ));
         }
@@ -421,7 +515,7 @@ impl ChainHost<'_> {
             )));
         }
         model_provider::reply_text(&reply.body)
-            .ok_or_else(|| StepError::transient("model_output", model_provider::NO_REPLY_TEXT))
+            .ok_or_else(|| StepError::transient(codes::MODEL_OUTPUT, model_provider::NO_REPLY_TEXT))
     }
 
     async fn attempt(&self, step: &StepDef, input: Option<String>, vars: &Value) -> StepOutcome {
@@ -873,6 +967,10 @@ impl StepHost for ChainHost<'_> {
         self.ctx.sleep(u32::try_from(ms).unwrap_or(u32::MAX))
     }
 
+    fn take_warnings(&self, step: &StepDef) -> Vec<String> {
+        self.notes.borrow_mut().remove(&step.id).unwrap_or_default()
+    }
+
     fn now_ms(&self) -> f64 {
         clock::now_ms()
     }
@@ -922,6 +1020,22 @@ mod tests {
             .unwrap_err()
             .message
             .contains("JSON object"));
+    }
+
+    #[test]
+    fn a_model_may_report_an_error_code_instead_of_the_outputs() {
+        let s = step(&["vendor_options"]);
+        let answer =
+            json_object_in("{\"error\": \"Vendor unavailable\", \"message\": \"Amadeus is down\"}")
+                .unwrap();
+        let e = reported_error(&s, &answer).unwrap();
+        assert_eq!(e.class, ErrorClass::Transient("vendor_unavailable".into()));
+        assert_eq!(
+            e.message,
+            "step 's': the model reported the error vendor_unavailable: Amadeus is down"
+        );
+        assert!(reported_error(&s, &Map::new()).is_none());
+        assert!(reported_error(&s, &json_object_in("{\"error\": \" - \"}").unwrap()).is_none());
     }
 
     #[test]

@@ -52,9 +52,38 @@ fn linked_refusal(what: &str, name: &str) -> Error {
     ))
 }
 
+/// The rules of a chain's `input_schema`: template-variable rules, plus the properties declared
+/// `"type": "integer"` (checked as numbers that are whole).
+#[derive(Debug)]
+pub struct InputRules {
+    /// The rules, `integer` read as `number`.
+    pub schema: variables::Schema,
+    /// Paths declared `integer`.
+    pub integers: Vec<String>,
+}
+
+impl InputRules {
+    /// One message per failing field, as `variables::validate` words them.
+    pub fn validate(&self, vars: &Value) -> Vec<String> {
+        let mut errors = variables::validate(vars, &self.schema);
+        for path in &self.integers {
+            if let Some(n) = variables::get_path(vars, path).and_then(Value::as_f64) {
+                if n.fract() != 0.0 {
+                    errors.push(format!("{path} must be an integer, got {n}"));
+                }
+            }
+            let as_number = format!("{path} must be of type number,");
+            for e in errors.iter_mut().filter(|e| e.starts_with(&as_number)) {
+                *e = e.replacen(" number,", " integer,", 1);
+            }
+        }
+        errors
+    }
+}
+
 /// The `input_schema` of a chain as template-variable rules: each property's own `required` flag
-/// and the schema's `required` list both count.
-pub fn input_rules(input_schema: &Value) -> std::result::Result<variables::Schema, Vec<String>> {
+/// and the schema's `required` list both count, and `integer` is a number that is whole.
+pub fn input_rules(input_schema: &Value) -> std::result::Result<InputRules, Vec<String>> {
     let mut props = input_schema
         .get("properties")
         .cloned()
@@ -74,11 +103,21 @@ pub fn input_rules(input_schema: &Value) -> std::result::Result<variables::Schem
             }
         }
     }
-    variables::parse_schema(&props).map_err(|errs| {
+    let mut integers = Vec::new();
+    if let Some(map) = props.as_object_mut() {
+        for (path, rule) in map.iter_mut() {
+            if rule["type"] == "integer" {
+                rule["type"] = json!("number");
+                integers.push(path.clone());
+            }
+        }
+    }
+    let schema = variables::parse_schema(&props).map_err(|errs| {
         errs.into_iter()
             .map(|e| e.replacen("variables_schema", "input_schema.properties", 1))
-            .collect()
-    })
+            .collect::<Vec<_>>()
+    })?;
+    Ok(InputRules { schema, integers })
 }
 
 /// Names a chain refers to that must exist: (instruction sets, templates).
@@ -319,101 +358,153 @@ async fn name_clash(ctx: &dyn ToolContext, me: &Principal, name: &str) -> Error 
     }
 }
 
-fn execute_chain(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
-    Box::pin(async move {
-        let name = args["chain_name"].as_str().unwrap_or_default();
-        let opts = args
-            .get("execution_options")
-            .cloned()
-            .unwrap_or_else(|| json!({}));
-        let background = opt_bool(&opts, "async_execution", false);
-        let tracked = opt_bool(&opts, "track_progress", true);
-        if background && !tracked {
-            return Err(Error::ToolFailed(
-                "execution_options: async_execution needs track_progress: true, because the execution record is how you follow a background run".into(),
-            ));
-        }
-        let readable = Principal::of(ctx).can_read("", 2);
-        let mut params = vec![json!(name)];
-        params.extend(readable.params);
-        let rows = ctx
-            .query(
-                &format!(
-                    "SELECT id, revision, title, category, definition, author, author_roles FROM execution_chains WHERE name = ?1 AND is_active = 1 AND {}",
-                    readable.sql
-                ),
-                params,
-            )
-            .await?;
-        let Some(row) = rows.into_iter().next() else {
-            return Err(not_found_listing(ctx, "Chain", name, "execution_chains").await?);
-        };
-        if row["category"] == LINKED_CATEGORY {
-            return Err(linked_refusal("execute_chain", name));
-        }
-        let raw: Value = serde_json::from_str(row["definition"].as_str().unwrap_or("null"))?;
-        let def: ChainDef = serde_json::from_value(raw.clone())?;
-        let plan = chain::plan(&def).map_err(|e| {
+/// An `execute_chain` error that stops a run before it starts (unknown chain, invalid variables,
+/// bad options), worded as the seed words them: `Error executing chain: …` and what to check.
+/// Storage and internal errors keep their own (public) wording.
+fn troubleshoot(e: Error) -> Error {
+    match e {
+        Error::ToolFailed(m) | Error::NoSuchRecord(m) | Error::InvalidArguments(m) => {
             Error::ToolFailed(format!(
-                "Stored chain '{name}' is invalid: {}",
+                "Error executing chain: {m}\n\n**Troubleshooting:**\n- Verify chain name exists and is active (the chains you may run are listed when it does not)\n- Check input variables match chain schema (each failing field is named above)\n- Ensure all referenced instruction sets are available (list_instruction_sets)\n- Check system resources and try again"
+            ))
+        }
+        other => other,
+    }
+}
+
+/// A run `execute_chain` is about to start.
+struct Prepared {
+    run: Run,
+    variables: Value,
+    row: Value,
+    raw: Value,
+    background: bool,
+}
+
+/// Loads, checks and plans the chain `execute_chain` names, validates its variables and reads
+/// its options.
+async fn prepare(ctx: &dyn ToolContext, args: &Value) -> Result<Prepared> {
+    let name = args["chain_name"].as_str().unwrap_or_default();
+    let opts = args
+        .get("execution_options")
+        .cloned()
+        .unwrap_or_else(|| json!({}));
+    let background = opt_bool(&opts, "async_execution", false);
+    let tracked = opt_bool(&opts, "track_progress", true);
+    if background && !tracked {
+        return Err(Error::ToolFailed(
+            "execution_options: async_execution needs track_progress: true, because the execution record is how you follow a background run".into(),
+        ));
+    }
+    let readable = Principal::of(ctx).can_read("", 2);
+    let mut params = vec![json!(name)];
+    params.extend(readable.params);
+    let rows = ctx
+        .query(
+            &format!(
+                "SELECT id, revision, title, category, definition, author, author_roles FROM execution_chains WHERE name = ?1 AND is_active = 1 AND {}",
+                readable.sql
+            ),
+            params,
+        )
+        .await?;
+    let Some(row) = rows.into_iter().next() else {
+        return Err(not_found_listing(ctx, "Chain", name, "execution_chains").await?);
+    };
+    if row["category"] == LINKED_CATEGORY {
+        return Err(linked_refusal("execute_chain", name));
+    }
+    let raw: Value = serde_json::from_str(row["definition"].as_str().unwrap_or("null"))?;
+    let def: ChainDef = serde_json::from_value(raw.clone())?;
+    let plan = chain::plan(&def).map_err(|e| {
+        Error::ToolFailed(format!(
+            "Stored chain '{name}' is invalid: {}",
+            e.join("; ")
+        ))
+    })?;
+
+    let mut vars = args["variables"].clone();
+    if let Some(schema) = raw.get("input_schema") {
+        let rules = input_rules(schema).map_err(|e| {
+            Error::ToolFailed(format!(
+                "Stored chain '{name}' has an invalid input_schema: {}",
                 e.join("; ")
             ))
         })?;
-
-        let mut vars = args["variables"].clone();
-        if let Some(schema) = raw.get("input_schema") {
-            let rules = input_rules(schema).map_err(|e| {
-                Error::ToolFailed(format!(
-                    "Stored chain '{name}' has an invalid input_schema: {}",
-                    e.join("; ")
-                ))
-            })?;
-            vars = variables::merge(&Map::new(), &rules, &json!({}), &vars);
-            if !opt_bool(&opts, "skip_validation", false) {
-                refuse_if_any(
-                    "Variable validation failed",
-                    &variables::validate(&vars, &rules),
-                )?;
-            }
+        vars = variables::merge(&Map::new(), &rules.schema, &json!({}), &vars);
+        if !opt_bool(&opts, "skip_validation", false) {
+            refuse_if_any("Variable validation failed", &rules.validate(&vars))?;
         }
+    }
 
-        let config = raw
-            .get("configuration")
-            .cloned()
-            .unwrap_or_else(|| json!({}));
-        let run = Run {
-            id: executions::new_id()?,
-            chain: name.to_string(),
-            title: row["title"].as_str().unwrap_or(name).to_string(),
-            options: Options {
-                parallel: opt_bool(&opts, "parallel_execution", true)
-                    && opt_bool(&config, "parallel_steps_enabled", true),
-                rollback: opt_bool(&opts, "rollback_on_failure", true)
-                    && opt_bool(&config, "rollback_enabled", true),
-                max_execution_ms: opts
-                    .get("timeout_ms")
-                    .and_then(Value::as_u64)
-                    .or_else(|| config.get("max_execution_time").and_then(Value::as_u64))
-                    .unwrap_or(120_000),
-                save_intermediate_results: opt_bool(&opts, "save_intermediate_results", true)
-                    && opt_bool(&config, "save_intermediate_results", true),
-                lease: None,
-            },
-            mode: if background { Mode::Async } else { Mode::Sync },
-            plan,
-            tracked,
-            author: guard::Author::from_row(&row),
-        };
-        if tracked {
+    let config = raw
+        .get("configuration")
+        .cloned()
+        .unwrap_or_else(|| json!({}));
+    let run = Run {
+        id: executions::new_id()?,
+        chain: name.to_string(),
+        title: row["title"].as_str().unwrap_or(name).to_string(),
+        options: Options {
+            parallel: opt_bool(&opts, "parallel_execution", true)
+                && opt_bool(&config, "parallel_steps_enabled", true),
+            rollback: opt_bool(&opts, "rollback_on_failure", true)
+                && opt_bool(&config, "rollback_enabled", true),
+            max_execution_ms: opts
+                .get("timeout_ms")
+                .and_then(Value::as_u64)
+                .or_else(|| config.get("max_execution_time").and_then(Value::as_u64))
+                .unwrap_or(120_000),
+            save_intermediate_results: opt_bool(&opts, "save_intermediate_results", true)
+                && opt_bool(&config, "save_intermediate_results", true),
+            auto_retry: opt_bool(&config, "auto_retry_transient_failures", true),
+            strict_inputs: opt_bool(&config, "strict_inputs", false),
+            context: args
+                .get("context_metadata")
+                .and_then(Value::as_object)
+                .cloned()
+                .unwrap_or_default(),
+            runner: ctx.caller().user,
+            lease: None,
+        },
+        mode: if background { Mode::Async } else { Mode::Sync },
+        plan,
+        tracked,
+        author: guard::Author::from_row(&row),
+    };
+    Ok(Prepared {
+        run,
+        variables: vars,
+        row,
+        raw,
+        background,
+    })
+}
+
+fn execute_chain(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+    Box::pin(async move {
+        let Prepared {
+            run,
+            variables: vars,
+            row,
+            raw,
+            background,
+        } = prepare(ctx, &args).await.map_err(troubleshoot)?;
+        if run.tracked {
             executions::insert(ctx, &run, &row, &raw, &vars).await?;
         }
         if background {
             ctx.platform()
                 .job_start(JOB_KIND, &run.id, JobMode::Background)
                 .await?;
-            return Ok(executions::started_text(&run, "started asynchronously"));
+            let estimate = run.plan.estimate_ms(run.options.parallel);
+            return Ok(executions::started_text(
+                &run,
+                "started asynchronously",
+                Some(estimate),
+            ));
         }
-        if tracked {
+        if run.tracked {
             ctx.platform()
                 .job_start(JOB_KIND, &run.id, JobMode::Attached)
                 .await?;
@@ -492,6 +583,11 @@ pub async fn run_linked(
             rollback: true,
             max_execution_ms,
             save_intermediate_results: true,
+            // FlowMind's workflows set their own retries per step and report every input.
+            auto_retry: false,
+            strict_inputs: false,
+            context: Map::new(),
+            runner: ctx.caller().user,
             lease,
         },
         mode: Mode::Sync,
@@ -530,6 +626,13 @@ fn resume_chain(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result
         let outputs = args["outputs"].as_object().cloned().unwrap_or_default();
         executions::resume(ctx, execution_id(&args), &outputs).await
     })
+}
+
+fn list_chain_executions(
+    ctx: &dyn ToolContext,
+    args: Value,
+) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+    Box::pin(async move { Ok(ToolOutput::Structured(executions::list(ctx, &args).await?)) })
 }
 
 fn cancel_chain(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
@@ -572,7 +675,7 @@ pub static TOOLS: &[ToolDef] = &[ToolDef {
     toolset: TOOLSET,
     name: "get_chain_status",
     title: "Get chain status",
-    description: "Show an execution of execute_chain started in this session: status (running, awaiting_input, completed, failed, timed_out, cancelled), per-step states, reasons, attempt counts and outputs, what a paused step waits for, and any rollbacks.",
+    description: "Show an execution of execute_chain started in this session (or, for a signed-in user, in any of their sessions): status (running, awaiting_input, completed, failed, timed_out, cancelled), per-step states, reasons, attempt counts and outputs, what a paused step waits for, and any rollbacks.",
     annotations: Annotations::READ_ONLY,
     input_schema: include_str!("../../../schema/chains/get_chain_status.input.json"),
     output_schema: Some(include_str!("../../../schema/chains/get_chain_status.output.json")),
@@ -584,7 +687,7 @@ pub static TOOLS: &[ToolDef] = &[ToolDef {
     toolset: TOOLSET,
     name: "resume_chain",
     title: "Resume chain",
-    description: "Continue an execution paused in awaiting_input by supplying the output variables its paused step waits for (get_chain_status shows them with the step's instructions and input). A synchronous execution continues in this call and answers like execute_chain; a background one continues in the background.",
+    description: "Continue an execution paused in awaiting_input (this session's, or a signed-in user's from any of their sessions; it then continues in this session) by supplying the output variables its paused step waits for (get_chain_status shows them with the step's instructions and input). A synchronous execution continues in this call and answers like execute_chain; a background one continues in the background.",
     annotations: Annotations { read_only: false, destructive: false, idempotent: false, open_world: false },
     input_schema: include_str!("../../../schema/chains/resume_chain.input.json"),
     timeout_ms: 610_000,
@@ -596,7 +699,7 @@ pub static TOOLS: &[ToolDef] = &[ToolDef {
     toolset: TOOLSET,
     name: "cancel_chain",
     title: "Cancel chain",
-    description: "Cancel an execution of this session that is running or awaiting input. A running step finishes first; then the run stops and, when rollback is on, its completed steps are rolled back. Returns the execution's status.",
+    description: "Cancel an execution that is running in this session, or awaiting input (a signed-in user's paused execution from any of their sessions). A running step finishes first; then the run stops and, when rollback is on, its completed steps are rolled back. Returns the execution's status.",
     annotations: Annotations { read_only: false, destructive: true, idempotent: true, open_world: false },
     input_schema: include_str!("../../../schema/chains/cancel_chain.input.json"),
     output_schema: Some(include_str!("../../../schema/chains/get_chain_status.output.json")),
@@ -604,6 +707,18 @@ pub static TOOLS: &[ToolDef] = &[ToolDef {
     roles: &[],
     handler: cancel_chain,
     state: SessionState::addresses("execution_id"),
+    ..ToolDef::DEFAULTS
+}, ToolDef {
+    toolset: TOOLSET,
+    name: "list_chain_executions",
+    title: "List chain executions",
+    description: "List your chain executions, newest first: this session's, and for a signed-in user those of all their sessions. Filter by chain_name, status and the context_metadata execute_chain was given (agent_id, session_id, client_id, source_channel). Each entry has the execution id for get_chain_status, resume_chain and cancel_chain.",
+    annotations: Annotations::READ_ONLY,
+    input_schema: include_str!("../../../schema/chains/list_chain_executions.input.json"),
+    output_schema: Some(include_str!("../../../schema/chains/list_chain_executions.output.json")),
+    timeout_ms: 10_000,
+    roles: &[],
+    handler: list_chain_executions,
     ..ToolDef::DEFAULTS
 }];
 
@@ -619,16 +734,37 @@ mod tests {
             "required": ["a"]
         }))
         .unwrap();
-        assert!(rules["a"].required && rules["b"].required && !rules["c"].required);
+        let s = &rules.schema;
+        assert!(s["a"].required && s["b"].required && !s["c"].required);
         let e = input_rules(&json!({ "type": "object", "properties": { "a": { "type": "integer" } }, "required": ["zz"] })).unwrap_err();
         assert!(
             e[0].contains("\"zz\", which is not in input_schema.properties"),
             "{e:?}"
         );
-        let e =
-            input_rules(&json!({ "type": "object", "properties": { "a": { "type": "integer" } } }))
-                .unwrap_err();
+        let e = input_rules(&json!({ "type": "object", "properties": { "a": { "type": "int" } } }))
+            .unwrap_err();
         assert!(e[0].starts_with("input_schema.properties.a:"), "{e:?}");
+    }
+
+    #[test]
+    fn integer_inputs_are_whole_numbers() {
+        let rules = input_rules(&json!({ "type": "object", "properties": {
+            "days": { "type": "integer", "required": true, "minimum": 1 } } }))
+        .unwrap();
+        assert!(rules.validate(&json!({ "days": 5 })).is_empty());
+        assert!(rules.validate(&json!({ "days": 5.0 })).is_empty());
+        assert_eq!(
+            rules.validate(&json!({ "days": 2.5 })),
+            vec!["days must be an integer, got 2.5"]
+        );
+        assert_eq!(
+            rules.validate(&json!({ "days": "5" })),
+            vec!["days must be of type integer, got \"5\""]
+        );
+        assert_eq!(
+            rules.validate(&json!({ "days": 0 })),
+            vec!["days must be at least 1, got 0"]
+        );
     }
 
     #[test]

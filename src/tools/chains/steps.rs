@@ -11,7 +11,7 @@
 use serde_json::{json, Map, Value};
 
 use crate::engine::chain::{ChainDef, Operation, RecordAction, RollbackAction, StepDef, StepType};
-use crate::engine::run::{ErrorClass, StepError, StepOutcome};
+use crate::engine::run::{codes, ErrorClass, StepError, StepOutcome};
 use crate::registry::{Caller, Registry, Statement, Tool};
 use crate::tools::ownership::{Principal, Sharing};
 
@@ -165,9 +165,10 @@ fn result_text(result: &Value) -> String {
 }
 
 /// The step error for a `CallToolResult` with `isError`, classed by the executor's outcome:
-/// `timeout`, `unavailable` and `rate_limited` are worth retrying, anything else is not. A domain
-/// tool's error answer (`structuredContent.status: "error"`, sent without `isError`) is a failure
-/// too, classed by its code: a database error is worth retrying, a refusal or bad input is not.
+/// a timeout (`api_timeout`), an unavailable upstream (`vendor_unavailable`) and the caller's rate
+/// limit (`rate_limited`) are worth retrying, anything else is not. A domain tool's error answer
+/// (`structuredContent.status: "error"`, sent without `isError`) is a failure too, classed by its
+/// code: a database error is an unavailable service, a refusal or bad input is not retried.
 /// None when it succeeded.
 pub fn tool_failure(what: &str, result: &Value, outcome: &str) -> Option<StepError> {
     let answer = &result["structuredContent"];
@@ -175,11 +176,12 @@ pub fn tool_failure(what: &str, result: &Value, outcome: &str) -> Option<StepErr
         return None;
     }
     let class = match (outcome, answer["code"].as_str()) {
-        // A rate-limited call took no token, so the step's retries (with backoff) may get one.
-        ("timeout" | "unavailable" | "rate_limited", _) => {
-            ErrorClass::Transient(outcome.to_string())
+        ("timeout", _) => ErrorClass::Transient(codes::API_TIMEOUT.into()),
+        ("unavailable", _) | (_, Some("DATABASE_ERROR")) => {
+            ErrorClass::Transient(codes::VENDOR_UNAVAILABLE.into())
         }
-        (_, Some("DATABASE_ERROR")) => ErrorClass::Transient("unavailable".into()),
+        // A rate-limited call took no token, so the step's retries (with backoff) may get one.
+        ("rate_limited", _) => ErrorClass::Transient(codes::RATE_LIMITED.into()),
         (_, Some("INSUFFICIENT_PERMISSIONS" | "USER_MISMATCH")) => ErrorClass::Permission,
         _ => ErrorClass::Validation,
     };
@@ -221,6 +223,37 @@ pub fn tool_outputs(step: &StepDef, tool: &str, result: &Value, outcome: &str) -
             "{what} returned no structuredContent object, so the step's output variables {} cannot be picked from it; declare one output variable to receive its text",
             step.output_variables.join(", ")
         ))),
+    }
+}
+
+/// A value given where a template declares text, as text: a list becomes one `- item` line per
+/// item (a markdown list), an object `key: value` pairs; items and values that are text stay as
+/// they are, others are written as JSON.
+pub fn as_text(v: &Value) -> String {
+    fn plain(v: &Value) -> String {
+        match v {
+            Value::String(s) => s.clone(),
+            Value::Object(m) => m
+                .iter()
+                .map(|(k, v)| format!("{k}: {}", plain_scalar(v)))
+                .collect::<Vec<_>>()
+                .join(", "),
+            other => other.to_string(),
+        }
+    }
+    fn plain_scalar(v: &Value) -> String {
+        match v {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        }
+    }
+    match v {
+        Value::Array(items) => items
+            .iter()
+            .map(|i| format!("- {}", plain(i)))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        other => plain(other),
     }
 }
 
@@ -743,10 +776,13 @@ mod tests {
                 .unwrap_err()
                 .class
         };
-        assert_eq!(class("timeout"), ErrorClass::Transient("timeout".into()));
+        assert_eq!(
+            class("timeout"),
+            ErrorClass::Transient("api_timeout".into())
+        );
         assert_eq!(
             class("unavailable"),
-            ErrorClass::Transient("unavailable".into())
+            ErrorClass::Transient("vendor_unavailable".into())
         );
         assert_eq!(
             class("rate_limited"),
@@ -768,9 +804,19 @@ mod tests {
         };
         assert_eq!(
             class("DATABASE_ERROR"),
-            ErrorClass::Transient("unavailable".into())
+            ErrorClass::Transient("vendor_unavailable".into())
         );
         assert_eq!(class("INSUFFICIENT_PERMISSIONS"), ErrorClass::Permission);
+    }
+
+    #[test]
+    fn lists_and_objects_given_for_text_become_text() {
+        assert_eq!(
+            as_text(&json!(["Hotel A", 2, { "vendor": "B", "price": 900 }])),
+            "- Hotel A\n- 2\n- price: 900, vendor: B"
+        );
+        assert_eq!(as_text(&json!({ "a": "x", "b": [1] })), "a: x, b: [1]");
+        assert_eq!(as_text(&json!("as is")), "as is");
     }
 
     #[test]

@@ -16,6 +16,9 @@ use crate::tools::upstream::{Api, FIX_ARGUMENTS};
 const TOOLSET: &str = "flights";
 /// Most offers returned: Duffel can answer hundreds, far more than a model can weigh.
 const MAX_OFFERS: usize = 50;
+/// Connections per direction when the caller names none: the seed's default (Duffel's own is 1,
+/// which would hide itineraries the seed's callers expect).
+const DEFAULT_MAX_CONNECTIONS: u64 = 2;
 
 /// Duffel's API: errors come as `{"errors":[{"message":…,"title":…}]}`.
 const DUFFEL: Api = Api {
@@ -88,9 +91,11 @@ fn offer_request(args: &Value) -> Result<Value> {
         "passengers": passengers,
         "cabin_class": args["cabin_class"].as_str().unwrap_or("economy"),
     });
-    if let Some(n) = args.get("max_connections").and_then(Value::as_u64) {
-        data["max_connections"] = json!(n);
-    }
+    let max_connections = args
+        .get("max_connections")
+        .and_then(Value::as_u64)
+        .unwrap_or(DEFAULT_MAX_CONNECTIONS);
+    data["max_connections"] = json!(max_connections);
     Ok(json!({ "data": data }))
 }
 
@@ -197,7 +202,7 @@ fn normalize(reply: &Value) -> Result<Value> {
         "flights": flights,
         "count": flights.len(),
         "total_offers": total,
-        "status": "ok",
+        "status": "success",
     }))
 }
 
@@ -245,7 +250,7 @@ pub static TOOLS: &[ToolDef] = &[ToolDef {
     toolset: TOOLSET,
     name: "search_flights",
     title: "Search flights",
-    description: "Search flight offers (Duffel) between two airports by IATA code for a date, optionally with a return date, a number of adult passengers and a cabin class. Returns the cheapest offers with price, carriers, segments, total duration and stops.",
+    description: "Search flight offers (Duffel) between two airports by IATA code for a date, optionally with a return date, a number of adult passengers, a cabin class and the most connections per direction (max_connections, default 2). Returns the cheapest offers with price, carriers, segments, total duration and stops.",
     annotations: Annotations { read_only: true, destructive: false, idempotent: true, open_world: true },
     input_schema: include_str!("../../../schema/flights/search_flights.input.json"),
     output_schema: Some(include_str!("../../../schema/flights/search_flights.output.json")),
@@ -271,7 +276,7 @@ mod tests {
         .unwrap();
         assert_eq!(
             one,
-            json!({"data":{"slices":[{"origin":"SFO","destination":"CDG","departure_date":"2025-05-10"}],"passengers":[{"type":"adult"}],"cabin_class":"economy"}})
+            json!({"data":{"slices":[{"origin":"SFO","destination":"CDG","departure_date":"2025-05-10"}],"passengers":[{"type":"adult"}],"cabin_class":"economy","max_connections":2}})
         );
         let round = offer_request(&json!({"origin":"SFO","destination":"CDG","departure_date":"2025-05-10","return_date":"2025-05-10","adults":2,"cabin_class":"business","max_connections":0})).unwrap();
         assert_eq!(
@@ -318,6 +323,7 @@ mod tests {
         ]}});
         let out = normalize(&reply).unwrap();
         assert_eq!(out["count"], 2);
+        assert_eq!(out["status"], "success");
         assert_eq!(out["flights"][0]["id"], "off_1");
         assert_eq!(out["flights"][0]["segments"][0]["flight_number"], "AF83");
         assert_eq!(out["flights"][0]["duration"], "PT11H5M");
