@@ -1,9 +1,10 @@
-//! The database of a test: real SQLite in memory with every migration of `migrations/` applied, read
-//! and written the way D1 answers a Worker (rows as JSON objects, `?1`… parameters, a batch as one
-//! transaction).
+//! The database of a test: real SQLite in memory with every migration of `migrations/` applied and
+//! then the sample company of `sample-data/domain.sql` loaded (as `npm run dev` and the integration
+//! tests do), read and written the way D1 answers a Worker (rows as JSON objects, `?1`… parameters,
+//! a batch as one transaction).
 //!
-//! The migrations (about 2 MB of SQL with the sample company and the FlowMind catalog) are applied
-//! once per test binary; each test gets its own copy of that database, deserialized from the bytes
+//! The migrations and the sample data (about 2 MB of SQL with the sample company and the FlowMind
+//! catalog) are applied once per test binary; each test gets its own copy of that database, deserialized from the bytes
 //! of the first (a copy of a few megabytes, where applying the migrations again takes hundreds of
 //! milliseconds).
 
@@ -24,15 +25,18 @@ pub struct Db {
 /// The migrated database's bytes, made by the first test that needs them.
 static MIGRATED: OnceLock<Vec<u8>> = OnceLock::new();
 
-/// Applies every `migrations/*.sql` file in name order, as `wrangler d1 migrations apply` does.
+/// Applies every `migrations/*.sql` file in name order, as `wrangler d1 migrations apply` does,
+/// then the sample data, as `npm run sample-data` does.
 fn migrate() -> Vec<u8> {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("migrations");
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = root.join("migrations");
     let mut files: Vec<_> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("reading {}: {e}", dir.display()))
         .filter_map(|entry| entry.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "sql"))
         .collect();
     files.sort();
+    files.push(root.join("sample-data").join("domain.sql"));
     let conn = Connection::open_in_memory().expect("an in-memory SQLite database");
     // D1 enforces foreign keys, in migrations as in queries.
     conn.pragma_update(None, "foreign_keys", true)
@@ -41,7 +45,7 @@ fn migrate() -> Vec<u8> {
         let sql = std::fs::read_to_string(file)
             .unwrap_or_else(|e| panic!("reading {}: {e}", file.display()));
         conn.execute_batch(&sql)
-            .unwrap_or_else(|e| panic!("migration {} failed: {e}", file.display()));
+            .unwrap_or_else(|e| panic!("{} failed: {e}", file.display()));
     }
     conn.serialize(MAIN_DB)
         .expect("the migrated database serializes")
