@@ -57,7 +57,9 @@ test("records are created, updated and read, and external_api calls a tool of th
   assert.deepEqual(steps.save_lead.lead, { id: "lead-1", name: "Dana Lee", status: "new" });
   assert.deepEqual(steps.qualify.qualified, { id: "lead-1", name: "Dana Lee", status: "qualified", score: 80 });
   assert.deepEqual(steps.read_back.stored, steps.qualify.qualified);
-  assert.match(steps.approval_text.approval, /^Subject: Approval needed: Dana Lee to Berlin/);
+  // process_template answers with structuredContent now (issue 21 item 3), and a tool's
+  // structuredContent is the step's output: the rendered text is its `text`.
+  assert.match(steps.approval_text.approval.text, /^Subject: Approval needed: Dana Lee to Berlin/);
   assert.equal(steps.by_id.set.name, "mobile-mode", "structuredContent is the output");
   const note = steps.note.note;
   assert.match(note.id, /^rec-[0-9a-f]{32}$/, "a create without id gets a generated one");
