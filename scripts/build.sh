@@ -10,10 +10,20 @@ bash scripts/toolchain.sh
 source .toolchain/env
 profile="release"
 [ "${1:-}" = "--dev" ] && profile="dev"
-stamp="build/.built-$profile"
-if [ -f "$stamp" ] && [ -f build/index.js ] &&
-  [ -z "$(find src schema data Cargo.toml Cargo.lock .cargo -newer "$stamp" -print -quit)" ]; then
+up_to_date() { # $1 = a profile whose build is in build/ and newer than everything it reads
+  local stamp="build/.built-$1"
+  [ -f "$stamp" ] && [ -f build/index.js ] &&
+    [ -z "$(find src schema data Cargo.toml Cargo.lock .cargo -newer "$stamp" -print -quit)" ]
+}
+if up_to_date "$profile"; then
   echo "[build] up to date ($profile)" >&2
+  exit 0
+fi
+# A debug build is asked for speed of rebuilding; an up-to-date release build of the same sources
+# serves as well (so `npm run dev` after `npm test`, or a wrangler dev started by the load bench,
+# does not spend minutes on a debug build of code that is already built).
+if [ "$profile" = dev ] && up_to_date release; then
+  echo "[build] up to date (the release build serves)" >&2
   exit 0
 fi
 rm -f build/.built-*
