@@ -15,6 +15,7 @@ up_to_date() { # $1 = a profile whose build is in build/ and newer than everythi
   [ -f "$stamp" ] && [ -f build/index.js ] &&
     [ -z "$(find src schema data Cargo.toml Cargo.lock .cargo -newer "$stamp" -print -quit)" ]
 }
+stamp="build/.built-$profile"
 if up_to_date "$profile"; then
   echo "[build] up to date ($profile)" >&2
   exit 0

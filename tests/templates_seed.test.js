@@ -174,7 +174,7 @@ describe("what a JavaScript-minded author writes", () => {
     assert.equal(r.isError, undefined, textOf(r));
     assert.equal(
       textOf(r),
-      "<p>#1 <strong>Louvre</strong> $120.00\n#2 <strong>Seine &lt;cruise&gt;</strong> $89.50</p>\n<p>LOUVRE, SEINE &lt;CRUISE&gt; $120.00 + $89.50</p>\n<p>First: Louvre; ANA</p>\n<p>Deposit: </p>\n<p>Pick-up: 9:30 AM</p>\n",
+      "<p>#1 <strong>Louvre</strong> $120.00\n#2 <strong>Seine &lt;cruise&gt;</strong> $89.50</p>\n<p>LOUVRE, SEINE &lt;CRUISE&gt; $120.00 + $89.50</p>\n<p>First: Louvre; ANA</p>\n<p>Deposit:</p>\n<p>Pick-up: 9:30 AM</p>\n",
     );
     assert.deepEqual(r.structuredContent.missing_variables, ["deposit"], "currency(missing) renders empty with a warning instead of failing");
   });

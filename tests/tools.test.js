@@ -17,7 +17,7 @@ after(() => w?.stop());
 
 const call = (name, args) => rpc(w.mcpUrl, session, "tools/call", { name, arguments: args }).then((r) => r.reply);
 const instructionTools = ["get_instruction_set", "get_mode_indicator", "initialize_travel_assistant", "list_instruction_sets", "switch_mode"];
-const toolsets = { create_template: "templates", process_template: "templates", create_chain: "chains", execute_chain: "chains", get_chain_status: "chains", resume_chain: "chains", cancel_chain: "chains", search_flights: "flights", list_events: "calendar", field_request: "flowmind", list_available_contexts: "flowmind", get_help: "flowmind", evaluate_semantic_condition: "flowmind", execute_workflow: "flowmind", compose_workflow: "flowmind" };
+const toolsets = { create_template: "templates", process_template: "templates", create_chain: "chains", execute_chain: "chains", get_chain_status: "chains", resume_chain: "chains", cancel_chain: "chains", list_chain_executions: "chains", search_flights: "flights", list_events: "calendar", field_request: "flowmind", list_available_contexts: "flowmind", get_help: "flowmind", evaluate_semantic_condition: "flowmind", execute_workflow: "flowmind", compose_workflow: "flowmind" };
 for (const t of ["save-work", "create-path", "start-tide", "update-execution", "complete-tide", "query-patterns", "get-history"]) toolsets[`epic-tide-${t}`] = "epic_tide";
 const productionTools = [...instructionTools, ...Object.keys(toolsets)].sort();
 // This file's session is anonymous: list_events needs the calendar-read role (travel.test.js).
