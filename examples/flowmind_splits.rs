@@ -57,7 +57,12 @@ fn evaluate(catalog: &Catalog, set: &[Value], show_misses: bool) {
             ood_none += usize::from(none);
             ood_hedge += usize::from(none || o.status == "refinement_suggested");
             if show_misses && !none {
-                println!("  OOS {} {:?} -> {:?}", o.status, r["query"], &uris[..uris.len().min(2)]);
+                println!(
+                    "  OOS {} {:?} -> {:?}",
+                    o.status,
+                    r["query"],
+                    &uris[..uris.len().min(2)]
+                );
             }
             continue;
         }
@@ -74,10 +79,22 @@ fn evaluate(catalog: &Catalog, set: &[Value], show_misses: bool) {
                 .take(3)
                 .map(|c| format!("{} {:.2}", catalog.contexts[c.entry].uri, c.confidence))
                 .collect();
-            println!("  MISS {} {:?} want {:?}\n      {}", o.status, r["query"], expected, shown.join(", "));
+            println!(
+                "  MISS {} {:?} want {:?}\n      {}",
+                o.status,
+                r["query"],
+                expected,
+                shown.join(", ")
+            );
         }
     }
-    let f = |n: usize, d: usize| if d == 0 { "n/a".to_string() } else { format!("{:.3}", n as f64 / d as f64) };
+    let f = |n: usize, d: usize| {
+        if d == 0 {
+            "n/a".to_string()
+        } else {
+            format!("{:.3}", n as f64 / d as f64)
+        }
+    };
     for (name, k) in &kinds {
         println!(
             "  {name:8} n {:3}  top-1 {}  recall@3 {}  false no-match {}",
@@ -111,7 +128,9 @@ fn main() -> ExitCode {
         return ExitCode::FAILURE;
     };
     train.extend(tools);
-    let registry = match Registry::new(mcp_edge::tools::catalog(mcp_edge::tools::Catalog::Production)) {
+    let registry = match Registry::new(mcp_edge::tools::catalog(
+        mcp_edge::tools::Catalog::Production,
+    )) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("registry: {e}");
@@ -121,7 +140,14 @@ fn main() -> ExitCode {
     let rows: Vec<Value> = rows
         .into_iter()
         .map(|mut r| {
-            for k in ["tags", "example_requests", "required_variables", "optional_variables", "execution_preview", "steps"] {
+            for k in [
+                "tags",
+                "example_requests",
+                "required_variables",
+                "optional_variables",
+                "execution_preview",
+                "steps",
+            ] {
                 if !r[k].is_string() {
                     r[k] = json!(r[k].to_string());
                 }
