@@ -211,7 +211,7 @@ async function mixed(ids) {
     return k.tool && !available.has(k.tool) ? kinds.get("domain read") : k;
   };
   const aud = mcpUrl;
-  const token = (role) => hs256({ sub: ids[role.user], roles: role.roles, iss: "mcp-edge-dev", aud, exp: Math.floor(Date.now() / 1000) + 3600 }, SECRET);
+  const token = (role) => hs256({ sub: ids[role.user], roles: role.roles, iss: "http://localhost:8787", aud, exp: Math.floor(Date.now() / 1000) + 3600 }, SECRET);
   const stats = new Map();
   const writes = [];
   const all = [];

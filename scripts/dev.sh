@@ -3,20 +3,27 @@
 # into the local database, then serves /mcp on http://localhost:8787 with local D1, KV and Durable
 # Objects. wrangler builds the Worker with the environment's [build] command: the debug profile for
 # `dev`, rebuilt and reloaded on every change in src/, schema/ and data/ (wrangler.toml [env.dev.build]).
+# The dev server's JWT_ISSUER is its own URL, http://localhost:<port>: OAuth clients (mcp-remote)
+# read it from the protected resource metadata and need a URL there.
+# `npm run dev:oauth` (--oauth) serves the OAuth companion (oauth/, docs/oauth.md) on the port
+# instead, with its development login, in front of the same dev Worker (one wrangler session, joined
+# by the service binding MCP); the key pair they share is made once into .dev.vars and oauth/.dev.vars.
 # Options: --env dev|conformance (default dev), --port N (default 8787, or $PORT),
-#          --persist-to DIR (local state directory, default .wrangler/state).
+#          --persist-to DIR (local state directory, default .wrangler/state), --oauth.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 env_name=dev
 port="${PORT:-8787}"
 persist=()
+oauth=false
 while [ $# -gt 0 ]; do
   case "$1" in
     --env) env_name="$2"; shift 2 ;;
     --port) port="$2"; shift 2 ;;
     --persist-to) persist=(--persist-to "$2"); shift 2 ;;
-    *) echo "dev.sh: unknown option $1 (use --env NAME, --port N, --persist-to DIR)" >&2; exit 2 ;;
+    --oauth) oauth=true; shift ;;
+    *) echo "dev.sh: unknown option $1 (use --env NAME, --port N, --persist-to DIR, --oauth)" >&2; exit 2 ;;
   esac
 done
 bash scripts/toolchain.sh
@@ -31,5 +38,18 @@ node="$root/node_modules/.bin/node"
 # "${persist[@]+...}": macOS's bash 3.2 calls an empty array unbound under `set -u`.
 "$node" node_modules/wrangler/bin/wrangler.js d1 migrations apply DB --local --env "$env_name" ${persist[@]+"${persist[@]}"}
 "$node" scripts/sample-data.js --local --env "$env_name" ${persist[@]+"${persist[@]}"}
+issuer="http://localhost:$port"
+if $oauth; then
+  if ! grep -qs '^JWKS=' .dev.vars || ! grep -qs '^INTERNAL_JWT_KEY=' oauth/.dev.vars; then
+    keys="$("$node" scripts/oauth-keys.js)"
+    sed -i.bak '/^JWKS=/d' .dev.vars && rm -f .dev.vars.bak
+    grep '^JWKS=' <<<"$keys" >> .dev.vars
+    grep '^INTERNAL_JWT_KEY=' <<<"$keys" > oauth/.dev.vars
+  fi
+  echo "[dev] OAuth: connect MCP clients to $issuer/mcp; sign in with the development login" >&2
+  exec "$node" node_modules/wrangler/bin/wrangler.js dev -c oauth/wrangler.toml -c wrangler.toml --env "$env_name" \
+    --ip 127.0.0.1 --port "$port" --var "PUBLIC_URL:$issuer" \
+    ${persist[@]+"${persist[@]}"} --show-interactive-dev-session=false
+fi
 exec "$node" node_modules/wrangler/bin/wrangler.js dev --env "$env_name" --ip 127.0.0.1 --port "$port" \
-  ${persist[@]+"${persist[@]}"} --show-interactive-dev-session=false
+  --var "JWT_ISSUER:$issuer" ${persist[@]+"${persist[@]}"} --show-interactive-dev-session=false

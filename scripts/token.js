@@ -2,9 +2,9 @@
 // HS256 bearer token for local development, signed with the JWT_SECRET that scripts/dev.sh keeps in
 // .dev.vars (or $JWT_SECRET). The named sample users' ids are in docs/domain-data.md.
 // Options: --user ID (the sub: an employee id, a UUID), --roles a,b (comma-separated), --ttl SECONDS
-// (default 3600), --issuer ISS (default mcp-edge-dev, as wrangler.toml's dev env expects),
-// --audience AUD (default http://localhost:8787/mcp, the dev server's /mcp URL), --port N (sets
-// the default audience's port).
+// (default 3600), --issuer ISS (default http://localhost:8787, the dev server's URL, which
+// scripts/dev.sh makes its JWT_ISSUER), --audience AUD (default http://localhost:8787/mcp, the dev
+// server's /mcp URL), --port N (sets the port of both defaults, for `npm run dev -- --port N`).
 import { createHmac } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -48,7 +48,7 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     const claims = {
       sub: o.user,
       roles: (o.roles ?? "").split(",").map((r) => r.trim()).filter(Boolean),
-      iss: o.issuer ?? "mcp-edge-dev",
+      iss: o.issuer ?? `http://localhost:${o.port ?? 8787}`,
       aud: o.audience ?? `http://localhost:${o.port ?? 8787}/mcp`,
       iat: now,
       exp: now + Number(o.ttl ?? 3600),

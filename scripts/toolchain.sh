@@ -170,6 +170,22 @@ if ! lock_matches; then
   npm ci --no-audit --no-fund --loglevel=error
 fi
 
+# 4. The Python MCP SDK (PyPI `mcp`, pinned) in a virtual environment of its own, for
+# tests/oauth_python.test.js: the OAuth flow as a Python client runs it. Skipped, saying so, where
+# python3 has no venv module; that test then says what is missing.
+PYTHON_MCP_VERSION="2.3.0"
+python_env="$state/python"
+if ! "$python_env/bin/python" -c "import importlib.metadata as m; assert m.version('mcp') == '$PYTHON_MCP_VERSION'" 2>/dev/null; then
+  if command -v python3 >/dev/null && python3 -c "import venv, ensurepip" 2>/dev/null; then
+    say "installing the Python MCP SDK (mcp $PYTHON_MCP_VERSION from PyPI, in .toolchain/python: about a minute)"
+    rm -rf "$python_env"
+    python3 -m venv "$python_env"
+    "$python_env/bin/python" -m pip install --quiet --disable-pip-version-check "mcp==$PYTHON_MCP_VERSION"
+  else
+    say "no python3 with venv: the Python SDK's OAuth test will say so (install python3 and python3-venv)"
+  fi
+fi
+
 cat >"$state/env" <<EOF
 export PATH="$state/bin:$cargo_bin:\$PATH"
 export WASM_BINDGEN_BIN="$cargo_bin/wasm-bindgen"
@@ -178,6 +194,7 @@ export ESBUILD_BIN="$root/node_modules/.bin/esbuild"
 # Local workerd must not reach out: no Request.cf download, no wrangler telemetry.
 export CLOUDFLARE_CF_FETCH_ENABLED=false
 export WRANGLER_SEND_METRICS=false
+export MCP_EDGE_PYTHON="$python_env/bin/python"
 EOF
 if [ "$route" = debian ]; then
   # Its own target dir, so native `cargo test` (rustup's rustc) and this build don't invalidate each other.

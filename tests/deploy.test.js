@@ -3,7 +3,9 @@
 // Cloudflare): a first deploy creates the D1 database and KV namespace, applies every migration
 // (schema and shipped definitions, no sample company) and uploads the Worker with every binding; a
 // later deploy creates nothing, applies the new migration before the new code is live and keeps
-// the bindings. `npm run sample-data -- --remote` then loads and removes the sample company once.
+// the bindings. The OAuth companion (oauth/) is deployed after the Worker it binds, with the key
+// pair the two share made once; `--no-oauth` deploys the Worker alone. `npm run sample-data --
+// --remote` then loads and removes the sample company once.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
@@ -58,7 +60,7 @@ describe("npm run deploy against a stand-in of the Cloudflare API", () => {
     assert.equal(r.status, 0, r.log);
     assert.deepEqual(cf.unknown, [], "every call wrangler made is one the stand-in knows");
     assert.deepEqual([...cf.d1.keys()], ["mcp-edge"]);
-    assert.deepEqual([...cf.kv.keys()], ["mcp-edge-cache"]);
+    assert.deepEqual([...cf.kv.keys()].sort(), ["mcp-edge-cache", "mcp-edge-oauth-oauth-kv"]);
     // Every migration, in order, and nothing else: schema and shipped definitions, no sample company.
     assert.deepEqual(db().prepare("SELECT name FROM d1_migrations ORDER BY id").all().map((m) => m.name), migrations);
     assert.ok(count("instruction_sets") > 0 && count("execution_chains") > 0, "shipped definitions");
@@ -82,6 +84,30 @@ describe("npm run deploy against a stand-in of the Cloudflare API", () => {
     assert.ok(wasm && wasm[1] > 100_000, `the wasm module is uploaded: ${Object.keys(script.modules)}`);
   });
 
+  test("the first deploy puts the OAuth server in front, with the secrets the two share", async () => {
+    const oauth = cf.scripts.get("mcp-edge-oauth");
+    assert.ok(oauth, "the companion Worker is deployed");
+    const oauthBinding = (name) => oauth.metadata.bindings.find((b) => b.name === name);
+    assert.deepEqual(oauthBinding("MCP"), { name: "MCP", type: "service", service: "mcp-edge" });
+    assert.deepEqual(oauthBinding("OAUTH_KV"), { name: "OAUTH_KV", type: "kv_namespace", namespace_id: cf.kv.get("mcp-edge-oauth-oauth-kv") });
+    assert.equal(oauthBinding("DEV_LOGIN").text, "false", "no development login in production");
+    // The key pair: the companion's private key and the Worker's public key are one pair.
+    const priv = JSON.parse(oauthBinding("INTERNAL_JWT_KEY").text);
+    const [pub] = JSON.parse(binding("JWKS").text).keys;
+    assert.equal(binding("JWKS").type, "secret_text");
+    assert.equal(oauthBinding("INTERNAL_JWT_KEY").type, "secret_text");
+    assert.deepEqual([pub.kid, pub.x, pub.y, pub.alg], [priv.kid, priv.x, priv.y, "ES256"]);
+    assert.ok(priv.d && !pub.d, "only the companion holds the private part");
+    for (const name of ["CURSOR_SECRET", "REQUEST_STATE_SECRET"]) {
+      assert.equal(binding(name).type, "secret_text", name);
+      assert.match(binding(name).text, /^[0-9a-f]{64}$/, name);
+    }
+    // The Rust Worker is deployed before the companion whose service binding names it.
+    const rust = cf.requests.findIndex((q) => q.method === "PUT" && q.path === "/workers/scripts/mcp-edge");
+    const companion = cf.requests.findIndex((q) => q.method === "PUT" && q.path === "/workers/scripts/mcp-edge-oauth");
+    assert.ok(rust >= 0 && companion > rust, `mcp-edge (${rust}) before mcp-edge-oauth (${companion})`);
+  });
+
   test("a later deploy creates nothing, applies the new migration before the new code, keeps the bindings", async () => {
     // The database as an earlier release left it: every migration but the newest.
     const entry = cf.d1.get("mcp-edge");
@@ -92,6 +118,7 @@ describe("npm run deploy against a stand-in of the Cloudflare API", () => {
       entry.db.prepare("INSERT INTO d1_migrations (name) VALUES (?)").run(file);
     }
     const [dbId, kvId, from] = [binding("DB").id, binding("CACHE").namespace_id, cf.requests.length];
+    const kid = JSON.parse(binding("JWKS").text).keys[0].kid;
     const r = await deploy();
     assert.equal(r.status, 0, r.log);
     assert.deepEqual(cf.unknown, []);
@@ -105,6 +132,19 @@ describe("npm run deploy against a stand-in of the Cloudflare API", () => {
     assert.equal(cf.scripts.get("mcp-edge").uploads, 2);
     assert.equal(binding("DB").id, dbId);
     assert.equal(binding("CACHE").namespace_id, kvId);
+    assert.equal(cf.scripts.get("mcp-edge-oauth").uploads, 2);
+    assert.match(r.log, /secrets to create: none/, "the secrets of the first deploy are kept");
+    assert.equal(JSON.parse(binding("JWKS").text).keys[0].kid, kid, "the key pair is the first deploy's");
+  });
+
+  test("npm run deploy -- --no-oauth deploys the Worker alone", async () => {
+    const from = cf.requests.length;
+    const r = await run("bash", ["scripts/deploy.sh", "--no-oauth"]);
+    assert.equal(r.status, 0, r.log);
+    assert.deepEqual(cf.unknown, []);
+    assert.equal(at(from, "PUT", /^\/workers\/scripts\/mcp-edge-oauth$/), -1);
+    assert.equal(at(from, "POST", /^\/workers\/scripts\/mcp-edge-oauth\/versions$/), -1, "the companion is not touched");
+    assert.ok(at(from, "POST", /^\/workers\/scripts\/mcp-edge\/deployments$/) >= 0, "the Worker is deployed");
   });
 
   test("npm run sample-data -- --remote loads the sample company once and --remove takes exactly it out", async () => {

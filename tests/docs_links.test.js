@@ -58,7 +58,7 @@ test("the README is a front door of at most 250 lines, linking into docs/", () =
   const readme = readFileSync(join(root, "README.md"), "utf8");
   const lines = readme.split("\n").length;
   assert.ok(lines <= 250, `README.md has ${lines} lines`);
-  for (const page of ["development", "tools-reference", "configuration", "identity", "deploying", "protocol", "sessions", "model-provider"]) {
+  for (const page of ["development", "tools-reference", "configuration", "identity", "oauth", "deploying", "protocol", "sessions", "model-provider"]) {
     assert.ok(links(readme).includes(`docs/${page}.md`), `README links docs/${page}.md`);
   }
   assert.match(readme, /2025-11-25/);

@@ -256,19 +256,41 @@ fn www_authenticate(metadata_url: &str, invalid_token: bool, message: &str) -> S
     v
 }
 
-/// The protected resource metadata document (RFC 9728) of `/mcp`.
+/// The protected resource metadata document (RFC 9728) of `/mcp`. It is public and read by
+/// browser-based clients (MCP Inspector, claude.ai) from their own origin, so it is served to any
+/// origin (`access-control-allow-origin: *`) and answers a CORS preflight with 204.
+/// `scopes_supported` is `OAUTH_SCOPES` (space or comma separated, default `mcp`): the scopes a
+/// client asks its authorization server for.
 pub fn protected_resource_metadata(req: &Request, env: &Env) -> Result<Response> {
+    let headers = worker::Headers::new();
+    headers.set("access-control-allow-origin", "*")?;
+    headers.set("access-control-allow-methods", "GET, OPTIONS")?;
+    headers.set("access-control-allow-headers", "mcp-protocol-version")?;
+    if req.method() == Method::Options {
+        headers.set("access-control-max-age", "86400")?;
+        return Ok(Response::empty()?.with_status(204).with_headers(headers));
+    }
     let cfg = Config::from_env(env);
+    let scopes = env
+        .var("OAUTH_SCOPES")
+        .map(|v| v.to_string())
+        .unwrap_or_default();
+    let mut scopes: Vec<&str> = scopes.split([' ', ',']).filter(|s| !s.is_empty()).collect();
+    if scopes.is_empty() {
+        scopes.push("mcp");
+    }
     let mut doc = serde_json::json!({
         "resource": auth::resource_url(req, &cfg),
         "bearer_methods_supported": ["header"],
         "resource_name": "mcp-edge",
         "resource_signing_alg_values_supported": ["HS256", "RS256", "ES256"],
+        "scopes_supported": scopes,
     });
     if let Some(issuer) = &cfg.jwt_issuer {
         doc["authorization_servers"] = serde_json::json!([issuer]);
     }
-    Ok(Response::from_json(&doc)?)
+    headers.set("content-type", "application/json")?;
+    Ok(Response::from_json(&doc)?.with_headers(headers))
 }
 
 /// DNS-rebinding protection (`Host`) and the browser origin rule (`Origin`).

@@ -94,6 +94,10 @@ export async function startCloudflare() {
     const previous = scripts.get(name);
     // An inherited binding keeps what the live script binds under that name.
     metadata.bindings = (metadata.bindings ?? []).map((b) => (b.type === "inherit" ? previous?.metadata.bindings.find((p) => p.name === b.name) ?? b : b));
+    // `keep_bindings` keeps the live script's bindings of those types (secrets a deploy does not send).
+    for (const kept of previous?.metadata.bindings ?? []) {
+      if (metadata.keep_bindings?.includes(kept.type) && !metadata.bindings.some((b) => b.name === kept.name)) metadata.bindings.push(kept);
+    }
     const modules = Object.fromEntries(parts.filter((p) => p !== meta).map((p) => [p.name, p.data.length]));
     const tag = randomUUID().replaceAll("-", "");
     return { id: randomUUID(), metadata, modules, tag, migrationTag: metadata.migrations?.new_tag ?? previous?.migrationTag, uploads: (previous?.uploads ?? 0) + 1 };
@@ -163,7 +167,11 @@ export async function startCloudflare() {
     }],
     ["GET", /^\/accounts\/(\w+)\/workers\/scripts$/, () => ok([...scripts.entries()].map(([id, s]) => ({ id, tag: s.tag, migration_tag: s.migrationTag })))],
     ["GET", /^\/accounts\/(\w+)\/workers\/scripts\/([^/]+)\/deployments$/, () => ok({ deployments: [] })],
-    ["GET", /^\/accounts\/(\w+)\/workers\/scripts\/([^/]+)\/secrets$/, () => ok([])],
+    ["GET", /^\/accounts\/(\w+)\/workers\/scripts\/([^/]+)\/secrets$/, (m) => {
+      const script = scripts.get(m[2]);
+      if (!script) return [404, fail(10007, "This Worker does not exist on your account.")];
+      return ok(script.metadata.bindings.filter((b) => b.type === "secret_text").map((b) => ({ name: b.name, type: b.type })));
+    }],
     ["PATCH", /^\/accounts\/(\w+)\/workers\/scripts\/([^/]+)\/script-settings$/, (m, q, json) => ok(json)],
     ["GET", /^\/accounts\/(\w+)\/workers\/subdomain$/, () => ok({ subdomain: "stand-in" })],
     ["GET", /^\/accounts\/(\w+)\/workers\/scripts\/([^/]+)\/subdomain$/, () => ok({ enabled: true, previews_enabled: false })],
