@@ -93,6 +93,18 @@ describe("production rehearsal", () => {
     }
   });
 
+  test("an ID token for another sign-in, issuer or client signs nobody in", async () => {
+    for (const [wrong, message] of [["nonce", /nonce does not match/], ["issuer", /issuer https:\/\/evil\.example is not/], ["audience", /not meant for this client/]]) {
+      oidc.misbehave = wrong;
+      oidc.signIn(users.hr);
+      const provider = new MemoryProvider((url) => consent(url));
+      const transport = new StreamableHTTPClientTransport(new URL(s.mcpUrl), { authProvider: provider });
+      await assert.rejects(new Client({ name: "rehearsal", version: "1" }).connect(transport), message, wrong);
+      assert.equal(provider.saved, undefined, `no token (${wrong})`);
+    }
+    oidc.misbehave = null;
+  });
+
   test("a user whose provider grants hr-read uses the HR tools", async () => {
     const client = await connect(users.hr);
     try {

@@ -62,7 +62,11 @@ const api = {
     const token = await internalToken(env, { issuer, audience: `${base}/mcp`, user: props.userId, roles: roleList(props.roles) });
     const headers = new Headers(request.headers);
     headers.set("authorization", `Bearer ${token}`);
-    return env.MCP.fetch(new Request(request, { headers }));
+    // The Rust Worker takes its audience from the URL it is asked for: the public one, also when
+    // the request came in on another route (workers.dev beside a custom domain in PUBLIC_URL).
+    const url = new URL(request.url);
+    const forwarded = new URL(url.pathname + url.search, base);
+    return env.MCP.fetch(new Request(forwarded, new Request(request, { headers })));
   },
 };
 

@@ -184,7 +184,8 @@ export async function consent(authorizationUrl, { user, roles = [], decision = "
 /**
  * An OpenID Connect provider stand-in (a third-party service): discovery, an authorization
  * endpoint that signs `user` (or whoever `signIn` names next) in at once with `roles`, and a token endpoint that checks the code,
- * the client, the redirect URI and the PKCE verifier before it answers an ID token.
+ * the client, the redirect URI and the PKCE verifier before it answers an ID token. Setting
+ * `misbehave` to "nonce", "issuer" or "audience" makes that claim of the next ID tokens wrong.
  */
 export async function startOidcStandIn({ user, roles, clientId = "mcp-edge", clientSecret = "oidc-secret" }) {
   let current = { user, roles };
@@ -224,7 +225,12 @@ export async function startOidcStandIn({ user, roles, clientId = "mcp-edge", cli
       }
       const now = Math.floor(Date.now() / 1000);
       const b64 = (v) => Buffer.from(JSON.stringify(v)).toString("base64url");
-      const idToken = `${b64({ alg: "RS256", typ: "JWT" })}.${b64({ iss: issuer, aud: clientId, sub: grant.user, roles: grant.roles, nonce: grant.nonce, iat: now, exp: now + 300 })}.c2ln`;
+      const claims = { iss: issuer, aud: clientId, sub: grant.user, roles: grant.roles, nonce: grant.nonce, iat: now, exp: now + 300 };
+      // A provider (or a man in the middle) answering an ID token that is not for this sign-in.
+      if (stand.misbehave === "nonce") claims.nonce = "another sign-in";
+      if (stand.misbehave === "issuer") claims.iss = "https://evil.example";
+      if (stand.misbehave === "audience") claims.aud = "another-client";
+      const idToken = `${b64({ alg: "RS256", typ: "JWT" })}.${b64(claims)}.c2ln`;
       return json(200, { access_token: "upstream-access", token_type: "Bearer", id_token: idToken, expires_in: 300 });
     }
     json(404, { error: "not_found" });
@@ -233,5 +239,6 @@ export async function startOidcStandIn({ user, roles, clientId = "mcp-edge", cli
   const issuer = `http://127.0.0.1:${server.address().port}`;
   /** Who the next sign-in is: { user, roles }. */
   const signIn = (who) => (current = who);
-  return { issuer, clientId, clientSecret, requests, signIn, stop: () => new Promise((r) => server.close(r)) };
+  const stand = { issuer, clientId, clientSecret, requests, signIn, misbehave: null, stop: () => new Promise((r) => server.close(r)) };
+  return stand;
 }
