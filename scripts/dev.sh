@@ -26,6 +26,10 @@ while [ $# -gt 0 ]; do
     *) echo "dev.sh: unknown option $1 (use --env NAME, --port N, --persist-to DIR, --oauth)" >&2; exit 2 ;;
   esac
 done
+if $oauth && [ "$env_name" != dev ]; then
+  echo "dev.sh: --oauth serves the dev environment only (oauth/wrangler.toml has no $env_name)" >&2
+  exit 2
+fi
 bash scripts/toolchain.sh
 # shellcheck source=/dev/null
 source .toolchain/env
@@ -51,5 +55,8 @@ if $oauth; then
     --ip 127.0.0.1 --port "$port" --var "PUBLIC_URL:$issuer" \
     ${persist[@]+"${persist[@]}"} --show-interactive-dev-session=false
 fi
+# Only the dev environment names an issuer; the conformance fixtures keep theirs unset.
+issuer_var=()
+[ "$env_name" = dev ] && issuer_var=(--var "JWT_ISSUER:$issuer")
 exec "$node" node_modules/wrangler/bin/wrangler.js dev --env "$env_name" --ip 127.0.0.1 --port "$port" \
-  --var "JWT_ISSUER:$issuer" ${persist[@]+"${persist[@]}"} --show-interactive-dev-session=false
+  ${issuer_var[@]+"${issuer_var[@]}"} ${persist[@]+"${persist[@]}"} --show-interactive-dev-session=false
