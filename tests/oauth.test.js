@@ -40,7 +40,13 @@ describe("OAuth with the TypeScript SDK (development login)", () => {
     assert.deepEqual(doc.authorization_servers, [s.url]);
     assert.deepEqual(doc.scopes_supported, ["mcp"]);
     assert.ok(prm.headers.get("access-control-allow-origin"), "browser clients may read it");
-    const as = await (await fetch(`${s.url}/.well-known/oauth-authorization-server`)).json();
+    // Browser-based clients (the MCP Inspector's web UI, claude.ai) read the metadata and register
+    // from their own origin.
+    const asResp = await fetch(`${s.url}/.well-known/oauth-authorization-server`, { headers: { origin: "https://inspector.example" } });
+    assert.ok(asResp.headers.get("access-control-allow-origin"), "authorization server metadata readable cross-origin");
+    const preflight = await fetch(`${s.url}/oauth/register`, { method: "OPTIONS", headers: { origin: "https://inspector.example", "access-control-request-method": "POST", "access-control-request-headers": "content-type" } });
+    assert.ok(preflight.status < 300 && preflight.headers.get("access-control-allow-origin"), `registration preflight: ${preflight.status}`);
+    const as = await asResp.json();
     assert.equal(as.issuer, s.url);
     assert.ok(as.registration_endpoint && as.authorization_endpoint && as.token_endpoint);
     assert.ok(as.code_challenge_methods_supported.includes("S256"));
