@@ -178,11 +178,19 @@ describe("closing the loop on a confirmation", () => {
     const s = await alice();
     const p = (await s.call("update_salary", { employee_id: await idOf("Sarah Kim"), new_salary: 121000 })).structuredContent;
     assert.equal(p.status, "pending_confirmation");
-    assert.equal(p.approveUrl, `/confirm/${p.confirmationId}`);
+    // The session page of the session that asked, which shows the change as an approval card.
+    assert.match(p.approveUrl, new RegExp(`^/sessions/[0-9a-f]{64}#confirm=${p.confirmationId}$`));
+    const page = await fetch(new URL(p.approveUrl, w.url));
+    assert.equal(page.status, 200, "the link leads to a page that exists");
+    assert.match(page.headers.get("content-type"), /^text\/html/);
+    // When it stops waiting, so a client can show the time left.
+    const expires = Date.parse(p.confirmationData.expiresAt);
+    assert.ok(Math.abs(expires - (p.confirmationData.timestamp + 2000)) < 5, `${p.confirmationData.expiresAt} is CONFIRMATION_TTL_SECONDS after the request`);
     const pending = (await s.data("get_confirmation", { confirmation_id: p.confirmationId })).data;
     assert.equal(pending.state, "pending");
     assert.equal(pending.action, "update_salary");
     assert.equal(pending.approveUrl, p.approveUrl);
+    assert.ok(Math.abs(Date.parse(pending.expiresAt) - expires) < 1500, `${pending.expiresAt} vs ${p.confirmationData.expiresAt}`);
     assert.match(pending.message, /s left/);
     for (const other of [await as("Helen Brooks", ["hr-read", "hr-write"]), await as("Sarah Kim")]) {
       assert.equal((await other.failure("get_confirmation", { confirmation_id: p.confirmationId })).code, "OPERATION_FAILED");

@@ -150,7 +150,7 @@ pub fn result_text(result: &Value) -> (bool, String) {
         .and_then(Value::as_bool)
         .unwrap_or(false);
     let text = match result.get("structuredContent") {
-        Some(v) if !is_error => v.to_string(),
+        Some(v) if !is_error => structured_text(v),
         _ => result
             .get("content")
             .and_then(Value::as_array)
@@ -164,6 +164,27 @@ pub fn result_text(result: &Value) -> (bool, String) {
             .unwrap_or_default(),
     };
     (is_error, cut(&text))
+}
+
+/// Keys of a domain answer written before its data, so a result cut at [`MAX_RESULT_CHARS`]
+/// still tells the model its status and that the list is incomplete (seed 002 §5.3: the
+/// truncation warning must reach the model, and it lives in `metadata`).
+const LEADING_KEYS: [&str; 3] = ["status", "message", "metadata"];
+
+/// Structured content as JSON, with [`LEADING_KEYS`] first and the other keys after them.
+fn structured_text(v: &Value) -> String {
+    let Some(object) = v.as_object() else {
+        return v.to_string();
+    };
+    let entry = |k: &str, x: &Value| format!("{}:{x}", Value::from(k));
+    let leading = LEADING_KEYS
+        .iter()
+        .filter_map(|k| object.get(*k).map(|x| entry(k, x)));
+    let rest = object
+        .iter()
+        .filter(|(k, _)| !LEADING_KEYS.contains(&k.as_str()))
+        .map(|(k, x)| entry(k, x));
+    format!("{{{}}}", leading.chain(rest).collect::<Vec<_>>().join(","))
 }
 
 fn cut(text: &str) -> String {
@@ -234,6 +255,31 @@ mod tests {
         assert_eq!(result_text(&err), (true, "bad mode".to_string()));
         let long = json!({"content":[{"type":"text","text":"é".repeat(MAX_RESULT_CHARS + 5)}]});
         assert!(result_text(&long).1.ends_with("(cut at 16000 characters)"));
+    }
+
+    #[test]
+    fn a_cut_list_still_tells_the_model_it_is_incomplete() {
+        let rows: Vec<Value> = (0..400)
+            .map(|i| json!({ "id": i, "notes": "x".repeat(60) }))
+            .collect();
+        let warning = "TRUNCATION WARNING: Only 50 of 50+ records returned.";
+        let answer = json!({ "content": [{ "type": "text", "text": "…" }], "structuredContent": {
+            "status": "success", "data": rows, "metadata": { "truncated": true, "warning": warning } } });
+        let (_, text) = result_text(&answer);
+        assert!(
+            text.ends_with("(cut at 16000 characters)"),
+            "the data is cut"
+        );
+        assert!(
+            text.starts_with(
+                r#"{"status":"success","metadata":{"truncated":true,"warning":"TRUNCATION WARNING"#
+            ),
+            "{}",
+            &text[..80]
+        );
+        let small = json!({ "structuredContent": { "status": "success", "data": [1], "metadata": { "hasMore": false } } });
+        let back: Value = serde_json::from_str(&result_text(&small).1).expect("still JSON");
+        assert_eq!(back, small["structuredContent"]);
     }
 
     #[test]

@@ -122,11 +122,14 @@ pub async fn request(
         Err(e) => return super::db(e),
     };
     let now = clock::now_ms();
+    let expires_ms = now + lifetime_ms(ctx);
     let mut data = details;
     data["action"] = json!(action);
     data["mcpServer"] = json!(server);
     data["userId"] = json!(user);
     data["timestamp"] = json!(now as i64);
+    // The deadline itself, so a client can show the time left without knowing the store's TTL.
+    data["expiresAt"] = json!(clock::iso(expires_ms as i64));
     let pending = Pending {
         id: id.clone(),
         action: action.to_string(),
@@ -136,7 +139,7 @@ pub async fn request(
         message: message.clone(),
         data: data.clone(),
         created_ms: now,
-        expires_ms: now + lifetime_ms(ctx),
+        expires_ms,
     };
     let body = match serde_json::to_value(&pending) {
         Ok(b) => b,
@@ -176,12 +179,21 @@ pub async fn request(
     }
 }
 
-/// Where the user approves or denies confirmation `id` in a browser: the Worker's page
-/// `/confirm/<id>`, absolute when the deployment names its public origin (`PUBLIC_URL`), else a
-/// path on the origin the client called.
-pub fn approve_url(ctx: &dyn ToolContext, id: &str) -> String {
+/// Where the user approves or denies confirmation `id` in a browser: the session page
+/// `/sessions/<session>#confirm=<id>` of the session that asked (it shows the change as an
+/// approval card), absolute when the deployment names its public origin (`PUBLIC_URL`), else a
+/// path on the origin the client called. A call outside a session (a 2026-07-28 request) has no
+/// page to point at: the user decides with `POST /api/confirm/<id>`.
+pub fn approve_url(ctx: &dyn ToolContext, id: &str) -> Option<String> {
+    let session = ctx.session_id();
+    if !crate::wire::valid_session_id(&session) {
+        return None;
+    }
     let base = ctx.platform().setting("PUBLIC_URL").unwrap_or_default();
-    format!("{}/confirm/{id}", base.trim_end_matches('/'))
+    Some(format!(
+        "{}/sessions/{session}#confirm={id}",
+        base.trim_end_matches('/')
+    ))
 }
 
 /// A confirmation's state as `get_confirmation` tells it, read from `audit_log` (which records

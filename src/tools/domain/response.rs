@@ -139,8 +139,9 @@ pub enum Reply {
     Pending {
         /// The confirmation's id.
         confirmation_id: String,
-        /// The page where the user approves or denies it in a browser.
-        approve_url: String,
+        /// The page where the user approves or denies it in a browser, when the call has a session
+        /// (see [`super::confirm::approve_url`]).
+        approve_url: Option<String>,
         /// Exactly what will change.
         message: String,
         /// Action, target, user id, timestamp.
@@ -235,13 +236,18 @@ impl Reply {
                 approve_url,
                 message,
                 confirmation_data,
-            } => json!({
-                "status": "pending_confirmation",
-                "confirmationId": confirmation_id,
-                "message": message,
-                "confirmationData": confirmation_data,
-                "approveUrl": approve_url,
-            }),
+            } => {
+                let mut v = json!({
+                    "status": "pending_confirmation",
+                    "confirmationId": confirmation_id,
+                    "message": message,
+                    "confirmationData": confirmation_data,
+                });
+                if let Some(url) = approve_url {
+                    v["approveUrl"] = json!(url);
+                }
+                v
+            }
         }
     }
 
@@ -265,12 +271,25 @@ impl Reply {
                 message,
                 approve_url,
                 ..
-            } => format!(
-                "Waiting for the user's confirmation (5 minutes): they approve or deny it at {approve_url} (or POST /api/confirm/<confirmationId> with {{\"approved\": true}} and their token); get_confirmation tells whether they did. {message}"
-            ),
-            Reply::Relayed(v) => match (v["status"].as_str(), v["message"].as_str(), v.pointer("/data/message").and_then(Value::as_str)) {
+            } => {
+                let at = approve_url
+                    .as_ref()
+                    .map(|url| format!("at {url} (or "))
+                    .unwrap_or_else(|| "with ".into());
+                let close = if approve_url.is_some() { ")" } else { "" };
+                format!(
+                    "Waiting for the user's confirmation: they approve or deny it {at}POST /api/confirm/<confirmationId> with {{\"approved\": true}} and their token{close}; get_confirmation tells whether they did. {message}"
+                )
+            }
+            Reply::Relayed(v) => match (
+                v["status"].as_str(),
+                v["message"].as_str(),
+                v.pointer("/data/message").and_then(Value::as_str),
+            ) {
                 (_, _, Some(m)) => m.to_string(),
-                (Some("error"), Some(m), _) => format!("{}: {m}", v["code"].as_str().unwrap_or("ERROR")),
+                (Some("error"), Some(m), _) => {
+                    format!("{}: {m}", v["code"].as_str().unwrap_or("ERROR"))
+                }
                 _ => v.to_string(),
             },
         }
