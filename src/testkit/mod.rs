@@ -32,7 +32,8 @@ use crate::limiter::leases::{self, Held, LeaseAnswer, LeaseRequest};
 use crate::mcp::logging::LogLevel;
 use crate::registry::limits::{Admission, Limit};
 use crate::registry::{
-    self, Caller, Inbound, JobMode, Outbound, Platform, Registry, Statement, ToolContext,
+    self, Caller, EnvServices, Inbound, JobMode, Outbound, Platform, Registry, Statement,
+    ToolContext,
 };
 use crate::tools::{self, Catalog};
 
@@ -192,7 +193,7 @@ impl Called {
     }
 }
 
-impl Platform for TestPlatform {
+impl EnvServices for TestPlatform {
     fn query<'a>(
         &'a self,
         sql: &'a str,
@@ -221,19 +222,6 @@ impl Platform for TestPlatform {
         })
     }
 
-    fn session_get(&self, key: &str) -> Result<Option<String>> {
-        Ok(self.session.borrow().get(key).cloned())
-    }
-
-    fn session_set(&self, key: &str, value: &str) -> Result<()> {
-        self.session.borrow_mut().insert(key.into(), value.into());
-        Ok(())
-    }
-
-    fn session_id(&self) -> String {
-        self.session_id.clone()
-    }
-
     fn setting(&self, name: &str) -> Option<String> {
         self.settings.get(name).cloned()
     }
@@ -260,28 +248,12 @@ impl Platform for TestPlatform {
         Box::pin(async { Err(Error::Misconfigured("no RS256 signing in tests".into())) })
     }
 
-    fn emit(&self, event: &str, data: Value) {
-        self.events.borrow_mut().push((event.into(), data));
-    }
-
     fn registry(&self) -> &Registry {
         shared_registry()
     }
 
     fn sleep(&self, ms: u32) -> LocalBoxFuture<'_, ()> {
         Box::pin(async move { self.slept_ms.set(self.slept_ms.get() + u64::from(ms)) })
-    }
-
-    fn job_start<'a>(
-        &'a self,
-        kind: &'a str,
-        id: &'a str,
-        mode: JobMode,
-    ) -> LocalBoxFuture<'a, Result<()>> {
-        Box::pin(async move {
-            self.jobs.borrow_mut().push((kind.into(), id.into(), mode));
-            Ok(())
-        })
     }
 
     fn confirmation<'a>(
@@ -355,6 +327,41 @@ impl Platform for TestPlatform {
 
     fn timeout_override(&self, _tool: &str) -> Option<u32> {
         None
+    }
+}
+
+impl Platform for TestPlatform {
+    fn env(&self) -> &(dyn EnvServices + 'static) {
+        self
+    }
+
+    fn session_get(&self, key: &str) -> Result<Option<String>> {
+        Ok(self.session.borrow().get(key).cloned())
+    }
+
+    fn session_set(&self, key: &str, value: &str) -> Result<()> {
+        self.session.borrow_mut().insert(key.into(), value.into());
+        Ok(())
+    }
+
+    fn session_id(&self) -> String {
+        self.session_id.clone()
+    }
+
+    fn emit(&self, event: &str, data: Value) {
+        self.events.borrow_mut().push((event.into(), data));
+    }
+
+    fn job_start<'a>(
+        &'a self,
+        kind: &'a str,
+        id: &'a str,
+        mode: JobMode,
+    ) -> LocalBoxFuture<'a, Result<()>> {
+        Box::pin(async move {
+            self.jobs.borrow_mut().push((kind.into(), id.into(), mode));
+            Ok(())
+        })
     }
 }
 
