@@ -90,10 +90,25 @@ impl Ask for Nobody {
     }
 }
 
-/// The platform a context uses: its own, or one it borrows for a while.
-enum Held<'a> {
+/// The platform a context uses: its own (a call answered after its request's handler returned),
+/// or one it borrows for a while.
+pub enum Held<'a> {
+    /// Shared with whoever else holds it.
     Owned(Rc<dyn Platform + 'a>),
+    /// Borrowed.
     Borrowed(&'a dyn Platform),
+}
+
+impl<'a, P: Platform + 'a> From<Rc<P>> for Held<'a> {
+    fn from(p: Rc<P>) -> Self {
+        Held::Owned(p)
+    }
+}
+
+impl<'a> From<&'a dyn Platform> for Held<'a> {
+    fn from(p: &'a dyn Platform) -> Self {
+        Held::Borrowed(p)
+    }
 }
 
 /// What a tool handler sees during one call (see the module doc).
@@ -116,7 +131,7 @@ impl<'a> CallContext<'a> {
     /// params, so a typo does not silently serve a cached result.
     #[allow(clippy::too_many_arguments)]
     pub fn attended(
-        platform: Rc<dyn Platform + 'a>,
+        platform: impl Into<Held<'a>>,
         caller: Caller,
         capabilities: Value,
         tool: &str,
@@ -126,7 +141,7 @@ impl<'a> CallContext<'a> {
         asker: Rc<dyn Ask + 'a>,
     ) -> Result<Self> {
         Ok(CallContext {
-            platform: Held::Owned(platform),
+            platform: platform.into(),
             caller,
             capabilities,
             tool: tool.to_string(),

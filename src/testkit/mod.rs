@@ -20,6 +20,7 @@ mod templates;
 
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, HashMap};
+use std::rc::Rc;
 use std::sync::OnceLock;
 
 use futures::future::LocalBoxFuture;
@@ -33,8 +34,8 @@ use crate::mcp::logging::LogLevel;
 use crate::registry::limits::{Admission, Limit};
 use crate::registry::{
     self, Caller, EnvServices, Inbound, JobMode, Outbound, Platform, Registry, Statement,
-    ToolContext,
 };
+use crate::server::call::{Ask, CallContext, Outlet, Question};
 use crate::tools::{self, Catalog};
 
 /// The production catalog's registry, compiled once per test binary.
@@ -44,9 +45,6 @@ fn shared_registry() -> &'static Registry {
         Registry::new(tools::catalog(Catalog::Production)).expect("every tool compiles")
     })
 }
-
-/// One progress report: (progress, total, message).
-type Progress = (f64, Option<f64>, Option<String>);
 
 /// Answers a test's outbound HTTP requests.
 type Fetcher = Box<dyn Fn(&Outbound) -> Result<Inbound>>;
@@ -132,12 +130,24 @@ impl TestPlatform {
     /// against the tool's schema, runs the handler and shapes its result.
     pub fn call(&self, caller: &Caller, name: &str, args: Value) -> Option<Called> {
         let tool = self.registry().get_for(name, caller)?;
-        let ctx = TestCall::new(self, caller.clone());
+        let client = Rc::new(TestClient::default());
+        let platform: &dyn Platform = self;
+        let ctx = CallContext::attended(
+            platform,
+            caller.clone(),
+            json!({}),
+            name,
+            &Value::Null,
+            Some(LogLevel::Debug),
+            client.clone(),
+            client.clone(),
+        )
+        .expect("no cache directive to refuse");
         let outcome = futures::executor::block_on(registry::execute(tool, &ctx, args));
         Some(Called {
             result: outcome.result,
             outcome: outcome.outcome,
-            logs: ctx.logs.into_inner(),
+            logs: client.logs(),
         })
     }
 
@@ -365,66 +375,71 @@ impl Platform for TestPlatform {
     }
 }
 
-/// The context of one test call: the caller, what the call reported, and a client that declared
-/// no capabilities and answers no questions.
-pub struct TestCall<'p> {
-    platform: &'p TestPlatform,
-    caller: Caller,
-    /// The client's `initialize` capabilities.
-    pub capabilities: Value,
-    /// Log messages sent, in order.
-    pub logs: RefCell<Vec<(LogLevel, Value)>>,
-    /// Progress reported, in order.
-    pub progress: RefCell<Vec<Progress>>,
+/// The client of one test call: it takes every message the call sends, and declared no
+/// capabilities, so it is asked nothing.
+#[derive(Default)]
+struct TestClient {
+    messages: RefCell<Vec<Value>>,
 }
 
-impl<'p> TestCall<'p> {
-    /// A call by `caller` on `platform`.
-    pub fn new(platform: &'p TestPlatform, caller: Caller) -> Self {
-        TestCall {
-            platform,
-            caller,
-            capabilities: json!({}),
-            logs: RefCell::default(),
-            progress: RefCell::default(),
-        }
-    }
-}
-
-impl ToolContext for TestCall<'_> {
-    fn platform(&self) -> &dyn Platform {
-        self.platform
-    }
-
-    fn progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) {
-        self.progress
-            .borrow_mut()
-            .push((progress, total, message.map(str::to_string)));
-    }
-
-    fn log(&self, level: LogLevel, data: Value) {
-        self.logs.borrow_mut().push((level, data));
-    }
-
-    fn ask_client<'a>(
-        &'a self,
-        method: &'a str,
-        _params: Value,
-    ) -> LocalBoxFuture<'a, Result<Value>> {
-        Box::pin(async move {
-            Err(Error::Client(format!(
-                "the test client does not answer {method}"
-            )))
-        })
+impl Outlet for TestClient {
+    fn send(&self, msg: &Value) -> Result<()> {
+        self.messages.borrow_mut().push(msg.clone());
+        Ok(())
     }
 
     fn end_connection(&self) {}
+}
 
-    fn caller(&self) -> Caller {
-        self.caller.clone()
+impl Ask for TestClient {
+    fn ask<'a>(&'a self, q: Question<'a>) -> LocalBoxFuture<'a, Result<Value>> {
+        Box::pin(async move {
+            Err(Error::Client(format!(
+                "the test client does not answer {}",
+                q.method
+            )))
+        })
     }
+}
 
-    fn client_capabilities(&self) -> Value {
-        self.capabilities.clone()
+impl TestClient {
+    /// The `notifications/message` the call sent: (level, data), in order.
+    fn logs(&self) -> Vec<(LogLevel, Value)> {
+        self.messages
+            .borrow()
+            .iter()
+            .filter(|m| m["method"] == "notifications/message")
+            .filter_map(|m| {
+                let level = LogLevel::parse(m["params"]["level"].as_str()?).ok()?;
+                Some((level, m["params"]["data"].clone()))
+            })
+            .collect()
+    }
+}
+
+mod tests {
+    use super::*;
+    use crate::registry::ToolContext;
+
+    #[test]
+    fn the_test_client_records_log_messages_and_refuses_questions() {
+        let p = TestPlatform::new();
+        let client = Rc::new(TestClient::default());
+        let platform: &dyn Platform = &p;
+        let ctx = CallContext::attended(
+            platform,
+            Caller::anonymous(),
+            json!({}),
+            "get_help",
+            &Value::Null,
+            Some(LogLevel::Debug),
+            client.clone(),
+            client.clone(),
+        )
+        .expect("a context");
+        ctx.log(LogLevel::Warning, json!("careful"));
+        assert_eq!(client.logs(), vec![(LogLevel::Warning, json!("careful"))]);
+        let asked = futures::executor::block_on(ctx.ask_client("roots/list", json!({})));
+        assert!(asked.is_err_and(|e| e.to_string().contains("does not answer roots/list")));
     }
 }
