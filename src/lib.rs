@@ -14,6 +14,7 @@ pub mod log;
 pub mod mcp;
 pub mod random;
 pub mod registry;
+pub mod server;
 pub mod session;
 pub mod stateless;
 pub mod store;

@@ -27,7 +27,8 @@ use worker::{durable_object, DurableObject, Env, Request, Response, SqlStorage, 
 use crate::clock;
 use crate::edge::config::Config;
 use crate::error::{Error, Result};
-use crate::registry::{Caller, Unattended};
+use crate::registry::Caller;
+use crate::server::call::CallContext;
 use crate::store::services::{Detached, Services};
 use crate::tools::domain::confirm::{audit, Pending};
 use crate::tools::domain::{Code, Reply};
@@ -221,11 +222,7 @@ impl Confirmation {
             ));
         };
         let platform = Detached::new(self.services()?, String::new(), no_session);
-        let ctx = Unattended {
-            platform: &platform,
-            caller: caller.clone(),
-            what: "a confirmed write",
-        };
+        let ctx = CallContext::unattended(&platform, caller.clone(), "a confirmed write");
         if caller.user.as_deref() != Some(p.user.as_str()) {
             audit(&ctx, &p, "refused", "USER_MISMATCH").await;
             return Ok((
@@ -292,14 +289,14 @@ impl Confirmation {
         if state == "pending" {
             self.set_state("expired", None)?;
             let platform = Detached::new(self.services()?, String::new(), no_session);
-            let ctx = Unattended {
-                platform: &platform,
-                caller: Caller {
+            let ctx = CallContext::unattended(
+                &platform,
+                Caller {
                     user: Some(p.user.clone()),
                     roles: Vec::new(),
                 },
-                what: "a confirmed write",
-            };
+                "a confirmed write",
+            );
             audit(&ctx, &p, "expired", "").await;
         }
         self.state

@@ -7,6 +7,7 @@ use worker::{Env, Request, Response};
 use super::config::Config;
 use crate::confirm::{failure, json_answer};
 use crate::error::{Error, Result};
+use crate::registry::EnvServices;
 use crate::store::services::Services;
 use crate::tools::domain::Code;
 

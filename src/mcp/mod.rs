@@ -33,7 +33,7 @@ errors. EPIC-TIDE (epic-tide-*) records works, paths and attempts so projects im
 /// What the server implements, and nothing more: tools, logging and resources (the EPIC-TIDE
 /// vocabulary); subscriptions, prompts and completions exist only as conformance fixtures, so only
 /// the conformance catalog declares them. `tools.listChanged`: a caller's tool list grows as FlowMind's
-/// progressive authorization unlocks tools (`session::levels`).
+/// progressive authorization unlocks tools (`server::levels`).
 pub fn capabilities(catalog: Catalog) -> Value {
     let mut caps = json!({
         "tools": { "listChanged": true },

@@ -1,6 +1,6 @@
 //! `subscriptions/listen` of 2026-07-28 (`basic/patterns/subscriptions`): the notification filter a
 //! client sends, the subset of it the server acknowledges, and the frames of a listen stream. The
-//! stream itself lives in `stateless::listen`.
+//! stream itself lives in `server::listen`.
 //!
 //! Every message on a listen stream carries the subscription's id (the JSON-RPC id of the
 //! `subscriptions/listen` request) in `_meta` under [`META_SUBSCRIPTION_ID`], so a client with

@@ -99,8 +99,9 @@ pub enum Heartbeat {
     Stop(String),
 }
 
-/// Services of this server that do not depend on who is calling.
-pub trait Platform {
+/// Services of the deployment that do not depend on who is calling nor on a session: one
+/// implementation over the Worker's env (`store::services::Services`), one in the native tests.
+pub trait EnvServices {
     /// Runs a D1 query and returns its rows as JSON objects. Parameters bind `?1`, `?2`, ….
     fn query<'a>(
         &'a self,
@@ -122,15 +123,6 @@ pub trait Platform {
         ttl_secs: u64,
     ) -> LocalBoxFuture<'a, Result<()>>;
 
-    /// Reads a value of this session's state (Durable Object storage).
-    fn session_get(&self, key: &str) -> Result<Option<String>>;
-
-    /// Writes a value of this session's state (Durable Object storage).
-    fn session_set(&self, key: &str, value: &str) -> Result<()>;
-
-    /// The MCP session this call belongs to; records a tool keeps for the caller are bound to it.
-    fn session_id(&self) -> String;
-
     /// A deployment setting or secret (wrangler vars and secrets), when set.
     fn setting(&self, name: &str) -> Option<String>;
 
@@ -145,23 +137,11 @@ pub trait Platform {
         message: &'a [u8],
     ) -> LocalBoxFuture<'a, Result<Vec<u8>>>;
 
-    /// Records an event (`tool_call`, `tool_result`, `error`) on the session's event stream.
-    fn emit(&self, event: &str, data: Value);
-
     /// The tools of this deployment, for tools that call other tools.
     fn registry(&self) -> &Registry;
 
     /// Waits without blocking the session's other requests.
     fn sleep(&self, ms: u32) -> LocalBoxFuture<'_, ()>;
-
-    /// Tracks a job of `kind` (a toolset's job hook name) under a lease that
-    /// [`Platform::job_heartbeat`] renews. A [`JobMode::Background`] job is started at once.
-    fn job_start<'a>(
-        &'a self,
-        kind: &'a str,
-        id: &'a str,
-        mode: JobMode,
-    ) -> LocalBoxFuture<'a, Result<()>>;
 
     /// Sends `body` to the confirmation store's object of confirmation `id` (`op`: `create` or
     /// `decide`) on behalf of `caller`; returns its HTTP status and JSON answer. The store is
@@ -174,19 +154,6 @@ pub trait Platform {
         caller: &'a Caller,
     ) -> LocalBoxFuture<'a, Result<(u16, Value)>>;
 
-    /// How long a job's lease lasts after each heartbeat, in milliseconds. Runs heartbeat at least
-    /// every third of it. The job defaults (here and below) are those of a platform that runs no
-    /// jobs, whose [`Platform::job_start`] refuses: nothing is ever tracked.
-    fn job_lease_ms(&self) -> u32 {
-        0
-    }
-
-    /// Renews a job's lease, or says it should stop: it was asked to ([`Platform::job_stop`]), or
-    /// it is no longer tracked.
-    fn job_heartbeat(&self, _id: &str) -> Result<Heartbeat> {
-        Ok(Heartbeat::Continue)
-    }
-
     /// Takes a token from `caller`'s bucket of `tool` (an MCP name) in the rate limiter, under
     /// the deployment's `RATE_LIMITS`: `None` when the tool has no limit, else the limit and
     /// whether the call may run. `caller` names the bucket's owner (`user:<id>`, `session:<id>`).
@@ -197,7 +164,7 @@ pub trait Platform {
     ) -> LocalBoxFuture<'a, Result<Option<(Limit, Admission)>>>;
 
     /// Sends a concurrency lease request to `owner`'s rate limiter object (`user:<id>`,
-    /// `session:<id>`, as for [`Platform::rate_limit`]); see `limiter::leases`.
+    /// `session:<id>`, as for [`EnvServices::rate_limit`]); see `limiter::leases`.
     fn lease<'a>(
         &'a self,
         owner: &'a str,
@@ -222,6 +189,49 @@ pub trait Platform {
     ) -> LocalBoxFuture<'a, Result<Option<Value>>> {
         Box::pin(async { Ok(None) })
     }
+}
+
+/// What a tool's work runs on: the env-wide services ([`Platform::env`]) and the scope of the
+/// session it runs in (its state, event stream and tracked jobs). A `&dyn Platform` reaches the
+/// env-wide services directly (`platform.query(…)`, through `Deref`), as a platform is its env
+/// plus a scope.
+pub trait Platform {
+    /// The env-wide services.
+    fn env(&self) -> &(dyn EnvServices + 'static);
+
+    /// Reads a value of this session's state (Durable Object storage).
+    fn session_get(&self, key: &str) -> Result<Option<String>>;
+
+    /// Writes a value of this session's state (Durable Object storage).
+    fn session_set(&self, key: &str, value: &str) -> Result<()>;
+
+    /// The MCP session this call belongs to; records a tool keeps for the caller are bound to it.
+    fn session_id(&self) -> String;
+
+    /// Records an event (`tool_call`, `tool_result`, `error`) on the session's event stream.
+    fn emit(&self, event: &str, data: Value);
+
+    /// Tracks a job of `kind` (a toolset's job hook name) under a lease that
+    /// [`Platform::job_heartbeat`] renews. A [`JobMode::Background`] job is started at once.
+    fn job_start<'a>(
+        &'a self,
+        kind: &'a str,
+        id: &'a str,
+        mode: JobMode,
+    ) -> LocalBoxFuture<'a, Result<()>>;
+
+    /// How long a job's lease lasts after each heartbeat, in milliseconds. Runs heartbeat at least
+    /// every third of it. The job defaults (here and below) are those of a platform that runs no
+    /// jobs, whose [`Platform::job_start`] refuses: nothing is ever tracked.
+    fn job_lease_ms(&self) -> u32 {
+        0
+    }
+
+    /// Renews a job's lease, or says it should stop: it was asked to ([`Platform::job_stop`]), or
+    /// it is no longer tracked.
+    fn job_heartbeat(&self, _id: &str) -> Result<Heartbeat> {
+        Ok(Heartbeat::Continue)
+    }
 
     /// Stops tracking a job (it finished, paused or was cancelled).
     fn job_finish(&self, _id: &str) -> Result<()> {
@@ -232,6 +242,14 @@ pub trait Platform {
     /// its next heartbeat; false when no run of it is under way.
     fn job_stop(&self, _id: &str, _reason: &str) -> Result<bool> {
         Ok(false)
+    }
+}
+
+impl std::ops::Deref for dyn Platform + '_ {
+    type Target = dyn EnvServices;
+
+    fn deref(&self) -> &Self::Target {
+        self.env()
     }
 }
 
@@ -308,7 +326,7 @@ pub trait ToolContext {
         false
     }
 
-    /// See [`Platform::query`].
+    /// See [`EnvServices::query`].
     fn query<'a>(
         &'a self,
         sql: &'a str,
@@ -317,12 +335,12 @@ pub trait ToolContext {
         self.platform().query(sql, params)
     }
 
-    /// See [`Platform::cache_get`].
+    /// See [`EnvServices::cache_get`].
     fn cache_get<'a>(&'a self, key: &'a str) -> LocalBoxFuture<'a, Result<Option<String>>> {
         self.platform().cache_get(key)
     }
 
-    /// See [`Platform::cache_put`].
+    /// See [`EnvServices::cache_put`].
     fn cache_put<'a>(
         &'a self,
         key: &'a str,
@@ -337,53 +355,9 @@ pub trait ToolContext {
         self.platform().session_id()
     }
 
-    /// See [`Platform::sleep`].
+    /// See [`EnvServices::sleep`].
     fn sleep(&self, ms: u32) -> LocalBoxFuture<'_, ()> {
         self.platform().sleep(ms)
-    }
-}
-
-/// The context of work nobody waits on: a background job or a confirmed write. It has the
-/// platform and acts for `caller`, but has no client to report progress to or to ask.
-pub struct Unattended<'a> {
-    /// The services.
-    pub platform: &'a dyn Platform,
-    /// Who the work is done for.
-    pub caller: Caller,
-    /// What the work is, for the error when a tool tries to ask the client.
-    pub what: &'static str,
-}
-
-impl ToolContext for Unattended<'_> {
-    fn platform(&self) -> &dyn Platform {
-        self.platform
-    }
-
-    fn progress(&self, _progress: f64, _total: Option<f64>, _message: Option<&str>) {}
-
-    fn log(&self, _level: LogLevel, _data: Value) {}
-
-    fn ask_client<'a>(
-        &'a self,
-        method: &'a str,
-        _params: Value,
-    ) -> LocalBoxFuture<'a, Result<Value>> {
-        Box::pin(async move {
-            Err(crate::error::Error::Client(format!(
-                "{} cannot send {method}: no client request is waiting for it",
-                self.what
-            )))
-        })
-    }
-
-    fn end_connection(&self) {}
-
-    fn caller(&self) -> Caller {
-        self.caller.clone()
-    }
-
-    fn client_capabilities(&self) -> Value {
-        Value::Object(serde_json::Map::new())
     }
 }
 

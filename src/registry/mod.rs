@@ -20,8 +20,8 @@ use serde_json::{json, Map, Value};
 
 pub use cache::CachePolicy;
 pub use context::{
-    Caller, Handler, Heartbeat, Inbound, JobMode, Outbound, Platform, Statement, ToolContext,
-    ToolOutput, Unattended,
+    Caller, EnvServices, Handler, Heartbeat, Inbound, JobMode, Outbound, Platform, Statement,
+    ToolContext, ToolOutput,
 };
 pub use executor::{execute, CallOutcome};
 use redact::Sensitive;

@@ -42,8 +42,6 @@ use serde_json::{json, Value};
 use worker::web_sys::AbortSignal;
 use worker::{Delay, Env, Fetch, Headers, Method, Request, RequestInit, Response};
 
-use super::levels;
-use super::stream::{sse_response, StreamPlan};
 use super::{Core, Session};
 use crate::clock;
 use crate::edge::http::{json_response, JSON};
@@ -54,7 +52,10 @@ use crate::engine::chat::{
 };
 use crate::error::{Error, Result};
 use crate::mcp::sse::unnumbered_frame;
-use crate::registry::{execute, Caller, Unattended};
+use crate::registry::{execute, Caller, EnvServices};
+use crate::server::call::CallContext;
+use crate::server::levels;
+use crate::server::stream::{sse_response, StreamPlan};
 
 /// The model Workers AI runs when `MODEL_PROVIDER_MODEL` names none.
 const WORKERS_AI_DEFAULT_MODEL: &str = "@cf/meta/llama-3.1-8b-instruct";
@@ -300,7 +301,7 @@ impl Session {
         wasm_bindgen_futures::spawn_local(async move {
             let _lock = lock;
             // The model is offered what tools/list would show: the caller's roles and FlowMind level.
-            let level = levels::standing(&turn.core, &turn.caller)
+            let level = levels::standing(&*turn.core, &turn.caller)
                 .await
                 .map(|(_, _, l)| l);
             let tools = turn
@@ -541,12 +542,8 @@ impl Turn {
         join_all(runs.collect::<Vec<_>>()).await
     }
 
-    fn context(&self) -> Unattended<'_> {
-        Unattended {
-            platform: &*self.core,
-            caller: self.caller.clone(),
-            what: "a chat turn",
-        }
+    fn context(&self) -> CallContext<'_> {
+        CallContext::unattended(&*self.core, self.caller.clone(), "a chat turn")
     }
 
     /// Runs a step's calls to read-only tools in parallel (results stream out as each finishes)
@@ -595,7 +592,7 @@ impl Turn {
 
     /// Runs one call through the executor (an unknown tool is an error for the model), with its
     /// `tool_call` and `tool_result` events (sensitive values hidden); the model gets the result.
-    async fn run_one(&self, ctx: &Unattended<'_>, id: &str, name: &str, args: &Value) -> Feedback {
+    async fn run_one(&self, ctx: &CallContext<'_>, id: &str, name: &str, args: &Value) -> Feedback {
         let tool = self.core.registry.get_for(name, &self.caller);
         let shown = tool.map_or_else(|| args.clone(), |t| t.redact(args));
         self.send(
@@ -605,11 +602,11 @@ impl Turn {
         let (result, duration_ms) = match tool {
             // FlowMind's levels hold in chat too; its tools are fixed for the turn (the system
             // prompt), so a level change needs no notification here.
-            Some(tool) => match levels::refusal(&self.core, &self.caller, tool).await {
+            Some(tool) => match levels::refusal(&*self.core, &self.caller, tool).await {
                 Some(refused) => (refused, 0.0),
                 None => {
                     let mut done = execute(tool, ctx, args.clone()).await;
-                    levels::after_call(&self.core, &self.caller, tool, &mut done.result, &|_| {})
+                    levels::after_call(&*self.core, &self.caller, tool, &mut done.result, &|_| {})
                         .await;
                     (done.result, done.duration_ms)
                 }

@@ -18,7 +18,7 @@ use serde_json::json;
 use super::Core;
 use crate::clock;
 use crate::error::{Error, Result};
-use crate::registry::Unattended;
+use crate::server::call::CallContext;
 
 /// Failures in a row after which a job is no longer tracked.
 pub const MAX_JOB_FAILURES: i64 = 3;
@@ -80,12 +80,8 @@ fn job_ok(core: &Core, id: &str) {
 }
 
 /// The context of a background run: the session's platform, acting for the session's user.
-fn unattended(core: &Core) -> Unattended<'_> {
-    Unattended {
-        platform: core,
-        caller: core.stored_caller(),
-        what: "a background run",
-    }
+fn unattended(core: &Core) -> CallContext<'_> {
+    CallContext::unattended(core, core.stored_caller(), "a background run")
 }
 
 /// A run of a background job; finishes when the job's hook returns (or the session shuts down).

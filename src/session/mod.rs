@@ -12,11 +12,8 @@ mod call;
 mod chat;
 mod hub;
 mod jobs;
-pub(crate) mod levels;
-mod methods;
 mod platform;
 mod relay;
-pub(crate) mod stream;
 
 use std::cell::RefCell;
 use std::rc::{Rc, Weak};
@@ -33,18 +30,18 @@ use crate::edge::config::Config;
 use crate::edge::http::{error_response_for, header, json_response};
 use crate::error::{Error, Result};
 use crate::mcp::logging::LogLevel;
-use crate::mcp::message::{
-    error_response, params_object, required_str, response, Incoming, RequestId,
-};
+use crate::mcp::message::{error_response, params_object, response, Incoming, RequestId};
 use crate::mcp::sse::{self, EventId, STANDALONE};
 use crate::mcp::{version, Initialize};
 use crate::registry::{execute, Caller, Registry};
+use crate::server::call::CallContext;
+use crate::server::stream::{self, sse_replay_response, sse_response, First, Outbox, StreamPlan};
+use crate::server::{levels, Era, Host, Policy, Prepared};
 use crate::store::services::Services;
 use crate::store::session_db::SessionDb;
 use crate::wire::{Lane, Op, CORRELATION_HEADER};
-use call::{Call, First};
+use call::{Live, Logged};
 use hub::Hub;
-use stream::{sse_replay_response, sse_response, StreamPlan};
 
 /// Seconds between comments on a run watch: workerd tells a Durable Object that the Worker's
 /// request went away when the object next writes to its response, so this bounds how late a
@@ -153,6 +150,45 @@ impl Core {
     fn version(&self) -> String {
         self.setting("version")
             .unwrap_or_else(|| version::ASSUMED_WITHOUT_HEADER.to_string())
+    }
+}
+
+/// Session-storage key of an anonymous caller's count of successful FlowMind calls.
+const FLOWMIND_SUCCESSES: &str = "flowmind_successes";
+
+/// The 2025 lane: an anonymous caller is their session, whose FlowMind count and log level the
+/// session keeps.
+impl Host for Core {
+    fn era(&self) -> Era {
+        Era::Legacy
+    }
+
+    fn config(&self) -> &Config {
+        &self.cfg
+    }
+
+    fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
+    fn services(&self) -> &Services {
+        &self.services
+    }
+
+    fn anonymous_successes(&self) -> Result<u64> {
+        Ok(self
+            .db
+            .get(FLOWMIND_SUCCESSES)?
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0))
+    }
+
+    fn set_anonymous_successes(&self, n: u64) -> Result<()> {
+        self.db.set(FLOWMIND_SUCCESSES, &n.to_string())
+    }
+
+    fn set_log_level(&self, level: LogLevel) -> Result<()> {
+        self.db.set("log_level", level.as_str())
     }
 }
 
@@ -412,7 +448,17 @@ impl Session {
         let msg = Incoming::parse(body)?;
         match msg {
             Incoming::Notification { method, params } => {
-                methods::notification(core, &method, params.as_ref())?;
+                match method.as_str() {
+                    "notifications/initialized" => core.db.set("initialized", "1")?,
+                    "notifications/cancelled" => {
+                        if let Some(id) = params.as_ref().and_then(|p| p.get("requestId")) {
+                            core.hub.cancel(&id.to_string());
+                        }
+                    }
+                    // Other notifications (roots/list_changed, progress of client work) need no
+                    // action.
+                    _ => {}
+                }
                 Ok(Response::empty()?.with_status(202))
             }
             Incoming::Response { id, outcome } => {
@@ -420,12 +466,6 @@ impl Session {
                     core.hub.answer(key, outcome);
                 }
                 Ok(Response::empty()?.with_status(202))
-            }
-            Incoming::Request { id, method, .. } if method == "initialize" => {
-                let e = Error::InvalidRequest(
-                    "Invalid Request: this session is already initialized; send initialize without Mcp-Session-Id to start a new session".into(),
-                );
-                error_response_for(&e, Some(&id))
             }
             Incoming::Request { id, method, params } if method == "tools/call" => {
                 match self
@@ -437,16 +477,9 @@ impl Session {
                 }
             }
             Incoming::Request { id, method, params } => {
-                let level = if method == "tools/list" {
-                    levels::standing(core, caller).await.map(|(_, _, l)| l)
-                } else {
-                    None
-                };
-                let visible = |t: &crate::registry::Tool| levels::allowed(level, t);
-                match methods::request(core, &method, params.as_ref(), caller, &visible) {
-                    Ok(result) => json_response(&response(&id, result), 200),
-                    Err(e) => error_response_for(&e, Some(&id)),
-                }
+                let params = params_object(params.as_ref());
+                let answer = crate::server::answer(&**core, caller, &method, &params).await;
+                Policy::of(Era::Legacy).reply(&id, &params, answer)
             }
         }
     }
@@ -473,30 +506,26 @@ impl Session {
             core.db.set(relay::EVENTS_SETTING, events)?;
         }
         let params = params_object(params.as_ref());
-        let name = required_str(&params, "name")?.to_string();
-        let Some(tool) = core.registry.get_for(&name, caller) else {
-            return Err(Error::InvalidParams(format!(
-                "Invalid params: unknown tool {name:?}; call tools/list for the available tools"
-            )));
+        let (tool, args, meta) = match crate::server::prepare_call(&**core, caller, &params).await?
+        {
+            Prepared::Refused(refused) => return json_response(&response(&id, refused), 200),
+            Prepared::Run { tool, args, meta } => (tool, args, meta),
         };
-        if let Some(refused) = levels::refusal(core, caller, tool).await {
-            return json_response(&response(&id, refused), 200);
-        }
-        let args = params
-            .get("arguments")
-            .cloned()
-            .unwrap_or_else(|| json!({}));
-        let meta = params.get("_meta").cloned().unwrap_or(Value::Null);
-        let (call, first) = Call::new(
+        let name = tool.def.name;
+        let (outbox, first) = Outbox::new(Logged::new(core.clone(), signal));
+        let outbox = Rc::new(outbox);
+        let call = CallContext::attended(
             core.clone(),
-            id.clone(),
-            &name,
-            &meta,
-            signal,
             caller.clone(),
+            core.client_capabilities(),
+            name,
+            &meta,
+            Some(core.log_level()),
+            outbox.clone(),
+            Rc::new(Live(core.clone())),
         )?;
         if lane.stream_at_once {
-            call.open_stream()?;
+            outbox.open_stream()?;
         }
         let (abort, registration) = AbortHandle::new_pair();
         let key = id.key();
@@ -504,25 +533,25 @@ impl Session {
         let core2 = core.clone();
         let correlation = correlation.to_string();
         wasm_bindgen_futures::spawn_local(async move {
-            let Some(tool) = core2.registry.get_for(&name, call.caller_ref()) else {
+            let Some(tool) = core2.registry.get_for(name, call.caller_ref()) else {
                 return;
             };
             let run = Abortable::new(execute(tool, &call, args), registration).await;
             core2.hub.untrack(&key, ticket);
             let (reply, outcome, ms) = match run {
                 Ok(mut done) => {
-                    levels::after_call(&core2, call.caller_ref(), tool, &mut done.result, &|msg| {
-                        call.notify(msg)
-                    })
-                    .await;
-                    (
-                        response(call.id(), done.result),
-                        done.outcome,
-                        done.duration_ms,
+                    levels::after_call(
+                        &*core2,
+                        call.caller_ref(),
+                        tool,
+                        &mut done.result,
+                        &|msg| call.notify(msg),
                     )
+                    .await;
+                    (response(&id, done.result), done.outcome, done.duration_ms)
                 }
                 Err(_) => (
-                    error_response(Some(call.id()), &Error::Cancelled),
+                    error_response(Some(&id), &Error::Cancelled),
                     "cancelled",
                     0.0,
                 ),
@@ -532,12 +561,13 @@ impl Session {
                 json!({ "cid": correlation, "tool": tool.def.id(), "ms": ms, "outcome": outcome })
             );
             core2.relay.flush().await;
-            call.finish(reply);
+            outbox.finish(reply, 200);
         });
         match first.await {
-            Ok(First::Json(v)) => json_response(&v, 200),
-            Ok(First::Stream { stream, rx }) => {
+            Ok(First::Json(v, status)) => json_response(&v, status),
+            Ok(First::Stream(stream, rx)) => {
                 let prefix = if version::primes_streams(&core.version()) {
+                    let stream = stream.unwrap_or_default();
                     sse::priming(&EventId { stream, seq: 0 }, RETRY_MS)
                 } else {
                     Vec::new()

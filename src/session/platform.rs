@@ -1,6 +1,6 @@
-//! The session's [`Platform`]: the env's services (D1, KV, fetch, …; `store::services`), plus what
-//! only a session has: its state, its event stream and tracked jobs. Shared by tool calls and
-//! background jobs.
+//! The session's [`Platform`]: the env's services (D1, KV, fetch, …; `store::services`) as its
+//! `env()`, and what only a session has: its state, its event stream and tracked jobs. Shared by
+//! tool calls and background jobs.
 
 use futures::future::LocalBoxFuture;
 use serde_json::Value;
@@ -10,14 +10,9 @@ use super::Core;
 use crate::clock;
 use crate::error::{Error, Result};
 use crate::mcp::sse::STANDALONE;
-use crate::registry::{Heartbeat, JobMode, Platform};
-use crate::store::services::{delegate_services, Services};
+use crate::registry::{EnvServices, Heartbeat, JobMode, Platform};
 
 impl Core {
-    fn services(&self) -> &Services {
-        &self.services
-    }
-
     fn lease_end(&self) -> i64 {
         clock::now_ms() as i64 + i64::from(self.job_lease_ms())
     }
@@ -43,7 +38,9 @@ impl Core {
 }
 
 impl Platform for Core {
-    delegate_services!();
+    fn env(&self) -> &(dyn EnvServices + 'static) {
+        &self.services
+    }
 
     fn session_get(&self, key: &str) -> Result<Option<String>> {
         self.db.get(&format!("tool:{key}"))

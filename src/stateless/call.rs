@@ -18,7 +18,6 @@ use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::time::Duration;
 
-use futures::channel::mpsc::{unbounded, UnboundedReceiver, UnboundedSender};
 use futures::channel::oneshot;
 use futures::future::{pending, select, Either, LocalBoxFuture};
 use serde_json::{json, Map, Value};
@@ -27,19 +26,18 @@ use worker::{Delay, Response};
 
 use super::idempotency::{self, Claim};
 use super::platform::StatelessPlatform;
-use super::{refuse, status_of};
+use super::{Lane, POLICY};
 use crate::clock;
 use crate::edge::http::json_response;
 use crate::error::{Error, Result};
-use crate::mcp::logging::LogLevel;
-use crate::mcp::message::{error_response, log_message, response, Progress, RequestId};
+use crate::mcp::message::{error_response, response, RequestId};
 use crate::mcp::modern::{self, Mirrored, Request};
 use crate::mcp::request_state::{self, arguments_hash, Binding, State};
-use crate::mcp::sse::unnumbered_frame;
 use crate::random;
-use crate::registry::{cache, execute, Caller, Platform, Statement, Tool, ToolContext};
-use crate::session::stream::{sse_response, StreamPlan};
-use crate::tools::flowmind::levels::is_gated;
+use crate::registry::{execute, Caller, Platform, Statement, ToolContext};
+use crate::server::call::{capability_of, Ask, CallContext, Question};
+use crate::server::levels;
+use crate::server::stream::{sse_response, Direct, First, Outbox, StreamPlan};
 
 /// Seconds between keepalive comments on a streamed reply.
 const KEEPALIVE_SECS: u32 = 15;
@@ -68,16 +66,6 @@ pub(super) fn lifetime_ms(p: &dyn Platform) -> f64 {
         .and_then(|s| s.trim().parse::<f64>().ok())
         .filter(|s| *s > 0.0)
         .map_or(request_state::LIFETIME_MS, |s| s * 1000.0)
-}
-
-/// The capability a client request method needs.
-fn capability_of(method: &str) -> Result<&'static str> {
-    match method {
-        "sampling/createMessage" => Ok("sampling"),
-        "elicitation/create" => Ok("elicitation"),
-        "roots/list" => Ok("roots"),
-        other => Err(Error::Internal(format!("unknown client method {other}"))),
-    }
 }
 
 /// Records `state`'s nonce as redeemed; false when it already was (a replay).
@@ -175,20 +163,6 @@ async fn resume(p: &dyn Platform, params: &Map<String, Value>, binding: &Binding
     })
 }
 
-/// How the reply starts.
-enum First {
-    /// The whole reply and its HTTP status.
-    Json(Value, u16),
-    /// An SSE stream.
-    Stream(UnboundedReceiver<Vec<u8>>),
-}
-
-enum Out {
-    Waiting(oneshot::Sender<First>),
-    Streaming(UnboundedSender<Vec<u8>>),
-    Done,
-}
-
 /// Why a run stopped before its result.
 enum Pause {
     /// It needs answers the request does not carry.
@@ -197,16 +171,10 @@ enum Pause {
     Capability(String),
 }
 
-/// One modern `tools/call`: the [`ToolContext`] its tool sees.
-struct ModernCall {
-    platform: StatelessPlatform,
-    caller: Caller,
-    capabilities: Value,
-    log_level: Option<LogLevel>,
-    tool: String,
-    progress: Progress,
-    cache_bypass: bool,
-    out: RefCell<Out>,
+/// A modern call's questions: answered from the request (`inputResponses` under the keys an
+/// earlier round's sealed state asked), or else collected, and the run stopped, so the request is
+/// answered with `input_required`.
+struct Rounds {
     round: Round,
     /// Questions asked this round without an answer, by key.
     asked: RefCell<Map<String, Value>>,
@@ -215,127 +183,49 @@ struct ModernCall {
     pause: RefCell<Option<oneshot::Sender<Pause>>>,
 }
 
-impl ModernCall {
+impl Rounds {
     fn stop(&self, why: Pause) {
         if let Some(tx) = self.pause.borrow_mut().take() {
             let _ = tx.send(why);
         }
     }
-
-    /// Sends a notification before the result, switching the reply to SSE.
-    fn send(&self, msg: &Value) {
-        let frame = unnumbered_frame("message", &msg.to_string());
-        let mut out = self.out.borrow_mut();
-        if let Out::Waiting(_) = &*out {
-            let (tx, rx) = unbounded();
-            if let Out::Waiting(first) = std::mem::replace(&mut *out, Out::Streaming(tx)) {
-                let _ = first.send(First::Stream(rx));
-            }
-        }
-        if let Out::Streaming(tx) = &*out {
-            let _ = tx.unbounded_send(frame);
-        }
-    }
-
-    /// Sends the final message and ends the reply.
-    fn finish(&self, msg: Value, status: u16) {
-        match std::mem::replace(&mut *self.out.borrow_mut(), Out::Done) {
-            Out::Waiting(first) => {
-                let _ = first.send(First::Json(msg, status));
-            }
-            Out::Streaming(tx) => {
-                let _ = tx.unbounded_send(unnumbered_frame("message", &msg.to_string()));
-            }
-            Out::Done => {}
-        }
-    }
 }
 
-impl ToolContext for ModernCall {
-    fn platform(&self) -> &dyn Platform {
-        &self.platform
-    }
-
-    fn progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) {
-        if let Some(msg) = self.progress.notification(progress, total, message) {
-            self.send(&msg);
-        }
-    }
-
-    fn log(&self, level: LogLevel, data: Value) {
-        if self.log_level.is_some_and(|min| level >= min) {
-            self.send(&log_message(&self.tool, level, data));
-        }
-    }
-
-    fn ask_client<'a>(
-        &'a self,
-        method: &'a str,
-        params: Value,
-    ) -> LocalBoxFuture<'a, Result<Value>> {
-        let n = self.asks.get();
-        self.asks.set(n + 1);
+impl Ask for Rounds {
+    fn ask<'a>(&'a self, q: Question<'a>) -> LocalBoxFuture<'a, Result<Value>> {
+        let n = q.key.is_none().then(|| {
+            let n = self.asks.get();
+            self.asks.set(n + 1);
+            n
+        });
         Box::pin(async move {
-            let key = format!("{}-{n}", capability_of(method)?);
-            self.ask_client_as(&key, method, params).await
-        })
-    }
-
-    fn ask_client_as<'a>(
-        &'a self,
-        key: &'a str,
-        method: &'a str,
-        params: Value,
-    ) -> LocalBoxFuture<'a, Result<Value>> {
-        Box::pin(async move {
-            let capability = capability_of(method)?;
-            if self.capabilities.get(capability).is_none() {
+            let capability = capability_of(q.method)?;
+            let key = match (q.key, n) {
+                (Some(key), _) => key.to_string(),
+                (None, n) => format!("{capability}-{}", n.unwrap_or_default()),
+            };
+            if q.open && !self.round.answers.contains_key(&key) {
+                if let Some(answer) = self.round.unsolicited.get(&key) {
+                    return Ok(answer.clone());
+                }
+            }
+            if q.call.client_capabilities().get(capability).is_none() {
                 self.stop(Pause::Capability(capability.to_string()));
                 return pending().await;
             }
-            if let Some(answer) = self.round.answers.get(key) {
+            if let Some(answer) = self.round.answers.get(&key) {
                 return Ok(answer.clone());
             }
-            self.asked.borrow_mut().insert(
-                key.to_string(),
-                json!({ "method": method, "params": params }),
-            );
+            self.asked
+                .borrow_mut()
+                .insert(key, json!({ "method": q.method, "params": q.params }));
             self.stop(Pause::Input);
             pending().await
         })
     }
 
-    fn ask_client_open<'a>(
-        &'a self,
-        key: &'a str,
-        method: &'a str,
-        params: Value,
-    ) -> LocalBoxFuture<'a, Result<Value>> {
-        match self.round.unsolicited.get(key) {
-            Some(answer) if !self.round.answers.contains_key(key) => {
-                let answer = answer.clone();
-                Box::pin(async move { Ok(answer) })
-            }
-            _ => self.ask_client_as(key, method, params),
-        }
-    }
-
     fn exchange_id(&self) -> Option<String> {
         Some(self.round.exchange.clone())
-    }
-
-    fn end_connection(&self) {}
-
-    fn caller(&self) -> Caller {
-        self.caller.clone()
-    }
-
-    fn client_capabilities(&self) -> Value {
-        self.capabilities.clone()
-    }
-
-    fn cache_bypass(&self) -> bool {
-        self.cache_bypass
     }
 }
 
@@ -430,18 +320,24 @@ pub async fn input_prompt(
     }
 }
 
-/// Serves a modern `tools/call`.
+/// What the shared preamble (`server::prepare_call`) found: the tool's name, the arguments and
+/// `_meta`.
+pub type Run = (&'static str, Value, Value);
+
+/// Serves a modern `tools/call` that passed the preamble.
 pub async fn tools_call(
+    host: Lane,
     platform: StatelessPlatform,
     r: Request,
+    run: Run,
     headers: &Mirrored,
     caller: Caller,
     signal: AbortSignal,
 ) -> Result<Response> {
     let id = r.id.clone();
-    match start(platform, r, headers, caller, signal).await {
+    match start(host, platform, r, run, headers, caller, signal).await {
         Ok(First::Json(v, status)) => json_response(&v, status),
-        Ok(First::Stream(rx)) => sse_response(
+        Ok(First::Stream(_, rx)) => sse_response(
             StreamPlan {
                 prefix: Vec::new(),
                 keepalive_secs: KEEPALIVE_SECS,
@@ -449,33 +345,25 @@ pub async fn tools_call(
             },
             rx,
         ),
-        Err(e) => refuse(Some(&id), &e),
+        Err(e) => POLICY.refuse(Some(&id), &e),
     }
 }
 
 async fn start(
+    host: Lane,
     platform: StatelessPlatform,
     r: Request,
+    (name, args, meta): Run,
     headers: &Mirrored,
     caller: Caller,
     signal: AbortSignal,
 ) -> Result<First> {
-    let name = crate::mcp::message::required_str(&r.params, "name")?.to_string();
-    let args = r
-        .params
-        .get("arguments")
-        .cloned()
-        .unwrap_or_else(|| json!({}));
-    let write = match platform.registry().get_for(&name, &caller) {
-        None => {
-            return Err(Error::InvalidParams(format!(
-                "Invalid params: unknown tool {name:?}; call tools/list for the available tools"
-            )))
-        }
+    let write = match host.registry.get(name) {
         Some(tool) => {
             modern::check_param_headers(tool.input_schema(), &args, &headers.params)?;
             !tool.def.annotations.read_only
         }
+        None => false,
     };
     let user = state_owner(&platform, &caller);
     // Anonymous callers are told apart by address, so one's retry never gets another's result.
@@ -483,7 +371,7 @@ async fn start(
     let dedup = match write {
         true => Some(idempotency::key(
             &owner,
-            &name,
+            name,
             &r.meta(),
             &args,
             r.params.get("requestState"),
@@ -497,7 +385,6 @@ async fn start(
             Claim::Running => return Err(idempotency::still_running()),
         }
     }
-    let meta = Value::Object(r.meta());
     let binding = Binding {
         user,
         call: format!("tools/call {name}"),
@@ -512,120 +399,134 @@ async fn start(
             return Err(e);
         }
     };
-    let (first_tx, first_rx) = oneshot::channel();
     let (pause_tx, pause_rx) = oneshot::channel();
-    let call = Rc::new(ModernCall {
-        cache_bypass: cache::bypass_requested(&meta)?,
-        progress: Progress::of(&meta),
-        platform,
-        caller,
-        capabilities: r.capabilities.clone(),
-        log_level: r.log_level,
-        tool: name,
-        out: RefCell::new(Out::Waiting(first_tx)),
+    let rounds = Rc::new(Rounds {
         round,
         asked: RefCell::new(Map::new()),
         asks: Cell::new(0),
         pause: RefCell::new(Some(pause_tx)),
     });
-    let id = r.id;
-    wasm_bindgen_futures::spawn_local(drive(call, id, args, binding, dedup, pause_rx, signal));
-    first_rx
+    let (outbox, first) = Outbox::new(Direct::default());
+    let outbox = Rc::new(outbox);
+    let platform = Rc::new(platform);
+    let call = CallContext::attended(
+        platform.clone(),
+        caller,
+        r.capabilities.clone(),
+        name,
+        &meta,
+        r.log_level,
+        outbox.clone(),
+        rounds.clone(),
+    )?;
+    let run = Drive {
+        host,
+        platform,
+        outbox,
+        rounds,
+        binding,
+        dedup,
+    };
+    wasm_bindgen_futures::spawn_local(run.drive(call, r.id, args, pause_rx, signal));
+    first
         .await
         .map_err(|_| Error::Internal("tool call ended without a reply".into()))
 }
 
-/// Counts a signed-in caller's successful FlowMind call towards their level, as their 2025
-/// sessions do (`session::levels`); the next `tools/list` shows what it unlocked.
-async fn count_flowmind_success(
-    platform: &StatelessPlatform,
-    tool: &Tool,
-    user: &str,
-    result: &Value,
-) {
-    let succeeded = result.get("isError") != Some(&Value::Bool(true))
-        && result.pointer("/structuredContent/success") != Some(&Value::Bool(false));
-    if !succeeded || !is_gated(tool.def.toolset, tool.def.name) {
-        return;
-    }
-    if let Err(e) = crate::session::levels::record_user(platform.services(), user).await {
-        crate::log::error!("{}", json!({ "flowmind_progress": e.to_string() }));
-    }
-}
-
-/// Runs the tool until it finishes, pauses for input, or the client goes away.
-async fn drive(
-    call: Rc<ModernCall>,
-    id: RequestId,
-    args: Value,
+/// A modern call on its way, and what its end needs.
+struct Drive {
+    host: Lane,
+    platform: Rc<StatelessPlatform>,
+    outbox: Rc<Outbox<Direct>>,
+    rounds: Rc<Rounds>,
     binding: Binding,
     dedup: Option<String>,
-    pause: oneshot::Receiver<Pause>,
-    signal: AbortSignal,
-) {
-    let registry = call.platform.registry();
-    let Some(tool) = registry.get_for(&call.tool, &call.caller) else {
-        return;
-    };
-    let run = Box::pin(execute(tool, &*call, args));
-    let stop = select(pause, Box::pin(gone(signal)));
-    let ended = select(run, stop).await;
-    if let (Either::Left((done, _)), Some(user)) = (&ended, &call.caller.user) {
-        count_flowmind_success(&call.platform, tool, user, &done.result).await;
-    }
-    if let Some(key) = &dedup {
-        // Only a write that happened answers its retries; an error, or a confirmation that is
-        // pending, denied or expired, leaves the retry free to ask again.
-        let kept = match &ended {
-            Either::Left((done, _)) if idempotency::succeeded(&done.result) => {
-                idempotency::record(&call.platform, key, &modern::complete(done.result.clone()))
-                    .await
-            }
-            _ => idempotency::release(&call.platform, key).await,
-        };
-        if let Err(e) = kept {
-            crate::log::error!(
-                "{}",
-                json!({ "idempotency": e.to_string(), "tool": call.tool })
-            );
-        }
-    }
-    let (reply, status, outcome) = match ended {
-        Either::Left((done, _)) => (
-            response(&id, modern::complete(done.result)),
-            200,
-            done.outcome,
-        ),
-        Either::Right((Either::Left((Ok(Pause::Input), _)), _)) => {
-            let asked = call.asked.borrow().clone();
-            match input_required(&call.platform, &call.round, binding, asked) {
-                Ok(result) => (response(&id, result), 200, "input_required"),
-                Err(e) => (error_response(Some(&id), &e), status_of(&e), "unavailable"),
-            }
-        }
-        Either::Right((Either::Left((Ok(Pause::Capability(capability)), _)), _)) => {
-            let e = Error::MissingCapability { capability };
-            (
-                error_response(Some(&id), &e),
-                status_of(&e),
-                "missing_capability",
-            )
-        }
-        Either::Right((Either::Left((Err(_), _)), _)) => return,
-        // The client closed the stream: that is cancellation, and nothing more is sent.
-        Either::Right((Either::Right(_), _)) => {
-            call.platform.flush().await;
-            crate::log::info!(
-                "{}",
-                json!({ "tool": tool.def.id(), "outcome": "cancelled", "era": "2026-07-28" })
-            );
+}
+
+impl Drive {
+    /// Runs the tool until it finishes, pauses for input, or the client goes away.
+    async fn drive(
+        self,
+        call: CallContext<'static>,
+        id: RequestId,
+        args: Value,
+        pause: oneshot::Receiver<Pause>,
+        signal: AbortSignal,
+    ) {
+        let Some(tool) = self.host.registry.get_for(call.tool(), call.caller_ref()) else {
             return;
+        };
+        let run = Box::pin(execute(tool, &call, args));
+        let stop = select(pause, Box::pin(gone(signal)));
+        let mut ended = select(run, stop).await;
+        if let Either::Left((done, _)) = &mut ended {
+            levels::after_call(
+                &self.host,
+                call.caller_ref(),
+                tool,
+                &mut done.result,
+                &|_| {},
+            )
+            .await;
         }
-    };
-    crate::log::info!(
-        "{}",
-        json!({ "tool": tool.def.id(), "outcome": outcome, "era": "2026-07-28" })
-    );
-    call.platform.flush().await;
-    call.finish(reply, status);
+        let platform = &*self.platform;
+        if let Some(key) = &self.dedup {
+            // Only a write that happened answers its retries; an error, or a confirmation that is
+            // pending, denied or expired, leaves the retry free to ask again.
+            let kept = match &ended {
+                Either::Left((done, _)) if idempotency::succeeded(&done.result) => {
+                    idempotency::record(platform, key, &modern::complete(done.result.clone())).await
+                }
+                _ => idempotency::release(platform, key).await,
+            };
+            if let Err(e) = kept {
+                crate::log::error!(
+                    "{}",
+                    json!({ "idempotency": e.to_string(), "tool": call.tool() })
+                );
+            }
+        }
+        let (reply, status, outcome) = match ended {
+            Either::Left((done, _)) => (
+                response(&id, modern::complete(done.result)),
+                200,
+                done.outcome,
+            ),
+            Either::Right((Either::Left((Ok(Pause::Input), _)), _)) => {
+                let asked = self.rounds.asked.borrow().clone();
+                match input_required(platform, &self.rounds.round, self.binding, asked) {
+                    Ok(result) => (response(&id, result), 200, "input_required"),
+                    Err(e) => (
+                        error_response(Some(&id), &e),
+                        POLICY.status_of(&e),
+                        "unavailable",
+                    ),
+                }
+            }
+            Either::Right((Either::Left((Ok(Pause::Capability(capability)), _)), _)) => {
+                let e = Error::MissingCapability { capability };
+                (
+                    error_response(Some(&id), &e),
+                    POLICY.status_of(&e),
+                    "missing_capability",
+                )
+            }
+            Either::Right((Either::Left((Err(_), _)), _)) => return,
+            // The client closed the stream: that is cancellation, and nothing more is sent.
+            Either::Right((Either::Right(_), _)) => {
+                platform.flush().await;
+                crate::log::info!(
+                    "{}",
+                    json!({ "tool": tool.def.id(), "outcome": "cancelled", "era": "2026-07-28" })
+                );
+                return;
+            }
+        };
+        crate::log::info!(
+            "{}",
+            json!({ "tool": tool.def.id(), "outcome": outcome, "era": "2026-07-28" })
+        );
+        platform.flush().await;
+        self.outbox.finish(reply, status);
+    }
 }

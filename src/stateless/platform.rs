@@ -2,20 +2,19 @@
 //! nothing a session would hold, except that its tool events can go to a session's event stream
 //! the request names.
 
-use std::rc::Rc;
-
 use futures::channel::mpsc::unbounded;
 use futures::channel::oneshot;
 use futures::StreamExt;
 use serde_json::{json, Value};
 use worker::{Env, Request};
 
-use crate::edge::config::Config;
+use super::Lane;
 use crate::edge::http::header;
 use crate::error::{Error, Result};
 use crate::mcp::modern;
-use crate::registry::{Caller, Registry};
-use crate::store::services::{Detached, Services};
+use crate::registry::Caller;
+use crate::server::Host;
+use crate::store::services::Detached;
 
 /// The platform of one stateless request.
 pub type StatelessPlatform = Detached;
@@ -31,15 +30,14 @@ fn needs_session() -> Error {
 /// anonymous): its event stream then shows this call's tool events.
 pub async fn open(
     env: &Env,
-    cfg: &Config,
-    registry: Rc<Registry>,
+    host: &Lane,
     req: &Request,
     r: &modern::Request,
     caller: &Caller,
 ) -> Result<StatelessPlatform> {
     let address = header(req, "cf-connecting-ip").unwrap_or_else(|| "local".into());
     let platform = Detached::new(
-        Services::with_config(env.clone(), registry, cfg),
+        host.services().clone(),
         format!("stateless-{address}"),
         needs_session,
     );

@@ -45,7 +45,7 @@ use crate::mcp::sse::unnumbered_frame;
 use crate::mcp::{version, SERVER_VERSION};
 use crate::random;
 use crate::registry::{Caller, Platform, SessionState, Statement};
-use crate::session::stream::{sse_response, StreamPlan};
+use crate::server::stream::{sse_response, StreamPlan};
 use crate::wire::{Lane, ObjectRequest, Op};
 
 /// Seconds between keepalive comments on a run call's stream. workerd notices that the client
@@ -58,7 +58,7 @@ const KEEPALIVE_SECS: u32 = 1;
 const UNUSED_RUN_OBJECT_MS: f64 = 24.0 * 3600.0 * 1000.0;
 
 /// What tool `name` keeps in a session (`ToolDef::state`).
-fn state_of(platform: &StatelessPlatform, name: &str) -> SessionState {
+fn state_of(platform: &dyn Platform, name: &str) -> SessionState {
     platform
         .registry()
         .get(name)
@@ -100,7 +100,7 @@ fn addressed(state: SessionState, arguments: &Value) -> Option<String> {
 
 /// The run object of `execution`, when `user` owns it.
 async fn run_object_of(
-    platform: &StatelessPlatform,
+    platform: &dyn Platform,
     user: &str,
     execution: &str,
 ) -> Result<Option<String>> {
@@ -118,7 +118,7 @@ async fn run_object_of(
 }
 
 /// A fresh run object for `user`, recorded in D1 (pruning objects that never got a run).
-async fn new_run_object(platform: &StatelessPlatform, user: &str) -> Result<String> {
+async fn new_run_object(platform: &dyn Platform, user: &str) -> Result<String> {
     let session = random::hex(32)?;
     let now = clock::now_ms();
     platform
@@ -142,7 +142,7 @@ async fn new_run_object(platform: &StatelessPlatform, user: &str) -> Result<Stri
 /// tools, and execution ids that are unknown or another caller's: that object answers "not found"
 /// for them, the same answer either way).
 async fn target_of(
-    platform: &StatelessPlatform,
+    platform: &dyn Platform,
     user: &str,
     name: &str,
     arguments: &Value,

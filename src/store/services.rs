@@ -1,6 +1,7 @@
 //! The Worker environment's services as tools use them — D1, KV, settings and secrets, outbound
-//! fetch, timers, the tool registry, the confirmation store and the rate limiter — shared by every
-//! `Platform` the edge layer provides (a session object's, a confirmation object's).
+//! fetch, timers, the tool registry, the confirmation store and the rate limiter: the one
+//! [`EnvServices`] over the env, which every `Platform` the edge layer provides (a session
+//! object's, a request's, a confirmation object's) hands out as its `env()`.
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -21,7 +22,7 @@ use crate::limiter::leases::{LeaseAnswer, LeaseRequest};
 use crate::limiter::{Take, LEASE_URL};
 use crate::registry::limits::{Admission, Limit, RateLimits};
 use crate::registry::per_tool::ToolTimeouts;
-use crate::registry::{Caller, Inbound, Outbound, Registry, Statement};
+use crate::registry::{Caller, EnvServices, Inbound, Outbound, Registry, Statement};
 use crate::tools::flowmind::levels::Thresholds;
 
 /// Env-backed services.
@@ -54,14 +55,9 @@ impl Services {
         self.flowmind_levels
     }
 
-    /// The Worker's bindings, for services beside these (the listen streams of `stateless::listen`).
+    /// The Worker's bindings, for services beside these (the listen streams of `server::listen`).
     pub fn env(&self) -> &Env {
         &self.env
-    }
-
-    /// See `Platform::timeout_override`.
-    pub fn timeout_override(&self, tool: &str) -> Option<u32> {
-        *self.timeouts.get(tool)
     }
 
     fn db(&self) -> Result<worker::D1Database> {
@@ -76,40 +72,59 @@ impl Services {
             .map_err(|e| Error::Storage(format!("KV binding CACHE: {e}")))
     }
 
-    /// See `Platform::query`.
-    pub async fn query(&self, sql: &str, params: Vec<Value>) -> Result<Vec<Value>> {
-        d1::query(&self.db()?, sql, &params).await
+    /// The Workers AI binding `AI`, when the env has one.
+    fn ai_binding(&self) -> Option<JsValue> {
+        js_sys::Reflect::get(self.env.as_ref(), &JsValue::from_str("AI"))
+            .ok()
+            .filter(|b| !b.is_undefined() && !b.is_null())
+    }
+}
+
+impl EnvServices for Services {
+    fn query<'a>(
+        &'a self,
+        sql: &'a str,
+        params: Vec<Value>,
+    ) -> LocalBoxFuture<'a, Result<Vec<Value>>> {
+        Box::pin(async move { d1::query(&self.db()?, sql, &params).await })
     }
 
-    /// See `Platform::batch`.
-    pub async fn batch(&self, statements: Vec<Statement>) -> Result<Vec<Vec<Value>>> {
-        let pairs: Vec<(String, Vec<Value>)> =
-            statements.into_iter().map(|s| (s.sql, s.params)).collect();
-        d1::batch(&self.db()?, &pairs).await
+    fn batch(&self, statements: Vec<Statement>) -> LocalBoxFuture<'_, Result<Vec<Vec<Value>>>> {
+        Box::pin(async move {
+            let pairs: Vec<(String, Vec<Value>)> =
+                statements.into_iter().map(|s| (s.sql, s.params)).collect();
+            d1::batch(&self.db()?, &pairs).await
+        })
     }
 
-    /// See `Platform::cache_get`.
-    pub async fn cache_get(&self, key: &str) -> Result<Option<String>> {
-        self.kv()?
-            .get(key)
-            .text()
-            .await
-            .map_err(|e| Error::Storage(format!("KV get: {e}")))
+    fn cache_get<'a>(&'a self, key: &'a str) -> LocalBoxFuture<'a, Result<Option<String>>> {
+        Box::pin(async move {
+            self.kv()?
+                .get(key)
+                .text()
+                .await
+                .map_err(|e| Error::Storage(format!("KV get: {e}")))
+        })
     }
 
-    /// See `Platform::cache_put`.
-    pub async fn cache_put(&self, key: &str, value: &str, ttl_secs: u64) -> Result<()> {
-        self.kv()?
-            .put(key, value)
-            .map_err(|e| Error::Storage(format!("KV put: {e}")))?
-            .expiration_ttl(ttl_secs.max(60))
-            .execute()
-            .await
-            .map_err(|e| Error::Storage(format!("KV put: {e}")))
+    fn cache_put<'a>(
+        &'a self,
+        key: &'a str,
+        value: &'a str,
+        ttl_secs: u64,
+    ) -> LocalBoxFuture<'a, Result<()>> {
+        Box::pin(async move {
+            self.kv()?
+                .put(key, value)
+                .map_err(|e| Error::Storage(format!("KV put: {e}")))?
+                .expiration_ttl(ttl_secs.max(60))
+                .execute()
+                .await
+                .map_err(|e| Error::Storage(format!("KV put: {e}")))
+        })
     }
 
-    /// See `Platform::setting`.
-    pub fn setting(&self, name: &str) -> Option<String> {
+    fn setting(&self, name: &str) -> Option<String> {
         self.env
             .secret(name)
             .or_else(|_| self.env.var(name))
@@ -118,255 +133,160 @@ impl Services {
             .filter(|v| !v.is_empty())
     }
 
-    /// See `Platform::fetch`.
-    pub async fn fetch(&self, request: Outbound) -> Result<Inbound> {
-        let unavailable = |e: worker::Error| Error::Client(format!("{}: {e}", request.url));
-        let headers = Headers::new();
-        for (k, v) in &request.headers {
-            headers.set(k, v).map_err(unavailable)?;
-        }
-        let mut init = RequestInit::new();
-        init.with_method(Method::from(request.method.to_string()))
-            .with_headers(headers);
-        if let Some(body) = &request.body {
-            init.with_body(Some(body.as_str().into()));
-        }
-        let req = Request::new_with_init(&request.url, &init).map_err(unavailable)?;
-        let mut resp = Fetch::Request(req).send().await.map_err(unavailable)?;
-        let body = resp.text().await.map_err(unavailable)?;
-        Ok(Inbound {
-            status: resp.status_code(),
-            body,
+    fn fetch(&self, request: Outbound) -> LocalBoxFuture<'_, Result<Inbound>> {
+        Box::pin(async move {
+            let unavailable = |e: worker::Error| Error::Client(format!("{}: {e}", request.url));
+            let headers = Headers::new();
+            for (k, v) in &request.headers {
+                headers.set(k, v).map_err(unavailable)?;
+            }
+            let mut init = RequestInit::new();
+            init.with_method(Method::from(request.method.to_string()))
+                .with_headers(headers);
+            if let Some(body) = &request.body {
+                init.with_body(Some(body.as_str().into()));
+            }
+            let req = Request::new_with_init(&request.url, &init).map_err(unavailable)?;
+            let mut resp = Fetch::Request(req).send().await.map_err(unavailable)?;
+            let body = resp.text().await.map_err(unavailable)?;
+            Ok(Inbound {
+                status: resp.status_code(),
+                body,
+            })
         })
     }
 
-    /// The Workers AI binding `AI`, when the env has one.
-    fn ai_binding(&self) -> Option<JsValue> {
-        js_sys::Reflect::get(self.env.as_ref(), &JsValue::from_str("AI"))
-            .ok()
-            .filter(|b| !b.is_undefined() && !b.is_null())
+    fn sign_rs256<'a>(
+        &'a self,
+        pkcs8_der: &'a [u8],
+        message: &'a [u8],
+    ) -> LocalBoxFuture<'a, Result<Vec<u8>>> {
+        Box::pin(crate::edge::auth::sign_rs256(pkcs8_der, message))
     }
 
-    /// See `Platform::ai_bound`.
-    pub fn ai_bound(&self) -> bool {
-        self.ai_binding().is_some()
-    }
-
-    /// See `Platform::ai_run`. The input and answer cross as JSON text (`JSON.parse`,
-    /// `JSON.stringify`): `Ai::run` converts with serde-wasm-bindgen, which would turn a
-    /// `serde_json::Value` object into a JS `Map` the model cannot read.
-    pub async fn ai_run(&self, model: &str, input: &Value) -> Result<Option<Value>> {
-        let Some(binding) = self.ai_binding() else {
-            return Ok(None);
-        };
-        let failed = |what: &str, e: JsValue| {
-            let text = e
-                .dyn_ref::<js_sys::Error>()
-                .map(|e| String::from(e.message()))
-                .or_else(|| e.as_string())
-                .unwrap_or_else(|| format!("{e:?}"));
-            Error::Unavailable(format!("Workers AI {what}: {text}"))
-        };
-        let run: js_sys::Function = js_sys::Reflect::get(&binding, &JsValue::from_str("run"))
-            .ok()
-            .and_then(|f| f.dyn_into().ok())
-            .ok_or_else(|| {
-                Error::Misconfigured(
-                    "the binding AI has no run method: bind Workers AI as AI ([ai] binding = \"AI\" in wrangler.toml)".into(),
-                )
-            })?;
-        let js_input = js_sys::JSON::parse(&input.to_string()).map_err(|e| failed("input", e))?;
-        let promise = run
-            .call2(&binding, &JsValue::from_str(model), &js_input)
-            .map_err(|e| failed("run", e))?;
-        let output = JsFuture::from(js_sys::Promise::resolve(&promise))
-            .await
-            .map_err(|e| failed("run", e))?;
-        let text = js_sys::JSON::stringify(&output)
-            .ok()
-            .and_then(|s| s.as_string())
-            .ok_or_else(|| {
-                Error::Unavailable(format!(
-                    "Workers AI {model} answered with something that is not JSON"
-                ))
-            })?;
-        serde_json::from_str(&text).map(Some).map_err(|e| {
-            Error::Unavailable(format!(
-                "Workers AI {model} answered with unreadable JSON: {e}"
-            ))
-        })
-    }
-
-    /// See `Platform::registry`.
-    pub fn registry(&self) -> &Registry {
+    fn registry(&self) -> &Registry {
         &self.registry
     }
 
-    /// See `Platform::sleep`.
-    pub fn sleep(ms: u32) -> LocalBoxFuture<'static, ()> {
+    fn sleep(&self, ms: u32) -> LocalBoxFuture<'_, ()> {
         Box::pin(Delay::from(Duration::from_millis(u64::from(ms))))
     }
 
-    /// Sends `body` to the `Confirmation` object of `id` (`op`: `create` or `decide`), as
-    /// `caller`; returns its HTTP status and JSON answer.
-    pub async fn confirmation(
-        &self,
-        id: &str,
-        op: &str,
-        body: &Value,
-        caller: &Caller,
-    ) -> Result<(u16, Value)> {
-        crate::wire::ObjectRequest::confirmation(id, op, caller)
-            .json(body)?
-            .send_json(&self.env)
-            .await
+    /// One request to the `Confirmation` object of `id`.
+    fn confirmation<'a>(
+        &'a self,
+        id: &'a str,
+        op: &'a str,
+        body: &'a Value,
+        caller: &'a Caller,
+    ) -> LocalBoxFuture<'a, Result<(u16, Value)>> {
+        Box::pin(async move {
+            crate::wire::ObjectRequest::confirmation(id, op, caller)
+                .json(body)?
+                .send_json(&self.env)
+                .await
+        })
     }
 
-    /// See `Platform::rate_limit`: one request to the `RateLimiter` object named `caller`.
-    pub async fn rate_limit(&self, caller: &str, tool: &str) -> Result<Option<(Limit, Admission)>> {
-        let Some(limit) = self.limits.for_tool(tool) else {
-            return Ok(None);
-        };
-        let request = Take {
-            tool: tool.to_string(),
-            capacity: limit.capacity,
-            period_ms: limit.period_ms,
-            backoff: self
-                .registry
-                .get(tool)
-                .is_some_and(|t| t.def.progressive_backoff),
-        };
-        let admission = crate::limiter::send_take(&self.env, caller, &request).await?;
-        Ok(Some((limit, admission)))
+    /// One request to the `RateLimiter` object named `caller`.
+    fn rate_limit<'a>(
+        &'a self,
+        caller: &'a str,
+        tool: &'a str,
+    ) -> LocalBoxFuture<'a, Result<Option<(Limit, Admission)>>> {
+        Box::pin(async move {
+            let Some(limit) = self.limits.for_tool(tool) else {
+                return Ok(None);
+            };
+            let request = Take {
+                tool: tool.to_string(),
+                capacity: limit.capacity,
+                period_ms: limit.period_ms,
+                backoff: self
+                    .registry
+                    .get(tool)
+                    .is_some_and(|t| t.def.progressive_backoff),
+            };
+            let admission = crate::limiter::send_take(&self.env, caller, &request).await?;
+            Ok(Some((limit, admission)))
+        })
+    }
+
+    /// One request to the `RateLimiter` object named `owner`.
+    fn lease<'a>(
+        &'a self,
+        owner: &'a str,
+        request: &'a LeaseRequest,
+    ) -> LocalBoxFuture<'a, Result<LeaseAnswer>> {
+        Box::pin(crate::limiter::ask(
+            &self.env,
+            owner,
+            LEASE_URL,
+            request,
+            " to a lease request",
+        ))
+    }
+
+    fn timeout_override(&self, tool: &str) -> Option<u32> {
+        *self.timeouts.get(tool)
+    }
+
+    fn ai_bound(&self) -> bool {
+        self.ai_binding().is_some()
+    }
+
+    /// The input and answer cross as JSON text (`JSON.parse`, `JSON.stringify`): `Ai::run`
+    /// converts with serde-wasm-bindgen, which would turn a `serde_json::Value` object into a JS
+    /// `Map` the model cannot read.
+    fn ai_run<'a>(
+        &'a self,
+        model: &'a str,
+        input: &'a Value,
+    ) -> LocalBoxFuture<'a, Result<Option<Value>>> {
+        Box::pin(async move {
+            let Some(binding) = self.ai_binding() else {
+                return Ok(None);
+            };
+            let failed = |what: &str, e: JsValue| {
+                let text = e
+                    .dyn_ref::<js_sys::Error>()
+                    .map(|e| String::from(e.message()))
+                    .or_else(|| e.as_string())
+                    .unwrap_or_else(|| format!("{e:?}"));
+                Error::Unavailable(format!("Workers AI {what}: {text}"))
+            };
+            let run: js_sys::Function = js_sys::Reflect::get(&binding, &JsValue::from_str("run"))
+                .ok()
+                .and_then(|f| f.dyn_into().ok())
+                .ok_or_else(|| {
+                    Error::Misconfigured(
+                        "the binding AI has no run method: bind Workers AI as AI ([ai] binding = \"AI\" in wrangler.toml)".into(),
+                    )
+                })?;
+            let js_input =
+                js_sys::JSON::parse(&input.to_string()).map_err(|e| failed("input", e))?;
+            let promise = run
+                .call2(&binding, &JsValue::from_str(model), &js_input)
+                .map_err(|e| failed("run", e))?;
+            let output = JsFuture::from(js_sys::Promise::resolve(&promise))
+                .await
+                .map_err(|e| failed("run", e))?;
+            let text = js_sys::JSON::stringify(&output)
+                .ok()
+                .and_then(|s| s.as_string())
+                .ok_or_else(|| {
+                    Error::Unavailable(format!(
+                        "Workers AI {model} answered with something that is not JSON"
+                    ))
+                })?;
+            serde_json::from_str(&text).map(Some).map_err(|e| {
+                Error::Unavailable(format!(
+                    "Workers AI {model} answered with unreadable JSON: {e}"
+                ))
+            })
+        })
     }
 }
-
-impl Services {
-    /// See `Platform::lease`: one request to the `RateLimiter` object named `owner`.
-    pub async fn lease(&self, owner: &str, request: &LeaseRequest) -> Result<LeaseAnswer> {
-        crate::limiter::ask(&self.env, owner, LEASE_URL, request, " to a lease request").await
-    }
-}
-
-/// Implements the env-backed methods of `Platform` (query, batch, cache, setting, fetch,
-/// sign_rs256, registry, sleep, confirmation, rate limit, timeout override, Workers AI) through
-/// `self.services()`.
-macro_rules! delegate_services {
-    () => {
-        fn query<'a>(
-            &'a self,
-            sql: &'a str,
-            params: Vec<serde_json::Value>,
-        ) -> futures::future::LocalBoxFuture<'a, $crate::error::Result<Vec<serde_json::Value>>> {
-            Box::pin(self.services().query(sql, params))
-        }
-
-        fn batch(
-            &self,
-            statements: Vec<$crate::registry::Statement>,
-        ) -> futures::future::LocalBoxFuture<'_, $crate::error::Result<Vec<Vec<serde_json::Value>>>>
-        {
-            Box::pin(self.services().batch(statements))
-        }
-
-        fn cache_get<'a>(
-            &'a self,
-            key: &'a str,
-        ) -> futures::future::LocalBoxFuture<'a, $crate::error::Result<Option<String>>> {
-            Box::pin(self.services().cache_get(key))
-        }
-
-        fn cache_put<'a>(
-            &'a self,
-            key: &'a str,
-            value: &'a str,
-            ttl_secs: u64,
-        ) -> futures::future::LocalBoxFuture<'a, $crate::error::Result<()>> {
-            Box::pin(self.services().cache_put(key, value, ttl_secs))
-        }
-
-        fn setting(&self, name: &str) -> Option<String> {
-            self.services().setting(name)
-        }
-
-        fn fetch(
-            &self,
-            request: $crate::registry::Outbound,
-        ) -> futures::future::LocalBoxFuture<'_, $crate::error::Result<$crate::registry::Inbound>> {
-            Box::pin(self.services().fetch(request))
-        }
-
-        fn sign_rs256<'a>(
-            &'a self,
-            pkcs8_der: &'a [u8],
-            message: &'a [u8],
-        ) -> futures::future::LocalBoxFuture<'a, $crate::error::Result<Vec<u8>>> {
-            Box::pin($crate::edge::auth::sign_rs256(pkcs8_der, message))
-        }
-
-        fn registry(&self) -> &$crate::registry::Registry {
-            self.services().registry()
-        }
-
-        fn sleep(&self, ms: u32) -> futures::future::LocalBoxFuture<'_, ()> {
-            $crate::store::services::Services::sleep(ms)
-        }
-
-        fn confirmation<'a>(
-            &'a self,
-            id: &'a str,
-            op: &'a str,
-            body: &'a serde_json::Value,
-            caller: &'a $crate::registry::Caller,
-        ) -> futures::future::LocalBoxFuture<'a, $crate::error::Result<(u16, serde_json::Value)>> {
-            Box::pin(self.services().confirmation(id, op, body, caller))
-        }
-
-        fn rate_limit<'a>(
-            &'a self,
-            caller: &'a str,
-            tool: &'a str,
-        ) -> futures::future::LocalBoxFuture<
-            'a,
-            $crate::error::Result<
-                Option<(
-                    $crate::registry::limits::Limit,
-                    $crate::registry::limits::Admission,
-                )>,
-            >,
-        > {
-            Box::pin(self.services().rate_limit(caller, tool))
-        }
-
-        fn lease<'a>(
-            &'a self,
-            owner: &'a str,
-            request: &'a $crate::limiter::leases::LeaseRequest,
-        ) -> futures::future::LocalBoxFuture<
-            'a,
-            $crate::error::Result<$crate::limiter::leases::LeaseAnswer>,
-        > {
-            Box::pin(self.services().lease(owner, request))
-        }
-
-        fn timeout_override(&self, tool: &str) -> Option<u32> {
-            self.services().timeout_override(tool)
-        }
-
-        fn ai_bound(&self) -> bool {
-            self.services().ai_bound()
-        }
-
-        fn ai_run<'a>(
-            &'a self,
-            model: &'a str,
-            input: &'a serde_json::Value,
-        ) -> futures::future::LocalBoxFuture<'a, $crate::error::Result<Option<serde_json::Value>>> {
-            Box::pin(self.services().ai_run(model, input))
-        }
-    };
-}
-pub(crate) use delegate_services;
 
 /// The platform of work that has no MCP session (a 2026-07-28 request, a confirmed write): the
 /// env's services; session state and background jobs are refused with `refusal`; tool events go
@@ -413,7 +333,9 @@ impl Detached {
 }
 
 impl crate::registry::Platform for Detached {
-    delegate_services!();
+    fn env(&self) -> &(dyn EnvServices + 'static) {
+        &self.services
+    }
 
     fn session_get(&self, _key: &str) -> Result<Option<String>> {
         Err((self.refusal)())

@@ -20,6 +20,7 @@ mod templates;
 
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, HashMap};
+use std::rc::Rc;
 use std::sync::OnceLock;
 
 use futures::future::LocalBoxFuture;
@@ -32,8 +33,9 @@ use crate::limiter::leases::{self, Held, LeaseAnswer, LeaseRequest};
 use crate::mcp::logging::LogLevel;
 use crate::registry::limits::{Admission, Limit};
 use crate::registry::{
-    self, Caller, Inbound, JobMode, Outbound, Platform, Registry, Statement, ToolContext,
+    self, Caller, EnvServices, Inbound, JobMode, Outbound, Platform, Registry, Statement,
 };
+use crate::server::call::{Ask, CallContext, Outlet, Question};
 use crate::tools::{self, Catalog};
 
 /// The production catalog's registry, compiled once per test binary.
@@ -43,9 +45,6 @@ fn shared_registry() -> &'static Registry {
         Registry::new(tools::catalog(Catalog::Production)).expect("every tool compiles")
     })
 }
-
-/// One progress report: (progress, total, message).
-type Progress = (f64, Option<f64>, Option<String>);
 
 /// Answers a test's outbound HTTP requests.
 type Fetcher = Box<dyn Fn(&Outbound) -> Result<Inbound>>;
@@ -131,12 +130,24 @@ impl TestPlatform {
     /// against the tool's schema, runs the handler and shapes its result.
     pub fn call(&self, caller: &Caller, name: &str, args: Value) -> Option<Called> {
         let tool = self.registry().get_for(name, caller)?;
-        let ctx = TestCall::new(self, caller.clone());
+        let client = Rc::new(TestClient::default());
+        let platform: &dyn Platform = self;
+        let ctx = CallContext::attended(
+            platform,
+            caller.clone(),
+            json!({}),
+            name,
+            &Value::Null,
+            Some(LogLevel::Debug),
+            client.clone(),
+            client.clone(),
+        )
+        .expect("no cache directive to refuse");
         let outcome = futures::executor::block_on(registry::execute(tool, &ctx, args));
         Some(Called {
             result: outcome.result,
             outcome: outcome.outcome,
-            logs: ctx.logs.into_inner(),
+            logs: client.logs(),
         })
     }
 
@@ -192,7 +203,7 @@ impl Called {
     }
 }
 
-impl Platform for TestPlatform {
+impl EnvServices for TestPlatform {
     fn query<'a>(
         &'a self,
         sql: &'a str,
@@ -221,19 +232,6 @@ impl Platform for TestPlatform {
         })
     }
 
-    fn session_get(&self, key: &str) -> Result<Option<String>> {
-        Ok(self.session.borrow().get(key).cloned())
-    }
-
-    fn session_set(&self, key: &str, value: &str) -> Result<()> {
-        self.session.borrow_mut().insert(key.into(), value.into());
-        Ok(())
-    }
-
-    fn session_id(&self) -> String {
-        self.session_id.clone()
-    }
-
     fn setting(&self, name: &str) -> Option<String> {
         self.settings.get(name).cloned()
     }
@@ -260,28 +258,12 @@ impl Platform for TestPlatform {
         Box::pin(async { Err(Error::Misconfigured("no RS256 signing in tests".into())) })
     }
 
-    fn emit(&self, event: &str, data: Value) {
-        self.events.borrow_mut().push((event.into(), data));
-    }
-
     fn registry(&self) -> &Registry {
         shared_registry()
     }
 
     fn sleep(&self, ms: u32) -> LocalBoxFuture<'_, ()> {
         Box::pin(async move { self.slept_ms.set(self.slept_ms.get() + u64::from(ms)) })
-    }
-
-    fn job_start<'a>(
-        &'a self,
-        kind: &'a str,
-        id: &'a str,
-        mode: JobMode,
-    ) -> LocalBoxFuture<'a, Result<()>> {
-        Box::pin(async move {
-            self.jobs.borrow_mut().push((kind.into(), id.into(), mode));
-            Ok(())
-        })
     }
 
     fn confirmation<'a>(
@@ -358,66 +340,106 @@ impl Platform for TestPlatform {
     }
 }
 
-/// The context of one test call: the caller, what the call reported, and a client that declared
-/// no capabilities and answers no questions.
-pub struct TestCall<'p> {
-    platform: &'p TestPlatform,
-    caller: Caller,
-    /// The client's `initialize` capabilities.
-    pub capabilities: Value,
-    /// Log messages sent, in order.
-    pub logs: RefCell<Vec<(LogLevel, Value)>>,
-    /// Progress reported, in order.
-    pub progress: RefCell<Vec<Progress>>,
-}
-
-impl<'p> TestCall<'p> {
-    /// A call by `caller` on `platform`.
-    pub fn new(platform: &'p TestPlatform, caller: Caller) -> Self {
-        TestCall {
-            platform,
-            caller,
-            capabilities: json!({}),
-            logs: RefCell::default(),
-            progress: RefCell::default(),
-        }
-    }
-}
-
-impl ToolContext for TestCall<'_> {
-    fn platform(&self) -> &dyn Platform {
-        self.platform
+impl Platform for TestPlatform {
+    fn env(&self) -> &(dyn EnvServices + 'static) {
+        self
     }
 
-    fn progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) {
-        self.progress
-            .borrow_mut()
-            .push((progress, total, message.map(str::to_string)));
+    fn session_get(&self, key: &str) -> Result<Option<String>> {
+        Ok(self.session.borrow().get(key).cloned())
     }
 
-    fn log(&self, level: LogLevel, data: Value) {
-        self.logs.borrow_mut().push((level, data));
+    fn session_set(&self, key: &str, value: &str) -> Result<()> {
+        self.session.borrow_mut().insert(key.into(), value.into());
+        Ok(())
     }
 
-    fn ask_client<'a>(
+    fn session_id(&self) -> String {
+        self.session_id.clone()
+    }
+
+    fn emit(&self, event: &str, data: Value) {
+        self.events.borrow_mut().push((event.into(), data));
+    }
+
+    fn job_start<'a>(
         &'a self,
-        method: &'a str,
-        _params: Value,
-    ) -> LocalBoxFuture<'a, Result<Value>> {
+        kind: &'a str,
+        id: &'a str,
+        mode: JobMode,
+    ) -> LocalBoxFuture<'a, Result<()>> {
         Box::pin(async move {
-            Err(Error::Client(format!(
-                "the test client does not answer {method}"
-            )))
+            self.jobs.borrow_mut().push((kind.into(), id.into(), mode));
+            Ok(())
         })
+    }
+}
+
+/// The client of one test call: it takes every message the call sends, and declared no
+/// capabilities, so it is asked nothing.
+#[derive(Default)]
+struct TestClient {
+    messages: RefCell<Vec<Value>>,
+}
+
+impl Outlet for TestClient {
+    fn send(&self, msg: &Value) -> Result<()> {
+        self.messages.borrow_mut().push(msg.clone());
+        Ok(())
     }
 
     fn end_connection(&self) {}
+}
 
-    fn caller(&self) -> Caller {
-        self.caller.clone()
+impl Ask for TestClient {
+    fn ask<'a>(&'a self, q: Question<'a>) -> LocalBoxFuture<'a, Result<Value>> {
+        Box::pin(async move {
+            Err(Error::Client(format!(
+                "the test client does not answer {}",
+                q.method
+            )))
+        })
     }
+}
 
-    fn client_capabilities(&self) -> Value {
-        self.capabilities.clone()
+impl TestClient {
+    /// The `notifications/message` the call sent: (level, data), in order.
+    fn logs(&self) -> Vec<(LogLevel, Value)> {
+        self.messages
+            .borrow()
+            .iter()
+            .filter(|m| m["method"] == "notifications/message")
+            .filter_map(|m| {
+                let level = LogLevel::parse(m["params"]["level"].as_str()?).ok()?;
+                Some((level, m["params"]["data"].clone()))
+            })
+            .collect()
+    }
+}
+
+mod tests {
+    use super::*;
+    use crate::registry::ToolContext;
+
+    #[test]
+    fn the_test_client_records_log_messages_and_refuses_questions() {
+        let p = TestPlatform::new();
+        let client = Rc::new(TestClient::default());
+        let platform: &dyn Platform = &p;
+        let ctx = CallContext::attended(
+            platform,
+            Caller::anonymous(),
+            json!({}),
+            "get_help",
+            &Value::Null,
+            Some(LogLevel::Debug),
+            client.clone(),
+            client.clone(),
+        )
+        .expect("a context");
+        ctx.log(LogLevel::Warning, json!("careful"));
+        assert_eq!(client.logs(), vec![(LogLevel::Warning, json!("careful"))]);
+        let asked = futures::executor::block_on(ctx.ask_client("roots/list", json!({})));
+        assert!(asked.is_err_and(|e| e.to_string().contains("does not answer roots/list")));
     }
 }

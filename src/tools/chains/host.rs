@@ -543,7 +543,7 @@ fn needs(roles: &[&str]) -> String {
 }
 
 /// Session-storage key of an anonymous caller's count of successful FlowMind calls: the one
-/// `session::levels` keeps it under.
+/// `server::levels` keeps it under.
 const ANONYMOUS_SUCCESSES: &str = "flowmind_successes";
 
 impl ChainHost<'_> {

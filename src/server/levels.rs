@@ -1,26 +1,25 @@
-//! FlowMind's progressive authorization in the session (`tools::flowmind::levels` has the rules):
-//! counts the caller's successful FlowMind calls, hides and refuses the tools their level does not
-//! allow, and announces a level change with `_unlocks` and `notifications/tools/list_changed`.
+//! FlowMind's progressive authorization, written once for every lane (`tools::flowmind::levels`
+//! has the rules): counts the caller's successful FlowMind calls, hides and refuses the tools
+//! their level does not allow, and announces a level change with `_unlocks` and
+//! `notifications/tools/list_changed`.
 //!
 //! The caller is the token's user, whose count lives in D1 (`flowmind_progress`) and follows them
-//! into every session; an anonymous caller is their session, counted in its own storage, so a new
-//! anonymous session starts as a beginner.
+//! into every session and lane; an anonymous caller is counted where the [`Host`] can keep a count
+//! (a 2025 session, in its own storage, so a new anonymous session starts as a beginner) and is a
+//! beginner where it cannot (a 2026-07-28 request stands alone).
 
 use serde_json::{json, Value};
 
-use super::Core;
+use super::listen;
+use super::{Era, Host};
 use crate::clock;
 use crate::error::Result;
 use crate::mcp::message::notification;
 use crate::mcp::subscriptions::Change;
-use crate::registry::{Caller, Registry, Tool};
-use crate::stateless::listen;
+use crate::registry::{Caller, EnvServices, Registry, Tool};
 use crate::store::services::Services;
 use crate::tools::flowmind::levels::{self, Level, Thresholds};
 use crate::tools::flowmind::performance;
-
-/// Session-storage key of an anonymous caller's count.
-const SESSION_KEY: &str = "flowmind_successes";
 
 /// The FlowMind tools this deployment has, by name.
 fn known(registry: &Registry) -> Vec<&'static str> {
@@ -70,24 +69,20 @@ pub(crate) async fn record_user(services: &Services, user: &str) -> Result<u64> 
     Ok(n)
 }
 
-async fn successes(core: &Core, caller: &Caller) -> Result<u64> {
+async fn successes(host: &dyn Host, caller: &Caller) -> Result<u64> {
     match &caller.user {
-        Some(user) => user_successes(&core.services, user).await,
-        None => Ok(core
-            .db
-            .get(SESSION_KEY)?
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0)),
+        Some(user) => user_successes(host.services(), user).await,
+        None => host.anonymous_successes(),
     }
 }
 
 /// Adds one successful call and returns the new count.
-async fn record(core: &Core, caller: &Caller) -> Result<u64> {
+async fn record(host: &dyn Host, caller: &Caller) -> Result<u64> {
     match &caller.user {
-        Some(user) => record_user(&core.services, user).await,
+        Some(user) => record_user(host.services(), user).await,
         None => {
-            let n = successes(core, caller).await? + 1;
-            core.db.set(SESSION_KEY, &n.to_string())?;
+            let n = successes(host, caller).await? + 1;
+            host.set_anonymous_successes(n)?;
             Ok(n)
         }
     }
@@ -95,9 +90,9 @@ async fn record(core: &Core, caller: &Caller) -> Result<u64> {
 
 /// The caller's count and level, or `None` when progressive authorization is off. When the count
 /// cannot be read the caller is taken as a beginner: a storage fault never widens access.
-pub(super) async fn standing(core: &Core, caller: &Caller) -> Option<(Thresholds, u64, Level)> {
-    let t = core.cfg.flowmind_levels?;
-    let n = successes(core, caller).await.unwrap_or_else(|e| {
+pub async fn standing(host: &dyn Host, caller: &Caller) -> Option<(Thresholds, u64, Level)> {
+    let t = host.config().flowmind_levels?;
+    let n = successes(host, caller).await.unwrap_or_else(|e| {
         crate::log::error!("{}", json!({ "flowmind_progress": e.to_string() }));
         0
     });
@@ -118,18 +113,18 @@ pub(crate) fn allowed(level: Option<Level>, tool: &Tool) -> bool {
 /// `None` when the call may go ahead. An `isError` result rather than "unknown tool": the model
 /// learns what the tool needs and how to get there (the seed's errors teach), and structured in
 /// FlowMind's error format when the tool's outputSchema admits it.
-pub(super) async fn refusal(core: &Core, caller: &Caller, tool: &Tool) -> Option<Value> {
+pub async fn refusal(host: &dyn Host, caller: &Caller, tool: &Tool) -> Option<Value> {
     if !levels::is_gated(tool.def.toolset, tool.def.name) {
         return None;
     }
     let started = clock::now_ms();
-    let standing = standing(core, caller).await?;
-    locked(&core.registry, tool, standing, started)
+    let standing = standing(host, caller).await?;
+    locked(host.registry(), tool, standing, started)
 }
 
 /// The refusal of `tool` for a caller of `standing` (thresholds, count, level), or `None` when the
 /// level allows it. `started`: when the call began, for `_performance`.
-pub(crate) fn locked(
+fn locked(
     registry: &Registry,
     tool: &Tool,
     (t, n, level): (Thresholds, u64, Level),
@@ -182,8 +177,11 @@ pub(crate) fn locked(
 /// After a FlowMind call: counts it when it succeeded, marks the answer with the caller's level
 /// (`teaching.level`) and, when this call took the caller to a new level, adds `_unlocks` and tells
 /// the client its tool list changed through `notify` (an MCP call's own stream, before the result).
-pub(super) async fn after_call(
-    core: &Core,
+///
+/// A 2026-07-28 call only counts a signed-in caller's success: its next `tools/list` (or their
+/// `subscriptions/listen` stream) shows what it unlocked.
+pub async fn after_call(
+    host: &dyn Host,
     caller: &Caller,
     tool: &Tool,
     result: &mut Value,
@@ -192,15 +190,23 @@ pub(super) async fn after_call(
     if !levels::is_gated(tool.def.toolset, tool.def.name) {
         return;
     }
-    let Some(t) = core.cfg.flowmind_levels else {
-        return;
-    };
     let succeeded = result.get("isError") != Some(&Value::Bool(true))
         && result.pointer("/structuredContent/success") != Some(&Value::Bool(false));
+    if host.era() == Era::Modern {
+        if let (true, Some(user)) = (succeeded, &caller.user) {
+            if let Err(e) = record_user(host.services(), user).await {
+                crate::log::error!("{}", json!({ "flowmind_progress": e.to_string() }));
+            }
+        }
+        return;
+    }
+    let Some(t) = host.config().flowmind_levels else {
+        return;
+    };
     let counted = if succeeded {
-        record(core, caller).await
+        record(host, caller).await
     } else {
-        successes(core, caller).await
+        successes(host, caller).await
     };
     let n = match counted {
         Ok(n) => n,
@@ -228,7 +234,7 @@ pub(super) async fn after_call(
     }
     let unlocked = level > before;
     if unlocked {
-        let u = levels::unlocks(before, level, &known(&core.registry), &t, n);
+        let u = levels::unlocks(before, level, &known(host.registry()), &t, n);
         if let Some(teaching) = updated.get_mut("teaching").and_then(Value::as_object_mut) {
             teaching.insert("unlock".into(), json!(u["message"].clone()));
         }

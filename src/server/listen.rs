@@ -32,7 +32,7 @@ use crate::mcp::modern;
 use crate::mcp::sse::unnumbered_frame;
 use crate::mcp::subscriptions::{self, Change, Filter, Offer};
 use crate::registry::Caller;
-use crate::session::stream::{sse_response, StreamPlan};
+use crate::server::stream::{sse_response, StreamPlan};
 use crate::wire::ObjectRequest;
 
 /// Where the Worker opens a stream in the object (the host is never resolved).
