@@ -476,6 +476,14 @@ describe("server gaps the assistant page meets", { skip }, () => {
     assert.match(await card.textContent(), /to \$125,000\.00/);
   });
 
+  test("reopened while the chat holds a call for approval, the page shows its card again", { todo: "src/session/chat.rs GET /sessions/:id/chat (~272): add the owner's pending approval as \"pending\": {approval, calls}" }, async () => {
+    const { page, session, token } = await signIn("Alice Chen", ["hr-read", "hr-write"], { worker: short });
+    await ask(page, "Delete employee Marcus Johnson");
+    await cardOf(page, "chat");
+    const again = await openPage(short, session, token);
+    await again.page.waitForSelector('#conversation .card[data-kind="chat"][data-state="pending"]', { timeout: 5000 });
+  });
+
   test("Frank's call to a tool his roles lack answers INSUFFICIENT_PERMISSIONS, which the model can explain", { todo: "src/session/chat.rs run_one: answer a listed-but-forbidden tool with the seed's INSUFFICIENT_PERMISSIONS" }, async () => {
     const { page } = await signIn("Frank Davis", [], { worker: short });
     try {

@@ -715,6 +715,8 @@
     } finally {
       target = conversation;
     }
+    // Calls the chat still holds for the user's approval, when the server says which.
+    if (body.pending && typeof body.pending.approval === "string" && !cards.has(body.pending.approval)) heldCard(body.pending);
   }
 
   chatForm.addEventListener("submit", (e) => {
