@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# `npm run bench`: builds the release Worker and the TypeScript reference server (bench/reference,
-# bundled with esbuild into target/reference), then prints sizes, start times, the side-by-side
+# `npm run bench`: builds the release Worker, the TypeScript reference server (bench/reference,
+# bundled with esbuild into target/reference) and the `agents` anchor (bench/anchors, bundled by
+# wrangler into target/anchors), then prints sizes, start times, the side-by-side
 # table, the seed targets and the native micro-benchmarks (bench/run.js; settings there).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -9,4 +10,5 @@ bash scripts/build.sh
 # shellcheck source=/dev/null
 source .toolchain/env
 bash bench/reference/build.sh
+bash bench/anchors/build.sh
 exec "$root/node_modules/.bin/node" bench/run.js

@@ -13,6 +13,7 @@
 //! Errors give the line and column in the template, with the template line and a caret.
 
 use std::collections::HashSet;
+use std::ops::Range;
 
 use serde_json::Value;
 
@@ -23,8 +24,8 @@ pub const MAX_SOURCE: usize = 256 * 1024;
 
 #[derive(Debug, Clone, PartialEq)]
 enum Part {
-    /// Literal text and where it starts.
-    Text(String, Pos),
+    /// Literal text (a range of [`Template::literals`]) and where it starts in the source.
+    Text(Range<usize>, Pos),
     Slot {
         program: Program,
         start: Pos,
@@ -43,6 +44,8 @@ fn too_large(max: usize) -> ExprError {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Template {
     parts: Vec<Part>,
+    /// The literal text of every text part, one after the other (with `{{` and `}}` undoubled).
+    literals: String,
     source: String,
 }
 
@@ -116,17 +119,23 @@ impl Rendered {
     }
 }
 
-fn advance(pos: &mut Pos, c: char) {
-    if c == '\n' {
+/// Moves `pos` past one byte of UTF-8 text: columns count characters, so continuation bytes do not
+/// move it.
+fn advance(pos: &mut Pos, b: u8) {
+    if b == b'\n' {
         pos.line += 1;
         pos.col = 1;
-    } else {
+    } else if b & 0xC0 != 0x80 {
         pos.col += 1;
     }
 }
 
 impl Template {
     /// Parses a template; every placeholder is compiled, so syntax errors surface here.
+    ///
+    /// One pass over the bytes: every delimiter is ASCII, so a byte equal to one is that character
+    /// (UTF-8 continuation bytes never are), and literal text is copied a run at a time into one
+    /// buffer that all text parts share.
     pub fn parse(source: &str) -> Result<Template, ExprError> {
         if source.len() > MAX_SOURCE {
             return Err(ExprError::at(
@@ -134,60 +143,69 @@ impl Template {
                 format!("template is larger than {MAX_SOURCE} bytes"),
             ));
         }
-        let chars: Vec<char> = source.chars().collect();
+        let bytes = source.as_bytes();
         let mut parts = Vec::new();
-        let mut text = String::new();
+        let mut literals = String::with_capacity(source.len());
         let mut pos = Pos { line: 1, col: 1 };
         let mut text_start = pos;
+        // Where the text part being built starts in `literals`, and where the run of source text
+        // not yet copied there starts.
+        let mut text_from = 0;
+        let mut run = 0;
         let mut i = 0;
-        while i < chars.len() {
-            let c = chars[i];
-            if (c == '{' || c == '}') && chars.get(i + 1) == Some(&c) {
-                text.push(c);
-                advance(&mut pos, c);
-                advance(&mut pos, c);
+        while i < bytes.len() {
+            let b = bytes[i];
+            if (b == b'{' || b == b'}') && bytes.get(i + 1) == Some(&b) {
+                // The run up to and with the first brace; the second is dropped.
+                literals.push_str(&source[run..=i]);
+                pos.col += 2;
                 i += 2;
+                run = i;
                 continue;
             }
-            if c != '{' {
-                text.push(c);
-                advance(&mut pos, c);
+            if b != b'{' {
+                advance(&mut pos, b);
                 i += 1;
                 continue;
             }
+            literals.push_str(&source[run..i]);
             let open = pos;
-            let end = slot_end(&chars, i).ok_or_else(|| {
+            let end = slot_end(bytes, i).ok_or_else(|| {
                 ExprError::at(
                     open,
                     "placeholder is not closed: add '}' (write '{{' for a literal brace)".into(),
                 )
                 .with_source(source)
             })?;
-            let body: String = chars[i + 1..end].iter().collect();
             let start = Pos {
                 line: open.line,
                 col: open.col + 1,
             };
-            let program = expr::compile(&body).map_err(|e| {
+            let program = expr::compile(&source[i + 1..end]).map_err(|e| {
                 let mut e = e.offset(start);
                 e.excerpt = None;
                 e.with_source(source)
             })?;
-            if !text.is_empty() {
-                parts.push(Part::Text(std::mem::take(&mut text), text_start));
+            if literals.len() > text_from {
+                parts.push(Part::Text(text_from..literals.len(), text_start));
+                text_from = literals.len();
             }
             parts.push(Part::Slot { program, start });
-            for &ch in &chars[i..=end] {
-                advance(&mut pos, ch);
+            for &b in &bytes[i..=end] {
+                advance(&mut pos, b);
             }
             text_start = pos;
             i = end + 1;
+            run = i;
         }
-        if !text.is_empty() {
-            parts.push(Part::Text(text, text_start));
+        literals.push_str(&source[run..]);
+        if literals.len() > text_from {
+            parts.push(Part::Text(text_from..literals.len(), text_start));
         }
+        literals.shrink_to_fit();
         Ok(Template {
             parts,
+            literals,
             source: source.to_string(),
         })
     }
@@ -211,7 +229,8 @@ impl Template {
                 e.with_source(&self.source)
             };
             match part {
-                Part::Text(t, start) => {
+                Part::Text(range, start) => {
+                    let t = &self.literals[range.clone()];
                     if r.out.len() + t.len() > max {
                         return Err(relocate(too_large(max), *start));
                     }
@@ -289,27 +308,27 @@ impl Template {
 }
 
 /// The index of the `}` that closes the placeholder opened at `open`, skipping nested brackets and
-/// quoted strings.
-fn slot_end(chars: &[char], open: usize) -> Option<usize> {
+/// quoted strings. Works on bytes: every character it looks for is ASCII.
+fn slot_end(bytes: &[u8], open: usize) -> Option<usize> {
     let mut depth = 0usize;
-    let mut quote: Option<char> = None;
+    let mut quote: Option<u8> = None;
     let mut i = open + 1;
-    while i < chars.len() {
-        let c = chars[i];
+    while i < bytes.len() {
+        let c = bytes[i];
         match quote {
             Some(q) => {
-                if c == '\\' {
+                if c == b'\\' {
                     i += 1;
                 } else if c == q {
                     quote = None;
                 }
             }
             None => match c {
-                '\'' | '"' => quote = Some(c),
-                '(' | '[' | '{' => depth += 1,
-                ')' | ']' => depth = depth.saturating_sub(1),
-                '}' if depth == 0 => return Some(i),
-                '}' => depth -= 1,
+                b'\'' | b'"' => quote = Some(c),
+                b'(' | b'[' | b'{' => depth += 1,
+                b')' | b']' => depth = depth.saturating_sub(1),
+                b'}' if depth == 0 => return Some(i),
+                b'}' => depth -= 1,
                 _ => {}
             },
         }
@@ -389,6 +408,14 @@ mod tests {
             .render(&json!({"x": 1, "y": 0}), RenderOptions::default())
             .unwrap_err();
         assert_eq!((e.pos.line, e.pos.col), (2, 6));
+        // Columns count characters, not bytes, before and after doubled braces.
+        for src in ["héllo {x / y}", "{{é}} {x / y}"] {
+            let e = Template::parse(src)
+                .unwrap()
+                .render(&json!({"x": 1, "y": 0}), RenderOptions::default())
+                .unwrap_err();
+            assert_eq!((e.pos.line, e.pos.col), (1, 10), "{src}");
+        }
     }
 
     #[test]

@@ -9,7 +9,8 @@
 //! was there. So a template that declares `agent.title` signs with it unless the caller says
 //! otherwise.
 
-use std::collections::BTreeMap;
+use std::cell::RefCell;
+use std::collections::{BTreeMap, HashMap};
 
 use regex::Regex;
 use serde::Deserialize;
@@ -347,7 +348,7 @@ pub fn validate(vars: &Value, schema: &Schema) -> Vec<String> {
         }
         if let Some(s) = v.as_str() {
             if let Some(p) = &spec.pattern {
-                if Regex::new(p).map(|re| !re.is_match(s)).unwrap_or(true) {
+                if !matches_pattern(p, s) {
                     errors.push(format!("{path} must match the pattern {p}, got {s:?}"));
                 }
             }
@@ -362,6 +363,36 @@ pub fn validate(vars: &Value, schema: &Schema) -> Vec<String> {
         }
     }
     errors
+}
+
+/// Most compiled `pattern` rules kept between calls; past it the cache starts again empty, so a
+/// caller sending ever new patterns costs memory for at most this many.
+const PATTERN_CACHE: usize = 64;
+
+thread_local! {
+    /// Compiled `pattern` rules by their text: compiling a regular expression costs far more than
+    /// matching one, and the same schema is validated on every call of its template.
+    static PATTERNS: RefCell<HashMap<String, Regex>> = RefCell::new(HashMap::new());
+}
+
+/// Whether `s` matches the regular expression `pattern` (an invalid pattern matches nothing; the
+/// schema check refuses one when the template is saved).
+fn matches_pattern(pattern: &str, s: &str) -> bool {
+    PATTERNS.with(|cache| {
+        let mut cache = cache.borrow_mut();
+        if let Some(re) = cache.get(pattern) {
+            return re.is_match(s);
+        }
+        let Ok(re) = Regex::new(pattern) else {
+            return false;
+        };
+        let found = re.is_match(s);
+        if cache.len() >= PATTERN_CACHE {
+            cache.clear();
+        }
+        cache.insert(pattern.to_string(), re);
+        found
+    })
 }
 
 fn format_name(f: Format) -> &'static str {
@@ -480,6 +511,28 @@ mod tests {
             "agent": { "phone": "+1 (555) 010-0100" }, "code": "ABC", "activities": []
         });
         assert_eq!(validate(&good, &schema()), Vec::<String>::new());
+    }
+
+    #[test]
+    fn patterns_match_the_same_when_compiled_once_and_after_the_cache_fills() {
+        let check = |pattern: &str, value: &str| {
+            let schema =
+                parse_schema(&json!({ "code": { "type": "string", "pattern": pattern } })).unwrap();
+            validate(&json!({ "code": value }), &schema).is_empty()
+        };
+        for _ in 0..2 {
+            assert!(check("^[A-Z]{3}$", "ABC"));
+            assert!(!check("^[A-Z]{3}$", "abc"));
+        }
+        // More distinct patterns than the cache keeps, then the first again.
+        for n in 0..PATTERN_CACHE + 5 {
+            assert!(check(&format!("^x{{{n}}}$"), &"x".repeat(n)));
+        }
+        assert!(!check("^[A-Z]{3}$", "ABCD"));
+        assert!(
+            !matches_pattern("(", "("),
+            "an invalid pattern matches nothing"
+        );
     }
 
     #[test]

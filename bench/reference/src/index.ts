@@ -5,21 +5,7 @@
 // cheapest a TypeScript server can keep them (ours keeps each in a Durable Object's SQLite).
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
-import { z } from "zod";
-import { tripConfirmation } from "./trip.js";
-
-type Mode = "mobile-mode" | "interactive-mode";
-
-const MODES: Record<Mode, { indicator: string; description: string }> = {
-  "mobile-mode": {
-    indicator: "📱 MOBILE MODE",
-    description: "Short replies (at most a few lines), one question at a time, no tables: suited to WhatsApp, Telegram, SMS and phone follow-ups.",
-  },
-  "interactive-mode": {
-    indicator: "💻 INTERACTIVE MODE",
-    description: "Detailed, structured replies with options, tables and full itineraries: suited to desktop planning sessions.",
-  },
-};
+import { type Mode, registerTools } from "./tools.js";
 
 interface Session {
   transport: WebStandardStreamableHTTPServerTransport;
@@ -29,61 +15,7 @@ interface Session {
 const sessions = new Map<string, Session>();
 
 function server(session: Session): McpServer {
-  const s = new McpServer({ name: "reference", version: "1.0.0" });
-  s.registerTool(
-    "get_mode_indicator",
-    {
-      title: "Get mode indicator",
-      description: "Return the session's current working mode and the indicator line to show at the top of replies.",
-      inputSchema: {},
-      outputSchema: { mode: z.enum(["mobile-mode", "interactive-mode"]), indicator: z.string(), description: z.string() },
-      annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
-    },
-    async () => {
-      const { indicator, description } = MODES[session.mode];
-      const out = { description, indicator, mode: session.mode };
-      return { content: [{ type: "text", text: JSON.stringify(out, null, 2) }], structuredContent: out };
-    },
-  );
-  s.registerTool(
-    "process_template",
-    {
-      title: "Process template",
-      description: "Render a stored template with variables into text, markdown or html.",
-      inputSchema: {
-        template_name: z.string().min(3).max(50).regex(/^[a-zA-Z0-9\-_]+$/),
-        variables: z.record(z.string(), z.unknown()),
-        processing_options: z
-          .object({
-            output_format: z.enum(["text", "html", "markdown"]).optional(),
-            validate_variables: z.boolean().optional(),
-            apply_security: z.boolean().optional(),
-            use_cache: z.boolean().optional(),
-            include_metadata: z.boolean().optional(),
-            fallback_content: z.string().max(10000).optional(),
-          })
-          .strict()
-          .optional(),
-        context_data: z.object({ session_info: z.object({ session_id: z.string().optional() }).optional() }).optional(),
-      },
-      annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },
-    },
-    async ({ template_name, variables, processing_options, context_data }) => {
-      if (template_name !== "trip-confirmation-comprehensive") {
-        return { isError: true, content: [{ type: "text", text: `Template '${template_name}' not found. Available templates: trip-confirmation-comprehensive` }] };
-      }
-      const { text, missing } = tripConfirmation(variables, { sessionId: context_data?.session_info?.session_id ?? "", today: new Date() });
-      const out = {
-        fallback_used: false,
-        missing_variables: missing,
-        output_format: processing_options?.output_format ?? "text",
-        text,
-        warnings: missing.map((path) => `missing value for ${path}: rendered empty. Provide it in variables, or set processing_options.strict: true to make a missing value an error`),
-      };
-      return { content: [{ type: "text", text }, { type: "text", text: JSON.stringify(out, null, 2) }], structuredContent: out };
-    },
-  );
-  return s;
+  return registerTools(new McpServer({ name: "reference", version: "1.0.0" }), session);
 }
 
 async function mcp(request: Request): Promise<Response> {
