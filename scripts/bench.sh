@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `npm run bench`: builds the release Worker and the TypeScript reference server (bench/reference,
-# bundled with esbuild into target/reference), then prints sizes, start times, the side-by-side
-# table, the seed targets and the native micro-benchmarks (bench/run.js; settings there).
+# bundled with esbuild into target/reference), then prints the size report (bench/size.js), and
+# sizes, start times, the side-by-side table, the seed targets and the native micro-benchmarks
+# (bench/run.js; settings there).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -9,4 +10,6 @@ bash scripts/build.sh
 # shellcheck source=/dev/null
 source .toolchain/env
 bash bench/reference/build.sh
+# The size report (sections, largest crates and functions, data); run.js prints start times.
+"$root/node_modules/.bin/node" bench/size.js
 exec "$root/node_modules/.bin/node" bench/run.js
