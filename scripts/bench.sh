@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # `npm run bench`: builds the release Worker, the TypeScript reference server (bench/reference,
 # bundled with esbuild into target/reference) and the `agents` anchor (bench/anchors, bundled by
-# wrangler into target/anchors), then prints sizes, start times, the side-by-side
-# table, the seed targets and the native micro-benchmarks (bench/run.js; settings there).
+# wrangler into target/anchors), then prints the size report (bench/size.js), start times, the
+# side-by-side table, the seed targets and the native micro-benchmarks (bench/run.js; settings there).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -11,4 +11,6 @@ bash scripts/build.sh
 source .toolchain/env
 bash bench/reference/build.sh
 bash bench/anchors/build.sh
+# The size report (sections, largest crates and functions, data); run.js prints start times.
+"$root/node_modules/.bin/node" bench/size.js
 exec "$root/node_modules/.bin/node" bench/run.js

@@ -37,4 +37,15 @@ else
   echo "[build] building the Worker (debug: several minutes the first time, then well under a minute per change)" >&2
 fi
 worker-build "--$profile"
+if [ "$profile" = release ]; then
+  # worker-build's wasm-opt keeps the `name` section (function names: ~0.15 MiB gzipped). The
+  # shipped wasm goes without it; the symbolized copy stays in target/ for bench/size.js and for
+  # reading a stack trace (docs/decisions.md, "The name section").
+  mkdir -p "$CARGO_TARGET_DIR"
+  cp build/index_bg.wasm "$CARGO_TARGET_DIR/index_bg.symbols.wasm"
+  features=(--enable-mutable-globals --enable-sign-ext --enable-nontrapping-float-to-int
+    --enable-bulk-memory --enable-multivalue --enable-reference-types --enable-exception-handling)
+  "$WASM_OPT_BIN" "$CARGO_TARGET_DIR/index_bg.symbols.wasm" -o build/index_bg.wasm "${features[@]}" \
+    --strip-debug --strip-producers
+fi
 mv "$started" "$stamp"

@@ -9,5 +9,6 @@ pub mod expr;
 pub mod matcher;
 pub mod output;
 pub mod run;
+pub mod schema;
 pub mod template;
 pub mod variables;

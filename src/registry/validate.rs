@@ -1,57 +1,35 @@
-//! JSON Schema (2020-12) validation with `boon`, reporting every failing field with its rule.
+//! JSON Schema (2020-12) validation of tool arguments and results, reporting every failing field
+//! with its rule: the registry's side of [`crate::engine::schema`], which does the work.
 //!
-//! Why boon rather than `jsonschema`: both cover draft 2020-12, but `jsonschema` pulls in an HTTP
-//! client feature set, `fancy-regex` and more; boon's dependencies are `regex`, `url` and small crates,
-//! and it never fetches remote schemas unless a loader is installed (we install none). See docs/decisions.md.
+//! Why not a general validator (`boon`, `jsonschema`): our schemas use a small set of keywords, and
+//! a general one brings `regex` with every Unicode table, `url` and `idna`: a fifth of the wasm
+//! (docs/decisions.md, "A validator of our own"). No remote schema is ever fetched.
 
-use boon::{Compiler, SchemaIndex, Schemas, ValidationError};
 use serde_json::Value;
 
+use crate::engine::schema::Schema;
 use crate::error::{Error, Result};
 
 /// One compiled schema.
 pub struct Validator {
-    schemas: Schemas,
-    index: SchemaIndex,
+    schema: Schema,
 }
 
 impl Validator {
     /// Compiles a schema document; `name` only labels errors.
     pub fn new(name: &str, schema: Value) -> Result<Self> {
-        let mut schemas = Schemas::new();
-        let mut compiler = Compiler::new();
-        compiler.set_default_draft(boon::Draft::V2020_12);
-        // Formats are checked, not just annotations: an employee id must be a UUID (seed 002).
-        compiler.enable_format_assertions();
-        let url = format!("urn:mcp-edge:{}", name.replace("::", ":"));
-        let broken = |e: boon::CompileError| {
-            Error::Internal(format!("schema of {name} does not compile: {e}"))
-        };
-        compiler.add_resource(&url, schema).map_err(broken)?;
-        let index = compiler.compile(&url, &mut schemas).map_err(broken)?;
-        Ok(Validator { schemas, index })
+        let schema = Schema::compile(&schema)
+            .map_err(|e| Error::Internal(format!("schema of {name} does not compile: {e}")))?;
+        Ok(Validator { schema })
     }
 
     /// Validates `value`; on failure returns one line per failing leaf rule, `at <pointer>: <rule>`.
+    /// Formats are checked, not just annotations: an employee id must be a UUID (seed 002).
     pub fn check(&self, value: &Value) -> std::result::Result<(), Vec<String>> {
-        self.schemas.validate(value, self.index).map_err(|e| {
-            let mut out = Vec::new();
-            leaves(&e, &mut out);
-            out.dedup();
-            out
+        self.schema.validate(value).map_err(|mut lines| {
+            lines.dedup();
+            lines
         })
-    }
-}
-
-fn leaves(e: &ValidationError, out: &mut Vec<String>) {
-    if e.causes.is_empty() {
-        let at = e.instance_location.to_string();
-        let at = if at.is_empty() { "/".to_string() } else { at };
-        out.push(format!("at {at}: {}", e.kind));
-    } else {
-        for c in &e.causes {
-            leaves(c, out);
-        }
     }
 }
 
