@@ -329,6 +329,23 @@ describe("chain runs: codes, inputs, outputs, options", () => {
     assert.deepEqual(std.steps.map((x) => x.state), ["done", "skipped"]);
     assert.equal(std.steps[0].outputs.route, "standard");
   });
+
+  test("process_template's apply_security: false leaves markup as written; on (the default) it is shown as text", async () => {
+    const created = await c.call("create_template", { template_definition: { name: "security-note", title: "Security note", category: "custom", content: "Say <b>hi</b> to {note}", variables_schema: { note: { type: "string", required: true } } }, creation_options: { overwrite_existing: true } });
+    assert.equal(created.isError, undefined, textOf(created));
+    const render = async (output_format, apply_security) => {
+      const processing_options = { output_format, use_cache: false, ...(apply_security === undefined ? {} : { apply_security }) };
+      const r = await c.call("process_template", { template_name: "security-note", variables: { note: "**Ana** <i>x</i>" }, processing_options });
+      assert.equal(r.isError, undefined, textOf(r));
+      return r.structuredContent.text;
+    };
+    assert.equal(await render("markdown", false), "Say <b>hi</b> to **Ana** <i>x</i>");
+    for (const secure of [undefined, true]) assert.equal(await render("markdown", secure), "Say <b>hi</b> to \\*\\*Ana\\*\\* \\<i\\>x\\</i\\>");
+    const open = await render("html", false);
+    assert.match(open, /Say <b>hi<\/b> to \*\*Ana\*\* &lt;i&gt;x&lt;\/i&gt;/, "a value is escaped either way; the template's own HTML stays HTML");
+    const safe = await render("html", undefined);
+    assert.match(safe, /Say &lt;b&gt;hi&lt;\/b&gt; to \*\*Ana\*\* &lt;i&gt;x&lt;\/i&gt;/, "the template's raw HTML is shown as text");
+  });
 });
 
 describe("runs belong to the user: context_metadata, other sessions", () => {

@@ -207,6 +207,35 @@ describe("travel tools", () => {
     assert.equal(google.requests.length, 2, "one upstream request per caller");
   });
 
+  test("chain steps name both tools by the seed's tool ids (flights-mcp::search-flights, google-calendar-mcp::list-events)", async () => {
+    duffel.requests.length = 0;
+    duffel.reply = { status: 201, body: offers };
+    google.requests.length = 0;
+    google.reply = { status: 200, body: events };
+    const chain = {
+      name: "seed-ids", title: "Flights and the calendar by seed ids", category: "custom",
+      steps: [
+        { id: 1, name: "fly", type: "external_api", tool: "flights-mcp::search-flights", input_template: '{{"origin": "LIS", "destination": "JFK", "departure_date": "2025-06-01"}}', input_variables: [], output_variables: ["flights"] },
+        { id: 2, name: "agenda", type: "external_api", tool: "google-calendar-mcp::list-events", input_template: '{{"timeMin": "2025-06-01T00:00:00Z", "timeMax": "2025-06-02T00:00:00Z"}}', input_variables: [], output_variables: ["agenda"] },
+      ],
+    };
+    const created = (await session.rpc("tools/call", { name: "create_chain", arguments: { chain_definition: chain, creation_options: { overwrite_existing: true } } })).result;
+    assert.equal(created.isError, undefined, textOf(created));
+    const out = (await session.rpc("tools/call", { name: "execute_chain", arguments: { chain_name: "seed-ids", variables: {} } })).result;
+    assert.equal(out.isError, undefined, textOf(out));
+    const id = textOf(out).match(/exec-[0-9a-f]{32}/)[0];
+    const status = (await session.rpc("tools/call", { name: "get_chain_status", arguments: { execution_id: id } })).result.structuredContent;
+    assert.equal(status.status, "completed", JSON.stringify(status).slice(0, 800));
+    const [fly, agenda] = status.steps;
+    assert.equal(fly.outputs.flights.status, "success", JSON.stringify(fly).slice(0, 400));
+    assert.ok(Array.isArray(agenda.outputs.agenda.events), JSON.stringify(agenda).slice(0, 400));
+    assert.equal(duffel.requests.length, 1);
+    assert.equal(google.requests.length, 1);
+    const unknown = (await session.rpc("tools/call", { name: "create_chain", arguments: { chain_definition: { ...chain, name: "seed-ids-bad", steps: [{ ...chain.steps[0], tool: "flights-mcp::book-flights" }] } } })).result;
+    assert.equal(unknown.isError, true);
+    assert.match(textOf(unknown), /"flights-mcp::book-flights" does not exist on this server; .*flights-mcp::search-flights/);
+  });
+
   test("search_flights sends Duffel's offer request and returns the offers cheapest first", async () => {
     duffel.requests.length = 0;
     duffel.reply = { status: 201, body: offers };

@@ -31,9 +31,29 @@ pub fn invalid(message: String) -> StepError {
     StepError::new(ErrorClass::Validation, message)
 }
 
-/// The tool a step or `rollback_action` names (MCP name or registry id), unless it is unknown, not
-/// allowed to `caller` (which looks the same: roles decide which tools exist for a caller) or a
-/// chains tool.
+/// Server names that seed 003 writes in its tool ids and that are not `<toolset>-mcp`, with their
+/// toolsets.
+const SEED_SERVERS: &[(&str, &str)] = &[
+    (crate::tools::flights::SERVER, "flights"),
+    (crate::tools::calendar::SERVER, "calendar"),
+];
+
+/// The registry id (`calendar::list-events`) of a tool id written as seed 003 writes them, with a
+/// server name for the toolset (`google-calendar-mcp::list-events`, `templates-mcp::process-template`);
+/// `None` for any other name.
+fn seed_id(name: &str) -> Option<String> {
+    let (server, tool) = name.split_once("::")?;
+    let toolset = SEED_SERVERS
+        .iter()
+        .find(|(s, _)| *s == server)
+        .map(|(_, t)| *t)
+        .or_else(|| server.strip_suffix("-mcp"))?;
+    Some(format!("{toolset}::{tool}"))
+}
+
+/// The tool a step or `rollback_action` names (MCP name, registry id, or the seed's tool id with a
+/// server name), unless it is unknown, not allowed to `caller` (which looks the same: roles decide
+/// which tools exist for a caller) or a chains tool.
 pub fn resolve_tool<'r>(
     registry: &'r Registry,
     name: &str,
@@ -42,10 +62,11 @@ pub fn resolve_tool<'r>(
     let tool = registry
         .get(name)
         .or_else(|| registry.by_id(name))
+        .or_else(|| seed_id(name).and_then(|id| registry.by_id(&id)))
         .filter(|t| caller.has_any(t.def.roles))
         .ok_or_else(|| {
             format!(
-                "tool {name:?} does not exist on this server; tools/list shows the tools (give an MCP name such as process_template or a registry id such as templates::process-template)"
+                "tool {name:?} does not exist on this server; tools/list shows the tools (give an MCP name such as search_flights, a registry id such as flights::search-flights, or a server-qualified id such as flights-mcp::search-flights)"
             )
         })?;
     if tool.def.toolset == CHAINS_TOOLSET {
@@ -686,6 +707,42 @@ mod tests {
                 .name,
             "process_template"
         );
+        for seed in [
+            "flights-mcp::search-flights",
+            "flights::search-flights",
+            "search_flights",
+        ] {
+            let tool = resolve_tool(&r, seed, &Caller::anonymous());
+            assert_eq!(tool.unwrap().def.name, "search_flights", "{seed}");
+        }
+        assert_eq!(
+            resolve_tool(&r, "templates-mcp::process-template", &Caller::anonymous())
+                .unwrap()
+                .def
+                .name,
+            "process_template"
+        );
+        let reader = Caller {
+            roles: vec![crate::tools::calendar::READ_ROLE.to_string()],
+            ..Caller::anonymous()
+        };
+        let events = resolve_tool(&r, "google-calendar-mcp::list-events", &reader);
+        assert_eq!(events.unwrap().def.name, "list_events");
+        let e =
+            resolve_tool(&r, "google-calendar-mcp::list-events", &Caller::anonymous()).unwrap_err();
+        assert!(e.contains("does not exist"), "a role still decides: {e}");
+        for unknown in [
+            "nowhere-mcp::search-flights",
+            "flights-mcp::book-flights",
+            "x::",
+        ] {
+            assert!(
+                resolve_tool(&r, unknown, &Caller::anonymous()).is_err(),
+                "{unknown}"
+            );
+        }
+        let e = resolve_tool(&r, "chains-mcp::execute-chain", &Caller::anonymous()).unwrap_err();
+        assert!(e.contains("chains toolset"), "{e}");
         let e = resolve_tool(&r, "delete_everything", &Caller::anonymous()).unwrap_err();
         assert!(
             e.contains("does not exist") && e.contains("tools/list"),
