@@ -16,6 +16,7 @@ pub mod execute;
 pub mod field_request;
 pub mod levels;
 pub mod teach;
+pub mod tool_text;
 pub mod validate;
 pub mod workflow;
 
