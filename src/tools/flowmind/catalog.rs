@@ -254,10 +254,15 @@ pub struct Catalog {
 impl Catalog {
     /// Indexes `contexts`.
     pub fn new(generation: i64, contexts: Vec<Context>) -> Catalog {
+        Catalog::with_params(generation, contexts, Params::default())
+    }
+
+    /// Indexes `contexts` with ranking parameters `params` (fitting compares them).
+    pub fn with_params(generation: i64, contexts: Vec<Context>, params: Params) -> Catalog {
         let entries = contexts.iter().map(Context::entry).collect();
         Catalog {
             generation,
-            matcher: Rc::new(Matcher::new(entries, Params::default())),
+            matcher: Rc::new(Matcher::new(entries, params)),
             contexts,
         }
     }
