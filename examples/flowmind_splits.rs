@@ -1,124 +1,99 @@
 //! FlowMind's figures on the issue-23 splits over the full catalog (the shipped contexts plus one
-//! `tool://` context per production tool), through `field_request`'s own search:
-//! `cargo run --release --example flowmind_splits`. Training split: `tests/data/flowmind_requests.json`
-//! and `tests/data/flowmind_train_tools.json`; held-out: `tests/data/flowmind_heldout.json`. With
-//! `--misses`, lists the training requests whose first match is wrong (never the held-out ones:
-//! looking at those would fit on them). Prints figures; asserts nothing.
+//! `tool://` context per production tool), through `field_request`'s own search
+//! (`mcp_edge::tools::flowmind::measure`): `cargo run --release --example flowmind_splits`.
+//! Training split: `tests/data/flowmind_requests.json` and `tests/data/flowmind_train_tools.json`;
+//! held-out: `tests/data/flowmind_heldout.json`. Prints figures; asserts nothing.
+//!
+//! - `--fit`: the model and thresholds fitted on the training split (what `Model::default()` and
+//!   `Thresholds::default()` must be; a unit test checks);
+//! - `--misses`: the training requests whose first match is wrong or whose out-of-scope request
+//!   got an answer (never the held-out ones: looking at those would fit on them);
+//! - `--all`: every training request with its status and first matches;
+//! - `--train-only`: leave the held-out split out (for development);
+//! - `--svg <file>`: write the reliability diagram of both splits' first matches.
 use std::{env, fs, process::ExitCode};
 
+use mcp_edge::engine::matcher::bm25::Params;
+use mcp_edge::engine::matcher::{Model, Thresholds};
 use mcp_edge::registry::Registry;
-use mcp_edge::tools::flowmind::catalog::{build, Catalog};
-use mcp_edge::tools::flowmind::field_request::{search, Args};
-use serde_json::{json, Value};
+use mcp_edge::tools::flowmind::catalog::Catalog;
+use mcp_edge::tools::flowmind::measure::{self, Figures};
 
-#[derive(Default)]
-struct Kind {
-    n: usize,
-    top1: usize,
-    at3: usize,
-    none: usize,
-}
-
-fn evaluate(catalog: &Catalog, set: &[Value], show_misses: bool) {
-    let mut kinds: [(&str, Kind); 2] = [("catalog", Kind::default()), ("tool", Kind::default())];
-    let (mut ood, mut ood_none, mut ood_hedge, mut all_none) = (0, 0, 0, 0);
-    let (mut high, mut high_wrong) = (0, 0);
-    for r in set {
-        let expected: Vec<&str> = r["expected"]
-            .as_array()
-            .map(|a| a.iter().filter_map(Value::as_str).collect())
-            .unwrap_or_default();
-        let mut args = json!({
-            "query": r["query"],
-            "extracted_variables": r["extracted_variables"],
-            "confidence_level": r["confidence_level"],
-        });
-        if let Some(f) = r.get("type_filter") {
-            args["context_preferences"] = json!({ "type_filter": f });
-        }
-        let a = Args::read(&args);
-        let o = search(catalog, &a, &|_| true);
-        let uris: Vec<&str> = o
-            .candidates
-            .iter()
-            .take(5)
-            .map(|c| catalog.contexts[c.entry].uri.as_str())
-            .collect();
-        let none = o.status == "no_matches";
-        all_none += usize::from(none);
-        if let Some(first) = o.candidates.first() {
-            if !none && first.confidence >= 0.9 {
-                high += 1;
-                high_wrong += usize::from(!expected.contains(&uris[0]));
-            }
-        }
-        if expected.is_empty() {
-            ood += 1;
-            ood_none += usize::from(none);
-            ood_hedge += usize::from(none || o.status == "refinement_suggested");
-            if show_misses && !none {
-                println!(
-                    "  OOS {} {:?} -> {:?}",
-                    o.status,
-                    r["query"],
-                    &uris[..uris.len().min(2)]
-                );
-            }
-            continue;
-        }
-        let k = &mut kinds[usize::from(expected[0].starts_with("tool://"))].1;
-        k.n += 1;
-        let right1 = !none && expected.contains(&uris[0]);
-        k.top1 += usize::from(right1);
-        k.at3 += usize::from(!none && uris.iter().take(3).any(|u| expected.contains(u)));
-        k.none += usize::from(none);
-        if show_misses && !right1 {
-            let shown: Vec<String> = o
-                .candidates
-                .iter()
-                .take(3)
-                .map(|c| format!("{} {:.2}", catalog.contexts[c.entry].uri, c.confidence))
-                .collect();
-            println!(
-                "  MISS {} {:?} want {:?}\n      {}",
-                o.status,
-                r["query"],
-                expected,
-                shown.join(", ")
+fn svg(train: &Figures, held: &Figures) -> String {
+    let (w, h, m) = (360.0, 360.0, 48.0);
+    let x = |p: f64| m + p * (w - 1.5 * m);
+    let y = |p: f64| h - m - p * (h - 1.5 * m);
+    let mut s = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" viewBox=\"0 0 {w} {h}\" font-family=\"sans-serif\" font-size=\"11\">\n\
+         <rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n\
+         <text x=\"{}\" y=\"16\" text-anchor=\"middle\" font-size=\"13\">FlowMind reliability (first matches, text matcher)</text>\n\
+         <line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"#999\" stroke-dasharray=\"4 3\"/>\n\
+         <line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"black\"/>\n\
+         <line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"black\"/>\n",
+        w / 2.0,
+        x(0.0),
+        y(0.0),
+        x(1.0),
+        y(1.0),
+        x(0.0),
+        y(0.0),
+        x(1.0),
+        y(0.0),
+        x(0.0),
+        y(0.0),
+        x(0.0),
+        y(1.0)
+    );
+    for i in 0..=10 {
+        let p = f64::from(i) / 10.0;
+        if i % 2 == 0 {
+            s += &format!(
+                "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{p:.1}</text>\n<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{p:.1}</text>\n",
+                x(p),
+                y(0.0) + 14.0,
+                x(0.0) - 4.0,
+                y(p) + 4.0
             );
         }
     }
-    let f = |n: usize, d: usize| {
-        if d == 0 {
-            "n/a".to_string()
-        } else {
-            format!("{:.3}", n as f64 / d as f64)
+    s += &format!(
+        "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">confidence of the first match</text>\n\
+         <text x=\"14\" y=\"{}\" text-anchor=\"middle\" transform=\"rotate(-90 14 {})\">share right</text>\n",
+        x(0.5),
+        h - 8.0,
+        y(0.5),
+        y(0.5)
+    );
+    for (f, colour, dx, label, ly) in [
+        (train, "#1f77b4", -0.012, "training", 0.95),
+        (held, "#d62728", 0.012, "held-out", 0.88),
+    ] {
+        let mut points = Vec::new();
+        for (i, &(n, right)) in f.reliability.iter().enumerate() {
+            if n == 0 {
+                continue;
+            }
+            let (cx, cy) = (x((i as f64 + 0.5) / 10.0 + dx), y(right as f64 / n as f64));
+            points.push(format!("{cx:.1},{cy:.1}"));
+            s += &format!(
+                "<circle cx=\"{cx:.1}\" cy=\"{cy:.1}\" r=\"{:.1}\" fill=\"{colour}\" fill-opacity=\"0.7\"><title>{label}: {right} of {n} right</title></circle>\n",
+                2.0 + (n as f64).sqrt()
+            );
         }
-    };
-    for (name, k) in &kinds {
-        println!(
-            "  {name:8} n {:3}  top-1 {}  recall@3 {}  false no-match {}",
-            k.n,
-            f(k.top1, k.n),
-            f(k.at3, k.n),
-            f(k.none, k.n)
+        s += &format!(
+            "<polyline points=\"{}\" fill=\"none\" stroke=\"{colour}\"/>\n<text x=\"{}\" y=\"{}\" fill=\"{colour}\">{label}</text>\n",
+            points.join(" "),
+            x(0.05),
+            y(ly)
         );
     }
-    println!(
-        "  out-of-scope n {ood}  no_matches {}  no_matches or refinement {}  no-match precision {}  wrong at confidence>=0.9 {} ({high_wrong}/{high})",
-        f(ood_none, ood),
-        f(ood_hedge, ood),
-        f(ood_none, all_none),
-        f(high_wrong, high)
-    );
+    s + "</svg>\n"
 }
 
 fn main() -> ExitCode {
     let root = env!("CARGO_MANIFEST_DIR");
-    let read = |path: &str| -> Option<Vec<Value>> {
-        serde_json::from_str(&fs::read_to_string(format!("{root}/{path}")).ok()?).ok()
-    };
-    let (Some(rows), Some(mut train), Some(tools), Some(held)) = (
+    let read = |path: &str| fs::read_to_string(format!("{root}/{path}")).ok();
+    let (Some(contexts), Some(train), Some(tools), Some(held)) = (
         read("data/flowmind/contexts.json"),
         read("tests/data/flowmind_requests.json"),
         read("tests/data/flowmind_train_tools.json"),
@@ -127,7 +102,6 @@ fn main() -> ExitCode {
         eprintln!("cannot read the catalog or a split");
         return ExitCode::FAILURE;
     };
-    train.extend(tools);
     let registry = match Registry::new(mcp_edge::tools::catalog(
         mcp_edge::tools::Catalog::Production,
     )) {
@@ -137,29 +111,131 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let rows: Vec<Value> = rows
-        .into_iter()
-        .map(|mut r| {
-            for k in [
-                "tags",
-                "example_requests",
-                "required_variables",
-                "optional_variables",
-                "execution_preview",
-                "steps",
-            ] {
-                if !r[k].is_string() {
-                    r[k] = json!(r[k].to_string());
+    let (catalog, mut train, tools, held) = match (
+        measure::catalog(&contexts, &registry),
+        measure::requests(&train),
+        measure::requests(&tools),
+        measure::requests(&held),
+    ) {
+        (Ok(c), Ok(a), Ok(b), Ok(h)) => (c, a, b, h),
+        _ => {
+            eprintln!("a file does not parse");
+            return ExitCode::FAILURE;
+        }
+    };
+    train.extend(tools);
+    let args: Vec<String> = env::args().collect();
+    let has = |flag: &str| args.iter().any(|a| a == flag);
+    let (mut model, mut t) = (Model::default(), Thresholds::default());
+    if has("--fit") {
+        model = measure::fit(&catalog, &train);
+        t = measure::tune(&catalog, &model, &train);
+        println!("fitted on the training split: {model:?}\ntuned: {t:?}");
+    }
+    if has("--grid") {
+        // BM25F parameters by grid on the training split, the model re-fitted and the thresholds
+        // re-tuned at every point; scored by top-1 plus recall@3 of both kinds.
+        let mut best = (f64::NEG_INFINITY, String::new());
+        for k1 in [0.9, 1.2, 1.6] {
+            for name in [2.0, 3.0] {
+                for tags in [2.5, 3.5, 4.5] {
+                    for examples in [1.5, 2.5, 3.5] {
+                        for description in [0.5, 1.0] {
+                            let params = Params {
+                                k1,
+                                weights: [name, tags, examples, description],
+                                ..Params::default()
+                            };
+                            let c = Catalog::with_params(0, catalog.contexts.clone(), params);
+                            let m = measure::fit(&c, &train);
+                            let th = measure::tune(&c, &m, &train);
+                            let f = measure::measure(&c, &train, &m, &th, |_, _| {});
+                            let score = (f.catalog.top1 + f.catalog.at3 + f.tool.top1 + f.tool.at3)
+                                as f64
+                                + f.out_of_scope_none as f64 * 0.5
+                                - 2.0 * f.high_wrong as f64;
+                            if score > best.0 {
+                                best = (score, format!("{params:?}\n{f}"));
+                                println!("{score} {params:?}");
+                            }
+                        }
+                    }
                 }
             }
-            r
-        })
-        .collect();
-    let catalog = build(0, &rows, &registry);
-    let misses = env::args().any(|a| a == "--misses");
+        }
+        println!("best {}", best.1);
+        return ExitCode::SUCCESS;
+    }
+    let all = has("--all");
+    let misses = has("--misses") || all;
     println!("training split ({} requests)", train.len());
-    evaluate(&catalog, &train, misses);
+    let train_figures = measure::measure(&catalog, &train, &model, &t, |r, o| {
+        if !misses {
+            return;
+        }
+        let want = measure::expected(r);
+        let shown: Vec<String> = o
+            .candidates
+            .iter()
+            .take(3)
+            .map(|c| format!("{} {:.2}", catalog.contexts[c.entry].uri, c.confidence))
+            .collect();
+        let first = o
+            .candidates
+            .first()
+            .map(|c| catalog.contexts[c.entry].uri.as_str());
+        let wrong = if want.is_empty() {
+            o.status != "no_matches"
+        } else {
+            o.status == "no_matches" || !first.is_some_and(|u| want.contains(&u))
+        };
+        if wrong || all {
+            println!(
+                "  {} {} {:?} want {:?}\n      {}",
+                if wrong { "MISS" } else { "ok" },
+                o.status,
+                r["query"].as_str().unwrap_or_default(),
+                want,
+                shown.join(", ")
+            );
+        }
+    });
+    println!("{train_figures}");
+    if has("--train-only") {
+        return ExitCode::SUCCESS;
+    }
     println!("held-out split ({} requests)", held.len());
-    evaluate(&catalog, &held, false);
+    let held_figures = measure::measure(&catalog, &held, &model, &t, |_, _| {});
+    println!("{held_figures}");
+    if has("--bins") {
+        println!("reliability of first matches: confidence, training shown (right), held-out shown (right)");
+        for (i, (a, b)) in train_figures
+            .reliability
+            .iter()
+            .zip(held_figures.reliability.iter())
+            .enumerate()
+        {
+            println!(
+                "  {:.1}-{:.1}  {:3} ({:3})  {:3} ({:3})",
+                i as f64 / 10.0,
+                (i + 1) as f64 / 10.0,
+                a.0,
+                a.1,
+                b.0,
+                b.1
+            );
+        }
+    }
+    if let Some(path) = args
+        .iter()
+        .position(|a| a == "--svg")
+        .and_then(|i| args.get(i + 1))
+    {
+        if let Err(e) = fs::write(path, svg(&train_figures, &held_figures)) {
+            eprintln!("{path}: {e}");
+            return ExitCode::FAILURE;
+        }
+        println!("wrote {path}");
+    }
     ExitCode::SUCCESS
 }

@@ -99,13 +99,14 @@ describe("field_request statuses", () => {
     assert.equal(s.next_actions[0].tool, "field_request");
   });
 
-  // Refinement is the band from 0.40 to 0.60 (docs/flowmind.md): the best match of this labelled
-  // request is about 0.5 over the shipped catalog and today's tools, in the middle of the band.
+  // Refinement is the band from the no-match threshold (0.28, fitted on the training split) to
+  // the success threshold 0.60 (docs/flowmind.md): the best match of this labelled request is
+  // about 0.3 over the shipped catalog and today's tools.
   test("a weak match: refinement_suggested, with a browse of its domain", async () => {
     const s = await fr({ query: "long weekend in the mountains on a budget", confidence_level: 0.5 });
     assert.equal(s.status, "refinement_suggested");
     assert.equal(s.matches[0].uri, "workflow://trip-planning");
-    assert.ok(s.matches[0].confidence >= 0.4 && s.matches[0].confidence < 0.6, String(s.matches[0].confidence));
+    assert.ok(s.matches[0].confidence >= 0.28 && s.matches[0].confidence < 0.6, String(s.matches[0].confidence));
     assert.deepEqual(s.next_actions.map((a) => a.tool), ["field_request", "list_available_contexts"]);
     assert.deepEqual(s.next_actions[1].parameters, { filter: { domain: ["personal"] } });
   });

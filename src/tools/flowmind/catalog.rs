@@ -143,17 +143,26 @@ impl Context {
             })
             .unwrap_or_default();
         let a = def.annotations;
+        // What people say for it (schema/<toolset>/<tool>.context.json) leads; the registry's
+        // description, written for a model calling the tool, follows.
+        let text = super::tool_text::of(def.name).unwrap_or_default();
         let mut tags: Vec<String> = vec![def.toolset.to_string()];
-        tags.extend(def.name.split('_').map(str::to_string));
+        tags.extend(def.name.split(['_', '-']).map(str::to_string));
+        tags.extend(text.synonyms);
+        let description = if text.purpose.is_empty() {
+            def.description.to_string()
+        } else {
+            format!("{} {}", text.purpose, def.description)
+        };
         Context {
             uri: format!("tool://{}", def.name),
             kind: "tool".into(),
             name: def.title.to_string(),
-            description: def.description.to_string(),
+            description,
             domain: tool_domain(def.toolset).to_string(),
             tags,
             complexity: if a.read_only { "simple" } else { "moderate" }.into(),
-            examples: Vec::new(),
+            examples: text.examples,
             activation_condition: format!(
                 "The user's request is answered by calling {} directly.",
                 def.name
@@ -245,10 +254,15 @@ pub struct Catalog {
 impl Catalog {
     /// Indexes `contexts`.
     pub fn new(generation: i64, contexts: Vec<Context>) -> Catalog {
+        Catalog::with_params(generation, contexts, Params::default())
+    }
+
+    /// Indexes `contexts` with ranking parameters `params` (fitting compares them).
+    pub fn with_params(generation: i64, contexts: Vec<Context>, params: Params) -> Catalog {
         let entries = contexts.iter().map(Context::entry).collect();
         Catalog {
             generation,
-            matcher: Rc::new(Matcher::new(entries, Params::default())),
+            matcher: Rc::new(Matcher::new(entries, params)),
             contexts,
         }
     }

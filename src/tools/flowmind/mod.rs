@@ -15,7 +15,9 @@ pub mod embeddings;
 pub mod execute;
 pub mod field_request;
 pub mod levels;
+pub mod measure;
 pub mod teach;
+pub mod tool_text;
 pub mod validate;
 pub mod workflow;
 

@@ -1,0 +1,454 @@
+//! FlowMind's matching measured and fitted the way `field_request` runs it: over the full catalog
+//! (the shipped contexts plus one `tool://` context per registered tool), through
+//! [`search_with`], with each request's `type_filter`, figures kept apart per kind (catalog
+//! contexts, tools, out-of-scope requests) as issue 23 asks.
+//!
+//! The model and thresholds are fitted on the training split only (`tests/data/flowmind_requests.json`
+//! and `tests/data/flowmind_train_tools.json`); the held-out split is only ever measured
+//! (`cargo run --release --example flowmind_splits`, `npm run bench`). Used by tests and examples,
+//! never by a request: nothing here runs in the Worker.
+
+use std::fmt;
+
+use serde_json::{json, Value};
+
+use super::catalog::{build, Catalog};
+use super::field_request::{search_with, signals, Args, Outcome};
+use crate::engine::matcher::{decide, eval, Model, Signals, Thresholds, Verdict};
+use crate::registry::Registry;
+
+/// The catalog of a file shaped like `data/flowmind/contexts.json` plus `registry`'s tools, built
+/// as from D1 rows (whose JSON columns are text).
+pub fn catalog(contexts_json: &str, registry: &Registry) -> Result<Catalog, serde_json::Error> {
+    let rows: Vec<Value> = serde_json::from_str(contexts_json)?;
+    let rows: Vec<Value> = rows
+        .into_iter()
+        .map(|mut r| {
+            for k in [
+                "tags",
+                "example_requests",
+                "required_variables",
+                "optional_variables",
+                "execution_preview",
+                "steps",
+            ] {
+                if !r[k].is_string() {
+                    r[k] = json!(r[k].to_string());
+                }
+            }
+            r
+        })
+        .collect();
+    Ok(build(0, &rows, registry))
+}
+
+/// The requests of a split file (each `query`, `extracted_variables`, `confidence_level`,
+/// `expected` and optionally `type_filter`).
+pub fn requests(json: &str) -> Result<Vec<Value>, serde_json::Error> {
+    serde_json::from_str(json)
+}
+
+/// `field_request`'s arguments for labelled request `r`.
+pub fn args(r: &Value) -> Args {
+    let mut a = json!({
+        "query": r["query"],
+        "extracted_variables": r.get("extracted_variables").cloned().unwrap_or(json!({})),
+        "confidence_level": r["confidence_level"],
+    });
+    if let Some(f) = r.get("type_filter") {
+        a["context_preferences"] = json!({ "type_filter": f });
+    }
+    Args::read(&a)
+}
+
+/// The URIs acceptable as `r`'s first match; empty for an out-of-scope request.
+pub fn expected(r: &Value) -> Vec<&str> {
+    r["expected"]
+        .as_array()
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default()
+}
+
+/// The fitting population: the signals of the text hits of every request of `set` (within its
+/// type filter), each labelled right or wrong. It does not depend on the model, so the fit cannot
+/// chase its own ranking.
+pub fn samples(catalog: &Catalog, set: &[Value]) -> Vec<(Signals, bool)> {
+    let mut out = Vec::new();
+    for r in set {
+        let want = expected(r);
+        for (entry, s) in signals(catalog, &args(r), &|_| true) {
+            out.push((s, want.contains(&catalog.contexts[entry].uri.as_str())));
+        }
+    }
+    out
+}
+
+/// The model fitted on `set` by logistic regression ([`eval::fit`]).
+pub fn fit(catalog: &Catalog, set: &[Value]) -> Model {
+    eval::fit(&samples(catalog, set))
+}
+
+/// What a response status is worth for labelled request `r`: the status it deserves 1 (`success`
+/// with a right first match for a clear request, `disambiguation_needed` with a right match in the
+/// first two for a request with two right answers, `no_matches` for an out-of-scope one); a hedge
+/// that still shows a right match in the first two ½; acting on a wrong match
+/// −[`eval::WRONG_RUN_COST`]; asking to choose between contexts for an out-of-scope request −½.
+fn utility(want: &[&str], uris: &[&str], verdict: Verdict) -> f64 {
+    let right_in = |n: usize| uris.iter().take(n).any(|u| want.contains(u));
+    match (want.len(), verdict) {
+        (0, Verdict::NoMatch) => 1.0,
+        (0, Verdict::Success) => -eval::WRONG_RUN_COST,
+        (0, Verdict::Ambiguous) => -0.5,
+        (0, _) => 0.0,
+        (_, Verdict::Success) if !right_in(1) => -eval::WRONG_RUN_COST,
+        (1, Verdict::Success) | (2.., Verdict::Ambiguous) if right_in(2) => 1.0,
+        (_, Verdict::Success | Verdict::Ambiguous | Verdict::Refine) if right_in(2) => 0.5,
+        _ => 0.0,
+    }
+}
+
+/// The thresholds for `set` under `model`: success at [`eval::act_threshold`] (the confidence is
+/// calibrated, so where acting pays follows from the costs), and the no-match threshold and
+/// ambiguity gap that maximise the total [`utility`], by grid search in steps of 0.02 (the first
+/// best in the order no-match, gap ascending).
+pub fn tune(catalog: &Catalog, model: &Model, set: &[Value]) -> Thresholds {
+    let probe = Thresholds::default();
+    let ranked: Vec<(Vec<&str>, Vec<&str>, Vec<f64>)> = set
+        .iter()
+        .map(|r| {
+            let o = search_with(catalog, &args(r), &|_| true, model, &probe);
+            let uris = o
+                .candidates
+                .iter()
+                .map(|c| catalog.contexts[c.entry].uri.as_str())
+                .collect();
+            let confidences = o.candidates.iter().map(|c| c.confidence).collect();
+            (expected(r), uris, confidences)
+        })
+        .collect();
+    let success = eval::act_threshold();
+    let grid = |from: u32, to: u32| (from..=to).map(|i| f64::from(i) * 0.02);
+    let mut best = (f64::NEG_INFINITY, probe);
+    for no_match in grid(1, 29).filter(|&n| n < success) {
+        for ambiguity_gap in grid(1, 25) {
+            let t = Thresholds {
+                success,
+                no_match,
+                ambiguity_gap,
+            };
+            let total: f64 = ranked
+                .iter()
+                .map(|(want, uris, c)| utility(want, uris, decide(c, &t)))
+                .sum();
+            if total > best.0 + 1e-9 {
+                best = (total, t);
+            }
+        }
+    }
+    best.1
+}
+
+/// The figures of one kind of request that some context fits.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Kind {
+    /// Requests.
+    pub n: usize,
+    /// Of which the first match is right (and the answer is not `no_matches`).
+    pub top1: usize,
+    /// Of which a right match is among the first three (and the answer is not `no_matches`).
+    pub at3: usize,
+    /// Of which the answer is `no_matches`.
+    pub none: usize,
+}
+
+/// What a split measures, per kind.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Figures {
+    /// Requests for catalog contexts (workflows, agents, patterns).
+    pub catalog: Kind,
+    /// Requests for this server's tools.
+    pub tool: Kind,
+    /// Out-of-scope requests.
+    pub out_of_scope: usize,
+    /// Of which answered `no_matches`.
+    pub out_of_scope_none: usize,
+    /// Of which answered `no_matches` or `refinement_suggested`.
+    pub out_of_scope_hedged: usize,
+    /// `no_matches` answers given, to any request.
+    pub said_none: usize,
+    /// Answers (not `no_matches`) whose first match has confidence ≥ 0.9.
+    pub high: usize,
+    /// Of which the first match is wrong.
+    pub high_wrong: usize,
+    /// `success` answers whose first match is wrong.
+    pub wrong_success: usize,
+    /// Requests measured.
+    pub requests: usize,
+    /// Per tenth of confidence, the first matches of answers that list matches: how many, and how
+    /// many of them right (the reliability diagram).
+    pub reliability: [(usize, usize); 10],
+}
+
+fn share(n: usize, d: usize) -> String {
+    if d == 0 {
+        "n/a".into()
+    } else {
+        format!("{:.3}", n as f64 / d as f64)
+    }
+}
+
+impl Figures {
+    /// No-match precision: the share of `no_matches` answers that went to out-of-scope requests.
+    pub fn no_match_precision(&self) -> String {
+        share(self.out_of_scope_none, self.said_none)
+    }
+
+    /// No-match recall: the share of out-of-scope requests answered `no_matches`.
+    pub fn no_match_recall(&self) -> String {
+        share(self.out_of_scope_none, self.out_of_scope)
+    }
+
+    /// The share of confident answers (≥ 0.9) whose first match is wrong.
+    pub fn wrong_at_high_confidence(&self) -> String {
+        share(self.high_wrong, self.high)
+    }
+}
+
+impl fmt::Display for Figures {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (name, k) in [("catalog", &self.catalog), ("tool", &self.tool)] {
+            writeln!(
+                f,
+                "  {name:8} n {:3}  top-1 {}  recall@3 {}  false no-match {}",
+                k.n,
+                share(k.top1, k.n),
+                share(k.at3, k.n),
+                share(k.none, k.n)
+            )?;
+        }
+        writeln!(
+            f,
+            "  out-of-scope n {}  no_matches {}  no_matches or refinement {}",
+            self.out_of_scope,
+            self.no_match_recall(),
+            share(self.out_of_scope_hedged, self.out_of_scope)
+        )?;
+        write!(
+            f,
+            "  no-match precision {}  recall {}  wrong at confidence>=0.9 {} ({}/{})  wrong success {}",
+            self.no_match_precision(),
+            self.no_match_recall(),
+            self.wrong_at_high_confidence(),
+            self.high_wrong,
+            self.high,
+            share(self.wrong_success, self.requests)
+        )
+    }
+}
+
+/// What `field_request` made of labelled request `r` under `model` and `t`.
+pub fn outcome(catalog: &Catalog, r: &Value, model: &Model, t: &Thresholds) -> Outcome {
+    search_with(catalog, &args(r), &|_| true, model, t)
+}
+
+/// Measures `set` under `model` and `t`; `each` sees every request with its outcome.
+pub fn measure(
+    catalog: &Catalog,
+    set: &[Value],
+    model: &Model,
+    t: &Thresholds,
+    mut each: impl FnMut(&Value, &Outcome),
+) -> Figures {
+    let mut f = Figures {
+        requests: set.len(),
+        ..Figures::default()
+    };
+    for r in set {
+        let o = outcome(catalog, r, model, t);
+        each(r, &o);
+        let want = expected(r);
+        let uris: Vec<&str> = o
+            .candidates
+            .iter()
+            .take(3)
+            .map(|c| catalog.contexts[c.entry].uri.as_str())
+            .collect();
+        let none = o.status == "no_matches";
+        let right1 = !none && uris.first().is_some_and(|u| want.contains(u));
+        f.said_none += usize::from(none);
+        if let (false, Some(first)) = (none, o.candidates.first()) {
+            let bin = ((first.confidence * 10.0) as usize).min(9);
+            f.reliability[bin].0 += 1;
+            f.reliability[bin].1 += usize::from(right1);
+            if first.confidence >= 0.9 {
+                f.high += 1;
+                f.high_wrong += usize::from(!right1);
+            }
+        }
+        f.wrong_success += usize::from(o.status == "success" && !right1);
+        if want.is_empty() {
+            f.out_of_scope += 1;
+            f.out_of_scope_none += usize::from(none);
+            f.out_of_scope_hedged += usize::from(none || o.status == "refinement_suggested");
+            continue;
+        }
+        let k = if want[0].starts_with("tool://") {
+            &mut f.tool
+        } else {
+            &mut f.catalog
+        };
+        k.n += 1;
+        k.top1 += usize::from(right1);
+        k.at3 += usize::from(!none && uris.iter().any(|u| want.contains(u)));
+        k.none += usize::from(none);
+    }
+    f
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tools::{catalog as tools, Catalog as Which};
+
+    const CONTEXTS: &str = include_str!("../../../data/flowmind/contexts.json");
+    const TRAIN: &str = include_str!("../../../tests/data/flowmind_requests.json");
+    const TRAIN_TOOLS: &str = include_str!("../../../tests/data/flowmind_train_tools.json");
+
+    fn training() -> (Catalog, Vec<Value>) {
+        let registry = Registry::new(tools(Which::Production)).expect("registry");
+        let mut set = requests(TRAIN).expect("training split");
+        set.extend(requests(TRAIN_TOOLS).expect("training tools split"));
+        (catalog(CONTEXTS, &registry).expect("catalog"), set)
+    }
+
+    #[test]
+    fn the_defaults_are_the_fit_on_the_training_split() {
+        // Model::default() and Thresholds::default() document their fit; a change of the catalog,
+        // a tool's context text or the training split that moves it must re-fit
+        // (`cargo run --release --example flowmind_splits -- --fit`) and update docs/flowmind.md.
+        let (catalog, set) = training();
+        let fitted = fit(&catalog, &set);
+        let d = Model::default();
+        for (got, want) in [
+            (fitted.bias, d.bias),
+            (fitted.similarity, d.similarity),
+            (fitted.relative, d.relative),
+            (fitted.alignment, d.alignment),
+            (fitted.domain, d.domain),
+        ] {
+            assert!(
+                (got - want).abs() < 0.01,
+                "fitted {fitted:?}, default {d:?}"
+            );
+        }
+        let (tuned, t) = (tune(&catalog, &d, &set), Thresholds::default());
+        for (got, want) in [
+            (tuned.success, t.success),
+            (tuned.no_match, t.no_match),
+            (tuned.ambiguity_gap, t.ambiguity_gap),
+        ] {
+            assert!((got - want).abs() < 1e-9, "tuned {tuned:?}, default {t:?}");
+        }
+    }
+
+    #[test]
+    fn figures_count_each_kind_apart() {
+        let (catalog, set) = training();
+        let f = measure(
+            &catalog,
+            &set,
+            &Model::default(),
+            &Thresholds::default(),
+            |_, _| {},
+        );
+        assert_eq!(f.requests, set.len());
+        assert_eq!(f.catalog.n + f.tool.n + f.out_of_scope, set.len());
+        assert!(f.tool.n >= 90 && f.catalog.n >= 130 && f.out_of_scope >= 40);
+        for k in [f.catalog, f.tool] {
+            assert!(k.top1 <= k.at3 && k.at3 + k.none <= k.n, "{f}");
+        }
+        let shown: usize = f.reliability.iter().map(|b| b.0).sum();
+        assert_eq!(
+            shown + f.said_none,
+            set.len(),
+            "every answer lists matches or none"
+        );
+    }
+
+    fn first(query: &str, filter: Option<&str>) -> (Outcome, Vec<String>) {
+        let (catalog, set) = training();
+        let labelled = set.iter().find(|r| r["query"] == query).cloned();
+        let mut r = labelled
+            .unwrap_or_else(|| json!({ "query": query, "confidence_level": 0.6, "expected": [] }));
+        if let Some(f) = filter {
+            r["type_filter"] = json!([f]);
+        }
+        let o = outcome(&catalog, &r, &Model::default(), &Thresholds::default());
+        let uris = o
+            .candidates
+            .iter()
+            .map(|c| catalog.contexts[c.entry].uri.clone())
+            .collect();
+        (o, uris)
+    }
+
+    #[test]
+    fn a_weak_fit_suggests_refinement_with_the_expected_context_first() {
+        for (query, uri) in [
+            (
+                "blameless retro document for Tuesday's payment failure",
+                "workflow://root-cause-analysis",
+            ),
+            (
+                "queries on the orders table crawl once we pass a million rows",
+                "workflow://performance-tuning",
+            ),
+        ] {
+            let (o, uris) = first(query, None);
+            assert_eq!(o.status, "refinement_suggested", "{query}: {uris:?}");
+            assert_eq!(uris[0], uri, "{query}");
+        }
+    }
+
+    #[test]
+    fn two_needs_in_one_sentence_ask_which_first() {
+        let (o, uris) = first("find me a new job and practise the interviews", None);
+        assert_eq!(o.status, "disambiguation_needed", "{uris:?}");
+        let mut pair = uris[..2].to_vec();
+        pair.sort();
+        assert_eq!(pair, ["workflow://interview-prep", "workflow://job-search"]);
+    }
+
+    #[test]
+    fn plain_requests_find_their_tool() {
+        for (query, uri) in [
+            (
+                "switch the assistant to interactive mode",
+                "tool://switch_mode",
+            ),
+            (
+                "list the employees of the engineering department",
+                "tool://list_employees",
+            ),
+            ("show open support tickets", "tool://search_tickets"),
+        ] {
+            let (o, uris) = first(query, Some("tool"));
+            assert_ne!(o.status, "no_matches", "{query}: {uris:?}");
+            assert_eq!(uris[0], uri, "{query}");
+        }
+    }
+
+    #[test]
+    fn utility_rewards_the_deserved_status_and_punishes_acting_wrongly() {
+        let (a, b) = ("workflow://a", "workflow://b");
+        assert_eq!(utility(&[a], &[a, b], Verdict::Success), 1.0);
+        assert_eq!(utility(&[a], &[b, a], Verdict::Success), -1.5);
+        assert_eq!(utility(&[a], &[b, a], Verdict::Refine), 0.5);
+        assert_eq!(utility(&[a, b], &[b, a], Verdict::Ambiguous), 1.0);
+        assert_eq!(utility(&[a, b], &[b, a], Verdict::Success), 0.5);
+        assert_eq!(utility(&[], &[a], Verdict::NoMatch), 1.0);
+        assert_eq!(utility(&[], &[a], Verdict::Ambiguous), -0.5);
+        assert_eq!(utility(&[], &[a], Verdict::Success), -1.5);
+        assert_eq!(utility(&[a], &[], Verdict::NoMatch), 0.0);
+    }
+}
