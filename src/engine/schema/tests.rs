@@ -439,7 +439,11 @@ mod against_boon {
             let p = e.unwrap().path();
             if p.is_dir() {
                 schema_files(&p, out);
-            } else if p.extension().is_some_and(|x| x == "json") {
+            } else if p.extension().is_some_and(|x| x == "json")
+                // FlowMind's matching texts (`<tool>.context.json`) sit beside the schemas but are
+                // not schemas.
+                && !p.to_string_lossy().ends_with(".context.json")
+            {
                 out.push(p);
             }
         }
