@@ -85,6 +85,50 @@ pub struct ToolDef {
     /// Refused calls lengthen the wait (seed 001: `field_request`'s `progressive_backoff`; see
     /// `limits::Bucket::take_or_owe`).
     pub progressive_backoff: bool,
+    /// The level of FlowMind's progressive authorization (seed 001) from which a caller sees and
+    /// may call the tool; `None`: the tool is not gated (`server::levels` applies it).
+    pub level: Option<Level>,
+}
+
+/// How far a caller has progressed in FlowMind's progressive authorization (seed 001); ordered,
+/// so progression is a comparison. The rules are `tools::flowmind::levels`'.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Level {
+    /// field_request and get_help.
+    Beginner,
+    /// Adds execute_workflow and evaluate_semantic_condition.
+    Intermediate,
+    /// Every FlowMind tool.
+    Advanced,
+}
+
+impl Level {
+    /// The seed's name of the level.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Level::Beginner => "beginner",
+            Level::Intermediate => "intermediate",
+            Level::Advanced => "advanced",
+        }
+    }
+
+    /// The seed's `max_complexity` of the level.
+    pub fn max_complexity(self) -> &'static str {
+        match self {
+            Level::Beginner => "simple",
+            Level::Intermediate => "moderate",
+            Level::Advanced => "expert",
+        }
+    }
+
+    /// The level after this one.
+    pub fn next(self) -> Option<Level> {
+        match self {
+            Level::Beginner => Some(Level::Intermediate),
+            Level::Intermediate => Some(Level::Advanced),
+            Level::Advanced => None,
+        }
+    }
 }
 
 /// What a tool keeps in an MCP session. The 2026-07-28 lane has no sessions: such a tool runs in
@@ -128,7 +172,7 @@ fn no_handler(_: &dyn ToolContext, _: Value) -> LocalBoxFuture<'_, Result<ToolOu
 
 impl ToolDef {
     /// What a declaration leaves out (`..ToolDef::DEFAULTS`): no output schema, 10 s timeout,
-    /// never cached, no session state, no progressive backoff; the hints MCP assumes when a
+    /// never cached, no session state, no progressive backoff, no FlowMind level; the hints MCP assumes when a
     /// server gives none (may write and destroy, not idempotent, open world). Every declaration
     /// names its toolset, name, title, description, input schema, roles and handler.
     pub const DEFAULTS: ToolDef = ToolDef {
@@ -150,6 +194,7 @@ impl ToolDef {
         cache: None,
         state: SessionState::None,
         progressive_backoff: false,
+        level: None,
     };
 
     /// Whether the tool keeps state in an MCP session ([`SessionState`]).

@@ -3,94 +3,38 @@
 //! FlowMind calls and advanced after more, each level unlocking more of the toolset.
 //!
 //! Pure: which level a count of successful calls reaches, which tools a level allows, and what the
-//! caller is told when a tool is locked or unlocked. Counting and persisting is the session's
-//! (`session::levels`).
+//! caller is told when a tool is locked or unlocked. Which level each tool needs is declared on
+//! its `ToolDef` (`level`). Counting and persisting is the server's (`server::levels`).
 
 use serde_json::{json, Value};
 
 use super::TOOLSET;
 
-/// How far a caller has progressed; ordered, so progression is a comparison.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Level {
-    /// field_request and get_help.
-    Beginner,
-    /// Adds execute_workflow and evaluate_semantic_condition.
-    Intermediate,
-    /// Every FlowMind tool.
-    Advanced,
+pub use crate::registry::Level;
+
+/// The level a FlowMind tool declares (`ToolDef::level`), found by name among the toolset's tools.
+fn declared(name: &str) -> Option<Level> {
+    super::TOOLS
+        .iter()
+        .find(|d| d.name == name)
+        .and_then(|d| d.level)
 }
 
-/// The tools of each level below advanced, as the seed lists them. Advanced is "all": every tool
-/// of the FlowMind toolset, including list_available_contexts and compose_workflow, which the seed
-/// lists at no lower level.
-const BEGINNER_TOOLS: &[&str] = &["field_request", "get_help"];
-const INTERMEDIATE_TOOLS: &[&str] = &[
-    "field_request",
-    "execute_workflow",
-    "evaluate_semantic_condition",
-    "get_help",
-];
-
-/// The tools this module gates by name, so a FlowMind tool is gated even before its toolset
-/// declares it (the gate does not depend on `ToolDef::toolset` alone).
-const FLOWMIND_TOOLS: &[&str] = &[
-    "field_request",
-    "get_help",
-    "execute_workflow",
-    "evaluate_semantic_condition",
-    "list_available_contexts",
-    "compose_workflow",
-];
-
-impl Level {
-    /// The seed's name of the level.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Level::Beginner => "beginner",
-            Level::Intermediate => "intermediate",
-            Level::Advanced => "advanced",
-        }
-    }
-
-    /// The seed's `max_complexity` of the level.
-    pub fn max_complexity(self) -> &'static str {
-        match self {
-            Level::Beginner => "simple",
-            Level::Intermediate => "moderate",
-            Level::Advanced => "expert",
-        }
-    }
-
-    fn next(self) -> Option<Level> {
-        match self {
-            Level::Beginner => Some(Level::Intermediate),
-            Level::Intermediate => Some(Level::Advanced),
-            Level::Advanced => None,
-        }
-    }
-}
-
-/// Whether progressive authorization applies to a tool: every tool of the FlowMind toolset.
+/// Whether progressive authorization applies to a tool: every tool of the FlowMind toolset, and
+/// any tool that declares a level.
 pub fn is_gated(toolset: &str, name: &str) -> bool {
-    toolset == TOOLSET || FLOWMIND_TOOLS.contains(&name)
+    toolset == TOOLSET || declared(name).is_some()
 }
 
-/// Whether `level` allows FlowMind tool `name`.
+/// Whether `level` allows FlowMind tool `name`: its declared level is reached (a FlowMind tool
+/// that declares none is allowed only at advanced, the seed's "all").
 pub fn allows(level: Level, name: &str) -> bool {
-    match level {
-        Level::Beginner => BEGINNER_TOOLS.contains(&name),
-        Level::Intermediate => INTERMEDIATE_TOOLS.contains(&name),
-        Level::Advanced => true,
-    }
+    level >= needed_for(name)
 }
 
 /// The lowest level that allows `name`.
 pub fn needed_for(name: &str) -> Level {
-    [Level::Beginner, Level::Intermediate]
-        .into_iter()
-        .find(|l| allows(*l, name))
-        .unwrap_or(Level::Advanced)
+    declared(name).unwrap_or(Level::Advanced)
 }
 
 /// The successful-call counts at which a caller becomes intermediate and advanced

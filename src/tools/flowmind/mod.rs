@@ -28,7 +28,7 @@ use self::catalog::Context;
 use crate::clock;
 use crate::error::Result;
 use crate::registry::{
-    Annotations, Caller, Registry, SessionState, ToolContext, ToolDef, ToolOutput,
+    Annotations, Caller, Level, Registry, SessionState, ToolContext, ToolDef, ToolOutput,
 };
 
 const TOOLSET: &str = "flowmind";
@@ -196,6 +196,7 @@ pub static TOOLS: &[ToolDef] = &[
         roles: &[],
         handler: field_request,
         progressive_backoff: true,
+        level: Some(Level::Beginner),
         ..ToolDef::DEFAULTS
     },
     ToolDef {
@@ -209,6 +210,7 @@ pub static TOOLS: &[ToolDef] = &[
         timeout_ms: 15_000,
         roles: &[],
         handler: discover::list_available_contexts,
+        level: Some(Level::Advanced),
         ..ToolDef::DEFAULTS
     },
     ToolDef {
@@ -222,6 +224,7 @@ pub static TOOLS: &[ToolDef] = &[
         timeout_ms: 15_000,
         roles: &[],
         handler: discover::get_help,
+        level: Some(Level::Beginner),
         ..ToolDef::DEFAULTS
     },
     ToolDef {
@@ -235,6 +238,7 @@ pub static TOOLS: &[ToolDef] = &[
         timeout_ms: 5_000,
         roles: &[],
         handler: condition::evaluate_semantic_condition,
+        level: Some(Level::Intermediate),
         ..ToolDef::DEFAULTS
     },
     ToolDef {
@@ -249,6 +253,7 @@ pub static TOOLS: &[ToolDef] = &[
         roles: &[],
         handler: execute::execute_workflow,
         state: SessionState::Run { starts: true, drives: true, pauses: false, addressed_by: Some("session_id") },
+        level: Some(Level::Intermediate),
         ..ToolDef::DEFAULTS
     },
     ToolDef {
@@ -262,6 +267,7 @@ pub static TOOLS: &[ToolDef] = &[
         timeout_ms: 15_000,
         roles: &[],
         handler: compose::compose_workflow,
+        level: Some(Level::Advanced),
         ..ToolDef::DEFAULTS
     },
 ];
