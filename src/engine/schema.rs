@@ -879,12 +879,34 @@ fn percent_decode(s: &str) -> Option<String> {
 const ECMA_SPACE: &str = r"\t\n\x0B\x0C\r \x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000}\x{FEFF}";
 
 /// A pattern with `\d \D \w \W \s \S` written out as the ASCII (and, for `\s`, JavaScript) classes
-/// ECMA-262 gives them, inside or outside brackets; the regex crate reads the rest as written.
+/// ECMA-262 gives them; the regex engine reads the rest as written. Inside brackets the positive
+/// classes become ranges (the engine has no nested classes) and the negated ones stay, read as
+/// ASCII classes by the engine (`[\S]` misses JavaScript's non-ASCII spaces; no schema of ours
+/// writes one).
 fn ecma_classes(pattern: &str) -> String {
     let mut out = String::with_capacity(pattern.len());
-    let mut chars = pattern.chars();
+    let mut chars = pattern.chars().peekable();
+    let mut in_class = false;
     while let Some(c) = chars.next() {
         if c != '\\' {
+            match c {
+                '[' if !in_class => {
+                    in_class = true;
+                    out.push(c);
+                    // A `]` first in the class (after an optional `^`) is a literal.
+                    if chars.peek() == Some(&'^') {
+                        out.push('^');
+                        chars.next();
+                    }
+                    if chars.peek() == Some(&']') {
+                        out.push_str("\\]");
+                        chars.next();
+                    }
+                    continue;
+                }
+                ']' if in_class => in_class = false,
+                _ => {}
+            }
             out.push(c);
             continue;
         }
@@ -892,20 +914,19 @@ fn ecma_classes(pattern: &str) -> String {
             out.push(c);
             break;
         };
-        let class = match e {
-            'd' => "[0-9]".to_string(),
-            'D' => "[^0-9]".to_string(),
-            'w' => "[0-9A-Za-z_]".to_string(),
-            'W' => "[^0-9A-Za-z_]".to_string(),
-            's' => format!("[{ECMA_SPACE}]"),
-            'S' => format!("[^{ECMA_SPACE}]"),
-            other => {
-                out.push('\\');
-                out.push(other);
-                continue;
-            }
+        let written = match (e, in_class) {
+            ('d', false) => "[0-9]".to_string(),
+            ('D', false) => "[^0-9]".to_string(),
+            ('w', false) => "[0-9A-Za-z_]".to_string(),
+            ('W', false) => "[^0-9A-Za-z_]".to_string(),
+            ('s', false) => format!("[{ECMA_SPACE}]"),
+            ('S', false) => format!("[^{ECMA_SPACE}]"),
+            ('d', true) => "0-9".to_string(),
+            ('w', true) => "0-9A-Za-z_".to_string(),
+            ('s', true) => ECMA_SPACE.to_string(),
+            (other, _) => format!("\\{other}"),
         };
-        out.push_str(&class);
+        out.push_str(&written);
     }
     out
 }

@@ -251,6 +251,13 @@ fn patterns_read_perl_classes_as_javascript_does() {
         lines(json!({"pattern": "^a\\\\d$"}), json!("a\\d")).is_empty(),
         "an escaped backslash stays one"
     );
+    // Inside brackets too, where the engine has no nested classes.
+    assert!(lines(json!({"pattern": "^[\\w.]+$"}), json!("a_b.c")).is_empty());
+    assert_eq!(lines(json!({"pattern": "^[\\w.]+$"}), json!("é")).len(), 1);
+    assert!(lines(json!({"pattern": "^[\\s]$"}), json!("\u{3000}")).is_empty());
+    assert!(lines(json!({"pattern": "^[]a]+$"}), json!("]a")).is_empty());
+    assert!(lines(json!({"pattern": "^[^\\d]$"}), json!("x")).is_empty());
+    assert_eq!(lines(json!({"pattern": "^[^\\d]$"}), json!("1")).len(), 1);
 }
 
 #[test]
