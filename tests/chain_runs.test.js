@@ -218,7 +218,7 @@ describe("one Worker, no model provider", () => {
     }
   });
 
-  test("ending the session cancels its open executions", async () => {
+  test("ending an anonymous session cancels its open executions", async () => {
     const { session: s2 } = await initialize(w.mcpUrl);
     const c2 = client(w, s2);
     const id = idIn(await c2.execute("approval-run", { name: "Di" }));

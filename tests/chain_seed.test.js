@@ -69,6 +69,7 @@ async function connect(w, sub) {
   };
   return {
     session,
+    authorization: headers.authorization,
     call,
     create: (def) => call("create_chain", { chain_definition: def, creation_options: { overwrite_existing: true, visibility: "public" } }),
     execute: (chain_name, variables, execution_options = {}, extra = {}) => call("execute_chain", { chain_name, variables, execution_options, ...extra }),
@@ -330,6 +331,41 @@ describe("chain runs: codes, inputs, outputs, options", () => {
     assert.equal(std.steps[0].outputs.route, "standard");
   });
 
+  test("ending a signed-in user's MCP session does not cancel their background runs, and a new session resumes or cancels them", async () => {
+    const old = await connect(w, "rosa");
+    assert.equal((await old.create({ name: "two-slow", title: "Two slow steps", category: "custom", steps: [ask(1, "first"), ask(2, "second", { depends_on: [1] })] })).isError, undefined);
+    provider.answer = (user) => (user.includes("Decide first") ? { slow: { first_out: "one" } } : { second_out: "two" });
+    const background = idIn(await old.execute("two-slow", {}, { async_execution: true }));
+    const spare = idIn(await old.execute("two-slow", {}, { async_execution: true }));
+    const del = await fetch(w.mcpUrl, { method: "DELETE", headers: { "mcp-session-id": old.session, "mcp-protocol-version": LATEST, authorization: old.authorization } });
+    assert.equal(del.status, 204);
+
+    const later = await connect(w, "rosa");
+    for (const id of [background, spare]) {
+      const s = await later.status(id);
+      assert.equal(s.status, "running", JSON.stringify(s));
+      assert.match(s.note, /session that ran it ended.*resume_chain .*cancel_chain/);
+    }
+    provider.answer = (user) => (user.includes("Decide first") ? { first_out: "one" } : { second_out: "two" });
+    const resumed = await later.call("resume_chain", { execution_id: background, outputs: {} });
+    assert.equal(resumed.isError, undefined, textOf(resumed));
+    assert.match(textOf(resumed), /resumed in the background/);
+    let done;
+    for (let i = 0; i < 50; i++) {
+      done = await later.status(background);
+      if (done.status !== "running") break;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    assert.equal(done.status, "completed", JSON.stringify(done));
+    assert.deepEqual(done.steps.map((x) => x.outputs), [{ first_out: "one" }, { second_out: "two" }]);
+    const cancelled = await later.call("cancel_chain", { execution_id: spare });
+    assert.equal(cancelled.isError, undefined, textOf(cancelled));
+    assert.equal(cancelled.structuredContent.status, "cancelled");
+
+    const other = await connect(w, "mallory");
+    assert.match(textOf(await other.call("resume_chain", { execution_id: spare, outputs: {} })), /not found/);
+  });
+
   test("process_template's apply_security: false leaves markup as written; on (the default) it is shown as text", async () => {
     const created = await c.call("create_template", { template_definition: { name: "security-note", title: "Security note", category: "custom", content: "Say <b>hi</b> to {note}", variables_schema: { note: { type: "string", required: true } } }, creation_options: { overwrite_existing: true } });
     assert.equal(created.isError, undefined, textOf(created));
@@ -406,6 +442,18 @@ describe("runs belong to the user: context_metadata, other sessions", () => {
       assert.match(textOf(r), /not found/);
       assert.equal((await other.call("list_chain_executions", { chain_name: "user-approval" })).structuredContent.count, 0);
     }
+  });
+
+  test("a signed-in user's paused run outlives the session that started it", async () => {
+    const old = await connect(w, "maria");
+    const id = idIn(await old.execute("user-approval", { who: "Flo" }));
+    const del = await fetch(w.mcpUrl, { method: "DELETE", headers: { "mcp-session-id": old.session, "mcp-protocol-version": LATEST, authorization: old.authorization } });
+    assert.equal(del.status, 204);
+    const later = await connect(w, "maria");
+    assert.equal((await later.status(id)).status, "awaiting_input");
+    const done = await later.call("resume_chain", { execution_id: id, outputs: { ok: "yes" } });
+    assert.equal(done.isError, undefined, textOf(done));
+    assert.match(textOf(done), /- result: Flo:yes/);
   });
 
   test("an anonymous caller's runs stay in their session", async () => {

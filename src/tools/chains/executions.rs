@@ -27,6 +27,11 @@ use crate::tools::domain::HIDDEN;
 /// resumed) is failed, not continued again.
 const MAX_RUNS: i64 = 3;
 
+/// The prefix of an execution's `owner` once the session that held it has ended: a signed-in
+/// user's run outlives its session, and any of their sessions may take it up (`resume_chain`) or
+/// cancel it.
+const ENDED_OWNER: &str = "ended:";
+
 /// Where an execution runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -144,6 +149,9 @@ struct Record {
     /// Whether the record belongs to this session (as opposed to another session of the same
     /// signed-in user).
     here: bool,
+    /// Whether the session that held it has ended ([`ENDED_OWNER`]): nothing runs it until one of
+    /// its user's sessions resumes it.
+    orphaned: bool,
 }
 
 /// Whose executions a lookup may find.
@@ -183,9 +191,10 @@ async fn load(ctx: &dyn ToolContext, id: &str, scope: Scope) -> Result<Record> {
             &format!(
                 "SELECT e.id, c.name AS chain, c.title, e.status, e.mode, e.definition, e.options, e.runs,
                     e.variables, e.report, e.started_at, e.finished_at, e.author, e.author_roles,
-                    e.owner = ?2 AS here
+                    e.owner = ?2 AS here, substr(e.owner, 1, {len}) = '{ENDED_OWNER}' AS orphaned
              FROM chain_executions e JOIN execution_chains c ON c.id = e.chain_id
-             WHERE e.id = ?1 AND {mine}"
+             WHERE e.id = ?1 AND {mine}",
+                len = ENDED_OWNER.len()
             ),
             all,
         )
@@ -228,6 +237,7 @@ async fn load(ctx: &dyn ToolContext, id: &str, scope: Scope) -> Result<Record> {
         finished_at: row["finished_at"].clone(),
         runs: row["runs"].as_i64().unwrap_or(1),
         here: row["here"].as_i64() == Some(1),
+        orphaned: row["orphaned"].as_i64() == Some(1),
     })
 }
 
@@ -512,7 +522,11 @@ pub async fn abandon(ctx: &dyn ToolContext, id: &str) -> Result<()> {
     Ok(())
 }
 
-/// Cancels every execution of this session that is still open (the session is ending).
+/// The session is ending. A signed-in user's background runs and paused runs are theirs, not the
+/// connection's: they are handed over (their owner becomes [`ENDED_OWNER`]), and the user's other
+/// sessions see, resume and cancel them. Every other open execution of the session is cancelled:
+/// an anonymous caller's (nobody can reach it again), a synchronous run (its call is gone) and a
+/// run holding a concurrency lease (given back now rather than held for nobody).
 pub async fn session_ending(ctx: &dyn ToolContext) -> Result<()> {
     let open = ctx
         .query(
@@ -522,6 +536,23 @@ pub async fn session_ending(ctx: &dyn ToolContext) -> Result<()> {
         .await?;
     for id in open.iter().filter_map(|r| r["id"].as_str()) {
         let mut rec = load(ctx, id, Scope::Session).await?;
+        let options = &rec.run.options;
+        let outlives = options.runner.is_some()
+            && options.lease.is_none()
+            && (rec.status == "awaiting_input" || rec.run.mode == Mode::Async);
+        if outlives {
+            ctx.query(
+                "UPDATE chain_executions SET owner = ?2, updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
+                 WHERE id = ?1 AND owner = ?3",
+                vec![
+                    json!(id),
+                    json!(format!("{ENDED_OWNER}{}", ctx.session_id())),
+                    json!(ctx.session_id()),
+                ],
+            )
+            .await?;
+            continue;
+        }
         let report = rec.checkpoint()?;
         rec.run
             .close(ctx, report, RunStatus::Cancelled, "the session ended")
@@ -541,7 +572,7 @@ pub async fn cancel(ctx: &dyn ToolContext, id: &str, reason: &str, wait_ms: u32)
             rec.status
         )));
     }
-    if rec.status == "running" && !rec.here {
+    if rec.status == "running" && !rec.here && !rec.orphaned {
         // Only the session running it can stop it between steps; closing it here would leave
         // that session running a closed execution.
         return Err(Error::ToolFailed(format!(
@@ -613,17 +644,20 @@ pub async fn resume_here(
     run.drive(ctx, report).await
 }
 
-/// The paused state of execution `id` with `outputs` supplied, claimed for one caller: its status
-/// is `running` again.
+/// The paused state of execution `id` with `outputs` supplied (or the last checkpoint of a running
+/// one whose session ended, [`take_up`]), claimed for one caller: its status is `running` again.
 async fn claim(
     ctx: &dyn ToolContext,
     id: &str,
     outputs: &serde_json::Map<String, Value>,
 ) -> Result<(Run, RunReport)> {
     let mut rec = load(ctx, id, Scope::Caller).await?;
+    if rec.status == "running" && rec.orphaned {
+        return take_up(ctx, rec, outputs).await;
+    }
     let Some(mut report) = rec.report.take().filter(|_| rec.status == "awaiting_input") else {
         return Err(Error::ToolFailed(format!(
-            "Execution {id} is {}, not awaiting_input; only a paused execution can be resumed (get_chain_status shows its state).",
+            "Execution {id} is {}, not awaiting_input; only a paused execution, or a running one whose session ended, can be resumed (get_chain_status shows its state).",
             rec.status
         )));
     };
@@ -638,7 +672,7 @@ async fn claim(
         Error::ToolFailed(format!("Outputs rejected: {}", problems.join("; ")))
     })?;
     // Claim the pause atomically: of two concurrent resumes only one goes on. The run goes on in
-    // this session, which now holds it (its end cancels it, its watchdog minds it).
+    // this session, which now holds it (its end hands it over or cancels it, its watchdog minds it).
     let claimed = ctx
         .query(
             "UPDATE chain_executions SET status = 'running', report = ?2, runs = ?3, owner = ?4,
@@ -649,6 +683,43 @@ async fn claim(
                 json!(serde_json::to_string(&report)?),
                 json!(first_runs(rec.run.mode)),
                 json!(ctx.session_id()),
+            ],
+        )
+        .await?;
+    if claimed.is_empty() {
+        return Err(Error::ToolFailed(format!(
+            "Execution {id} was resumed or cancelled by another call just now."
+        )));
+    }
+    Ok((rec.run, report))
+}
+
+/// Takes up, in this session, a running execution whose session ended: it goes on from its last
+/// checkpoint (a step under way when the session ended runs again). It waits for no outputs.
+async fn take_up(
+    ctx: &dyn ToolContext,
+    mut rec: Record,
+    outputs: &serde_json::Map<String, Value>,
+) -> Result<(Run, RunReport)> {
+    let id = rec.run.id.clone();
+    if !outputs.is_empty() {
+        return Err(Error::ToolFailed(format!(
+            "Execution {id} waits for no outputs: it was running when its session ended. Call resume_chain with \"outputs\": {{}} to continue it here from its last checkpoint."
+        )));
+    }
+    let report = rec.checkpoint()?;
+    // Atomic, like a paused execution's claim: of two sessions taking it up, only one goes on.
+    let claimed = ctx
+        .query(
+            "UPDATE chain_executions SET report = ?2, runs = ?3, owner = ?4,
+               updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
+             WHERE id = ?1 AND status = 'running' AND owner LIKE ?5 RETURNING id",
+            vec![
+                json!(id),
+                json!(serde_json::to_string(&report)?),
+                json!(first_runs(rec.run.mode)),
+                json!(ctx.session_id()),
+                json!(format!("{ENDED_OWNER}%")),
             ],
         )
         .await?;
@@ -901,7 +972,7 @@ impl Record {
                 )
             })
             .count();
-        json!({
+        let mut view = json!({
             "execution_id": self.run.id,
             "chain": self.run.chain,
             "mode": self.run.mode.as_str(),
@@ -915,7 +986,11 @@ impl Record {
             "error": report.and_then(|r| r.error.clone()),
             "steps": steps,
             "rollbacks": report.map(|r| json!(r.rollbacks)).unwrap_or_else(|| json!([])),
-        })
+        });
+        if self.status == "running" && self.orphaned {
+            view["note"] = json!("The MCP session that ran it ended; nothing runs it now. resume_chain (with \"outputs\": {}) continues it in your session from its last checkpoint; cancel_chain cancels it.");
+        }
+        view
     }
 }
 

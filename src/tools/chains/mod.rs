@@ -687,7 +687,7 @@ pub static TOOLS: &[ToolDef] = &[ToolDef {
     toolset: TOOLSET,
     name: "resume_chain",
     title: "Resume chain",
-    description: "Continue an execution paused in awaiting_input (this session's, or a signed-in user's from any of their sessions; it then continues in this session) by supplying the output variables its paused step waits for (get_chain_status shows them with the step's instructions and input). A synchronous execution continues in this call and answers like execute_chain; a background one continues in the background.",
+    description: "Continue an execution paused in awaiting_input (this session's, or a signed-in user's from any of their sessions; it then continues in this session) by supplying the output variables its paused step waits for (get_chain_status shows them with the step's instructions and input). A synchronous execution continues in this call and answers like execute_chain; a background one continues in the background. A signed-in user's background run whose MCP session ended while it ran is continued from its last checkpoint with outputs {}.",
     annotations: Annotations { read_only: false, destructive: false, idempotent: false, open_world: false },
     input_schema: include_str!("../../../schema/chains/resume_chain.input.json"),
     timeout_ms: 610_000,
