@@ -84,21 +84,23 @@ describe("field_request with a Workers AI binding", () => {
     assert.deepEqual(keys(s._metadata), keys(d._metadata));
   });
 
-  test("a paraphrase sharing no words with its context is found through the embedding alone", async () => {
+  test("a paraphrase in other words is found, by the synonyms and by the embedding", async () => {
     // The medical first-response context speaks of a child who swallowed something, airway,
     // breathing and choking; this request says none of those words, only their synonyms in the
     // stand-in's space (toddler, gagging, air).
     const args = { query: "our toddler keeps gagging and fighting for air", extracted_variables: { domain: "emergency", urgency: "critical" }, confidence_level: 0.6 };
+    // Since issue 23 the text matcher's own synonyms (data/flowmind/synonyms.json: gagging is
+    // medical) find the context without a model too, the better answer; the embedding still
+    // ranks it above the runner-up.
     const lexical = await call(bareClient, "field_request", args);
-    assert.ok(!lexical.matches.some((m) => m.uri === MEDICAL), JSON.stringify(lexical.matches.map((m) => m.uri)));
+    assert.equal(lexical.matches[0]?.uri, MEDICAL, JSON.stringify(lexical.matches.map((m) => m.uri)));
 
     const s = await call(ai, "field_request", args);
     assert.equal(s.degraded, false);
     assert.equal(s.matches[0].uri, MEDICAL, JSON.stringify(s.matches.map((m) => [m.uri, m.confidence])));
     const r = s.matches[0].match_reasoning;
-    assert.equal(r.lexical_similarity, 0, "no shared words");
     assert.ok(r.embedding_similarity > s.matches[1].match_reasoning.embedding_similarity);
-    assert.ok(r.semantic_similarity > 0, "the blend gives it the similarity the text could not");
+    assert.ok(r.semantic_similarity > 0);
   });
 
   test("embeddings are cached: a repeated search calls the model for nothing, a new one for what is new", async () => {
