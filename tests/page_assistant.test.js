@@ -445,10 +445,10 @@ describe("the session page as the assistant (seed 002 §4)", { skip }, () => {
   });
 });
 
-// What the page needs from the server that it does not get yet (issue 22; the fixes are in core
-// folders). Each test states the wanted behaviour and is marked todo until the fix lands.
-describe("server gaps the assistant page meets", { skip }, () => {
-  test("with production's ALLOWED_ORIGINS (empty), the page may still post to its own origin", { todo: "src/edge/mod.rs check_host_and_origin: allow an Origin equal to the request's own origin" }, async () => {
+// What the page needed from the server (issue 22; fixed in core folders): each test states the
+// behaviour that was missing.
+describe("what the assistant page needs from the server", { skip }, () => {
+  test("with production's ALLOWED_ORIGINS (empty), the page may still post to its own origin", async () => {
     const prod = await startWorker({ JWT_SECRET: SECRET, ALLOWED_ORIGINS: "", MODEL_PROVIDER_URL: model.url }, { quiet: true });
     try {
       const own = new URL(prod.url).origin;
