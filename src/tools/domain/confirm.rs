@@ -349,6 +349,25 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_schema_declares_the_deadline_and_the_page_that_approves() {
+        let schema: Value =
+            serde_json::from_str(include_str!("../../../schema/domain/response.output.json"))
+                .expect("the response schema is JSON");
+        let expires = &schema["$defs"]["ConfirmationData"]["properties"]["expiresAt"];
+        assert_eq!(
+            expires["type"], "string",
+            "expiresAt is declared: {expires}"
+        );
+        assert_eq!(expires["format"], "date-time");
+        let text = schema.to_string();
+        assert!(text.contains("/sessions/<session>#confirm=<confirmationId>"));
+        assert!(
+            !text.contains("/confirm/<confirmationId>"),
+            "the old page is gone"
+        );
+    }
+
+    #[test]
     fn the_tools_that_ask_the_user_are_the_seeds_write_actions_and_every_domain_write() {
         let schema: Value =
             serde_json::from_str(include_str!("../../../schema/domain/response.output.json"))
