@@ -76,7 +76,7 @@ test("tool events carry the seed's fields: tool_call name and args, tool_result 
   dash.close();
 });
 
-test("tools/call takes the seed's tool id with a server name (flights-mcp::search-flights)", { todo: "needs core change: src/registry/mod.rs Registry::get/by_id resolve '<server>::<tool>' ids" }, async () => {
+test("tools/call takes the seed's tool id with a server name (flights-mcp::search-flights)", async () => {
   const { session } = await initialize(w.mcpUrl);
   const r = await call(session, "flights-mcp::search-flights", { origin: "SFO", destination: "CDG", departure_date: "2025-05-10" });
   assert.ok(r.result, JSON.stringify(r));

@@ -208,6 +208,25 @@ impl ToolDef {
     }
 }
 
+/// The seed's MCP server names whose toolset is not the name without `-mcp`.
+const SEED_SERVERS: &[(&str, &str)] = &[
+    (crate::tools::flights::SERVER, "flights"),
+    (crate::tools::calendar::SERVER, "calendar"),
+];
+
+/// The registry id (`calendar::list-events`) of a tool id written as seed 003 writes them, with a
+/// server name for the toolset (`google-calendar-mcp::list-events`, `templates-mcp::process-template`);
+/// `None` for any other name.
+fn seed_id(name: &str) -> Option<String> {
+    let (server, tool) = name.split_once("::")?;
+    let toolset = SEED_SERVERS
+        .iter()
+        .find(|(s, _)| *s == server)
+        .map(|(_, t)| *t)
+        .or_else(|| server.strip_suffix("-mcp"))?;
+    Some(format!("{toolset}::{tool}"))
+}
+
 /// A registered tool with its compiled schemas and its `tools/list` entry.
 pub struct Tool {
     /// The declaration.
@@ -403,13 +422,22 @@ impl Registry {
         Ok(Registry { tools, by_name })
     }
 
-    /// Finds a tool by its MCP name.
+    /// Finds a tool by its MCP name, or by its id as seed 003 writes it, with a server name
+    /// (`flights-mcp::search-flights`).
     pub fn get(&self, name: &str) -> Option<&Tool> {
-        self.by_name.get(name).map(|&i| &self.tools[i])
+        match self.by_name.get(name) {
+            Some(&i) => Some(&self.tools[i]),
+            None => seed_id(name).and_then(|id| self.registry_id(&id)),
+        }
     }
 
-    /// Finds a tool by its registry id (`toolset::tool-name`).
+    /// Finds a tool by its registry id (`toolset::tool-name`) or its seed id with a server name.
     pub fn by_id(&self, id: &str) -> Option<&Tool> {
+        self.registry_id(id)
+            .or_else(|| seed_id(id).and_then(|id| self.registry_id(&id)))
+    }
+
+    fn registry_id(&self, id: &str) -> Option<&Tool> {
         self.tools.iter().find(|t| t.def.id() == id)
     }
 

@@ -31,26 +31,6 @@ pub fn invalid(message: String) -> StepError {
     StepError::new(ErrorClass::Validation, message)
 }
 
-/// Server names that seed 003 writes in its tool ids and that are not `<toolset>-mcp`, with their
-/// toolsets.
-const SEED_SERVERS: &[(&str, &str)] = &[
-    (crate::tools::flights::SERVER, "flights"),
-    (crate::tools::calendar::SERVER, "calendar"),
-];
-
-/// The registry id (`calendar::list-events`) of a tool id written as seed 003 writes them, with a
-/// server name for the toolset (`google-calendar-mcp::list-events`, `templates-mcp::process-template`);
-/// `None` for any other name.
-fn seed_id(name: &str) -> Option<String> {
-    let (server, tool) = name.split_once("::")?;
-    let toolset = SEED_SERVERS
-        .iter()
-        .find(|(s, _)| *s == server)
-        .map(|(_, t)| *t)
-        .or_else(|| server.strip_suffix("-mcp"))?;
-    Some(format!("{toolset}::{tool}"))
-}
-
 /// The tool a step or `rollback_action` names (MCP name, registry id, or the seed's tool id with a
 /// server name), unless it is unknown, not allowed to `caller` (which looks the same: roles decide
 /// which tools exist for a caller) or a chains tool.
@@ -62,7 +42,6 @@ pub fn resolve_tool<'r>(
     let tool = registry
         .get(name)
         .or_else(|| registry.by_id(name))
-        .or_else(|| seed_id(name).and_then(|id| registry.by_id(&id)))
         .filter(|t| caller.has_any(t.def.roles))
         .ok_or_else(|| {
             format!(
