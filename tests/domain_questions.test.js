@@ -216,3 +216,29 @@ describe("closing the loop on a confirmation", () => {
     }
   });
 });
+
+describe("the Worker's log", () => {
+  const logs = [];
+  let lw;
+  before(async () => {
+    lw = await startWorker({ JWT_SECRET: SECRET }, { logs });
+  });
+  after(() => lw?.stop());
+
+  test("one structured line per call: user, tool, outcome and ms, never the arguments", async () => {
+    const { as: asUser, idOf: idIn } = namedUsers(lw, SECRET);
+    const s = await asUser("Alice Chen", ["hr-read"]);
+    const lines = () => logs.filter((l) => l.startsWith("{")).map((l) => JSON.parse(l)).filter((l) => l.tool === "hr::get-employee");
+    const before = lines().length;
+    await s.data("get_employee", { name: "Frank Davis" });
+    for (let i = 0; i < 100 && lines().length === before; i++) await sleep(50);
+    const mine = lines().slice(before);
+    assert.equal(mine.length, 1, JSON.stringify(mine));
+    const [line] = mine;
+    assert.equal(line.user, await idIn("Alice Chen"));
+    assert.equal(line.outcome, "ok");
+    assert.equal(typeof line.ms, "number");
+    const all = logs.join("\n");
+    assert.ok(!all.includes("Frank Davis"), "no argument value is logged");
+  });
+});

@@ -558,7 +558,7 @@ impl Session {
             };
             crate::log::info!(
                 "{}",
-                json!({ "cid": correlation, "tool": tool.def.id(), "ms": ms, "outcome": outcome })
+                json!({ "cid": correlation, "user": call.caller_ref().user, "tool": tool.def.id(), "ms": ms, "outcome": outcome })
             );
             core2.relay.flush().await;
             outbox.finish(reply, 200);

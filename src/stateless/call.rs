@@ -456,6 +456,7 @@ impl Drive {
         let Some(tool) = self.host.registry.get_for(call.tool(), call.caller_ref()) else {
             return;
         };
+        let started = crate::clock::now_ms();
         let run = Box::pin(execute(tool, &call, args));
         let stop = select(pause, Box::pin(gone(signal)));
         let mut ended = select(run, stop).await;
@@ -517,14 +518,16 @@ impl Drive {
                 platform.flush().await;
                 crate::log::info!(
                     "{}",
-                    json!({ "tool": tool.def.id(), "outcome": "cancelled", "era": "2026-07-28" })
+                    json!({ "user": call.caller_ref().user, "tool": tool.def.id(), "outcome": "cancelled",
+                            "ms": crate::clock::now_ms() - started, "era": "2026-07-28" })
                 );
                 return;
             }
         };
         crate::log::info!(
             "{}",
-            json!({ "tool": tool.def.id(), "outcome": outcome, "era": "2026-07-28" })
+            json!({ "user": call.caller_ref().user, "tool": tool.def.id(), "outcome": outcome,
+                    "ms": crate::clock::now_ms() - started, "era": "2026-07-28" })
         );
         platform.flush().await;
         self.outbox.finish(reply, status);
