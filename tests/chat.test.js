@@ -127,7 +127,7 @@ describe("a chat turn", () => {
     const events = await turn(id, "How does vendor search work?");
     assert.deepEqual(events.map((e) => e.event), ["text", "tool_call", "tool_result", "text", "done"]);
     assert.equal(texts(events), "Let me look.Done: here is how vendor search works.");
-    assert.deepEqual(events[1].data, { id: "1.1", tool: "get_instruction_set", arguments: { name: "vendor-search" } });
+    assert.deepEqual(events[1].data, { id: "1.1", tool: "get_instruction_set", arguments: { name: "vendor-search" }, name: "get_instruction_set", args: { name: "vendor-search" } });
     assert.equal(events[2].data.is_error, false);
     assert.equal(events[2].data.result.structuredContent.name, "vendor-search");
     assert.deepEqual(events.at(-1).data, { reason: "answered", steps: 2 });

@@ -59,9 +59,9 @@ test("a dashboard sees the session's tool calls as they happen, beside the MCP c
   resumed.close();
 });
 
-// Seed 003's event fields (issue 21 item 11). The executor that emits them is core's
-// (src/registry/executor.rs); until it adds them, these run as todo.
-test("tool events carry the seed's fields: tool_call name and args, tool_result result, error 'Tool execution error: …'", { todo: "needs core change: src/registry/executor.rs emits name/args on tool_call and 'Tool execution error: …' on error" }, async () => {
+// Seed 003's event fields (issue 21 item 11): `name`/`args` and a "Tool execution error: …"
+// message beside the fields existing readers use.
+test("tool events carry the seed's fields: tool_call name and args, tool_result result, error 'Tool execution error: …'", async () => {
   const { session } = await initialize(w.mcpUrl);
   const dash = sseEvents(await watch(session), { timeoutMs: 5000 });
   await call(session, "switch_mode", { mode: "interactive-mode" });
@@ -72,7 +72,8 @@ test("tool events carry the seed's fields: tool_call name and args, tool_result 
   await call(session, "get_instruction_set", { name: "no-such-set" });
   const [, failed] = await toolEvents(dash, 2);
   assert.equal(failed.event, "error");
-  assert.match(failed.data.error, /^Tool execution error: /);
+  assert.match(failed.data.message, /^Tool execution error: /);
+  assert.equal(failed.data.tool, "get_instruction_set", "the existing fields stay");
   dash.close();
 });
 

@@ -35,9 +35,11 @@ pub async fn execute(tool: &Tool, ctx: &dyn ToolContext, args: Value) -> CallOut
     let started = clock::now_ms();
     let name = tool.def.name;
     let events = |event: &str, data: Value| ctx.platform().emit(event, data);
+    // `name`/`args` are seed 003's field names; `tool`/`arguments` stay for existing readers.
+    let shown = tool.redact(&args);
     events(
         "tool_call",
-        json!({ "tool": name, "arguments": tool.redact(&args) }),
+        json!({ "tool": name, "arguments": shown, "name": name, "args": shown }),
     );
 
     // Only a tool with sensitive fields needs the arguments again, to hide their values.
@@ -87,10 +89,12 @@ pub async fn execute(tool: &Tool, ctx: &dyn ToolContext, args: Value) -> CallOut
                 _ => "tool_error",
             };
             let text = e.public_message();
+            let shown = tool.redact_output(&secret_args, &json!(text));
             events(
                 "error",
                 json!({ "tool": name, "duration_ms": duration_ms,
-                        "error": tool.redact_output(&secret_args, &json!(text)) }),
+                        "message": format!("Tool execution error: {}", shown.as_str().unwrap_or_default()),
+                        "error": shown }),
             );
             let mut result =
                 json!({ "content": [{ "type": "text", "text": text }], "isError": true });

@@ -597,7 +597,7 @@ impl Turn {
         let shown = tool.map_or_else(|| args.clone(), |t| t.redact(args));
         self.send(
             "tool_call",
-            json!({ "id": id, "tool": name, "arguments": shown }),
+            json!({ "id": id, "tool": name, "arguments": shown, "name": name, "args": shown }),
         );
         let (result, duration_ms) = match tool {
             // FlowMind's levels hold in chat too; its tools are fixed for the turn (the system

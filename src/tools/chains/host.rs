@@ -889,7 +889,7 @@ impl StepHost for ChainHost<'_> {
                 guard::shown_input(&self.hidden, platform.registry(), step, input.as_deref());
             platform.emit(
                 "tool_call",
-                json!({ "tool": tool, "execution_id": self.execution_id, "step": step.id, "type": type_name(step.kind), "input": shown }),
+                json!({ "tool": tool, "name": tool, "args": shown, "execution_id": self.execution_id, "step": step.id, "type": type_name(step.kind), "input": shown }),
             );
             let started = clock::now_ms();
             let size = input.as_ref().map_or(0, String::len);
@@ -903,7 +903,7 @@ impl StepHost for ChainHost<'_> {
                 ),
                 Err(e) => platform.emit(
                     "error",
-                    json!({ "tool": tool, "execution_id": self.execution_id, "step": step.id, "duration_ms": duration_ms, "error": e.message }),
+                    json!({ "tool": tool, "execution_id": self.execution_id, "step": step.id, "duration_ms": duration_ms, "error": e.message, "message": format!("Tool execution error: {}", e.message) }),
                 ),
             }
             outcome
