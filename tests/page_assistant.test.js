@@ -126,6 +126,8 @@ function scripts() {
       return pending ? `${pending.body.message.split("\n")[0]} Please approve or deny it on the card.` : `That did not work: ${JSON.stringify(results.at(-1).body)}`;
     },
   ];
+  // A tool that changes data outside the domain servers: the chat holds it for the user's approval.
+  model.on(/^Switch to mobile mode$/, [call("switch_mode", { mode: "mobile-mode" }), "Switched."]);
   model.on(/^Delete employee (.+?)\.?$/, write("delete_employee", () => ({ reason: "left the company" })));
   model.on(/^Increase (.+?)'s salary to \$([\d,]+)/, write("update_salary", (m) => ({ new_salary: Number(m[2].replace(/,/g, "")), reason: "promotion" })));
   // The page's message after a decision: the model reads the confirmation's state and says so.
@@ -484,7 +486,7 @@ describe("what the assistant page needs from the server", { skip }, () => {
     await again.page.waitForSelector('#conversation .card[data-kind="chat"][data-state="pending"]', { timeout: 5000 });
   });
 
-  test("Frank's call to a tool his roles lack answers INSUFFICIENT_PERMISSIONS, which the model can explain", { todo: "src/session/chat.rs run_one: answer a listed-but-forbidden tool with the seed's INSUFFICIENT_PERMISSIONS" }, async () => {
+  test("Frank's call to a tool his roles lack answers INSUFFICIENT_PERMISSIONS, which the model can explain", async () => {
     const { page } = await signIn("Frank Davis", [], { worker: short });
     try {
       await ask(page, "Show me all employee salaries");

@@ -216,6 +216,20 @@ fn take_pending(core: &Core, input: &Input) -> Result<Option<Pending>> {
     }
 }
 
+/// The held calls as the client sees them (arguments redacted as in events).
+fn shown_calls(core: &Core, calls: &[(String, String, Value)]) -> Vec<Value> {
+    calls
+        .iter()
+        .map(|(id, name, args)| {
+            let arguments = core
+                .registry
+                .get(name)
+                .map_or_else(|| args.clone(), |t| t.redact(args));
+            json!({ "id": id, "tool": name, "arguments": arguments })
+        })
+        .collect()
+}
+
 /// Who the chat's tools act for: the session's user (with the caller's current roles) for a
 /// session opened with a token, which only that user may use; anonymous for an anonymous session,
 /// which anyone holding its id may use.
@@ -260,7 +274,8 @@ impl Session {
         )
     }
 
-    /// `GET /sessions/:id/chat`: the stored conversation.
+    /// `GET /sessions/:id/chat`: the stored conversation, and the calls awaiting approval if any
+    /// (`pending`), so a reopened page can show their card again.
     pub(super) fn chat_history(&self, core: &Rc<Core>, caller: &Caller) -> Result<Response> {
         acting_caller(core, caller)?;
         let messages: Vec<Value> = core
@@ -269,10 +284,17 @@ impl Session {
             .into_iter()
             .map(|r| json!({ "seq": r.seq, "role": r.role, "content": r.content, "at": r.at }))
             .collect();
-        json_response(
-            &json!({ "session_id": core.session, "messages": messages }),
-            200,
-        )
+        let mut body = json!({ "session_id": core.session, "messages": messages });
+        let held = core
+            .db
+            .get(PENDING_KEY)?
+            .filter(|s| !s.is_empty())
+            .and_then(|s| serde_json::from_str::<Pending>(&s).ok());
+        if let Some(p) = held {
+            body["pending"] =
+                json!({ "approval": p.approval, "calls": shown_calls(core, &p.calls) });
+        }
+        json_response(&body, 200)
     }
 
     /// `POST /sessions/:id/chat`: starts a turn and answers with its SSE stream.
@@ -488,17 +510,7 @@ impl Turn {
             Ok(a) => a,
             Err(e) => return self.storage_failed(&e, steps),
         };
-        let shown: Vec<Value> = calls
-            .iter()
-            .map(|(id, name, args)| {
-                let arguments = self
-                    .core
-                    .registry
-                    .get(name)
-                    .map_or_else(|| args.clone(), |t| t.redact(args));
-                json!({ "id": id, "tool": name, "arguments": arguments })
-            })
-            .collect();
+        let shown = shown_calls(&self.core, &calls);
         let pending = Pending { approval, calls };
         let stored = serde_json::to_string(&pending)
             .map_err(Error::from)
