@@ -222,10 +222,6 @@ async function cardOf(page, kind) {
  */
 async function askForWrite(page, text) {
   await ask(page, text);
-  const held = await cardOf(page, "chat");
-  const before = await turns(page);
-  await held.getByRole("button", { name: "Approve" }).click();
-  await turnsDone(page, before + 1);
   return cardOf(page, "confirmation");
 }
 
@@ -332,12 +328,6 @@ describe("the session page as the assistant (seed 002 §4)", { skip }, () => {
   test("Alice deletes Frank Davis: she approves on the card, the page calls /api/confirm, the assistant confirms", async () => {
     const { page, problems } = await signIn("Alice Chen", ["hr-read", "hr-write"]);
     await ask(page, "Delete employee Frank Davis");
-    const held = await cardOf(page, "chat");
-    assert.match(await held.textContent(), /delete_employee \{"employee_id":"[^"]+","reason":"left the company"\}/);
-    await shoot(page, "08-delete-held");
-    let before = await turns(page);
-    await held.getByRole("button", { name: "Approve" }).click();
-    await turnsDone(page, before + 1);
     const card = await cardOf(page, "confirmation");
     const text = await card.textContent();
     assert.match(text, /Delete employee Frank Davis \(frank\.davis@tamshai\.com\)\? This permanently deletes/);
@@ -348,7 +338,7 @@ describe("the session page as the assistant (seed 002 §4)", { skip }, () => {
     await shoot(page, "09-delete-card");
 
     const confirmed = page.waitForResponse((r) => r.url().includes("/api/confirm/") && r.request().method() === "POST");
-    before = await turns(page);
+    const before = await turns(page);
     // Keyboard only: Tab from the focused card to Approve, then Enter.
     await page.keyboard.press("Tab");
     assert.equal(await page.evaluate(() => document.activeElement?.textContent), "Approve");
@@ -373,7 +363,6 @@ describe("the session page as the assistant (seed 002 §4)", { skip }, () => {
   test("Alice raises Sarah Kim to $120,000 on a phone-wide page, approved on the card", async () => {
     const { page, problems } = await signIn("Alice Chen", ["hr-read", "hr-write"], { width: 390 });
     const card = await askForWrite(page, "Increase Sarah Kim's salary to $120,000");
-    // The amounts are hidden on the card today (see the todo test below).
     assert.match(await card.textContent(), /Change the salary of Sarah Kim from \$.+ to \$.+ \(effective on confirmation\)\?/);
     const fits = await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth);
     assert.ok(fits, "nothing is wider than a 390 px screen");
@@ -461,7 +450,7 @@ describe("what the assistant page needs from the server", { skip }, () => {
     }
   });
 
-  test("a domain write asked in the chat needs one approval (the confirmation card), not two", { todo: "src/session/chat.rs run_calls: do not hold tools whose answer is pending_confirmation" }, async () => {
+  test("a domain write asked in the chat needs one approval (the confirmation card), not two", async () => {
     const { page } = await signIn("Alice Chen", ["hr-read", "hr-write"]);
     try {
       await ask(page, "Delete employee Marcus Johnson");
@@ -472,7 +461,7 @@ describe("what the assistant page needs from the server", { skip }, () => {
     }
   });
 
-  test("the salary change's card shows the amounts to the user who asked for it", { todo: "src/session/chat.rs run_one (~632): the chat's own user may see the values the tool showed them; redact only the dashboard log" }, async () => {
+  test("the salary change's card shows the amounts to the user who asked for it", async () => {
     const { page } = await signIn("Alice Chen", ["hr-read", "hr-write"], { worker: short });
     const card = await askForWrite(page, "Increase Sarah Kim's salary to $125,000");
     assert.match(await card.textContent(), /to \$125,000\.00/);

@@ -134,7 +134,7 @@ describe("sensitive values never reach events, logs or dashboards", () => {
     assertHidden(everything, old, "the event stream");
   });
 
-  test("a chat turn: its SSE events and the dashboard hide salaries and SSNs the model itself is given", async () => {
+  test("a chat turn: the dashboard hides salaries and SSNs that the model and the chat's own user are given", async () => {
     const old = await salaryOf("marcus");
     const headers = auth("alice", HR_WRITE);
     const created = await fetch(new URL("/sessions", w.url), { method: "POST", headers });
@@ -147,23 +147,21 @@ describe("sensitive values never reach events, logs or dashboards", () => {
     provider.requests.length = 0;
     const chat = (body) => fetch(new URL(`/sessions/${session}/chat`, w.url), { method: "POST", headers: { ...headers, "content-type": "application/json" }, body: JSON.stringify(body) });
     const first = (await readSse(await chat({ message: "Raise Marcus to 765432" }))).filter((e) => e.event);
-    const ask = first.find((e) => e.event === "approval_required");
-    assert.ok(ask, JSON.stringify(first));
-    assert.equal(JSON.parse(ask.data).calls[0].arguments.new_salary, "*** (Hidden)");
-    const second = (await readSse(await chat({ approve: JSON.parse(ask.data).approval }))).filter((e) => e.event);
-    const results = [...first, ...second].filter((e) => e.event === "tool_result").map((e) => JSON.parse(e.data));
+    assert.ok(!first.some((e) => e.event === "approval_required"), "a domain write is not held: its confirmation asks the user");
+    const calls = first.filter((e) => e.event === "tool_call").map((e) => JSON.parse(e.data));
+    assert.equal(calls[1].arguments.new_salary, "*** (Hidden)");
+    const results = first.filter((e) => e.event === "tool_result").map((e) => JSON.parse(e.data));
     assert.deepEqual(results.map((r) => r.tool), ["get_employee", "update_salary"]);
-    assert.equal(results[0].result.structuredContent.data.salary, "*** (Hidden)");
-    assert.equal(results[0].result.structuredContent.data.ssn, "*** (Hidden)");
+    assert.equal(results[0].result.structuredContent.data.salary, old, "the chat's own user sees what the tool showed them");
     assert.equal(results[1].result.structuredContent.status, "pending_confirmation");
     const fed = JSON.stringify(provider.requests[1].messages.at(-1));
     assert.ok(fed.includes(`"salary\\":${old}`), "the model, acting for the user, gets the real value");
 
-    const everything = JSON.stringify([...first, ...second]) + JSON.stringify(await dashboard(session, headers));
-    assertHidden(everything, old, "the chat's events or the dashboard");
-    assertHidden(everything, 765432, "the chat's events or the dashboard");
+    const dash = JSON.stringify(await dashboard(session, headers));
+    assertHidden(dash, old, "the dashboard");
+    assertHidden(dash, 765432, "the dashboard");
     const ssn = (await db.prepare("SELECT ssn FROM hr_employees WHERE id = ?1").bind(ids.marcus).first()).ssn;
-    assert.ok(ssn && !everything.includes(ssn), "the SSN is hidden");
+    assert.ok(ssn && !dash.includes(ssn), "the SSN is hidden");
   });
 });
 

@@ -575,7 +575,11 @@ impl Turn {
                 .core
                 .registry
                 .get_for(name, &self.caller)
-                .is_some_and(|t| !t.def.annotations.read_only);
+                // A domain write already waits for the user's approval (its confirmation
+                // card), so holding it too would ask twice.
+                .is_some_and(|t| {
+                    !t.def.annotations.read_only && !crate::tools::domain::confirm::asks_user(t.def)
+                });
             if asks_first {
                 held.push((id, name.clone(), args.clone()));
                 calls.push(Either::Left(futures::future::ready(Feedback::Held {
@@ -638,10 +642,12 @@ impl Turn {
             }
         };
         let (is_error, text) = result_text(&result);
-        let shown = tool.map_or_else(|| result.clone(), |t| t.redact_output(args, &result));
+        // The chat's stream goes only to the user who asked, who may see what the tool showed
+        // them (the model sees it too); the session's event log, which others may watch, keeps
+        // it hidden (the executor redacts there).
         self.send(
             "tool_result",
-            json!({ "id": id, "tool": name, "is_error": is_error, "duration_ms": duration_ms, "result": shown }),
+            json!({ "id": id, "tool": name, "is_error": is_error, "duration_ms": duration_ms, "result": result }),
         );
         Feedback::Result {
             name: name.to_string(),
