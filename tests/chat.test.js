@@ -191,12 +191,23 @@ describe("a chat turn", () => {
   test("an unknown tool is a tool error fed back to the model", async () => {
     const id = await newSession();
     provider.requests.length = 0;
-    provider.script.push({ chunks: ['<tool_call name="get_employee" args={"employee_id":"x"}></tool_call>'] }, { chunks: ["Sorry."] });
+    provider.script.push({ chunks: ['<tool_call name="get_employees" args={"employee_id":"x"}></tool_call>'] }, { chunks: ["Sorry."] });
     const events = await turn(id, "Who is x?");
     assert.deepEqual(events.map((e) => e.event), ["tool_call", "error", "tool_result", "text", "done"]);
     assert.equal(events[1].data.kind, "unknown_tool");
     assert.equal(events[2].data.is_error, true);
-    assert.match(lastMessage(provider.requests[1]).content, /^<tool_result name="get_employee" status="error">unknown tool "get_employee": it does not exist or this user may not use it/);
+    assert.match(lastMessage(provider.requests[1]).content, /^<tool_result name="get_employees" status="error">unknown tool "get_employees": it does not exist or this user may not use it/);
+  });
+
+  test("a domain tool the user's roles lack is told why (INSUFFICIENT_PERMISSIONS), not unknown", async () => {
+    const id = await newSession();
+    provider.requests.length = 0;
+    provider.script.push({ chunks: ['<tool_call name="get_employee" args={"employee_id":"x"}></tool_call>'] }, { chunks: ["Sorry."] });
+    const events = await turn(id, "Who is x?");
+    assert.deepEqual(events.map((e) => e.event), ["tool_call", "tool_result", "text", "done"]);
+    assert.equal(events[1].data.is_error, true);
+    assert.equal(events[1].data.result.structuredContent.code, "INSUFFICIENT_PERMISSIONS");
+    assert.match(lastMessage(provider.requests[1]).content, /^<tool_result name="get_employee" status="error">INSUFFICIENT_PERMISSIONS: You must sign in/);
   });
 
   test("the step limit stops a model that keeps calling tools, and says so", async () => {

@@ -217,6 +217,28 @@ describe("closing the loop on a confirmation", () => {
   });
 });
 
+describe("a domain tool the caller may not use, or calls wrongly", () => {
+  test("a direct call of a tool his roles lack answers the seed's INSUFFICIENT_PERMISSIONS, though tools/list still hides it", async () => {
+    const frank = await as("Frank Davis");
+    assert.ok(!(await frank.tools()).includes("list_employees"), "hidden from his tools/list");
+    const r = await frank.call("list_employees", {});
+    assert.equal(r.isError, true, JSON.stringify(r));
+    assert.equal(r.structuredContent.status, "error");
+    assert.equal(r.structuredContent.code, "INSUFFICIENT_PERMISSIONS");
+    assert.match(r.structuredContent.message, /list_employees/);
+    assert.ok(r.structuredContent.suggestedAction);
+    const unknown = await frank.call("no_such_tool", {});
+    assert.match(unknown.error.message, /unknown tool "no_such_tool"/, "a tool that does not exist stays unknown");
+  });
+
+  test("arguments its input schema refuses answer the seed's INVALID_INPUT", async () => {
+    const r = await (await alice()).call("list_employees", { limit: "many" });
+    assert.equal(r.isError, true, JSON.stringify(r));
+    assert.equal(r.structuredContent.code, "INVALID_INPUT");
+    assert.match(r.structuredContent.suggestedAction, /inputSchema/);
+  });
+});
+
 describe("the Worker's log", () => {
   const logs = [];
   let lw;

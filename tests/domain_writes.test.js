@@ -1,6 +1,7 @@
 // The Finance, Sales and Support writes through their confirmation, and the role × tool matrix of
 // all 21 domain tools: every role alone against every tool, visible and callable exactly when the
-// tool allows that role, unknown otherwise.
+// tool allows that role; otherwise hidden from tools/list, and a direct call answers the seed's
+// INSUFFICIENT_PERMISSIONS.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { startWorker } from "./support/worker.js";
@@ -134,7 +135,10 @@ test("role × tool: each role alone sees and can call exactly the tools that all
       assert.equal(visible.has(tool), allowed, `${role ?? "no role"} → ${tool} listed`);
       const r = await s.call(tool, {});
       if (allowed) assert.equal(r.error, undefined, `${role ?? "no role"} → ${tool} callable`);
-      else assert.equal(r.error?.code, -32602, `${role ?? "no role"} → ${tool} answers like an unknown tool`);
+      else {
+        assert.equal(r.error, undefined, `${role ?? "no role"} → ${tool} is told why, not "unknown tool"`);
+        assert.equal(r.structuredContent?.code, "INSUFFICIENT_PERMISSIONS", `${role ?? "no role"} → ${tool}`);
+      }
     }
   }
 });

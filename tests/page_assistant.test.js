@@ -467,9 +467,9 @@ describe("what the assistant page needs from the server", { skip }, () => {
     assert.match(await card.textContent(), /to \$125,000\.00/);
   });
 
-  test("reopened while the chat holds a call for approval, the page shows its card again", { todo: "src/session/chat.rs GET /sessions/:id/chat (~272): add the owner's pending approval as \"pending\": {approval, calls}" }, async () => {
+  test("reopened while the chat holds a call for approval, the page shows its card again", async () => {
     const { page, session, token } = await signIn("Alice Chen", ["hr-read", "hr-write"], { worker: short });
-    await ask(page, "Delete employee Marcus Johnson");
+    await ask(page, "Switch to mobile mode");
     await cardOf(page, "chat");
     const again = await openPage(short, session, token);
     await again.page.waitForSelector('#conversation .card[data-kind="chat"][data-state="pending"]', { timeout: 5000 });
@@ -480,7 +480,7 @@ describe("what the assistant page needs from the server", { skip }, () => {
     try {
       await ask(page, "Show me all employee salaries");
       const fed = model.requests.at(-1).messages.at(-1).content;
-      assert.match(fed, /"code":"INSUFFICIENT_PERMISSIONS"/);
+      assert.match(fed, /"code":\s*"INSUFFICIENT_PERMISSIONS"/);
     } finally {
       await page.close();
     }

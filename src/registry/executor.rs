@@ -96,6 +96,20 @@ pub async fn execute(tool: &Tool, ctx: &dyn ToolContext, args: Value) -> CallOut
                         "message": format!("Tool execution error: {}", shown.as_str().unwrap_or_default()),
                         "error": shown }),
             );
+            let union_refusal = crate::tools::domain::speaks_union(tool.def)
+                && matches!(
+                    e,
+                    Error::InvalidArguments(_) | Error::RateLimited(_) | Error::Timeout(_)
+                );
+            if union_refusal {
+                // A domain tool answers in the seed's union even when refused around its
+                // handler, so a client reads one shape for every answer.
+                return CallOutcome {
+                    result: refused(tool, crate::tools::domain::refusal(tool.def, &e)),
+                    outcome: label,
+                    duration_ms,
+                };
+            }
             let mut result =
                 json!({ "content": [{ "type": "text", "text": text }], "isError": true });
             // A coded refusal is also structured, for clients that branch on the code; only in
@@ -222,6 +236,15 @@ async fn run(tool: &Tool, ctx: &dyn ToolContext, args: Value) -> Result<(Value, 
     };
     let summarized = matches!(out, ToolOutput::Described { .. });
     Ok((shape(tool, out)?, summarized))
+}
+
+/// The `CallToolResult` of a coded refusal that did not come from running the handler (marked
+/// `isError: true`); should the refusal not fit the tool's outputSchema, its plain text.
+pub fn refused(tool: &Tool, out: ToolOutput) -> Value {
+    let mut result = shape(tool, out)
+        .unwrap_or_else(|e| json!({ "content": [{ "type": "text", "text": e.public_message() }] }));
+    result["isError"] = json!(true);
+    result
 }
 
 fn shape(tool: &Tool, out: ToolOutput) -> Result<Value> {

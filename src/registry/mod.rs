@@ -23,7 +23,7 @@ pub use context::{
     Caller, EnvServices, Handler, Heartbeat, Inbound, JobMode, Outbound, Platform, Statement,
     ToolContext, ToolOutput,
 };
-pub use executor::{execute, CallOutcome};
+pub use executor::{execute, refused, CallOutcome};
 use redact::Sensitive;
 use validate::Validator;
 

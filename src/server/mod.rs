@@ -346,6 +346,18 @@ pub async fn prepare_call<'r>(
 ) -> Result<Prepared<'r>> {
     let name = required_str(params, "name")?;
     let Some(tool) = host.registry().get_for(name, caller) else {
+        // A domain tool the caller's roles lack stays out of their tools/list, but a direct call
+        // is told why in the seed's union (INSUFFICIENT_PERMISSIONS), not "unknown tool".
+        if let Some(hidden) = host
+            .registry()
+            .get(name)
+            .filter(|t| crate::tools::domain::speaks_union(t.def))
+        {
+            return Ok(Prepared::Refused(crate::registry::refused(
+                hidden,
+                crate::tools::domain::forbidden(hidden.def, caller),
+            )));
+        }
         return Err(Error::InvalidParams(format!(
             "Invalid params: unknown tool {name:?}; call tools/list for the available tools"
         )));

@@ -627,19 +627,35 @@ impl Turn {
                     (done.result, done.duration_ms)
                 }
             },
-            None => {
-                let text = format!(
+            // A domain tool this user's roles lack: the seed's INSUFFICIENT_PERMISSIONS, which
+            // the model can explain, rather than "unknown tool".
+            None => match self
+                .core
+                .registry
+                .get(name)
+                .filter(|t| crate::tools::domain::speaks_union(t.def))
+            {
+                Some(hidden) => (
+                    crate::registry::refused(
+                        hidden,
+                        crate::tools::domain::forbidden(hidden.def, &self.caller),
+                    ),
+                    0.0,
+                ),
+                None => {
+                    let text = format!(
                     "unknown tool {name:?}: it does not exist or this user may not use it; use one of the tools listed in the system prompt"
                 );
-                self.send(
-                    "error",
-                    json!({ "kind": "unknown_tool", "id": id, "tool": name, "message": text }),
-                );
-                (
-                    json!({ "content": [{ "type": "text", "text": text }], "isError": true }),
-                    0.0,
-                )
-            }
+                    self.send(
+                        "error",
+                        json!({ "kind": "unknown_tool", "id": id, "tool": name, "message": text }),
+                    );
+                    (
+                        json!({ "content": [{ "type": "text", "text": text }], "isError": true }),
+                        0.0,
+                    )
+                }
+            },
         };
         let (is_error, text) = result_text(&result);
         // The chat's stream goes only to the user who asked, who may see what the tool showed
