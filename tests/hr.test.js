@@ -80,12 +80,12 @@ describe("who sees which HR tools", () => {
     assert.deepEqual(await hrIn("eve"), HR);
   });
 
-  test("a tool the caller's roles do not allow answers like an unknown tool", async () => {
+  test("a tool the caller's roles do not allow answers INSUFFICIENT_PERMISSIONS (the seed's union)", async () => {
     const r = await (await as("marcus")).call("list_employees", {});
-    assert.equal(r.error.code, -32602);
-    assert.match(r.error.message, /unknown tool "list_employees"/);
+    assert.equal(r.structuredContent?.code, "INSUFFICIENT_PERMISSIONS", JSON.stringify(r));
+    assert.equal(r.isError, true);
     const anon = await (await as(null)).call("get_employee", { employee_id: ids.marcus });
-    assert.equal(anon.error.code, -32602);
+    assert.equal(anon.structuredContent?.code, "INSUFFICIENT_PERMISSIONS", JSON.stringify(anon));
   });
 });
 

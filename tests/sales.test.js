@@ -35,10 +35,10 @@ describe("who sees the sales tools", () => {
     assert.deepEqual(await salesIn(await eve()), SALES);
   });
 
-  test("a caller without the roles gets unknown tool", async () => {
+  test("a caller without the roles gets INSUFFICIENT_PERMISSIONS (the seed's union), though the tool is not in their list", async () => {
     const r = await (await as("Dan Williams", ["support-read", "support-write"])).call("get_customer", { customer_id: "x" });
-    assert.equal(r.error?.code, -32602, JSON.stringify(r));
-    assert.match(r.error.message, /unknown tool "get_customer"/);
+    assert.equal(r.structuredContent?.code, "INSUFFICIENT_PERMISSIONS", JSON.stringify(r));
+    assert.equal(r.isError, true);
   });
 });
 

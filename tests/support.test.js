@@ -44,15 +44,15 @@ describe("who sees the support tools", () => {
     assert.deepEqual(await supportIn(await eve()), SUPPORT);
   });
 
-  test("a caller without the roles gets unknown tool", async () => {
+  test("a caller without the roles gets INSUFFICIENT_PERMISSIONS (the seed's union), though the tool is not in their list", async () => {
     for (const [s, tool, args] of [
       [await as("Marcus Johnson"), "search_tickets", { query: "export" }],
       [await as("Olivia Grant", ["manager"]), "get_knowledge_article", { article_id: "x" }],
       [await as("Ryan Lee", ["sales-read"]), "search_knowledge_base", { query: "password" }],
     ]) {
       const r = await s.call(tool, args);
-      assert.equal(r.error?.code, -32602, JSON.stringify(r));
-      assert.match(r.error.message, new RegExp(`unknown tool "${tool}"`));
+      assert.equal(r.structuredContent?.code, "INSUFFICIENT_PERMISSIONS", JSON.stringify(r));
+      assert.equal(r.isError, true);
     }
   });
 });
