@@ -86,7 +86,7 @@ describe("production rehearsal", () => {
       assert.ok(tools.includes("get_mode_indicator"), "tools open to anyone signed in");
       assert.ok(!tools.includes("list_employees"), "no hr-read tool without the role");
       const refused = await client.callTool({ name: "list_employees", arguments: {} }).catch((e) => ({ error: e.message }));
-      assert.match(JSON.stringify(refused), /unknown tool|not found|Unknown/i);
+      assert.equal(refused.structuredContent?.code, "INSUFFICIENT_PERMISSIONS", JSON.stringify(refused));
       assert.ok(oidc.requests.includes("POST /token"), "signed in through the upstream provider");
     } finally {
       await client.close();
