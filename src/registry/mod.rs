@@ -208,10 +208,12 @@ impl ToolDef {
     }
 }
 
-/// The seed's MCP server names whose toolset is not the name without `-mcp`.
+/// The seed's MCP server names whose toolset is not the name without `-mcp` (seed 003 writes
+/// `flights-mcp::search-flights` and `google-calendar-mcp::list-events`). Kept here, not in the
+/// toolsets, so the registry does not import the tools it registers.
 const SEED_SERVERS: &[(&str, &str)] = &[
-    (crate::tools::flights::SERVER, "flights"),
-    (crate::tools::calendar::SERVER, "calendar"),
+    ("flights-mcp", "flights"),
+    ("google-calendar-mcp", "calendar"),
 ];
 
 /// The registry id (`calendar::list-events`) of a tool id written as seed 003 writes them, with a

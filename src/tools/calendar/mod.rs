@@ -23,8 +23,6 @@ use crate::registry::{Annotations, Outbound, ToolContext, ToolDef, ToolOutput};
 use crate::tools::upstream::{encode, Api, FIX_ARGUMENTS};
 
 const TOOLSET: &str = "calendar";
-/// The server name seed 003 gives this toolset in its tool ids (`google-calendar-mcp::list-events`).
-pub const SERVER: &str = "google-calendar-mcp";
 
 /// The role that may call `list_events`.
 pub const READ_ROLE: &str = "calendar-read";

@@ -14,8 +14,6 @@ use crate::registry::{Annotations, Outbound, ToolContext, ToolDef, ToolOutput};
 use crate::tools::upstream::{Api, FIX_ARGUMENTS};
 
 const TOOLSET: &str = "flights";
-/// The server name seed 003 gives this toolset in its tool ids (`flights-mcp::search-flights`).
-pub const SERVER: &str = "flights-mcp";
 /// Most offers returned: Duffel can answer hundreds, far more than a model can weigh.
 const MAX_OFFERS: usize = 50;
 /// Connections per direction when the caller names none: the seed's default (Duffel's own is 1,
