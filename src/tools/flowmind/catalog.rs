@@ -16,7 +16,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use crate::tools::strings;
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
 use crate::engine::matcher::bm25::Params;
 use crate::engine::matcher::{Entry, Matcher};
@@ -206,6 +206,35 @@ impl Context {
     /// Every variable it takes, required first.
     pub fn variables(&self) -> impl Iterator<Item = &String> {
         self.required.iter().chain(self.optional.iter())
+    }
+
+    /// The call that runs this context with the `variables` the caller already extracted. A workflow's call
+    /// carries the caller's `confidence` (their field_request `confidence_level`), so execute_workflow
+    /// holds the run to the same confidence rules `activation.can_execute` reported; `None` when
+    /// there is no request to take it from.
+    pub fn next_action(&self, variables: &Map<String, Value>, confidence: Option<f64>) -> Value {
+        let initial: Map<String, Value> = variables
+            .iter()
+            .filter(|(k, _)| self.variables().any(|v| v == *k) || k.as_str() == "urgency")
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        match self.uri.strip_prefix("tool://") {
+            Some(tool) => {
+                let params: Map<String, Value> = initial
+                    .into_iter()
+                    .filter(|(k, _)| self.variables().any(|v| v == k))
+                    .collect();
+                json!({ "tool": tool, "parameters": params })
+            }
+            None => {
+                let mut parameters =
+                    json!({ "workflow_uri": self.uri, "initial_variables": initial });
+                if let Some(level) = confidence {
+                    parameters["confidence_level"] = json!(level);
+                }
+                json!({ "tool": "execute_workflow", "parameters": parameters })
+            }
+        }
     }
 
     /// The context as `list_available_contexts` and `get_help` show it.

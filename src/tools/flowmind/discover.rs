@@ -8,7 +8,8 @@ use futures::future::LocalBoxFuture;
 use serde_json::{json, Value};
 
 use super::catalog::{self, Catalog, Context, DOMAINS};
-use super::field_request::{self, Args};
+use super::field_request;
+use super::request::Args;
 use super::{codes, performance, visible_to};
 use crate::clock;
 use crate::error::Result;
@@ -584,7 +585,7 @@ pub fn help(
                     "concept": "context",
                     "context": c.summary(),
                     "explanation": format!("{} is a {} of the {} domain. {} It applies when: {}", c.uri, c.kind, c.domain, c.description, c.activation_condition),
-                    "how_to_run": field_request::next_action(c, &serde_json::Map::new(), None),
+                    "how_to_run": c.next_action(&serde_json::Map::new(), None),
                 });
             }
             let hits: Vec<Value> = CONCEPTS

@@ -5,104 +5,10 @@
 use serde_json::{json, Map, Value};
 
 use super::catalog::{Catalog, Context};
+use super::request::Args;
 use super::teach;
 use crate::engine::matcher::blend::Blend;
 use crate::engine::matcher::{decide, Candidate, Considered, Model, Request, Thresholds, Verdict};
-
-/// How many matches a response lists unless `context_preferences.max_results` says otherwise.
-pub const DEFAULT_RESULTS: usize = 5;
-
-/// The parts of the arguments matching uses.
-#[derive(Debug, Clone)]
-pub struct Args {
-    /// `query`.
-    pub query: String,
-    /// `extracted_variables`.
-    pub variables: Map<String, Value>,
-    /// `confidence_level`.
-    pub confidence: f64,
-    /// `context_preferences.type_filter`; empty for all types.
-    pub types: Vec<String>,
-    /// `context_preferences.max_results`.
-    pub max_results: usize,
-    /// `context_preferences.include_explanations`.
-    pub explain: bool,
-    /// `content_reference`, when given.
-    pub content: Option<Value>,
-}
-
-impl Args {
-    /// Reads arguments that passed [`super::validate::check`].
-    pub fn read(args: &Value) -> Args {
-        let prefs = args.get("context_preferences");
-        Args {
-            query: args["query"].as_str().unwrap_or_default().to_string(),
-            variables: args
-                .get("extracted_variables")
-                .and_then(Value::as_object)
-                .cloned()
-                .unwrap_or_default(),
-            confidence: args["confidence_level"].as_f64().unwrap_or(0.0),
-            types: prefs
-                .and_then(|p| p.get("type_filter"))
-                .and_then(Value::as_array)
-                .map(|a| {
-                    a.iter()
-                        .filter_map(Value::as_str)
-                        .map(str::to_string)
-                        .collect()
-                })
-                .unwrap_or_default(),
-            max_results: prefs
-                .and_then(|p| p.get("max_results"))
-                .and_then(Value::as_f64)
-                .map_or(DEFAULT_RESULTS, |n| n.clamp(1.0, 10.0) as usize),
-            explain: prefs
-                .and_then(|p| p.get("include_explanations"))
-                .and_then(Value::as_bool)
-                .unwrap_or(true),
-            content: args.get("content_reference").cloned(),
-        }
-    }
-
-    /// The extracted domain, when given.
-    pub fn domain(&self) -> Option<&str> {
-        self.variables.get("domain").and_then(Value::as_str)
-    }
-
-    /// Large content was referenced but not summarised.
-    pub fn content_unprocessed(&self) -> bool {
-        let Some(c) = &self.content else {
-            return false;
-        };
-        c.get("has_large_content").and_then(Value::as_bool) == Some(true)
-            && c.get("content_summary")
-                .and_then(Value::as_str)
-                .is_none_or(|s| s.trim().is_empty())
-    }
-
-    /// The text matched: the query, plus the content's summary and key entities when given.
-    fn text(&self) -> String {
-        let mut t = self.query.clone();
-        if let Some(c) = &self.content {
-            if let Some(s) = c.get("content_summary").and_then(Value::as_str) {
-                t.push(' ');
-                t.push_str(s);
-            }
-            for e in c
-                .get("key_entities")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .filter_map(Value::as_str)
-            {
-                t.push(' ');
-                t.push_str(e);
-            }
-        }
-        t
-    }
-}
 
 /// What a search found, before it is shaped into a response.
 #[derive(Debug, Clone)]
@@ -378,34 +284,6 @@ fn provided_missing(c: &Context, args: &Args) -> (Vec<String>, Vec<String>) {
     (provided, missing)
 }
 
-/// The call that runs `c` with the `variables` the caller already extracted. A workflow's call
-/// carries the caller's `confidence` (their field_request `confidence_level`), so execute_workflow
-/// holds the run to the same confidence rules `activation.can_execute` reported; `None` when
-/// there is no request to take it from.
-pub fn next_action(c: &Context, variables: &Map<String, Value>, confidence: Option<f64>) -> Value {
-    let initial: Map<String, Value> = variables
-        .iter()
-        .filter(|(k, _)| c.variables().any(|v| v == *k) || k.as_str() == "urgency")
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
-    match c.uri.strip_prefix("tool://") {
-        Some(tool) => {
-            let params: Map<String, Value> = initial
-                .into_iter()
-                .filter(|(k, _)| c.variables().any(|v| v == k))
-                .collect();
-            json!({ "tool": tool, "parameters": params })
-        }
-        None => {
-            let mut parameters = json!({ "workflow_uri": c.uri, "initial_variables": initial });
-            if let Some(level) = confidence {
-                parameters["confidence_level"] = json!(level);
-            }
-            json!({ "tool": "execute_workflow", "parameters": parameters })
-        }
-    }
-}
-
 fn strength(confidence: f64) -> &'static str {
     if confidence >= 0.8 {
         "Strong"
@@ -472,7 +350,7 @@ fn shaped(catalog: &Catalog, cand: &Candidate, args: &Args) -> Value {
         },
         "variables": { "required": c.required, "optional": c.optional, "provided": provided, "missing": missing },
         "execution_preview": c.preview,
-        "next_action": next_action(c, &args.variables, Some(args.confidence)),
+        "next_action": c.next_action(&args.variables, Some(args.confidence)),
     })
 }
 

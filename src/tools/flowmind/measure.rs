@@ -13,7 +13,8 @@ use std::fmt;
 use serde_json::{json, Value};
 
 use super::catalog::{build, Catalog};
-use super::field_request::{search_with, signals, Args, Outcome};
+use super::field_request::{search_with, signals, Outcome};
+use super::request::Args;
 use crate::engine::matcher::{decide, eval, Model, Signals, Thresholds, Verdict};
 use crate::registry::Registry;
 

@@ -16,6 +16,7 @@ pub mod execute;
 pub mod field_request;
 pub mod levels;
 pub mod measure;
+pub mod request;
 pub mod teach;
 pub mod tool_text;
 pub mod validate;
@@ -106,7 +107,7 @@ fn field_request(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Resul
             });
         }
 
-        let a = field_request::Args::read(&args);
+        let a = request::Args::read(&args);
         let search_started = clock::now_ms();
         let mut indices = vec!["bm25f", "variable_alignment"];
         let blended = if a.content_unprocessed() {

@@ -5,7 +5,7 @@
 use serde_json::{json, Value};
 
 use super::catalog::{Catalog, Context};
-use super::field_request::{next_action, Args};
+use super::request::Args;
 use crate::engine::matcher::Candidate;
 
 /// The question that asks the user for variable `v`.
@@ -220,7 +220,7 @@ pub fn next_actions(
                 return Vec::new();
             };
             let can = m["activation"]["can_execute"].as_bool() == Some(true);
-            let action = next_action(c, &args.variables, Some(args.confidence));
+            let action = c.next_action(&args.variables, Some(args.confidence));
             vec![json!({
                 "tool": action["tool"],
                 "reason": if can {
