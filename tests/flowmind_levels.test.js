@@ -3,6 +3,7 @@
 // field_request and get_help, successful FlowMind calls unlock more tools (tools/list,
 // notifications/tools/list_changed, _unlocks once), a locked tool is refused with what it needs,
 // a signed-in user's level persists across sessions, and other toolsets are unaffected.
+import { readFileSync } from "node:fs";
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -12,6 +13,7 @@ import { startWorker } from "./support/worker.js";
 import { hs256 } from "../scripts/token.js";
 
 const SECRET = "levels-secret";
+const catalog = new Map(JSON.parse(readFileSync(new URL("../data/flowmind/contexts.json", import.meta.url), "utf8")).map((c) => [c.uri, c.complexity]));
 const FLOWMIND = ["compose_workflow", "evaluate_semantic_condition", "execute_workflow", "field_request", "get_help", "list_available_contexts"];
 let w;
 const open = [];
@@ -83,6 +85,7 @@ describe("progressive authorization", () => {
       assert.equal(s.error.code, "TOOL_LOCKED");
       assert.equal(s.teaching.level, "beginner");
       assert.deepEqual(s.next_actions.map((a) => a.tool), ["field_request", "get_help"]);
+      assert.ok(s._insights.notes.length > 0, "the refusal carries the seed's _insights");
       suggestion = s.next_actions[0].parameters;
     }
     const refused = await c.callTool({ name: "field_request", arguments: { query: "short" } });
@@ -146,6 +149,76 @@ describe("progressive authorization", () => {
     assert.deepEqual(await flowmindTools(other), ["field_request", "get_help"], "another user starts as a beginner");
     const anon = await connect();
     assert.deepEqual(await flowmindTools(anon), ["field_request", "get_help"]);
+  });
+});
+
+describe("max_complexity (seed 001: each level's limits)", () => {
+  const incident = {
+    query: "The checkout API is returning 500 errors in production and customers cannot pay",
+    extracted_variables: { domain: "technical", technology: "nodejs", system_component: "checkout", urgency: "critical" },
+    confidence_level: 0.8,
+  };
+  const ranks = { simple: 0, moderate: 1, complex: 2, expert: 3 };
+  const incidentRun = { workflow_uri: "workflow://incident-response", initial_variables: { system_component: "checkout", error_description: "500 errors on payment" } };
+  const reviewRun = { workflow_uri: "workflow://code-review", initial_variables: { technology: "Rust", code_reference: "PR 42" } };
+
+  /** field_request's matches and what it held back, checked against the level's max_complexity. */
+  async function offered(c, max) {
+    const s = await ok(c, "field_request", { ...incident, context_preferences: { max_results: 10 } });
+    assert.equal(s.guidance.max_complexity, max);
+    assert.ok(s.matches.length > 0 || s.status === "no_matches", JSON.stringify(s));
+    for (const m of s.matches) {
+      if (catalog.has(m.uri)) assert.equal(m.complexity, catalog.get(m.uri), m.uri);
+      assert.ok(ranks[m.complexity] <= ranks[max], `${m.uri} (${m.complexity}) offered to a caller limited to ${max}`);
+    }
+    assert.ok(s._insights.notes.some((n) => n.includes(`up to ${max} complexity`)), JSON.stringify(s._insights));
+    return s;
+  }
+
+  test("matching offers a caller only contexts its level may run and names the others; running refuses above it (anonymous caller of a session)", async () => {
+    const c = await connect();
+    let s = await offered(c, "simple");
+    assert.notEqual(s.matches[0]?.uri, "workflow://incident-response");
+    const held = s.guidance.above_your_level.find((x) => x.uri === "workflow://incident-response");
+    assert.ok(held, JSON.stringify(s.guidance.above_your_level));
+    assert.equal(held.complexity, "complex");
+    assert.equal(held.needed_level, "advanced");
+    assert.match(held.message, /FlowMind beginners go up to simple \(max_complexity\); it opens at level advanced/);
+
+    // field_request counted once; one more successful call makes an intermediate (FLOWMIND_LEVELS 2,4).
+    assert.equal((await ok(c, "get_help", help))._unlocks.level, "intermediate");
+    const r = await c.callTool({ name: "execute_workflow", arguments: incidentRun });
+    assert.notEqual(r.isError, true, JSON.stringify(r));
+    const refused = r.structuredContent;
+    assert.equal(refused.success, false);
+    assert.equal(refused.error.code, "COMPLEXITY_ABOVE_LEVEL");
+    assert.match(refused.error.message, /^workflow:\/\/incident-response is complex and FlowMind level intermediate runs contexts up to moderate \(max_complexity\); it opens at level advanced\.$/);
+    assert.ok(refused._insights, "refusals carry _insights too");
+    const explained = await ok(c, "get_help", { help_type: "error", context: { error_message: refused.error.message } });
+    assert.equal(explained.result.code, "COMPLEXITY_ABOVE_LEVEL");
+  });
+
+  test("a signed-in user's level decides in every session: intermediate runs moderate workflows, advanced complex ones", async () => {
+    const user = tokenFor("00000000-0000-4000-8000-00000000a004");
+    const a = await connect(user);
+    await ok(a, "get_help", help);
+    await ok(a, "get_help", help);
+    const b = await connect(user);
+    await offered(b, "moderate");
+    let r = (await b.callTool({ name: "execute_workflow", arguments: incidentRun })).structuredContent;
+    assert.equal(r.error?.code, "COMPLEXITY_ABOVE_LEVEL", JSON.stringify(r));
+    assert.match(r.error.message, /level intermediate runs contexts up to moderate/);
+    r = await ok(b, "execute_workflow", reviewRun);
+    assert.equal(r.result.status, "awaiting_input", "a moderate workflow runs at intermediate");
+    await b.callTool({ name: "cancel_chain", arguments: { execution_id: r.result.session_id } });
+    // offered() and the run above counted (2 + 2): advanced now.
+    const c = await connect(user);
+    const s = await offered(c, "expert");
+    assert.deepEqual(s.guidance.above_your_level, []);
+    assert.equal(s.matches[0].uri, "workflow://incident-response");
+    r = await ok(c, "execute_workflow", incidentRun);
+    assert.equal(r.result.status, "awaiting_input");
+    await c.callTool({ name: "cancel_chain", arguments: { execution_id: r.result.session_id } });
   });
 });
 

@@ -43,6 +43,10 @@ async function call(name, args, c = client) {
     assert.ok(a.parameters && typeof a.parameters === "object");
   }
   for (const k of ["total_time_ms", "search_time_ms", "assembly_time_ms"]) assert.equal(typeof s._performance[k], "number", `_performance.${k}`);
+  // Seed 001's Response Enhancement: every answer carries _insights read from its timings.
+  assert.ok(["none", "search", "assembly"].includes(s._insights?.bottleneck), JSON.stringify(s._insights));
+  assert.equal(typeof s._insights.search_share, "number");
+  assert.ok(s._insights.notes.length > 0 && s._insights.notes.every((n) => typeof n === "string"));
   return s;
 }
 
@@ -214,6 +218,7 @@ describe("the catalog index", () => {
     await fr(incident);
     const warm = await fr(incident);
     assert.equal(warm._metadata.cache_hit, true);
+    assert.ok(warm._insights.notes.some((n) => n.startsWith("The catalog index was reused")), JSON.stringify(warm._insights));
     const db = await w.mf.getD1Database("DB");
     await db.prepare("INSERT INTO contexts (uri, type, name, description, domain, tags, complexity, example_requests, activation_condition, confidence_required, required_variables, optional_variables, execution_preview) VALUES ('pattern://kombucha-brewing', 'pattern', 'Kombucha brewing', 'Brew kombucha at home: scoby, sweet tea, fermentation times and flavouring.', 'personal', '[\"kombucha\",\"fermentation\",\"scoby\"]', 'simple', '[\"how do I brew kombucha with a scoby\"]', 'User wants to ferment kombucha.', 0.5, '[]', '[]', '{\"type\":\"pattern\",\"estimated_steps\":\"3\",\"contexts_involved\":[],\"stopping_condition\":\"First batch bottled\"}')").run();
     const before = await fr({ query: "how do I brew kombucha with a scoby at home", confidence_level: 0.6 });
@@ -307,6 +312,7 @@ describe("get_help", () => {
       ["TOOL_LOCKED", "field_request"], ["INVALID_CONSTRAINTS", "execute_workflow"], ["CONFIDENCE_LEVEL_NEEDED", "execute_workflow"],
       ["CONFIDENCE_TOO_LOW", "execute_workflow"], ["WORKFLOW_TIMED_OUT", "execute_workflow"], ["WORKFLOW_CANCELLED", "execute_workflow"],
       ["INVALID_COMPOSITION", "compose_workflow"], ["NOT_EXECUTABLE", "get_help"], ["TOO_MANY_OPEN_WORKFLOWS", "get_help"],
+      ["COMPLEXITY_ABOVE_LEVEL", "field_request"],
     ];
     for (const [code, tool] of codes) {
       const s = await call("get_help", { help_type: "error", context: { error_message: code } });
@@ -378,6 +384,8 @@ describe("evaluate_semantic_condition", () => {
     const second = await call("evaluate_semantic_condition", args);
     assert.equal(second._metadata.cache_hit, true);
     assert.deepEqual(second.result, first.result);
+    assert.ok(first._insights.notes.includes("Computed for this call: no cached answer was used."), JSON.stringify(first._insights));
+    assert.ok(second._insights.notes.some((n) => n.startsWith("Answered from the result cache")), JSON.stringify(second._insights));
   });
 
   test("a missing user_message is refused with the field named", async () => {

@@ -324,11 +324,42 @@ describe("constraints and refusals", () => {
   // was a MAX_STEPS_EXCEEDED refusal).
   test("a workflow with more steps than max_steps runs, confirming each step past the limit", async () => {
     const c = await connect();
-    const s = await run(c, { ...review, constraints: { max_steps: 2 } });
+    let s = await run(c, { ...review, constraints: { max_steps: 2 } });
     assert.equal(s.success, true, JSON.stringify(s));
     assert.deepEqual(s.result.approvals.map((a) => a.step), ["prioritise"]);
     assert.match(s.result.approvals[0].why, /step 3 of 3, past constraints.max_steps 2/);
+    // End to end: the steps within the limit ask only for their outputs, the one past it asks for
+    // confirmation first, and approving it runs it to completion (nothing is refused).
+    const id = s.result.session_id;
+    assert.equal(s.result.awaiting.kind, "input");
+    s = await run(c, { workflow_uri: review.workflow_uri, session_id: id, step_outputs: { change_summary: "adds a cache" } });
+    assert.equal(s.result.awaiting.kind, "input");
+    assert.equal(s.result.awaiting.step, "review");
+    s = await run(c, { workflow_uri: review.workflow_uri, session_id: id, step_outputs: { review_comments: ["nit: naming"] } });
+    assert.equal(s.result.awaiting.kind, "confirmation");
+    assert.equal(s.result.awaiting.step, "prioritise");
+    assert.match(s.result.awaiting.preview, /max_steps/);
+    assert.deepEqual(s.next_actions.map((a) => a.parameters.approval), ["approve", "reject"]);
+    s = await run(c, { workflow_uri: review.workflow_uri, session_id: id, approval: "approve" });
+    assert.equal(s.result.awaiting.kind, "input");
+    assert.equal(s.result.awaiting.step, "prioritise");
+    s = await run(c, { workflow_uri: review.workflow_uri, session_id: id, step_outputs: { review_summary: "fine", merge_recommendation: "merge" } });
+    assert.equal(s.result.status, "completed");
+
+    // The two ways out that the old MAX_STEPS_EXCEEDED refusal suggested now both start a run:
+    // a max_steps that covers every step confirms nothing, and step_confirm confirms every step.
+    s = await run(c, { ...review, constraints: { max_steps: 3 } });
+    assert.equal(s.success, true, JSON.stringify(s));
+    assert.deepEqual(s.result.approvals ?? [], []);
+    assert.equal(s.result.awaiting.kind, "input");
     await c.callTool({ name: "cancel_chain", arguments: { execution_id: s.result.session_id } });
+    s = await run(c, { ...review, execution_mode: "step_confirm", constraints: { max_steps: 2 } });
+    assert.equal(s.success, true, JSON.stringify(s));
+    assert.equal(s.result.awaiting.kind, "confirmation");
+    assert.equal(s.result.awaiting.step, "understand-change");
+    await c.callTool({ name: "cancel_chain", arguments: { execution_id: s.result.session_id } });
+    const help = (await c.callTool({ name: "get_help", arguments: { help_type: "error", context: { error_message: "MAX_STEPS_EXCEEDED" } } })).structuredContent;
+    assert.equal(help.result.code, null, "no tool answers MAX_STEPS_EXCEEDED any more, so get_help does not pretend to know it");
   });
 
   test("unknown workflows and malformed URIs are refused; an agent runs", async () => {

@@ -19,7 +19,7 @@ use crate::mcp::subscriptions::Change;
 use crate::registry::{Caller, EnvServices, Registry, Tool};
 use crate::store::services::Services;
 use crate::tools::flowmind::levels::{self, Level, Thresholds};
-use crate::tools::flowmind::performance;
+use crate::tools::flowmind::{insights, performance};
 
 /// The FlowMind tools this deployment has, by name.
 fn known(registry: &Registry) -> Vec<&'static str> {
@@ -142,7 +142,7 @@ fn locked(
         "extracted_variables": { "domain": "technical", "technology": "nodejs", "urgency": "critical" },
         "confidence_level": 0.7,
     });
-    let structured = json!({
+    let mut structured = json!({
         "success": false,
         "error": {
             "code": "TOOL_LOCKED",
@@ -167,6 +167,7 @@ fn locked(
         ],
         "_performance": performance(started, 0.0),
     });
+    structured["_insights"] = insights(&structured);
     let mut result = json!({ "content": [{ "type": "text", "text": message }], "isError": true });
     if tool.check_output(&structured).is_ok() {
         result["structuredContent"] = structured;

@@ -153,8 +153,10 @@ impl Core {
     }
 }
 
-/// Session-storage key of an anonymous caller's count of successful FlowMind calls.
-const FLOWMIND_SUCCESSES: &str = "flowmind_successes";
+/// Session-storage key of an anonymous caller's count of successful FlowMind calls: in the tools'
+/// namespace (the session's `Platform` prefixes its keys with `tool:`), where FlowMind's tools read
+/// their caller's level (`tools::flowmind::levels::of_caller`) and chain steps their runner's.
+const FLOWMIND_SUCCESSES: &str = "tool:flowmind_successes";
 
 /// The 2025 lane: an anonymous caller is their session, whose FlowMind count and log level the
 /// session keeps.

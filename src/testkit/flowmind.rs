@@ -44,6 +44,52 @@ fn field_request_finds_the_workflow_a_clear_request_names() {
 }
 
 #[test]
+fn a_beginner_is_offered_and_runs_only_simple_contexts() {
+    // Default thresholds (10,50): an anonymous caller without successful calls is a beginner.
+    let p = TestPlatform::new().with_setting("FLOWMIND_LEVELS", None);
+    let s = ask(
+        &p,
+        json!({
+            "query": INCIDENT,
+            "extracted_variables": { "domain": "technical", "technology": "java", "system_component": "payments", "urgency": "critical" },
+            "confidence_level": 0.8,
+        }),
+    );
+    let matches = s["matches"].as_array().cloned().unwrap_or_default();
+    assert!(matches.iter().all(|m| m["complexity"] == "simple"), "{s}");
+    assert_eq!(s["guidance"]["max_complexity"], "simple");
+    assert_eq!(
+        s["guidance"]["above_your_level"][0]["uri"], "workflow://incident-response",
+        "{s}"
+    );
+    assert_eq!(
+        s["guidance"]["above_your_level"][0]["needed_level"],
+        "advanced"
+    );
+    let run = p.call_ok(
+        &Caller::anonymous(),
+        "execute_workflow",
+        json!({ "workflow_uri": "workflow://incident-response", "initial_variables": { "system_component": "payments", "error_description": "500 errors" } }),
+    );
+    assert_eq!(
+        run.structured()["error"]["code"],
+        "COMPLEXITY_ABOVE_LEVEL",
+        "{}",
+        run.result
+    );
+    // Levels off (the testkit's default): nothing is held back.
+    let s = ask(
+        &TestPlatform::new(),
+        json!({ "query": INCIDENT, "confidence_level": 0.8 }),
+    );
+    assert_eq!(
+        s["matches"][0]["uri"], "workflow://incident-response",
+        "{s}"
+    );
+    assert!(s["guidance"].get("above_your_level").is_none());
+}
+
+#[test]
 fn field_request_gives_no_matches_for_a_nonsense_request() {
     let p = TestPlatform::new();
     for query in [

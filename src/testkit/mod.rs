@@ -78,12 +78,17 @@ impl Default for TestPlatform {
 }
 
 impl TestPlatform {
-    /// A platform with a fresh database, session `test-session` and a cursor secret set.
+    /// A platform with a fresh database, session `test-session`, a cursor secret set and FlowMind's
+    /// levels off (`FLOWMIND_LEVELS=off`, as the integration tests' harness has it: calls here do
+    /// not pass the server's level gate, so the tools should not hold callers to a level either).
     pub fn new() -> TestPlatform {
-        let settings = [("CURSOR_SECRET", "testkit-cursor-secret")]
-            .into_iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
+        let settings = [
+            ("CURSOR_SECRET", "testkit-cursor-secret"),
+            ("FLOWMIND_LEVELS", "off"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
         TestPlatform {
             db: Db::migrated(),
             kv: RefCell::default(),

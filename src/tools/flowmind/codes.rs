@@ -22,6 +22,9 @@ pub const CONFIDENCE_INCONSISTENT: &str = "CONFIDENCE_INCONSISTENT";
 pub const WORKFLOW_NOT_FOUND: &str = "WORKFLOW_NOT_FOUND";
 /// `execute_workflow` of a tool context: nothing to run.
 pub const NOT_EXECUTABLE: &str = "NOT_EXECUTABLE";
+/// `execute_workflow` of a context more complex than the caller's level runs (the seed's
+/// `max_complexity`).
+pub const COMPLEXITY_ABOVE_LEVEL: &str = "COMPLEXITY_ABOVE_LEVEL";
 /// `execute_workflow` without a required variable of the workflow.
 pub const MISSING_VARIABLES: &str = "MISSING_VARIABLES";
 /// `constraints.require_approval_for` entries that are neither actions nor steps.
@@ -48,7 +51,7 @@ pub const INVALID_COMPOSITION: &str = "INVALID_COMPOSITION";
 pub const NAME_TAKEN: &str = "NAME_TAKEN";
 
 /// Every code a FlowMind tool can answer with.
-pub const ALL: [&str; 21] = [
+pub const ALL: [&str; 22] = [
     INVALID_INPUT,
     MISSING_QUERY,
     QUERY_TOO_BRIEF,
@@ -58,6 +61,7 @@ pub const ALL: [&str; 21] = [
     CONFIDENCE_INCONSISTENT,
     WORKFLOW_NOT_FOUND,
     NOT_EXECUTABLE,
+    COMPLEXITY_ABOVE_LEVEL,
     MISSING_VARIABLES,
     INVALID_CONSTRAINTS,
     CONFIDENCE_LEVEL_NEEDED,

@@ -204,7 +204,7 @@ struct KnownError {
 
 /// What `get_help` explains: every code of [`codes::ALL`] (a test holds it to that list) and the
 /// server's own refusals a FlowMind caller meets.
-const ERRORS: [KnownError; 24] = [
+const ERRORS: [KnownError; 25] = [
     KnownError {
         code: codes::INVALID_VARIABLES,
         tool: Some("field_request"),
@@ -339,6 +339,15 @@ const ERRORS: [KnownError; 24] = [
         instruction: "Call a tool:// context's tool directly, or run one of the workflows that involve it (get_help with help_type concept and its URI shows them).",
         example: || json!({ "help_type": "concept", "specific_question": "tool://search_flights" }),
         why: "A tool context is one tool of this server; it has no steps for the chain engine to run.",
+    },
+    KnownError {
+        code: codes::COMPLEXITY_ABOVE_LEVEL,
+        tool: Some("field_request"),
+        phrases: &["runs contexts up to"],
+        explanation: "Each FlowMind level runs contexts up to a complexity (the seed's max_complexity): a beginner simple ones, intermediate up to moderate, advanced up to expert. execute_workflow was given a context above the caller's. field_request offers only contexts the caller's level allows and lists the others it would have matched in guidance.above_your_level, with the level each opens at.",
+        instruction: "Run a context your level allows (field_request finds them), or do the complex workflow's steps yourself with its description; each successful FlowMind call counts towards the next level.",
+        example: || json!({ "query": "<the user's request, with what, why and how>", "confidence_level": 0.7 }),
+        why: "Callers practise on simpler workflows before running complex and expert ones.",
     },
     KnownError {
         code: "TOOL_LOCKED",

@@ -24,7 +24,7 @@ use futures::future::LocalBoxFuture;
 use serde_json::{json, Map, Value};
 
 use super::workflow::{self, Mode, APPROVED, CONFIRM_PREFIX};
-use super::{catalog, codes, performance, teach};
+use super::{catalog, codes, levels, performance, teach};
 use crate::clock;
 use crate::error::{Error, Result};
 use crate::limiter::{self, leases::LeaseRequest};
@@ -204,6 +204,34 @@ pub fn execute_workflow(
                 ],
             ));
         };
+        if let Some(level) = levels::of_caller(ctx)
+            .await
+            .filter(|l| !levels::within(*l, &c.complexity))
+        {
+            let needed = levels::level_for(&c.complexity);
+            return Ok(refuse(
+                started,
+                codes::COMPLEXITY_ABOVE_LEVEL,
+                format!(
+                    "{uri} is {} and FlowMind level {} runs contexts up to {} (max_complexity); it opens at level {}.",
+                    c.complexity,
+                    level.as_str(),
+                    level.max_complexity(),
+                    needed.as_str()
+                ),
+                format!(
+                    "Run a context of at most {} complexity: field_request offers only those at your level (its guidance.above_your_level lists what opens later). Each successful FlowMind call counts towards level {}.",
+                    level.max_complexity(),
+                    needed.as_str()
+                ),
+                json!({ "query": format!("<the user's request> (a simpler way than {uri})"), "confidence_level": 0.6 }),
+                "FlowMind's progressive authorization holds each level to a maximum complexity, so callers run simpler workflows before complex ones.",
+                vec![
+                    json!({ "tool": "field_request", "reason": format!("Find a context your level runs (at most {})", level.max_complexity()), "parameters": { "query": format!("<the user's request> (a simpler way than {uri})"), "confidence_level": 0.6 } }),
+                    json!({ "tool": "get_help", "reason": "Explains levels and max_complexity", "parameters": { "help_type": "error", "context": { "error_message": codes::COMPLEXITY_ABOVE_LEVEL } } }),
+                ],
+            ));
+        }
         let steps = workflow::runnable_steps(c);
         if steps.is_empty() {
             return Ok(refuse(

@@ -5,6 +5,7 @@
 use serde_json::{json, Map, Value};
 
 use super::catalog::{Catalog, Context};
+use super::levels::{self, Level};
 use super::request::Args;
 use super::teach;
 use crate::engine::matcher::blend::Blend;
@@ -338,6 +339,7 @@ fn shaped(catalog: &Catalog, cand: &Candidate, args: &Args) -> Value {
     json!({
         "uri": c.uri,
         "type": c.kind,
+        "complexity": c.complexity,
         "name": c.name,
         "domain": c.domain,
         "confidence": round(cand.confidence),
@@ -445,6 +447,40 @@ pub fn respond(catalog: &Catalog, args: &Args, outcome: &Outcome) -> Value {
         "teaching": teaching,
         "next_actions": next_actions,
     })
+}
+
+/// The contexts above `level`'s `max_complexity` that the request would have matched had the
+/// level allowed them (`visible`: what the caller's roles allow), best first, at most
+/// `max_results`: `guidance.above_your_level`, so a caller held to simpler contexts learns what
+/// it is missing and from which level it opens. Text matching only: no model is asked for what
+/// cannot be offered.
+pub fn above_level(
+    catalog: &Catalog,
+    args: &Args,
+    visible: &dyn Fn(&Context) -> bool,
+    level: Level,
+) -> Vec<Value> {
+    let outcome = search(catalog, args, visible);
+    outcome
+        .candidates
+        .iter()
+        .take(args.max_results)
+        .filter(|c| c.confidence >= Thresholds::default().no_match)
+        .map(|c| (&catalog.contexts[c.entry], c.confidence))
+        .filter(|(x, _)| !levels::within(level, &x.complexity))
+        .map(|(x, confidence)| {
+            let needed = levels::level_for(&x.complexity);
+            json!({
+                "uri": x.uri,
+                "name": x.name,
+                "complexity": x.complexity,
+                "confidence": (confidence * 1000.0).round() / 1000.0,
+                "needed_level": needed.as_str(),
+                "message": format!("{} ({}) fits at {:.2} but is {}: FlowMind {}s go up to {} (max_complexity); it opens at level {}.",
+                    x.uri, x.name, confidence, x.complexity, level.as_str(), level.max_complexity(), needed.as_str()),
+            })
+        })
+        .collect()
 }
 
 /// What the search would have found, for a refused call: `partial_results`.

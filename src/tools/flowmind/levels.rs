@@ -4,13 +4,73 @@
 //!
 //! Pure: which level a count of successful calls reaches, which tools a level allows, and what the
 //! caller is told when a tool is locked or unlocked. Which level each tool needs is declared on
-//! its `ToolDef` (`level`). Counting and persisting is the server's (`server::levels`).
+//! its `ToolDef` (`level`). Counting and persisting is the server's (`server::levels`); a tool
+//! reads the level of its caller with [`of_caller`], to hold matching and running to the level's
+//! `max_complexity`.
 
 use serde_json::{json, Value};
 
 use super::TOOLSET;
+use crate::registry::ToolContext;
 
 pub use crate::registry::Level;
+
+/// Session-storage key (through `Platform::session_get`, so the session's `tool:` namespace) under
+/// which the 2025 lane keeps an anonymous caller's count of successful FlowMind calls.
+pub const ANONYMOUS_SUCCESSES: &str = "flowmind_successes";
+
+/// The seed's context complexities, simplest first.
+pub const COMPLEXITIES: [&str; 4] = ["simple", "moderate", "complex", "expert"];
+
+/// Where `complexity` stands among [`COMPLEXITIES`]; an unknown one counts as the highest, so a
+/// malformed context is never let through to a lower level.
+fn rank(complexity: &str) -> usize {
+    COMPLEXITIES
+        .iter()
+        .position(|c| *c == complexity)
+        .unwrap_or(COMPLEXITIES.len())
+}
+
+/// Whether a caller at `level` may be offered and run a context of `complexity` (the seed's
+/// `limits.max_complexity`: beginner simple, intermediate up to moderate, advanced up to expert).
+pub fn within(level: Level, complexity: &str) -> bool {
+    rank(complexity) <= rank(level.max_complexity())
+}
+
+/// The lowest level whose `max_complexity` admits `complexity`.
+pub fn level_for(complexity: &str) -> Level {
+    [Level::Beginner, Level::Intermediate]
+        .into_iter()
+        .find(|l| within(*l, complexity))
+        .unwrap_or(Level::Advanced)
+}
+
+/// The FlowMind level of the caller of a tool call, or `None` when progressive authorization is
+/// off (`FLOWMIND_LEVELS=off`). The count is read where `server::levels` keeps it: a signed-in
+/// user's in D1, an anonymous caller's in the session (a 2026-07-28 request has none, so its
+/// anonymous caller is a beginner, as its gate says). A count that cannot be read is 0: a storage
+/// fault never widens access.
+pub async fn of_caller(ctx: &dyn ToolContext) -> Option<Level> {
+    let setting = ctx.platform().setting("FLOWMIND_LEVELS");
+    // A setting that does not parse stops the deployment's start (Config::check); the default
+    // here only keeps the limit, never lifts it.
+    let t = Thresholds::parse_setting(setting.as_deref().unwrap_or_default())
+        .unwrap_or(Some(Thresholds::default()))?;
+    let counted = match ctx.caller().user {
+        Some(user) => ctx
+            .query(
+                "SELECT successes FROM flowmind_progress WHERE caller = ?1",
+                vec![json!(user)],
+            )
+            .await
+            .map(|rows| rows.first().and_then(|r| r["successes"].as_u64())),
+        None => ctx
+            .platform()
+            .session_get(ANONYMOUS_SUCCESSES)
+            .map(|v| v.and_then(|v| v.parse().ok())),
+    };
+    Some(t.level(counted.ok().flatten().unwrap_or(0)))
+}
 
 /// The level a FlowMind tool declares (`ToolDef::level`), found by name among the toolset's tools.
 fn declared(name: &str) -> Option<Level> {
@@ -222,6 +282,21 @@ mod tests {
         assert!(is_gated("flowmind", "anything"));
         assert!(is_gated("workflows", "execute_workflow"));
         assert!(!is_gated("instructions", "switch_mode"));
+    }
+
+    #[test]
+    fn each_level_has_the_seeds_max_complexity() {
+        assert!(within(Level::Beginner, "simple"));
+        assert!(!within(Level::Beginner, "moderate"));
+        assert!(within(Level::Intermediate, "moderate"));
+        assert!(!within(Level::Intermediate, "complex"));
+        assert!(within(Level::Advanced, "complex"));
+        assert!(within(Level::Advanced, "expert"));
+        assert!(!within(Level::Advanced, "unheard-of"));
+        assert_eq!(level_for("simple"), Level::Beginner);
+        assert_eq!(level_for("moderate"), Level::Intermediate);
+        assert_eq!(level_for("complex"), Level::Advanced);
+        assert_eq!(level_for("expert"), Level::Advanced);
     }
 
     #[test]

@@ -61,6 +61,104 @@ pub fn performance(started: f64, search_ms: f64) -> Value {
     })
 }
 
+/// `_insights` of an answer (seed 001, "Response Enhancement": the enhancer adds
+/// `generateInsights(performanceMetrics)` to every response): what its `_performance` and
+/// `_metadata` say about where the time went and how the answer was reached, in words, so a
+/// caller can tell a slow catalog load from a slow model without reading the figures.
+pub fn insights(body: &Value) -> Value {
+    let perf = &body["_performance"];
+    let total = perf["total_time_ms"].as_f64().unwrap_or(0.0);
+    let search = perf["search_time_ms"].as_f64().unwrap_or(0.0);
+    let assembly = perf["assembly_time_ms"].as_f64().unwrap_or(0.0);
+    let bottleneck = if total <= 0.0 {
+        "none"
+    } else if search >= assembly {
+        "search"
+    } else {
+        "assembly"
+    };
+    let mut notes = vec![if total <= 0.0 {
+        "Answered without waiting on storage or a model (the Worker's clock only advances across I/O, so CPU work shows as 0 ms).".to_string()
+    } else {
+        format!(
+            "Answered in {total} ms: {search} ms searching or evaluating (catalog reads, model calls), {assembly} ms reading and writing the rest (the Worker's clock only advances across I/O)."
+        )
+    }];
+    let meta = &body["_metadata"];
+    match (meta["cache_hit"].as_bool(), meta.get("catalog_generation")) {
+        (Some(true), Some(generation)) => notes.push(format!(
+            "The catalog index was reused from this instance's cache (catalog generation {generation})."
+        )),
+        (Some(false), Some(_)) => notes.push("The catalog index was built for this call; later calls on this instance reuse it until the catalog changes.".to_string()),
+        (Some(true), None) => notes.push("Answered from the result cache: the same call was answered moments ago.".to_string()),
+        (Some(false), None) => notes.push("Computed for this call: no cached answer was used.".to_string()),
+        (None, _) => {}
+    }
+    if let Some(n) = meta["contexts_searched"].as_u64() {
+        notes.push(format!("{n} contexts were searched."));
+    }
+    if body["degraded"] == Value::Bool(true) {
+        notes.push(format!(
+            "Matching ran on text alone: {}",
+            body["degraded_reason"]
+                .as_str()
+                .unwrap_or("no embedding model was used.")
+        ));
+    } else if let Some(model) = meta["embedding_model"].as_str() {
+        notes.push(format!("Similarity blended in {model} embeddings."));
+    }
+    if let Some(l) = body
+        .pointer("/guidance/max_complexity")
+        .and_then(Value::as_str)
+    {
+        notes.push(format!(
+            "Offered only contexts up to {l} complexity, your level's max_complexity."
+        ));
+    }
+    json!({
+        "bottleneck": bottleneck,
+        "search_share": if total > 0.0 { ms(search / total) } else { 0.0 },
+        "notes": notes,
+    })
+}
+
+/// Adds [`insights`] to a FlowMind answer that has `_performance`.
+fn with_insights(out: ToolOutput) -> ToolOutput {
+    let add = |mut v: Value| {
+        if v.get("_performance").is_some() {
+            v["_insights"] = insights(&v);
+        }
+        v
+    };
+    match out {
+        ToolOutput::Structured(v) => ToolOutput::Structured(add(v)),
+        ToolOutput::Described { value, summary } => ToolOutput::Described {
+            value: add(value),
+            summary,
+        },
+        other => other,
+    }
+}
+
+/// A tool's handler that runs `$handler` and adds `_insights` to its answer.
+macro_rules! enhanced {
+    ($name:ident, $handler:path) => {
+        fn $name(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+            Box::pin(async move { $handler(ctx, args).await.map(with_insights) })
+        }
+    };
+}
+
+enhanced!(field_request_enhanced, field_request);
+enhanced!(list_available_contexts, discover::list_available_contexts);
+enhanced!(get_help, discover::get_help);
+enhanced!(
+    evaluate_semantic_condition,
+    condition::evaluate_semantic_condition
+);
+enhanced!(execute_workflow, execute::execute_workflow);
+enhanced!(compose_workflow, compose::compose_workflow);
+
 fn field_request(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
     Box::pin(async move {
         let started = clock::now_ms();
@@ -72,7 +170,11 @@ fn field_request(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Resul
         let refusal = validate::check(&args, &problems);
         let (catalog, cache_hit) = catalog::load(ctx).await?;
         let caller = ctx.caller();
-        let visible = visible_to(registry, &caller);
+        let roles = visible_to(registry, &caller);
+        // The seed's max_complexity: a caller is offered only contexts its level may run.
+        let level = levels::of_caller(ctx).await;
+        let visible =
+            |c: &Context| roles(c) && level.is_none_or(|l| levels::within(l, &c.complexity));
 
         if let Some(r) = refusal {
             let search_started = clock::now_ms();
@@ -143,6 +245,11 @@ fn field_request(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Resul
         if !a.types.is_empty() {
             indices.push("type_filtered");
         }
+        if let Some(l) = level {
+            let above = field_request::above_level(&catalog, &a, &roles, l);
+            body["guidance"]["max_complexity"] = json!(l.max_complexity());
+            body["guidance"]["above_your_level"] = json!(above);
+        }
         body["degraded"] = json!(degraded.is_some());
         body["degraded_reason"] = json!(degraded);
         body["_metadata"] = json!({
@@ -195,7 +302,7 @@ pub static TOOLS: &[ToolDef] = &[
         output_schema: Some(include_str!("../../../schema/flowmind/response.output.json")),
         timeout_ms: 15_000,
         roles: &[],
-        handler: field_request,
+        handler: field_request_enhanced,
         progressive_backoff: true,
         level: Some(Level::Beginner),
         ..ToolDef::DEFAULTS
@@ -210,7 +317,7 @@ pub static TOOLS: &[ToolDef] = &[
         output_schema: Some(include_str!("../../../schema/flowmind/response.output.json")),
         timeout_ms: 15_000,
         roles: &[],
-        handler: discover::list_available_contexts,
+        handler: list_available_contexts,
         level: Some(Level::Advanced),
         ..ToolDef::DEFAULTS
     },
@@ -224,7 +331,7 @@ pub static TOOLS: &[ToolDef] = &[
         output_schema: Some(include_str!("../../../schema/flowmind/response.output.json")),
         timeout_ms: 15_000,
         roles: &[],
-        handler: discover::get_help,
+        handler: get_help,
         level: Some(Level::Beginner),
         ..ToolDef::DEFAULTS
     },
@@ -238,7 +345,7 @@ pub static TOOLS: &[ToolDef] = &[
         output_schema: Some(include_str!("../../../schema/flowmind/response.output.json")),
         timeout_ms: 5_000,
         roles: &[],
-        handler: condition::evaluate_semantic_condition,
+        handler: evaluate_semantic_condition,
         level: Some(Level::Intermediate),
         ..ToolDef::DEFAULTS
     },
@@ -252,7 +359,7 @@ pub static TOOLS: &[ToolDef] = &[
         output_schema: Some(include_str!("../../../schema/flowmind/response.output.json")),
         timeout_ms: 610_000,
         roles: &[],
-        handler: execute::execute_workflow,
+        handler: execute_workflow,
         state: SessionState::Run { starts: true, drives: true, pauses: false, addressed_by: Some("session_id") },
         level: Some(Level::Intermediate),
         ..ToolDef::DEFAULTS
@@ -267,7 +374,7 @@ pub static TOOLS: &[ToolDef] = &[
         output_schema: Some(include_str!("../../../schema/flowmind/response.output.json")),
         timeout_ms: 15_000,
         roles: &[],
-        handler: compose::compose_workflow,
+        handler: compose_workflow,
         level: Some(Level::Advanced),
         ..ToolDef::DEFAULTS
     },
