@@ -291,14 +291,14 @@ impl Default for Model {
     /// (`tools::flowmind::measure`) fails when these drift from the fit. Never fitted on the
     /// held-out split; figures in `docs/flowmind.md`. Text decides (a request sharing no
     /// vocabulary with a context stays below 0.01 whatever its variables say), extracted variables
-    /// weigh about as much as the text, and a matching domain adds a little (+0.54 on the logit).
+    /// weigh about as much as the text, and a matching domain adds a little (+0.56 on the logit).
     fn default() -> Self {
         Model {
-            bias: -10.143,
-            similarity: 5.822,
-            relative: 7.918,
-            alignment: 6.410,
-            domain: 0.542,
+            bias: -10.942,
+            similarity: 6.053,
+            relative: 8.740,
+            alignment: 6.745,
+            domain: 0.558,
         }
     }
 }
@@ -358,15 +358,16 @@ impl Default for Thresholds {
     /// costs 1.5 times what running the right one gains ([`eval::act_threshold`]); no-match and the
     /// gap chosen by grid search (steps of 0.02; `tools::flowmind::measure::tune`) for the most
     /// useful statuses on the training split under the default model: the deserved status scores
-    /// 1, a hedge that still shows a right match ½, acting on a wrong match −1.5. The wide gap
-    /// means a runner-up at 0.4 or more within 0.4 of the best asks the caller to choose: on the
+    /// 1, a hedge that still shows a right match ½ (as does refinement for an out-of-scope
+    /// request: nothing is run), acting on a wrong match −1.5. The wide gap means a runner-up at
+    /// 0.4 or more within 0.38 of the best asks the caller to choose: on the
     /// training split such pairs are as often two halves of one request as a clear winner and its
     /// neighbour. Figures in `docs/flowmind.md`.
     fn default() -> Self {
         Thresholds {
             success: 0.6,
             no_match: 0.28,
-            ambiguity_gap: 0.4,
+            ambiguity_gap: 0.38,
         }
     }
 }

@@ -92,7 +92,9 @@ pub fn fit(catalog: &Catalog, set: &[Value]) -> Model {
 /// What a response status is worth for labelled request `r`: the status it deserves 1 (`success`
 /// with a right first match for a clear request, `disambiguation_needed` with a right match in the
 /// first two for a request with two right answers, `no_matches` for an out-of-scope one); a hedge
-/// that still shows a right match in the first two ½; acting on a wrong match
+/// that still shows a right match in the first two ½, and so is `refinement_suggested` for an
+/// out-of-scope request (it runs nothing, which is what issue 23 asks of such requests); acting on
+/// a wrong match
 /// −[`eval::WRONG_RUN_COST`]; asking to choose between contexts for an out-of-scope request −½.
 fn utility(want: &[&str], uris: &[&str], verdict: Verdict) -> f64 {
     let right_in = |n: usize| uris.iter().take(n).any(|u| want.contains(u));
@@ -100,7 +102,7 @@ fn utility(want: &[&str], uris: &[&str], verdict: Verdict) -> f64 {
         (0, Verdict::NoMatch) => 1.0,
         (0, Verdict::Success) => -eval::WRONG_RUN_COST,
         (0, Verdict::Ambiguous) => -0.5,
-        (0, _) => 0.0,
+        (0, Verdict::Refine) => 0.5,
         (_, Verdict::Success) if !right_in(1) => -eval::WRONG_RUN_COST,
         (1, Verdict::Success) | (2.., Verdict::Ambiguous) if right_in(2) => 1.0,
         (_, Verdict::Success | Verdict::Ambiguous | Verdict::Refine) if right_in(2) => 0.5,
