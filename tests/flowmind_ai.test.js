@@ -103,6 +103,23 @@ describe("field_request with a Workers AI binding", () => {
     assert.ok(r.semantic_similarity > 0);
   });
 
+  test("a paraphrase sharing no word with its context, nor a synonym of the text matcher's, is found through the embedding alone", async () => {
+    // toddler and air are in the stand-in's word table (child, breathing: words of the medical
+    // context's text) but in no group of data/flowmind/synonyms.json, and fighting is in neither.
+    const args = { query: "toddler fighting for air", extracted_variables: { domain: "emergency", urgency: "critical" }, confidence_level: 0.6 };
+    const lexical = await call(bareClient, "field_request", args);
+    assert.ok(!lexical.matches.some((m) => m.uri === MEDICAL), JSON.stringify(lexical.matches.map((m) => m.uri)));
+
+    const s = await call(ai, "field_request", args);
+    assert.equal(s.degraded, false);
+    assert.equal(s.matches[0].uri, MEDICAL, JSON.stringify(s.matches.map((m) => [m.uri, m.confidence])));
+    const r = s.matches[0].match_reasoning;
+    assert.equal(r.lexical_similarity, 0, "no shared word, no synonym");
+    assert.ok(r.embedding_similarity > 0.5, JSON.stringify(r));
+    assert.ok(r.semantic_similarity > 0, "the blend gives it the similarity the text could not");
+    assert.ok(s.matches[0].confidence > s.matches[1].confidence);
+  });
+
   test("embeddings are cached: a repeated search calls the model for nothing, a new one for what is new", async () => {
     await call(ai, "field_request", incident);
     await withAi.ai.reset();
