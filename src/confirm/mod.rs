@@ -27,7 +27,7 @@ use worker::{durable_object, DurableObject, Env, Request, Response, SqlStorage, 
 use crate::clock;
 use crate::edge::config::Config;
 use crate::error::{Error, Result};
-use crate::registry::Caller;
+use crate::registry::{Caller, ToolContext};
 use crate::server::call::CallContext;
 use crate::store::services::{Detached, Services};
 use crate::tools::domain::confirm::{audit, Pending};
@@ -267,6 +267,7 @@ impl Confirmation {
         // Claimed before the first await: a concurrent decision now sees `executing`.
         self.set_state("executing", None)?;
         audit(&ctx, &p, "approved", "").await;
+        let started = clock::now_ms();
         let reply = crate::tools::execute_confirmed(&ctx, &p).await.to_json();
         self.set_state("done", Some(&reply.to_string()))?;
         let event = if reply["status"] == "success" {
@@ -274,6 +275,19 @@ impl Confirmation {
         } else {
             "failed"
         };
+        // The write's own log line, as every tool call has one (the call that asked for it was
+        // logged when it answered pending_confirmation): no arguments, only whose and how it went.
+        let tool = ctx
+            .platform()
+            .registry()
+            .get(&p.action)
+            .map_or_else(|| p.action.clone(), |t| t.def.id());
+        crate::log::info!(
+            "{}",
+            json!({ "user": p.user, "tool": tool, "confirmation": p.id,
+                    "outcome": if event == "executed" { "ok" } else { "error" },
+                    "ms": clock::now_ms() - started })
+        );
         audit(&ctx, &p, event, reply["code"].as_str().unwrap_or("")).await;
         Ok((200, reply))
     }
