@@ -1,5 +1,6 @@
 //! The `Confirmation` Durable Object: one per confirmation id, holding one pending write and its
-//! fate. The Worker's `POST /api/confirm/:id` (`edge::confirm`) brings it the decision.
+//! fate. The Worker's `POST /api/confirm/:id` (`edge::confirm`) brings it the decision; its
+//! `GET /api/confirm/:id` asks it what the change is (`show`, told to the user who asked only).
 //!
 //! A Durable Object runs one request at a time up to its first await, and its SQLite writes are
 //! synchronous, so the state moves from `pending` to `executing` before any other decision can be
@@ -83,6 +84,7 @@ impl DurableObject for Confirmation {
                     )),
                 }
             }
+            "/show" => self.show(&crate::wire::caller_of(&req)),
             _ => Err(Error::NotFound("no such confirmation operation".into())),
         };
         match result {
@@ -184,6 +186,37 @@ impl Confirmation {
         Ok((
             201,
             json!({ "status": "success", "data": { "confirmationId": p.id } }),
+        ))
+    }
+
+    /// What the change is and whether it still waits, for a page that asks the user: only to the
+    /// user who asked; anyone else is told, as for an id never issued, that there is no such
+    /// confirmation (nothing tells them it exists).
+    fn show(&self, caller: &Caller) -> Result<(u16, Value)> {
+        let found = self
+            .load()?
+            .filter(|(p, _, _)| caller.user.as_deref() == Some(p.user.as_str()));
+        let Some((p, state, _)) = found else {
+            return Ok((
+                404,
+                failure(
+                    Code::OperationFailed,
+                    "There is no such confirmation among the changes you asked for: it never existed, it expired long ago, or another user asked for it.",
+                    "Sign in as the user who asked, or ask for the change again.",
+                ),
+            ));
+        };
+        let state = if state == "pending" && self.now_ms() > p.expires_ms {
+            "expired"
+        } else {
+            state.as_str()
+        };
+        Ok((
+            200,
+            json!({ "status": "success", "data": {
+                "confirmationId": p.id, "action": p.action, "message": p.message,
+                "confirmationData": p.data, "state": state,
+                "expiresAt": clock::iso(p.expires_ms as i64) } }),
         ))
     }
 
