@@ -1,12 +1,13 @@
 // Observability of a deployment (issue 20 item 6): `wrangler tail` and the dashboard's logs show one
 // structured JSON line per tool call, with the user, the tool, the outcome and the duration, and
 // never an argument value. The 2025 session lane's line is tested in domain_questions.test.js; here
-// the 2026-07-28 lane's, and the line of a confirmed write, which runs later in its confirmation's
-// object when the user approves it.
+// the 2026-07-28 lane's, a refused call's, the line of a confirmed write, which runs later in its
+// confirmation's object when the user approves it, and a chat turn's tool calls (a scripted model).
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { startWorker } from "./support/worker.js";
-import { post } from "./support/mcp.js";
+import { post, readSse } from "./support/mcp.js";
+import { call, scriptedModel } from "./support/model.js";
 import { hs256 } from "../scripts/token.js";
 
 const SECRET = "logs-test-secret";
@@ -14,17 +15,21 @@ const MODERN = "2026-07-28";
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 const logs = [];
-let w, aud;
+let w, aud, model;
 const ids = {};
 before(async () => {
-  w = await startWorker({ JWT_SECRET: SECRET }, { logs });
+  model = await scriptedModel();
+  w = await startWorker({ JWT_SECRET: SECRET, MODEL_PROVIDER_URL: model.url, MODEL_PROVIDER_KEY: "test-key", MODEL_PROVIDER_MODEL: "scripted" }, { logs });
   aud = new URL("/mcp", w.url).href;
   const db = await w.mf.getD1Database("DB");
   for (const [key, first, last] of [["alice", "Alice", "Chen"], ["frank", "Frank", "Davis"], ["nina", "Nina", "Patel"]]) {
     ids[key] = (await db.prepare("SELECT id FROM hr_employees WHERE first_name = ?1 AND last_name = ?2").bind(first, last).first()).id;
   }
 });
-after(() => w?.stop());
+after(async () => {
+  await w?.stop();
+  await model?.close();
+});
 
 const auth = (who, roles) => ({ authorization: `Bearer ${hs256({ sub: ids[who], roles, aud, exp: Math.floor(Date.now() / 1000) + 600 }, SECRET)}` });
 
@@ -96,5 +101,24 @@ describe("one structured log line per call", () => {
     assert.equal(mine[1].confirmation, id, "the write's line names its confirmation");
     const written = logs.slice(from).join("\n");
     assert.ok(!written.includes(String(salary)) && !written.includes("log test"), "no argument value is logged");
+  });
+});
+
+describe("chat", () => {
+  test("each tool call of a chat turn has its line too, marked via chat", async () => {
+    model.on(/Frank's phone/, [call("get_employee", { name: "Frank Davis" }), "Here it is."]);
+    const headers = auth("alice", ["hr-read"]);
+    const created = await fetch(new URL("/sessions", w.url), { method: "POST", headers });
+    assert.equal(created.status, 201, await created.clone().text());
+    const { session_id: id } = await created.json();
+    const from = logs.length;
+    const res = await fetch(new URL(`/sessions/${id}/chat`, w.url), { method: "POST", headers: { "content-type": "application/json", accept: "text/event-stream", ...headers }, body: JSON.stringify({ message: "What is Frank's phone number?" }) });
+    assert.equal(res.status, 200, await res.clone().text());
+    const events = (await readSse(res)).filter((e) => e.event);
+    assert.ok(events.some((e) => e.event === "tool_result"), JSON.stringify(events));
+    const mine = await linesAbout("hr::get-employee", from);
+    assert.equal(mine.length, 1, JSON.stringify(logs.slice(from)));
+    assert.deepEqual([mine[0].user, mine[0].outcome, mine[0].via, typeof mine[0].ms], [ids.alice, "ok", "chat", "number"]);
+    assert.ok(!logs.slice(from).join("\n").includes("Frank Davis"), "no argument value is logged");
   });
 });
