@@ -10,6 +10,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
 import { MemoryProvider, consent, startOAuthStack } from "./support/oauth.js";
+import { clientDocumentStandIn } from "./support/oauth_cimd.js";
 
 /** Connects the SDK client through the whole OAuth flow; returns { client, provider }. */
 async function connectWithOAuth(mcpUrl, who) {
@@ -98,5 +99,53 @@ describe("OAuth with the TypeScript SDK (development login)", () => {
     const r = await s.mf.dispatchFetch("https://mcp.example.com/authorize?response_type=code");
     assert.equal(r.status, 403);
     assert.match(await r.text(), /DEV_LOGIN is for local development only/);
+  });
+});
+
+describe("OAuth with a client ID metadata document (CIMD)", () => {
+  let s, site;
+  before(async () => {
+    site = clientDocumentStandIn();
+    s = await startOAuthStack({ outbound: site.outbound });
+  });
+  after(() => s?.stop());
+
+  test("a client named by the https URL of its metadata document signs in without registering", async () => {
+    const as = await (await fetch(`${s.url}/.well-known/oauth-authorization-server`)).json();
+    assert.equal(as.client_id_metadata_document_supported, true, JSON.stringify(as));
+    const provider = new MemoryProvider(async (url) => {
+      assert.equal(new URL(url).searchParams.get("client_id"), site.clientId, "the SDK uses the document's URL as its client_id");
+      const page = await (await fetch(url)).text();
+      assert.match(page, /Allow CIMD test client to use mcp-edge/, "the consent page names the client as its document does");
+      assert.match(page, /Published by <strong>client\.example<\/strong>/);
+      return consent(url, { user: MARCUS, roles: ["hr-read"] });
+    });
+    Object.defineProperty(provider, "clientMetadataUrl", { value: site.clientId });
+    const first = new StreamableHTTPClientTransport(new URL(s.mcpUrl), { authProvider: provider });
+    await assert.rejects(new Client({ name: "cimd-test", version: "1" }).connect(first), UnauthorizedError);
+    await first.finishAuth(provider.redirected.searchParams.get("code"));
+    assert.equal(provider.client?.client_id, site.clientId, "no registration: the client id is the URL");
+    assert.ok(site.fetched.length > 0, "the server read the document");
+    const client = new Client({ name: "cimd-test", version: "1" });
+    await client.connect(new StreamableHTTPClientTransport(new URL(s.mcpUrl), { authProvider: provider }));
+    try {
+      const me = await client.callTool({ name: "get_employee", arguments: {} });
+      assert.match(JSON.stringify(me.structuredContent.data), new RegExp(`"${MARCUS}"`));
+    } finally {
+      await client.close();
+    }
+  });
+
+  test("only the redirect URIs the document lists are accepted", async () => {
+    const as = await (await fetch(`${s.url}/.well-known/oauth-authorization-server`)).json();
+    const authorize = (redirect) => {
+      const url = new URL(as.authorization_endpoint);
+      url.search = new URLSearchParams({ response_type: "code", client_id: site.clientId, redirect_uri: redirect, code_challenge: "x".repeat(43), code_challenge_method: "S256", resource: s.mcpUrl }).toString();
+      return fetch(url, { redirect: "manual" });
+    };
+    const listed = await authorize("http://127.0.0.1:9/callback");
+    assert.equal(listed.status, 200, await listed.clone().text());
+    const other = await authorize("http://127.0.0.1:9/elsewhere");
+    assert.equal(other.status, 400, await other.clone().text());
   });
 });

@@ -1,5 +1,6 @@
 //! The `Confirmation` Durable Object: one per confirmation id, holding one pending write and its
-//! fate. The Worker's `POST /api/confirm/:id` (`edge::confirm`) brings it the decision.
+//! fate. The Worker's `POST /api/confirm/:id` (`edge::confirm`) brings it the decision; its
+//! `GET /api/confirm/:id` asks it what the change is (`show`, told to the user who asked only).
 //!
 //! A Durable Object runs one request at a time up to its first await, and its SQLite writes are
 //! synchronous, so the state moves from `pending` to `executing` before any other decision can be
@@ -27,7 +28,7 @@ use worker::{durable_object, DurableObject, Env, Request, Response, SqlStorage, 
 use crate::clock;
 use crate::edge::config::Config;
 use crate::error::{Error, Result};
-use crate::registry::Caller;
+use crate::registry::{Caller, ToolContext};
 use crate::server::call::CallContext;
 use crate::store::services::{Detached, Services};
 use crate::tools::domain::confirm::{audit, Pending};
@@ -83,6 +84,7 @@ impl DurableObject for Confirmation {
                     )),
                 }
             }
+            "/show" => self.show(&crate::wire::caller_of(&req)),
             _ => Err(Error::NotFound("no such confirmation operation".into())),
         };
         match result {
@@ -187,6 +189,37 @@ impl Confirmation {
         ))
     }
 
+    /// What the change is and whether it still waits, for a page that asks the user: only to the
+    /// user who asked; anyone else is told, as for an id never issued, that there is no such
+    /// confirmation (nothing tells them it exists).
+    fn show(&self, caller: &Caller) -> Result<(u16, Value)> {
+        let found = self
+            .load()?
+            .filter(|(p, _, _)| caller.user.as_deref() == Some(p.user.as_str()));
+        let Some((p, state, _)) = found else {
+            return Ok((
+                404,
+                failure(
+                    Code::OperationFailed,
+                    "There is no such confirmation among the changes you asked for: it never existed, it expired long ago, or another user asked for it.",
+                    "Sign in as the user who asked, or ask for the change again.",
+                ),
+            ));
+        };
+        let state = if state == "pending" && self.now_ms() > p.expires_ms {
+            "expired"
+        } else {
+            state.as_str()
+        };
+        Ok((
+            200,
+            json!({ "status": "success", "data": {
+                "confirmationId": p.id, "action": p.action, "message": p.message,
+                "confirmationData": p.data, "state": state,
+                "expiresAt": clock::iso(p.expires_ms as i64) } }),
+        ))
+    }
+
     async fn decide(&self, caller: Caller, body: Value) -> Result<(u16, Value)> {
         if let Some(extra) = body
             .as_object()
@@ -267,6 +300,7 @@ impl Confirmation {
         // Claimed before the first await: a concurrent decision now sees `executing`.
         self.set_state("executing", None)?;
         audit(&ctx, &p, "approved", "").await;
+        let started = clock::now_ms();
         let reply = crate::tools::execute_confirmed(&ctx, &p).await.to_json();
         self.set_state("done", Some(&reply.to_string()))?;
         let event = if reply["status"] == "success" {
@@ -274,6 +308,19 @@ impl Confirmation {
         } else {
             "failed"
         };
+        // The write's own log line, as every tool call has one (the call that asked for it was
+        // logged when it answered pending_confirmation): no arguments, only whose and how it went.
+        let tool = ctx
+            .platform()
+            .registry()
+            .get(&p.action)
+            .map_or_else(|| p.action.clone(), |t| t.def.id());
+        crate::log::info!(
+            "{}",
+            json!({ "user": p.user, "tool": tool, "confirmation": p.id,
+                    "outcome": if event == "executed" { "ok" } else { "error" },
+                    "ms": clock::now_ms() - started })
+        );
         audit(&ctx, &p, event, reply["code"].as_str().unwrap_or("")).await;
         Ok((200, reply))
     }

@@ -1,8 +1,9 @@
-//! The Worker side of `POST /api/confirm/:id`: the asking user's token and the decision's body are
-//! checked here, then the decision goes to the confirmation's object (`crate::confirm`).
+//! The Worker side of `/api/confirm/:id`: the asking user's token and the decision's body are
+//! checked here, then the decision (`POST`), or the question what the change is (`GET`), goes to
+//! the confirmation's object (`crate::confirm`).
 
 use serde_json::Value;
-use worker::{Env, Request, Response};
+use worker::{Env, Method, Request, Response};
 
 use super::config::Config;
 use crate::confirm::{failure, json_answer};
@@ -11,7 +12,8 @@ use crate::registry::EnvServices;
 use crate::store::services::Services;
 use crate::tools::domain::Code;
 
-/// `POST /api/confirm/:id` with `{"approved": true|false}` and the asking user's bearer token.
+/// `POST /api/confirm/:id` with `{"approved": true|false}` and the asking user's bearer token;
+/// `GET /api/confirm/:id` with that token answers what the change is and whether it still waits.
 pub async fn serve(req: Request, env: Env, id: &str) -> Result<Response> {
     let mut req = req;
     let cfg = Config::from_env(&env);
@@ -19,7 +21,7 @@ pub async fn serve(req: Request, env: Env, id: &str) -> Result<Response> {
     if caller.user.is_none() {
         return Err(Error::Unauthorized {
             message:
-                "Unauthorized: deciding a confirmation needs the bearer token of the user who asked"
+                "Unauthorized: a confirmation is seen and decided with the bearer token of the user who asked"
                     .into(),
             invalid_token: false,
         });
@@ -33,6 +35,13 @@ pub async fn serve(req: Request, env: Env, id: &str) -> Result<Response> {
                 "Use the confirmationId of a pending_confirmation answer.",
             ),
         )?);
+    }
+    if req.method() == Method::Get {
+        let services = Services::with_config(env, crate::store::registry(cfg.catalog)?, &cfg);
+        let (status, answer) = services
+            .confirmation(id, "show", &Value::Null, &caller)
+            .await?;
+        return Ok(json_answer(status, &answer)?);
     }
     // A decision is a few bytes; the body cap keeps a large one from being read into memory.
     let text = super::read_body(&mut req, 4096).await?;

@@ -95,13 +95,19 @@ pub async fn serve(req: Request, env: Env) -> worker::Result<Response> {
     finish(result, &metadata_url, cors_origin.as_deref())
 }
 
-/// Serves `POST /api/confirm/:id` (human confirmation of a write, `crate::confirm`).
+/// Serves `POST /api/confirm/:id` (human confirmation of a write, `crate::confirm`) and
+/// `GET /api/confirm/:id` (what it would change, for a page that asks the user).
 pub async fn serve_confirm(req: Request, env: Env, id: &str) -> worker::Result<Response> {
+    let method = if req.method() == Method::Get {
+        Method::Get
+    } else {
+        Method::Post
+    };
     serve_one(
         req,
         env,
-        Method::Post,
-        "/api/confirm/<id> takes POST {\"approved\": true|false}",
+        method,
+        "/api/confirm/<id> takes GET, or POST {\"approved\": true|false}",
         |req, env, _| async move { confirm::serve(req, env, id).await },
     )
     .await

@@ -336,6 +336,15 @@ pub enum Prepared<'r> {
     },
 }
 
+/// The log line of a call refused before it ran (roles, FlowMind level): every call has one line
+/// with its user, tool, outcome and duration, as the lanes write for the calls they run.
+fn log_refused(tool: &Tool, caller: &Caller) {
+    crate::log::info!(
+        "{}",
+        json!({ "user": caller.user, "tool": tool.def.id(), "outcome": "refused", "ms": 0 })
+    );
+}
+
 /// The preamble of every `tools/call`, in both eras: the tool named must exist for `caller` (a
 /// tool their roles do not allow is as unknown as a missing one), and a FlowMind tool must be
 /// allowed at their level.
@@ -353,6 +362,7 @@ pub async fn prepare_call<'r>(
             .get(name)
             .filter(|t| crate::tools::domain::speaks_union(t.def))
         {
+            log_refused(hidden, caller);
             return Ok(Prepared::Refused(crate::registry::refused(
                 hidden,
                 crate::tools::domain::forbidden(hidden.def, caller),
@@ -363,6 +373,7 @@ pub async fn prepare_call<'r>(
         )));
     };
     if let Some(refused) = levels::refusal(host, caller, tool).await {
+        log_refused(tool, caller);
         return Ok(Prepared::Refused(refused));
     }
     Ok(Prepared::Run {

@@ -615,16 +615,16 @@ impl Turn {
             "tool_call",
             json!({ "id": id, "tool": name, "arguments": shown, "name": name, "args": shown }),
         );
-        let (result, duration_ms) = match tool {
+        let (result, duration_ms, outcome) = match tool {
             // FlowMind's levels hold in chat too; its tools are fixed for the turn (the system
             // prompt), so a level change needs no notification here.
             Some(tool) => match levels::refusal(&*self.core, &self.caller, tool).await {
-                Some(refused) => (refused, 0.0),
+                Some(refused) => (refused, 0.0, "refused"),
                 None => {
                     let mut done = execute(tool, ctx, args.clone()).await;
                     levels::after_call(&*self.core, &self.caller, tool, &mut done.result, &|_| {})
                         .await;
-                    (done.result, done.duration_ms)
+                    (done.result, done.duration_ms, done.outcome)
                 }
             },
             // A domain tool this user's roles lack: the seed's INSUFFICIENT_PERMISSIONS, which
@@ -641,6 +641,7 @@ impl Turn {
                         crate::tools::domain::forbidden(hidden.def, &self.caller),
                     ),
                     0.0,
+                    "refused",
                 ),
                 None => {
                     let text = format!(
@@ -653,10 +654,17 @@ impl Turn {
                     (
                         json!({ "content": [{ "type": "text", "text": text }], "isError": true }),
                         0.0,
+                        "unknown_tool",
                     )
                 }
             },
         };
+        // The call's log line, as on the MCP lanes: whose, which tool, how it went, no arguments.
+        crate::log::info!(
+            "{}",
+            json!({ "user": self.caller.user, "tool": tool.map_or_else(|| name.to_string(), |t| t.def.id()),
+                    "outcome": outcome, "ms": duration_ms, "via": "chat" })
+        );
         let (is_error, text) = result_text(&result);
         // The chat's stream goes only to the user who asked, who may see what the tool showed
         // them (the model sees it too); the session's event log, which others may watch, keeps

@@ -7,6 +7,7 @@
 import { randomBytes } from "node:crypto";
 import { createServer } from "node:http";
 import { createServer as netServer } from "node:net";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { build } from "esbuild";
 import { Miniflare } from "miniflare";
@@ -40,12 +41,20 @@ export async function bundleOAuth() {
   return out.outputFiles[0].text;
 }
 
+/** The compatibility flags of oauth/wrangler.toml (global_fetch_strictly_public, for CIMD). */
+function oauthFlags() {
+  const text = readFileSync(join(root, "oauth", "wrangler.toml"), "utf8");
+  const list = text.match(/^compatibility_flags = \[(.*)\]$/m)?.[1] ?? "";
+  return [...list.matchAll(/"([^"]+)"/g)].map((m) => m[1]);
+}
+
 /**
  * Starts the OAuth deployment. `oauthVars` and `mcpVars` override each Worker's vars (the Rust
- * Worker gets the production settings: no anonymous access); `sample` loads the sample company.
- * Returns { url, mcpUrl, mf, stop }.
+ * Worker gets the production settings: no anonymous access); `sample` loads the sample company;
+ * `outbound` (a function from Request to Response) answers the companion's outgoing requests, as
+ * the Internet would (a client's metadata document). Returns { url, mcpUrl, mf, stop }.
  */
-export async function startOAuthStack({ oauthVars = {}, mcpVars = {}, sample = true } = {}) {
+export async function startOAuthStack({ oauthVars = {}, mcpVars = {}, sample = true, outbound } = {}) {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const keys = await internalKeys();
@@ -59,6 +68,8 @@ export async function startOAuthStack({ oauthVars = {}, mcpVars = {}, sample = t
         modules: true,
         script: await bundleOAuth(),
         compatibilityDate,
+        compatibilityFlags: oauthFlags(),
+        ...(outbound ? { outboundService: outbound } : {}),
         kvNamespaces: ["OAUTH_KV"],
         serviceBindings: { MCP: "mcp-edge" },
         bindings: { OAUTH_SCOPES: "mcp", DEV_LOGIN: "true", ...oauthVars, INTERNAL_JWT_KEY: keys.privateJwk },
@@ -80,7 +91,8 @@ export async function startOAuthStack({ oauthVars = {}, mcpVars = {}, sample = t
         d1Databases: ["DB"],
         kvNamespaces: ["CACHE"],
         // The top-level (production) [vars] of wrangler.toml that matter here, and what
-        // `npm run deploy` sets for the OAuth mode: the companion as issuer, its public key.
+        // `npm run deploy` sets for the OAuth mode: the companion as issuer, its public key, its
+        // approval page as where approveUrl leads.
         bindings: {
           ALLOWED_ORIGINS: "",
           ALLOWED_HOSTS: "",
@@ -88,6 +100,7 @@ export async function startOAuthStack({ oauthVars = {}, mcpVars = {}, sample = t
           ANONYMOUS_ACCESS: "false",
           RATE_LIMITS: "search_flights=10/1m",
           FLOWMIND_LEVELS: "off",
+          APPROVE_URL: "/confirm",
           ...mcpVars,
           JWT_ISSUER: url,
           JWKS: keys.jwks,

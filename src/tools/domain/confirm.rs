@@ -198,21 +198,33 @@ pub async fn request(
     }
 }
 
-/// Where the user approves or denies confirmation `id` in a browser: the session page
-/// `/sessions/<session>#confirm=<id>` of the session that asked (it shows the change as an
-/// approval card), absolute when the deployment names its public origin (`PUBLIC_URL`), else a
-/// path on the origin the client called. A call outside a session (a 2026-07-28 request) has no
-/// page to point at: the user decides with `POST /api/confirm/<id>`.
+/// Where the user approves or denies confirmation `id` in a browser, absolute when the deployment
+/// names its public origin (`PUBLIC_URL`), else a path on the origin the client called:
+/// - `<APPROVE_URL>/<id>` when `APPROVE_URL` is set: an OAuth deployment sets `/confirm`, the
+///   companion's page, where the user signs in (they have no bearer token of their own there);
+/// - else the session page `/sessions/<session>#confirm=<id>` of the session that asked (it shows
+///   the change as an approval card). A call outside a session (a 2026-07-28 request) has no page
+///   to point at: the user decides with `POST /api/confirm/<id>`.
 pub fn approve_url(ctx: &dyn ToolContext, id: &str) -> Option<String> {
+    let platform = ctx.platform();
+    let base = platform.setting("PUBLIC_URL").unwrap_or_default();
+    let base = base.trim_end_matches('/');
+    if let Some(page) = platform
+        .setting("APPROVE_URL")
+        .filter(|p| !p.trim().is_empty())
+    {
+        let page = format!("{}/{id}", page.trim().trim_end_matches('/'));
+        return Some(if page.starts_with('/') {
+            format!("{base}{page}")
+        } else {
+            page
+        });
+    }
     let session = ctx.session_id();
     if !crate::wire::valid_session_id(&session) {
         return None;
     }
-    let base = ctx.platform().setting("PUBLIC_URL").unwrap_or_default();
-    Some(format!(
-        "{}/sessions/{session}#confirm={id}",
-        base.trim_end_matches('/')
-    ))
+    Some(format!("{base}/sessions/{session}#confirm={id}"))
 }
 
 /// A confirmation's state as `get_confirmation` tells it, read from `audit_log` (which records
