@@ -18,6 +18,8 @@ before(async () => {
 after(() => w?.stop());
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+/** The session's tool events (`/sessions/:id/events`), where its event log is seen. */
+const dashboard = (session) => new URL(`/sessions/${session}/events`, w.url);
 const streamHeaders = (session, last) => ({
   accept: "text/event-stream",
   "mcp-session-id": session,
@@ -27,10 +29,10 @@ const streamHeaders = (session, last) => ({
 test("the housekeeping alarm keeps only the newest EVENT_LOG_MAX events", async () => {
   const { session } = await initialize(w.mcpUrl);
   for (let i = 0; i < 4; i++) await rpc(w.mcpUrl, session, "tools/call", { name: "get_mode_indicator", arguments: {} });
-  const before = (await readSse(await fetch(w.mcpUrl, { headers: streamHeaders(session, "g-0") }), { timeoutMs: 1500 })).filter((e) => e.data);
+  const before = (await readSse(await fetch(dashboard(session), { headers: streamHeaders(session, "g-0") }), { timeoutMs: 1500 })).filter((e) => e.data);
   assert.equal(before.length, 8, "tool_call + tool_result per call, before pruning");
   await sleep(1800);
-  const afterPrune = (await readSse(await fetch(w.mcpUrl, { headers: streamHeaders(session, "g-0") }), { timeoutMs: 1500 })).filter((e) => e.data);
+  const afterPrune = (await readSse(await fetch(dashboard(session), { headers: streamHeaders(session, "g-0") }), { timeoutMs: 1500 })).filter((e) => e.data);
   assert.deepEqual(afterPrune.map((e) => e.id), before.slice(-4).map((e) => e.id));
 });
 
