@@ -17,6 +17,10 @@ use worker::{Env, Method, Request, Response};
 use crate::error::{Error, Result};
 use crate::registry::Caller;
 
+/// The prefix of an anonymous 2026-07-28 caller's sealed owner id (`stateless::anonymous`); the
+/// Worker refuses tokens whose `sub` starts with it, so no signed-in user is one.
+pub const ANONYMOUS_OWNER_PREFIX: &str = "anonymous:";
+
 /// Internal header carrying the verified caller ([`encode_caller`], [`caller_of`]).
 pub const CALLER_HEADER: &str = "x-mcp-edge-caller";
 /// Internal header: correlation id for log lines.

@@ -4,7 +4,7 @@
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { startWorker } from "./support/worker.js";
-import { LATEST, initialize, post, sseEvents } from "./support/mcp.js";
+import { LATEST, initialize, post, readSse, sseEvents } from "./support/mcp.js";
 import { hs256 } from "../scripts/token.js";
 
 const SECRET = "events-secret";
@@ -30,7 +30,7 @@ async function toolEvents(it, n) {
   return out;
 }
 
-test("a dashboard sees the session's tool calls as they happen, beside the MCP client's own stream", async () => {
+test("a dashboard sees the session's tool calls as they happen; the MCP client's own stream does not carry them", async () => {
   const { session } = await initialize(w.mcpUrl);
   const dash = await watch(session);
   assert.equal(dash.status, 200);
@@ -44,9 +44,12 @@ test("a dashboard sees the session's tool calls as they happen, beside the MCP c
   assert.deepEqual(events.map((e) => [e.event, e.data.tool]), [["tool_call", "switch_mode"], ["tool_result", "switch_mode"]]);
   assert.deepEqual(events[0].data.arguments, { mode: "interactive-mode" });
   assert.equal(events[1].data.cached, false);
-  assert.equal((await toolEvents(client, 2)).length, 2, "the MCP client's stream still gets them");
   seen.close();
   client.close();
+  // The MCP client's own stream carries JSON-RPC messages only (issue 19 item 3): replayed from
+  // its start, it has none of the tool events the dashboard got.
+  const replay = await fetch(w.mcpUrl, { headers: { accept: "text/event-stream", "mcp-session-id": session, "mcp-protocol-version": LATEST, "last-event-id": "g-0" } });
+  assert.deepEqual((await readSse(replay, { timeoutMs: 1000 })).filter((e) => e.data), [], "no tool event on the MCP stream");
 
   // Resume after the tool_call: the tool_result is replayed, then new events follow live.
   const again = await watch(session, { "last-event-id": events[0].id });

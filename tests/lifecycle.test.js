@@ -18,6 +18,8 @@ before(async () => {
 after(() => w?.stop());
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+/** The session's tool events (`/sessions/:id/events`), where its event log is seen. */
+const dashboard = (session) => new URL(`/sessions/${session}/events`, w.url);
 const streamHeaders = (session, last) => ({
   accept: "text/event-stream",
   "mcp-session-id": session,
@@ -32,7 +34,7 @@ const DEADLINE_MS = 60_000;
 test("the housekeeping alarm keeps only the newest EVENT_LOG_MAX events", async () => {
   const { session } = await initialize(w.mcpUrl);
   // The live stream sees every event as it is published, whenever an alarm prunes the log.
-  const live = sseEvents(await fetch(w.mcpUrl, { headers: streamHeaders(session) }), { timeoutMs: DEADLINE_MS });
+  const live = sseEvents(await fetch(dashboard(session), { headers: streamHeaders(session) }), { timeoutMs: DEADLINE_MS });
   for (let i = 0; i < 4; i++) await rpc(w.mcpUrl, session, "tools/call", { name: "get_mode_indicator", arguments: {} });
   const published = [];
   while (published.length < 8) {
@@ -46,7 +48,7 @@ test("the housekeeping alarm keeps only the newest EVENT_LOG_MAX events", async 
   // the fifth of the eight (EVENT_LOG_MAX = 4), and the replay is then exactly the newest four.
   // The first `max` events with data of a replay (a 2025-11-25 stream opens with an empty priming event).
   const replay = async (max) => {
-    const it = sseEvents(await fetch(w.mcpUrl, { headers: streamHeaders(session, "g-0") }), { timeoutMs: DEADLINE_MS });
+    const it = sseEvents(await fetch(dashboard(session), { headers: streamHeaders(session, "g-0") }), { timeoutMs: DEADLINE_MS });
     const ids = [];
     try {
       while (ids.length < max) {

@@ -247,27 +247,33 @@ describe("SSE streams", () => {
     assert.ok(quiet.reply.result);
   });
 
-  test("the GET stream carries the session's tool events; Last-Event-ID replays exactly the missed ones", async () => {
+  test("the GET stream carries JSON-RPC messages only; the session's tool events are on /sessions/:id/events, where Last-Event-ID replays exactly the missed ones", async () => {
     const { session } = await initialize(w.mcpUrl);
     const headers = { accept: "text/event-stream", "mcp-session-id": session, "mcp-protocol-version": LATEST };
     const live = await fetch(w.mcpUrl, { headers });
     assert.equal(live.status, 200);
     assert.match(live.headers.get("content-type"), /^text\/event-stream/);
-    const reading = readSse(live, { max: 3, timeoutMs: 5000 });
+    const dashboardUrl = new URL(`/sessions/${session}/events`, w.url);
+    const dashboard = await fetch(dashboardUrl, { headers: { accept: "text/event-stream" } });
+    const reading = readSse(dashboard, { max: 3, timeoutMs: 5000 });
     await rpc(w.mcpUrl, session, "tools/call", { name: "get_mode_indicator", arguments: {} });
     const seen = await reading;
     assert.equal(seen[0].data, "", "priming event");
     assert.deepEqual(seen.slice(1).map((e) => e.event), ["tool_call", "tool_result"]);
     assert.equal(JSON.parse(seen[1].data).tool, "get_mode_indicator");
     assert.ok(seen.every((e) => e.id?.startsWith("g-")));
+    const mcp = await readSse(live, { timeoutMs: 1000 });
+    assert.deepEqual(mcp.filter((e) => e.data), [], "the MCP client's GET stream got none of them");
 
     // Two more calls while disconnected, then resume after the last event seen.
     await rpc(w.mcpUrl, session, "tools/call", { name: "switch_mode", arguments: { mode: "mobile-mode" } });
     await rpc(w.mcpUrl, session, "tools/call", { name: "switch_mode", arguments: { mode: "bogus" } });
-    const resumed = await fetch(w.mcpUrl, { headers: { ...headers, "last-event-id": seen.at(-1).id } });
+    const resumed = await fetch(dashboardUrl, { headers: { accept: "text/event-stream", "last-event-id": seen.at(-1).id } });
     const missed = (await readSse(resumed, { max: 5, timeoutMs: 3000 })).filter((e) => e.data);
     assert.deepEqual(missed.map((e) => e.event), ["tool_call", "tool_result", "tool_call", "error"]);
     assert.match(JSON.parse(missed[3].data).error, /mode/);
+    const mcpResumed = await fetch(w.mcpUrl, { headers: { ...headers, "last-event-id": seen.at(-1).id } });
+    assert.deepEqual((await readSse(mcpResumed, { timeoutMs: 1000 })).filter((e) => e.data), [], "nor does a resumed GET stream replay them");
   });
 
   test("Last-Event-ID that this server never issued is 400", async () => {

@@ -95,6 +95,14 @@ pub async fn authenticate(req: &Request, env: &Env, cfg: &Config) -> Result<Call
         },
     )
     .map_err(invalid)?;
+    if identity
+        .user
+        .starts_with(crate::wire::ANONYMOUS_OWNER_PREFIX)
+    {
+        return Err(invalid(
+            "the token's sub starts with 'anonymous:', which this server reserves for callers without a token; issue the token for the user's own id",
+        ));
+    }
     Ok(Caller {
         user: Some(identity.user),
         roles: identity.roles,

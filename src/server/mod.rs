@@ -52,9 +52,6 @@ pub struct Policy {
     pub unknown_method_is_404: bool,
     /// An unknown resource is -32602 naming the URI in `data` (2026-07-28); otherwise -32002.
     pub unknown_resource_is_invalid_params: bool,
-    /// Tools that keep session state (`ToolDef::state`) are hidden from anonymous callers, who
-    /// have no session and no object of their own to keep it in.
-    pub hides_stateful_tools_from_anonymous: bool,
 }
 
 const LEGACY: Policy = Policy {
@@ -63,7 +60,6 @@ const LEGACY: Policy = Policy {
     marks_complete: false,
     unknown_method_is_404: false,
     unknown_resource_is_invalid_params: false,
-    hides_stateful_tools_from_anonymous: false,
 };
 
 const MODERN: Policy = Policy {
@@ -72,7 +68,6 @@ const MODERN: Policy = Policy {
     marks_complete: true,
     unknown_method_is_404: true,
     unknown_resource_is_invalid_params: true,
-    hides_stateful_tools_from_anonymous: true,
 };
 
 impl Policy {
@@ -259,10 +254,11 @@ const MODERN_FIXTURE_METHODS: &[&str] = &[
 ];
 
 /// `tools/list`: the caller's tools in name order (deterministic), paged, without the FlowMind
-/// tools the caller's `level` does not allow yet nor, where the policy says so, the tools that
-/// keep session state. Both are left out before paging, so every page but the last is full and
-/// a cursor (the last name of its page) means the same position whichever tools are left out. The
-/// list depends on the caller, so it is cacheable only privately.
+/// tools the caller's `level` does not allow yet. They are left out before paging, so every page
+/// but the last is full and a cursor (the last name of its page) means the same position whichever
+/// tools are left out. The same in both eras, for anonymous callers too (a 2026-07-28 one's runs
+/// and mode are kept under a sealed id, `stateless::anonymous`). The list depends on the caller,
+/// so it is cacheable only privately.
 fn list_tools(
     policy: Policy,
     registry: &Registry,
@@ -271,9 +267,7 @@ fn list_tools(
     params: &Map<String, Value>,
     level: Option<Level>,
 ) -> Result<Value> {
-    let hide_stateful = policy.hides_stateful_tools_from_anonymous && caller.user.is_none();
-    let visible =
-        |t: &Tool| levels::allowed(level, t) && !(hide_stateful && t.def.keeps_session_state());
+    let visible = |t: &Tool| levels::allowed(level, t);
     let result = registry.tools_list(params, cfg.tools_page_size, caller, &visible)?;
     Ok(policy.cacheable(result, "private"))
 }
@@ -468,16 +462,22 @@ mod tests {
         assert!(full.iter().all(|p| p.len() == 3), "{pages:?}");
         assert!(!last.is_empty() && last.len() <= 3);
         let names: Vec<&String> = pages.iter().flatten().collect();
-        let session_tools: Vec<&str> = registry
-            .tools()
-            .filter(|t| t.def.keeps_session_state())
-            .map(|t| t.def.name)
-            .collect();
-        for hidden in session_tools
-            .iter()
-            .chain(&["compose_workflow", "list_available_contexts"])
-        {
-            assert!(!names.iter().any(|n| n == hidden), "{hidden} is listed");
+        for hidden in [
+            "compose_workflow",
+            "list_available_contexts",
+            "execute_workflow",
+        ] {
+            assert!(
+                !names.iter().any(|n| n.as_str() == hidden),
+                "{hidden} is listed"
+            );
+        }
+        // Tools that keep state are listed as in a 2025 session (issue 19 item 4).
+        for listed in ["execute_chain", "switch_mode", "get_mode_indicator"] {
+            assert!(
+                names.iter().any(|n| n.as_str() == listed),
+                "{listed} is not listed"
+            );
         }
         assert!(names.iter().any(|n| *n == "field_request"));
         assert!(

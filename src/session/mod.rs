@@ -73,8 +73,9 @@ pub struct Core {
 }
 
 impl Core {
-    /// Writes an event to the log, then to the live readers of its stream (and a tool event to
-    /// the session a 2026-07-28 call named for its events).
+    /// Writes an event to the log, then a JSON-RPC message to the live reader of its stream, or a
+    /// tool event to the session's dashboards (and to the session a 2026-07-28 call named for its
+    /// events).
     fn publish(&self, stream: &str, event: &str, data: &str) -> Result<()> {
         self.publish_from(stream, event, data, true)
     }
@@ -90,13 +91,15 @@ impl Core {
             seq,
         };
         let frame = sse::frame(&id, event, data);
-        if stream == STANDALONE && is_tool_event(event) {
+        if is_mcp_message(event) {
+            self.hub.deliver(stream, &frame);
+        } else if stream == STANDALONE && is_tool_event(event) {
+            // Tool events are for dashboards only: an MCP stream carries JSON-RPC messages alone.
             self.hub.deliver_to_watchers(&frame);
             if relay {
                 self.relay_event(event, data);
             }
         }
-        self.hub.deliver(stream, &frame);
         Ok(())
     }
 
@@ -213,8 +216,10 @@ fn replay(core: &Core, from: &EventId, keep: fn(&str) -> bool) -> Result<stream:
     })
 }
 
-fn any_event(_: &str) -> bool {
-    true
+/// The events an MCP stream (`GET /mcp`, a POST's reply) carries: JSON-RPC messages, never the
+/// session's tool events, which clients would not know (the Python SDK warns of each).
+fn is_mcp_message(event: &str) -> bool {
+    event == "message"
 }
 
 /// The events a dashboard sees: what tools did, not the protocol's messages.
@@ -633,7 +638,7 @@ impl Session {
         if version::primes_streams(&core.version()) {
             prefix.extend(sse::priming(&from, RETRY_MS));
         }
-        let replayed = replay(core, &from, any_event)?;
+        let replayed = replay(core, &from, is_mcp_message)?;
         let (tx, rx) = unbounded();
         let standalone = from.stream == STANDALONE;
         if standalone || core.hub.is_running(&from.stream) {

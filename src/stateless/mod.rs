@@ -7,11 +7,13 @@
 //! capabilities and log level in `_meta`; answers the server asked for in `inputResponses`, with
 //! the answers of earlier rounds in a sealed, single-use `requestState` (`mcp::request_state`).
 //! Tools that keep state (chain executions, the travel assistant's mode) run in Durable Objects
-//! of their own for signed-in callers (`runs`).
+//! of their own, owned by the signed-in user or an anonymous caller's sealed id (`runs`,
+//! `anonymous`).
 //!
 //! `subscriptions/listen` streams are held by a `Listeners` object per caller
 //! (`server::listen`), so that changes made by other requests reach them.
 
+mod anonymous;
 mod call;
 mod idempotency;
 mod platform;
@@ -127,7 +129,11 @@ pub async fn serve(
                 Ok(p) => p,
                 Err(e) => return POLICY.refuse(Some(&id), &e),
             };
-            match runs::call(env, platform, caller, &r, req.inner().signal()).await {
+            let owner = match anonymous::owner(&platform, caller, req) {
+                Ok(owner) => owner,
+                Err(e) => return POLICY.refuse(Some(&id), &e),
+            };
+            match runs::call(env, platform, caller, &owner, &r, req.inner().signal()).await {
                 Ok(resp) => Ok(resp),
                 Err(e) => POLICY.refuse(Some(&id), &e),
             }

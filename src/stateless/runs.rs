@@ -445,18 +445,17 @@ fn outputs_of(params: &Map<String, Value>, steps: &[PausedStep]) -> Result<(Stri
 /// per paused step and a sealed `requestState` naming the execution and steps. The retry (same
 /// tool, same arguments, the answers in `inputResponses`) supplies the outputs as `resume_chain`
 /// would and continues the run, which may pause again the same way.
+///
+/// `user` owns the runs and the mode: the signed-in user's id, or an anonymous caller's sealed id
+/// (`super::anonymous`).
 pub async fn call(
     env: &Env,
     platform: StatelessPlatform,
     caller: &Caller,
+    user: &str,
     r: &Request,
     signal: AbortSignal,
 ) -> Result<Response> {
-    let Some(user) = caller.user.as_deref() else {
-        return Err(Error::InvalidParams(
-            "Invalid params: this tool keeps runs or a mode for its caller, and 2026-07-28 requests without a bearer token have no caller to keep them for; send a token, or call it from a 2025 session (initialize first)".into(),
-        ));
-    };
     let name = crate::mcp::message::required_str(&r.params, "name")?.to_string();
     let arguments = r
         .params

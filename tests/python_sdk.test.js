@@ -1,0 +1,69 @@
+// The official Python MCP SDK (PyPI `mcp`, pinned in scripts/toolchain.sh, which installs it in
+// .toolchain/python) as a plain client of both eras (a 2025-11-25 session and 2026-07-28), run
+// through tests/support/python_client.py: the server's streams carry nothing it does not know (no
+// "Unknown SSE event" or other warning on its stderr), progress reaches it, and it sees the same
+// tools in both eras. Without that virtual environment the tests are skipped with the reason,
+// except under CI=true, where they fail: scripts/toolchain.sh is meant to have made it.
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { root, startWorker } from "./support/worker.js";
+import { initialize, readSse, rpc } from "./support/mcp.js";
+
+const python = process.env.MCP_EDGE_PYTHON ?? join(root, ".toolchain", "python", "bin", "python");
+const missing = existsSync(python) ? null : `no Python MCP SDK at ${python}: run bash scripts/toolchain.sh (needs python3 with venv)`;
+if (missing && process.env.CI === "true") throw new Error(missing);
+
+/** The SDK's modes: a 2025 session, 2026-07-28 pinned, and its default (discover, which picks 2026-07-28). */
+export const MODES = ["legacy", "2026-07-28", "auto"];
+
+/**
+ * Runs tests/support/python_client.py `scenario` against `mcpUrl` in `mode` (with `token`, and
+ * `args` as JSON); resolves with its JSON line and its stderr, or rejects with its output.
+ */
+export function pythonClient(scenario, mcpUrl, mode, { token, args } = {}) {
+  return new Promise((resolve, reject) => {
+    const argv = [join(root, "tests", "support", "python_client.py"), scenario, mcpUrl, mode, token ?? "-", JSON.stringify(args ?? null)];
+    const child = spawn(python, argv);
+    let out = "";
+    let err = "";
+    child.stdout.on("data", (d) => (out += d));
+    child.stderr.on("data", (d) => (err += d));
+    child.on("close", (status) =>
+      status === 0 ? resolve({ ...JSON.parse(out.trim().split("\n").at(-1)), stderr: err }) : reject(new Error(`python exited ${status}: ${err}${out}`)),
+    );
+  });
+}
+
+describe("the Python SDK as a client of both eras", { skip: missing ?? false }, () => {
+  let w;
+  // A secret as `npm run dev` has one: it seals anonymous 2026-07-28 callers' ids.
+  before(async () => (w = await startWorker({ MCP_CATALOG: "conformance", TOOLS_PAGE_SIZE: "4", JWT_SECRET: "python-sdk-secret" })));
+  after(() => w?.stop());
+
+  for (const mode of MODES) {
+    test(`${mode}: a call with progress and one with tool events, and not one warning`, async () => {
+      const r = await pythonClient("surface", w.mcpUrl, mode);
+      assert.equal(r.version, mode === "legacy" ? "2025-11-25" : "2026-07-28");
+      assert.deepEqual(r.progress, [0, 50, 100], "progress reached the SDK");
+      assert.equal(r.result.isError ?? false, false, JSON.stringify(r.result));
+      assert.ok(r.pages > 1, "tools/list was paged");
+      assert.equal(r.stderr, "", "the SDK printed no warning (an unknown SSE event would be one)");
+    });
+  }
+
+  test("the GET stream of a session carries JSON-RPC messages only; its tool events are on /sessions/:id/events", async () => {
+    const { session } = await initialize(w.mcpUrl);
+    await rpc(w.mcpUrl, session, "tools/call", { name: "get_mode_indicator", arguments: {} });
+    await rpc(w.mcpUrl, session, "tools/call", { name: "switch_mode", arguments: { mode: "bogus" } });
+    // From the first event on: a replay, so whatever the log holds for the stream is read.
+    const headers = { accept: "text/event-stream", "mcp-session-id": session, "last-event-id": "g-0" };
+    const mcp = (await readSse(await fetch(w.mcpUrl, { headers }), { timeoutMs: 1500 })).filter((e) => e.data);
+    assert.deepEqual(mcp, [], "no tool_call, tool_result or error event on the MCP stream");
+    const dashboard = await fetch(new URL(`/sessions/${session}/events`, w.url), { headers: { accept: "text/event-stream", "last-event-id": "g-0" } });
+    const events = (await readSse(dashboard, { max: 5, timeoutMs: 3000 })).filter((e) => e.data);
+    assert.deepEqual(events.map((e) => e.event), ["tool_call", "tool_result", "tool_call", "error"]);
+  });
+});
