@@ -96,16 +96,17 @@ pub async fn execute(tool: &Tool, ctx: &dyn ToolContext, args: Value) -> CallOut
                         "message": format!("Tool execution error: {}", shown.as_str().unwrap_or_default()),
                         "error": shown }),
             );
-            let union_refusal = crate::tools::domain::speaks_union(tool.def)
-                && matches!(
+            let dialect = tool.def.dialect.filter(|_| {
+                matches!(
                     e,
                     Error::InvalidArguments(_) | Error::RateLimited(_) | Error::Timeout(_)
-                );
-            if union_refusal {
-                // A domain tool answers in the seed's union even when refused around its
+                )
+            });
+            if let Some(dialect) = dialect {
+                // A tool with a dialect of its own answers in it even when refused around its
                 // handler, so a client reads one shape for every answer.
                 return CallOutcome {
-                    result: refused(tool, crate::tools::domain::refusal(tool.def, &e)),
+                    result: refused(tool, (dialect.refused)(tool.def, &e)),
                     outcome: label,
                     duration_ms,
                 };

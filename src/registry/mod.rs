@@ -80,6 +80,12 @@ pub struct ToolDef {
     /// How the executor caches the tool's results (`cache::CachePolicy`); `None`: never cached.
     /// Only read-only tools may be cached.
     pub cache: Option<CachePolicy>,
+    /// How the tool answers a call refused outside its handler; `None`: in plain text, and a
+    /// caller whose roles lack it is told "unknown tool".
+    pub dialect: Option<&'static Dialect>,
+    /// A call changes nothing itself: it asks the user to confirm the change and waits for their
+    /// decision, so whoever runs the tool for a model (the chat) need not ask the user first too.
+    pub asks_user: bool,
     /// What the tool keeps in an MCP session, which 2026-07-28 requests do not have.
     pub state: SessionState,
     /// Refused calls lengthen the wait (seed 001: `field_request`'s `progressive_backoff`; see
@@ -165,6 +171,18 @@ impl SessionState {
     }
 }
 
+/// How a toolset answers calls refused outside its handlers, when not in plain text (the domain
+/// toolsets answer every call in seed 002's union, refusals included).
+#[derive(Debug)]
+pub struct Dialect {
+    /// The answer to a call refused around the handler: arguments that fail the input schema, a
+    /// rate limit, a timeout (sent with `isError: true` instead of the error's text).
+    pub refused: fn(&ToolDef, &Error) -> ToolOutput,
+    /// The answer to a caller whose roles lack the tool: it stays out of their `tools/list`, but a
+    /// direct call is told why instead of "unknown tool".
+    pub forbidden: fn(&ToolDef, &Caller) -> ToolOutput,
+}
+
 /// The handler of [`ToolDef::DEFAULTS`]: a declaration that forgot its own is refused, not run.
 fn no_handler(_: &dyn ToolContext, _: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
     Box::pin(async { Err(Error::Internal("this tool declares no handler".into())) })
@@ -172,8 +190,9 @@ fn no_handler(_: &dyn ToolContext, _: Value) -> LocalBoxFuture<'_, Result<ToolOu
 
 impl ToolDef {
     /// What a declaration leaves out (`..ToolDef::DEFAULTS`): no output schema, 10 s timeout,
-    /// never cached, no session state, no progressive backoff, no FlowMind level; the hints MCP assumes when a
-    /// server gives none (may write and destroy, not idempotent, open world). Every declaration
+    /// never cached, refusals in plain text, no confirmation asked, no session state, no progressive
+    /// backoff, no FlowMind level; the hints MCP assumes when a server gives none (may write and
+    /// destroy, not idempotent, open world). Every declaration
     /// names its toolset, name, title, description, input schema, roles and handler.
     pub const DEFAULTS: ToolDef = ToolDef {
         toolset: "",
@@ -192,6 +211,8 @@ impl ToolDef {
         roles: &[],
         handler: no_handler,
         cache: None,
+        dialect: None,
+        asks_user: false,
         state: SessionState::None,
         progressive_backoff: false,
         level: None,
@@ -447,6 +468,14 @@ impl Registry {
     /// as absent as an unknown one.
     pub fn get_for(&self, name: &str, caller: &Caller) -> Option<&Tool> {
         self.get(name).filter(|t| caller.has_any(t.def.roles))
+    }
+
+    /// The answer to `caller` calling `name`, a tool their roles lack, if the tool's [`Dialect`]
+    /// says why; `None` for a tool that does not (it is as unknown as a missing one).
+    pub fn forbidden(&self, name: &str, caller: &Caller) -> Option<Value> {
+        let tool = self.get(name)?;
+        let dialect = tool.def.dialect?;
+        Some(refused(tool, (dialect.forbidden)(tool.def, caller)))
     }
 
     /// Every tool, by name.

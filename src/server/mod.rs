@@ -351,16 +351,11 @@ pub async fn prepare_call<'r>(
     let Some(tool) = host.registry().get_for(name, caller) else {
         // A domain tool the caller's roles lack stays out of their tools/list, but a direct call
         // is told why in the seed's union (INSUFFICIENT_PERMISSIONS), not "unknown tool".
-        if let Some(hidden) = host
-            .registry()
-            .get(name)
-            .filter(|t| crate::tools::domain::speaks_union(t.def))
-        {
-            log_refused(hidden, caller);
-            return Ok(Prepared::Refused(crate::registry::refused(
-                hidden,
-                crate::tools::domain::forbidden(hidden.def, caller),
-            )));
+        if let Some(forbidden) = host.registry().forbidden(name, caller) {
+            if let Some(hidden) = host.registry().get(name) {
+                log_refused(hidden, caller);
+            }
+            return Ok(Prepared::Refused(forbidden));
         }
         return Err(Error::InvalidParams(format!(
             "Invalid params: unknown tool {name:?}; call tools/list for the available tools"

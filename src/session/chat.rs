@@ -577,9 +577,7 @@ impl Turn {
                 .get_for(name, &self.caller)
                 // A domain write already waits for the user's approval (its confirmation
                 // card), so holding it too would ask twice.
-                .is_some_and(|t| {
-                    !t.def.annotations.read_only && !crate::tools::domain::confirm::asks_user(t.def)
-                });
+                .is_some_and(|t| !t.def.annotations.read_only && !t.def.asks_user);
             if asks_first {
                 held.push((id, name.clone(), args.clone()));
                 calls.push(Either::Left(futures::future::ready(Feedback::Held {
@@ -629,20 +627,8 @@ impl Turn {
             },
             // A domain tool this user's roles lack: the seed's INSUFFICIENT_PERMISSIONS, which
             // the model can explain, rather than "unknown tool".
-            None => match self
-                .core
-                .registry
-                .get(name)
-                .filter(|t| crate::tools::domain::speaks_union(t.def))
-            {
-                Some(hidden) => (
-                    crate::registry::refused(
-                        hidden,
-                        crate::tools::domain::forbidden(hidden.def, &self.caller),
-                    ),
-                    0.0,
-                    "refused",
-                ),
+            None => match self.core.registry.forbidden(name, &self.caller) {
+                Some(forbidden) => (forbidden, 0.0, "refused"),
                 None => {
                     let text = format!(
                     "unknown tool {name:?}: it does not exist or this user may not use it; use one of the tools listed in the system prompt"

@@ -17,18 +17,100 @@ pub mod support;
 pub mod templates;
 pub mod upstream;
 
+use futures::future::LocalBoxFuture;
 use serde_json::Value;
 
 use crate::error::{Error, Result};
 use crate::registry::{ToolContext, ToolDef};
 
+/// A toolset as a catalog serves it: its tools, and what the server calls on it besides them. A
+/// toolset declares its own (`hr::SET`, `chains::SET`), so adding one means adding it to
+/// [`TOOLSETS`], never editing a dispatch.
+#[derive(Debug)]
+pub struct Toolset {
+    /// Its tools, in one or more declaration lists.
+    pub tools: &'static [&'static [ToolDef]],
+    /// Carries out a write one of its tools asked the user to confirm (`domain::confirm`).
+    pub confirmed: Option<Confirmed>,
+    /// The background jobs it runs.
+    pub jobs: Option<Jobs>,
+}
+
+/// Carries out a confirmed write, as [`execute_confirmed`] calls it.
+pub type Confirmed = for<'a> fn(
+    &'a dyn ToolContext,
+    &'a domain::confirm::Pending,
+) -> LocalBoxFuture<'a, domain::Reply>;
+
+/// A job hook: the context it runs in and the job's id.
+pub type JobHook = for<'a> fn(&'a dyn ToolContext, &'a str) -> LocalBoxFuture<'a, Result<()>>;
+
+/// The background jobs of a toolset (see `registry::Platform::job_start`).
+#[derive(Debug)]
+pub struct Jobs {
+    /// The job kind its jobs are started with.
+    pub kind: &'static str,
+    /// Runs a job: a new run, or the continuation of one whose lease lapsed.
+    pub run: JobHook,
+    /// Closes a job whose run was attached to a call that ended before the run did.
+    pub abandon: JobHook,
+    /// The session is ending: close what the toolset keeps open for it.
+    pub session_ending: for<'a> fn(&'a dyn ToolContext) -> LocalBoxFuture<'a, Result<()>>,
+}
+
+impl Toolset {
+    /// A toolset of `tools` and nothing else.
+    pub const fn of(tools: &'static [&'static [ToolDef]]) -> Toolset {
+        Toolset {
+            tools,
+            confirmed: None,
+            jobs: None,
+        }
+    }
+
+    fn declares(&self, name: &str) -> bool {
+        self.tools
+            .iter()
+            .flat_map(|t| t.iter())
+            .any(|d| d.name == name)
+    }
+}
+
+/// Every toolset of the product, in catalog order.
+static TOOLSETS: &[&Toolset] = &[
+    &Toolset::of(&[instructions::TOOLS]),
+    &Toolset::of(&[templates::TOOLS]),
+    &chains::SET,
+    &Toolset::of(&[domain::TOOLS]),
+    &hr::SET,
+    &finance::SET,
+    &sales::SET,
+    &support::SET,
+    &Toolset::of(&[flights::TOOLS]),
+    &Toolset::of(&[calendar::TOOLS]),
+    &Toolset::of(&[epic_tide::TOOLS]),
+    &Toolset::of(&[flowmind::TOOLS]),
+];
+
+/// The toolsets only the conformance catalog serves: the fixtures the official suite calls.
+static FIXTURES: &[&Toolset] = &[&Toolset::of(&[
+    conformance::TOOLS,
+    conformance::mrtr::TOOLS,
+])];
+
+/// The job hooks of `kind`.
+fn jobs(kind: &str) -> Result<&'static Jobs> {
+    TOOLSETS
+        .iter()
+        .filter_map(|s| s.jobs.as_ref())
+        .find(|j| j.kind == kind)
+        .ok_or_else(|| Error::Internal(format!("unknown job kind {kind:?}")))
+}
+
 /// Runs a tracked background job of `kind` (see `registry::Platform::job_start`): a new run, or
 /// the continuation of one whose lease lapsed.
 pub async fn run_job(ctx: &dyn ToolContext, kind: &str, id: &str) -> Result<()> {
-    match kind {
-        chains::JOB_KIND => chains::run_background(ctx, id).await,
-        other => Err(Error::Internal(format!("unknown job kind {other:?}"))),
-    }
+    (jobs(kind)?.run)(ctx, id).await
 }
 
 /// Carries out a confirmed domain write (`src/confirm/`), if the deciding user's current roles
@@ -53,14 +135,15 @@ pub async fn execute_confirmed(
             "Ask someone with the right role to make the change.",
         );
     }
-    let reply = match p.server.as_str() {
-        "hr" => hr::execute(ctx, p).await,
-        "finance" => finance::writes::execute(ctx, p).await,
-        "sales" => sales::writes::execute(ctx, p).await,
-        "support" => support::writes::execute(ctx, p).await,
-        other => domain::Reply::failure(
+    let confirmed = TOOLSETS
+        .iter()
+        .find(|s| s.declares(&p.action))
+        .and_then(|s| s.confirmed);
+    let reply = match confirmed {
+        Some(execute) => execute(ctx, p).await,
+        None => domain::Reply::failure(
             domain::Code::OperationFailed,
-            format!("no writes are defined for {other}"),
+            format!("no writes are defined for {}", p.server),
             "Ask for the change again.",
         ),
     };
@@ -79,15 +162,15 @@ pub async fn execute_confirmed(
 
 /// Closes a job whose run was attached to a call that ended before the run did.
 pub async fn abandon_job(ctx: &dyn ToolContext, kind: &str, id: &str) -> Result<()> {
-    match kind {
-        chains::JOB_KIND => chains::abandon(ctx, id).await,
-        other => Err(Error::Internal(format!("unknown job kind {other:?}"))),
-    }
+    (jobs(kind)?.abandon)(ctx, id).await
 }
 
 /// The session is ending: close what the toolsets keep open for it.
 pub async fn session_ending(ctx: &dyn ToolContext) -> Result<()> {
-    chains::session_ending(ctx).await
+    for jobs in TOOLSETS.iter().filter_map(|s| s.jobs.as_ref()) {
+        (jobs.session_ending)(ctx).await?;
+    }
+    Ok(())
 }
 
 /// Refuses with every problem found (`"<what>: a; b"`), or passes when there are none.
@@ -196,26 +279,14 @@ pub fn read_resource(uri: &str) -> Option<Value> {
 
 /// The tool declarations of a catalog.
 pub fn catalog(c: Catalog) -> Vec<&'static ToolDef> {
-    let mut defs: Vec<&'static ToolDef> = instructions::TOOLS
+    let fixtures: &[&Toolset] = if c == Catalog::Conformance {
+        FIXTURES
+    } else {
+        &[]
+    };
+    TOOLSETS
         .iter()
-        .chain(templates::TOOLS.iter())
-        .chain(chains::TOOLS.iter())
-        .chain(domain::TOOLS.iter())
-        .chain(hr::TOOLS.iter())
-        .chain(finance::TOOLS.iter())
-        .chain(sales::TOOLS.iter())
-        .chain(support::TOOLS.iter())
-        .chain(finance::writes::TOOLS.iter())
-        .chain(sales::writes::TOOLS.iter())
-        .chain(support::writes::TOOLS.iter())
-        .chain(flights::TOOLS.iter())
-        .chain(calendar::TOOLS.iter())
-        .chain(epic_tide::TOOLS.iter())
-        .chain(flowmind::TOOLS.iter())
-        .collect();
-    if c == Catalog::Conformance {
-        defs.extend(conformance::TOOLS.iter());
-        defs.extend(conformance::mrtr::TOOLS.iter());
-    }
-    defs
+        .chain(fixtures)
+        .flat_map(|s| s.tools.iter().flat_map(|t| t.iter()))
+        .collect()
 }

@@ -647,6 +647,17 @@ fn cancel_chain(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result
     })
 }
 
+/// The toolset: its tools, and chain executions run as background jobs of [`JOB_KIND`].
+pub static SET: super::Toolset = super::Toolset {
+    jobs: Some(super::Jobs {
+        kind: JOB_KIND,
+        run: |ctx, id| Box::pin(run_background(ctx, id)),
+        abandon: |ctx, id| Box::pin(abandon(ctx, id)),
+        session_ending: |ctx| Box::pin(session_ending(ctx)),
+    }),
+    ..super::Toolset::of(&[TOOLS])
+};
+
 /// The toolset's tools.
 pub static TOOLS: &[ToolDef] = &[ToolDef {
     toolset: TOOLSET,

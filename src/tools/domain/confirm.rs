@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 
 use super::{Code, Reply};
 use crate::clock;
-use crate::registry::{ToolContext, ToolDef};
+use crate::registry::ToolContext;
 
 /// How long a confirmation can be decided: `CONFIRMATION_TTL_SECONDS`, 300 by default (the seed's
 /// 5 minutes).
@@ -71,25 +71,6 @@ pub async fn audit(ctx: &dyn ToolContext, p: &Pending, event: &str, outcome: &st
             json!({ "audit_failed": e.to_string(), "confirmation": p.id, "event": event })
         );
     }
-}
-
-/// The seed's write actions (§5.6): each is a tool of the same name that changes nothing when
-/// called, but asks the user with a `pending_confirmation` answer.
-pub const ACTIONS: [&str; 7] = [
-    "delete_employee",
-    "update_salary",
-    "delete_invoice",
-    "approve_budget",
-    "delete_customer",
-    "close_deal",
-    "close_ticket",
-];
-
-/// Whether a call of `def` only asks the user for a change (it answers `pending_confirmation`
-/// and waits for their decision), so whoever runs it for a model, such as the chat, need not ask
-/// the user first as well: asking twice for one change is what the user must not see.
-pub fn asks_user(def: &ToolDef) -> bool {
-    super::speaks_union(def) && ACTIONS.contains(&def.name)
 }
 
 /// Hex digits of a confirmation id: 128 random bits (a UUID holds only 122), enough that an id
@@ -379,6 +360,18 @@ mod tests {
         );
     }
 
+    /// The seed's write actions (§5.6): each is a tool of the same name that changes nothing when
+    /// called, but asks the user with a `pending_confirmation` answer.
+    const ACTIONS: [&str; 7] = [
+        "delete_employee",
+        "update_salary",
+        "delete_invoice",
+        "approve_budget",
+        "delete_customer",
+        "close_deal",
+        "close_ticket",
+    ];
+
     #[test]
     fn the_tools_that_ask_the_user_are_the_seeds_write_actions_and_every_domain_write() {
         let schema: Value =
@@ -387,16 +380,12 @@ mod tests {
         let enumerated = &schema["$defs"]["ConfirmationData"]["properties"]["action"]["enum"];
         assert_eq!(enumerated, &json!(ACTIONS), "the schema's actions");
         let all = crate::tools::catalog(crate::tools::Catalog::Production);
-        let asking: Vec<&str> = all
-            .iter()
-            .filter(|d| asks_user(d))
-            .map(|d| d.name)
-            .collect();
+        let asking: Vec<&str> = all.iter().filter(|d| d.asks_user).map(|d| d.name).collect();
         assert_eq!(asking.len(), ACTIONS.len(), "{asking:?}");
-        for def in all.iter().filter(|d| super::super::speaks_union(d)) {
+        assert!(asking.iter().all(|a| ACTIONS.contains(a)), "{asking:?}");
+        for def in all.iter().filter(|d| d.dialect.is_some()) {
             assert_eq!(
-                asks_user(def),
-                !def.annotations.read_only,
+                def.asks_user, !def.annotations.read_only,
                 "{}: a domain tool that is not read-only must ask the user, and only those",
                 def.name
             );

@@ -14,7 +14,7 @@ pub mod response;
 use serde_json::{json, Value};
 
 use crate::clock;
-use crate::registry::{CachePolicy, Caller, ToolContext, ToolDef, ToolOutput};
+use crate::registry::{CachePolicy, Caller, Dialect, ToolContext, ToolDef, ToolOutput};
 pub use response::{Code, Page, Reply};
 
 /// The tool-level marker for "any caller with a verified token" (`Caller::has_any`).
@@ -297,6 +297,22 @@ fn get_confirmation(
     }))
 }
 
+/// What every domain tool's declaration shares (`..domain::TOOL`): seed 002's response schema,
+/// and refusals made outside its handler answered in that union too ([`UNION`]).
+pub const TOOL: ToolDef = ToolDef {
+    output_schema: Some(include_str!("../../../schema/domain/response.output.json")),
+    dialect: Some(&UNION),
+    ..ToolDef::DEFAULTS
+};
+
+/// What a domain write's declaration shares (`..domain::WRITE`): a call asks the user to confirm
+/// the change ([`confirm`]) and may wait for their answer in a form, so it may take long.
+pub const WRITE: ToolDef = ToolDef {
+    timeout_ms: 150_000,
+    asks_user: true,
+    ..TOOL
+};
+
 /// The tools every domain shares.
 pub static TOOLS: &[ToolDef] = &[ToolDef {
     toolset: "domain",
@@ -305,23 +321,18 @@ pub static TOOLS: &[ToolDef] = &[ToolDef {
     description: "Whether a change you asked for (a pending_confirmation answer) was approved and made, denied, failed or expired, or is still waiting (with the time left and the approveUrl to send the user to). Only the user who asked sees it.",
     annotations: crate::registry::Annotations::READ_ONLY,
     input_schema: include_str!("../../../schema/domain/get_confirmation.input.json"),
-    output_schema: Some(include_str!("../../../schema/domain/response.output.json")),
     timeout_ms: 10_000,
     roles: &[SIGNED_IN],
     handler: get_confirmation,
-    ..ToolDef::DEFAULTS
+    ..TOOL
 }];
 
-/// The toolsets whose every answer is the seed's union, refusals made outside their handlers
-/// included.
-pub const UNION_TOOLSETS: &[&str] = &["domain", "hr", "finance", "sales", "support"];
-
-/// Whether a refusal of `def` made by the executor or the session (bad arguments, a rate limit,
-/// a timeout, roles that lack the tool) must be answered with [`refusal`] or [`forbidden`]
-/// rather than plain text or "unknown tool".
-pub fn speaks_union(def: &ToolDef) -> bool {
-    UNION_TOOLSETS.contains(&def.toolset)
-}
+/// Seed 002's union as the dialect of refusals made outside a domain tool's handler: by the
+/// executor ([`refusal`]) or by the server for a caller whose roles lack the tool ([`forbidden`]).
+pub static UNION: Dialect = Dialect {
+    refused: refusal,
+    forbidden,
+};
 
 /// The seed's union answer for a call of `def` refused around its handler: arguments that fail
 /// the input schema (`INVALID_INPUT`), a rate limit or a timeout (`OPERATION_FAILED`, saying when
@@ -436,8 +447,8 @@ mod tests {
     fn executor_refusals_of_domain_tools_are_the_union() {
         use crate::error::Error;
         let d = def("list_employees");
-        assert!(speaks_union(d));
-        assert!(!speaks_union(def("get_help")));
+        assert!(d.dialect.is_some());
+        assert!(def("get_help").dialect.is_none());
         let (_, v) = structured(refusal(
             d,
             &Error::InvalidArguments(

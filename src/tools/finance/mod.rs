@@ -492,7 +492,11 @@ async fn missing_report(ctx: &dyn ToolContext, id: &str, month: &str, all: i64, 
     )
 }
 
-const OUTPUT: Option<&str> = Some(include_str!("../../../schema/domain/response.output.json"));
+/// The toolset: its tools, and the writes they ask the user to confirm.
+pub static SET: super::Toolset = super::Toolset {
+    confirmed: Some(writes::confirmed),
+    ..super::Toolset::of(&[TOOLS, writes::TOOLS])
+};
 
 /// The toolset's tools.
 pub static TOOLS: &[ToolDef] = &[
@@ -503,11 +507,10 @@ pub static TOOLS: &[ToolDef] = &[
         description: "A department's operating budget for a fiscal year (default: the current year): allocated, spent (paid invoices and reimbursed expenses) and remaining amounts in dollars, status, and spend per quarter.",
         annotations: Annotations::READ_ONLY,
         input_schema: include_str!("../../../schema/finance/get_budget.input.json"),
-        output_schema: OUTPUT,
         roles: READERS,
         handler: get_budget,
         cache: domain::READ_CACHE,
-        ..ToolDef::DEFAULTS
+        ..domain::TOOL
     },
     ToolDef {
         toolset: TOOLSET,
@@ -516,12 +519,11 @@ pub static TOOLS: &[ToolDef] = &[
         description: "Budget against actual spend for every department and the company in one answer, for a fiscal year (default: the current one) or one quarter of it (\"Q4 budget vs actual\": quarter 4; a quarter's budget is a fourth of the year's allocation). Spend is paid invoices and reimbursed expense reports. Lists the departments over budget.",
         annotations: Annotations::READ_ONLY,
         input_schema: include_str!("../../../schema/finance/get_budget_summary.input.json"),
-        output_schema: OUTPUT,
         timeout_ms: 10_000,
         roles: READERS,
         handler: get_budget_summary,
         cache: domain::READ_CACHE,
-        ..ToolDef::DEFAULTS
+        ..domain::TOOL
     },
     ToolDef {
         toolset: TOOLSET,
@@ -530,11 +532,10 @@ pub static TOOLS: &[ToolDef] = &[
         description: "Department budgets, optionally of one fiscal year or status, sorted by year and department; up to 50 per page with a cursor for the next page.",
         annotations: Annotations::READ_ONLY,
         input_schema: include_str!("../../../schema/finance/list_budgets.input.json"),
-        output_schema: OUTPUT,
         roles: READERS,
         handler: list_budgets,
         cache: domain::READ_CACHE,
-        ..ToolDef::DEFAULTS
+        ..domain::TOOL
     },
     ToolDef {
         toolset: TOOLSET,
@@ -543,11 +544,10 @@ pub static TOOLS: &[ToolDef] = &[
         description: "Supplier invoices, newest first, optionally filtered by status, vendor name (partial match, literal text) or department; up to 50 per page with a cursor for the next page. Amounts in dollars.",
         annotations: Annotations::READ_ONLY,
         input_schema: include_str!("../../../schema/finance/list_invoices.input.json"),
-        output_schema: OUTPUT,
         roles: READERS,
         handler: list_invoices,
         cache: domain::READ_CACHE,
-        ..ToolDef::DEFAULTS
+        ..domain::TOOL
     },
     ToolDef {
         toolset: TOOLSET,
@@ -556,11 +556,10 @@ pub static TOOLS: &[ToolDef] = &[
         description: "An employee's expense report for one month (YYYY-MM) with its line items. Everyone may read their own; finance-read and executive everyone's.",
         annotations: Annotations::READ_ONLY,
         input_schema: include_str!("../../../schema/finance/get_expense_report.input.json"),
-        output_schema: OUTPUT,
         roles: &[SIGNED_IN],
         handler: get_expense_report,
         cache: domain::READ_CACHE,
-        ..ToolDef::DEFAULTS
+        ..domain::TOOL
     },
 ];
 

@@ -142,7 +142,7 @@ fn approve_budget(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Resu
 }
 
 /// Carries out a confirmed finance write.
-pub async fn execute(ctx: &dyn ToolContext, p: &confirm::Pending) -> Reply {
+async fn execute(ctx: &dyn ToolContext, p: &confirm::Pending) -> Reply {
     let a = &p.arguments;
     match p.action.as_str() {
         "delete_invoice" => {
@@ -216,7 +216,13 @@ pub async fn execute(ctx: &dyn ToolContext, p: &confirm::Pending) -> Reply {
     }
 }
 
-const OUTPUT: Option<&str> = Some(include_str!("../../../schema/domain/response.output.json"));
+/// Carries out a confirmed write of this toolset ([`super::Confirmed`]).
+pub(super) fn confirmed<'a>(
+    ctx: &'a dyn ToolContext,
+    p: &'a confirm::Pending,
+) -> LocalBoxFuture<'a, Reply> {
+    Box::pin(execute(ctx, p))
+}
 
 /// The toolset's write tools.
 pub static TOOLS: &[ToolDef] = &[
@@ -227,11 +233,9 @@ pub static TOOLS: &[ToolDef] = &[
         description: "Ask to delete an unpaid invoice (paid ones are kept). Nothing changes until the user confirms: pending_confirmation, then POST /api/confirm/<id> (or an elicitation form).",
         annotations: Annotations { read_only: false, destructive: true, idempotent: false, open_world: false },
         input_schema: include_str!("../../../schema/finance/delete_invoice.input.json"),
-        output_schema: OUTPUT,
-        timeout_ms: 150_000,
         roles: WRITERS,
         handler: delete_invoice,
-        ..ToolDef::DEFAULTS
+        ..domain::WRITE
     },
     ToolDef {
         toolset: TOOLSET,
@@ -240,10 +244,8 @@ pub static TOOLS: &[ToolDef] = &[
         description: "Ask to approve a department's budget at an amount: the one waiting for approval, or the given fiscal year's. Nothing changes until the user confirms (pending_confirmation, then POST /api/confirm/<id> or an elicitation form).",
         annotations: Annotations { read_only: false, destructive: false, idempotent: true, open_world: false },
         input_schema: include_str!("../../../schema/finance/approve_budget.input.json"),
-        output_schema: OUTPUT,
-        timeout_ms: 150_000,
         roles: WRITERS,
         handler: approve_budget,
-        ..ToolDef::DEFAULTS
+        ..domain::WRITE
     },
 ];

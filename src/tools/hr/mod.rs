@@ -562,7 +562,7 @@ fn update_salary(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Resul
 }
 
 /// Carries out a confirmed HR write.
-pub async fn execute(ctx: &dyn ToolContext, p: &domain::confirm::Pending) -> Reply {
+async fn execute(ctx: &dyn ToolContext, p: &domain::confirm::Pending) -> Reply {
     let id = p.arguments["employee_id"].as_str().unwrap_or_default();
     let gone = || {
         Reply::failure(
@@ -626,7 +626,19 @@ pub async fn execute(ctx: &dyn ToolContext, p: &domain::confirm::Pending) -> Rep
     }
 }
 
-const OUTPUT: Option<&str> = Some(include_str!("../../../schema/domain/response.output.json"));
+/// Carries out a confirmed write of this toolset ([`super::Confirmed`]).
+fn confirmed<'a>(
+    ctx: &'a dyn ToolContext,
+    p: &'a domain::confirm::Pending,
+) -> LocalBoxFuture<'a, Reply> {
+    Box::pin(execute(ctx, p))
+}
+
+/// The toolset: its tools, and the writes they ask the user to confirm.
+pub static SET: super::Toolset = super::Toolset {
+    confirmed: Some(confirmed),
+    ..super::Toolset::of(&[TOOLS])
+};
 
 /// The toolset's tools.
 pub static TOOLS: &[ToolDef] = &[
@@ -637,11 +649,10 @@ pub static TOOLS: &[ToolDef] = &[
         description: "One employee's details by id, by name (full or partial; several matches answer with candidates), or, with neither, the caller's own record (PTO balance, grade, salary). Everyone may read their own record; managers their reporting chain; hr-read, hr-write and executive everyone. Salary, SSN and contact details are masked unless the caller's role allows them.",
         annotations: Annotations::READ_ONLY,
         input_schema: include_str!("../../../schema/hr/get_employee.input.json"),
-        output_schema: OUTPUT,
         roles: &[SIGNED_IN],
         handler: get_employee,
         cache: domain::READ_CACHE,
-        ..ToolDef::DEFAULTS
+        ..domain::TOOL
     },
     ToolDef {
         toolset: TOOLSET,
@@ -650,11 +661,10 @@ pub static TOOLS: &[ToolDef] = &[
         description: "Active employees the caller may see (managers: their reporting chain), optionally of one department or with part of a name, sorted by last name; up to 50 per page with a cursor for the next page.",
         annotations: Annotations::READ_ONLY,
         input_schema: include_str!("../../../schema/hr/list_employees.input.json"),
-        output_schema: OUTPUT,
         roles: &["hr-read", "executive", "manager"],
         handler: list_employees,
         cache: domain::READ_CACHE,
-        ..ToolDef::DEFAULTS
+        ..domain::TOOL
     },
     ToolDef {
         toolset: TOOLSET,
@@ -663,11 +673,10 @@ pub static TOOLS: &[ToolDef] = &[
         description: "The reporting hierarchy under an employee (default: the CEO for hr-read and executive, the caller for managers), nested to a depth (default 3).",
         annotations: Annotations::READ_ONLY,
         input_schema: include_str!("../../../schema/hr/get_org_chart.input.json"),
-        output_schema: OUTPUT,
         roles: &["hr-read", "executive", "manager"],
         handler: get_org_chart,
         cache: domain::READ_CACHE,
-        ..ToolDef::DEFAULTS
+        ..domain::TOOL
     },
     ToolDef {
         toolset: TOOLSET,
@@ -676,11 +685,10 @@ pub static TOOLS: &[ToolDef] = &[
         description: "Performance reviews of one employee, or of everyone the caller may see (managers: their reporting chain); status 'due' gives the scheduled and in-progress ones. Sorted by due date, 50 per page.",
         annotations: Annotations::READ_ONLY,
         input_schema: include_str!("../../../schema/hr/get_performance_reviews.input.json"),
-        output_schema: OUTPUT,
         roles: &["hr-write", "executive", "manager"],
         handler: get_performance_reviews,
         cache: domain::READ_CACHE,
-        ..ToolDef::DEFAULTS
+        ..domain::TOOL
     },
     ToolDef {
         toolset: TOOLSET,
@@ -689,11 +697,9 @@ pub static TOOLS: &[ToolDef] = &[
         description: "Ask to delete an employee record (with their reviews and expense reports). Nothing changes until the user confirms: the answer is pending_confirmation with a confirmationId, decided with POST /api/confirm/<id> (or in a form when the client supports elicitation).",
         annotations: Annotations { read_only: false, destructive: true, idempotent: false, open_world: false },
         input_schema: include_str!("../../../schema/hr/delete_employee.input.json"),
-        output_schema: OUTPUT,
-        timeout_ms: 150_000,
         roles: WRITERS,
         handler: delete_employee,
-        ..ToolDef::DEFAULTS
+        ..domain::WRITE
     },
     ToolDef {
         toolset: TOOLSET,
@@ -702,11 +708,9 @@ pub static TOOLS: &[ToolDef] = &[
         description: "Ask to change an employee's annual salary. Nothing changes until the user confirms (pending_confirmation, then POST /api/confirm/<id> or an elicitation form). Future effective dates are refused: changes apply when confirmed.",
         annotations: Annotations { read_only: false, destructive: true, idempotent: true, open_world: false },
         input_schema: include_str!("../../../schema/hr/update_salary.input.json"),
-        output_schema: OUTPUT,
-        timeout_ms: 150_000,
         roles: WRITERS,
         handler: update_salary,
-        ..ToolDef::DEFAULTS
+        ..domain::WRITE
     },
 ];
 

@@ -350,7 +350,11 @@ fn get_pipeline(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result
     }))
 }
 
-const OUTPUT: Option<&str> = Some(include_str!("../../../schema/domain/response.output.json"));
+/// The toolset: its tools, and the writes they ask the user to confirm.
+pub static SET: super::Toolset = super::Toolset {
+    confirmed: Some(writes::confirmed),
+    ..super::Toolset::of(&[TOOLS, writes::TOOLS])
+};
 
 /// The toolset's tools.
 pub static TOOLS: &[ToolDef] = &[
@@ -361,11 +365,10 @@ pub static TOOLS: &[ToolDef] = &[
         description: "One customer account by id: company, industry, tier, address, annual revenue (dollars), account owner and open deal count. Email and phone are masked unless the caller owns the account or has sales-write or executive.",
         annotations: Annotations::READ_ONLY,
         input_schema: include_str!("../../../schema/sales/get_customer.input.json"),
-        output_schema: OUTPUT,
         roles: READERS,
         handler: get_customer,
         cache: domain::READ_CACHE,
-        ..ToolDef::DEFAULTS
+        ..domain::TOOL
     },
     ToolDef {
         toolset: TOOLSET,
@@ -374,11 +377,10 @@ pub static TOOLS: &[ToolDef] = &[
         description: "Sales deals the caller may see (sales-write and executive: all; managers: their team's; others: their own and their accounts'), sorted by expected close date or, with largest_first, by value; optionally of one stage, one owner (work email or employee id), from a minimum value in dollars, or closing between two dates (\"top 5 deals closing this month\": largest_first, limit 5, closing_from and closing_to). Up to 50 per page with a cursor for the next page.",
         annotations: Annotations::READ_ONLY,
         input_schema: include_str!("../../../schema/sales/list_deals.input.json"),
-        output_schema: OUTPUT,
         roles: READERS,
         handler: list_deals,
         cache: domain::READ_CACHE,
-        ..ToolDef::DEFAULTS
+        ..domain::TOOL
     },
     ToolDef {
         toolset: TOOLSET,
@@ -387,11 +389,10 @@ pub static TOOLS: &[ToolDef] = &[
         description: "The sales pipeline of a quarter (default: the current one) over the deals the caller may see (as list_deals): deal count, value and probability-weighted value per stage, with open, won and lost totals in dollars.",
         annotations: Annotations::READ_ONLY,
         input_schema: include_str!("../../../schema/sales/get_pipeline.input.json"),
-        output_schema: OUTPUT,
         roles: READERS,
         handler: get_pipeline,
         cache: domain::READ_CACHE,
-        ..ToolDef::DEFAULTS
+        ..domain::TOOL
     },
 ];
 

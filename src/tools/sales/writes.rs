@@ -127,7 +127,7 @@ fn close_deal(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<T
 }
 
 /// Carries out a confirmed sales write.
-pub async fn execute(ctx: &dyn ToolContext, p: &confirm::Pending) -> Reply {
+async fn execute(ctx: &dyn ToolContext, p: &confirm::Pending) -> Reply {
     let a = &p.arguments;
     match p.action.as_str() {
         "delete_customer" => {
@@ -205,7 +205,13 @@ pub async fn execute(ctx: &dyn ToolContext, p: &confirm::Pending) -> Reply {
     }
 }
 
-const OUTPUT: Option<&str> = Some(include_str!("../../../schema/domain/response.output.json"));
+/// Carries out a confirmed write of this toolset ([`super::Confirmed`]).
+pub(super) fn confirmed<'a>(
+    ctx: &'a dyn ToolContext,
+    p: &'a confirm::Pending,
+) -> LocalBoxFuture<'a, Reply> {
+    Box::pin(execute(ctx, p))
+}
 
 /// The toolset's write tools.
 pub static TOOLS: &[ToolDef] = &[
@@ -216,11 +222,9 @@ pub static TOOLS: &[ToolDef] = &[
         description: "Ask to delete a customer with their contacts, deals and support tickets. Nothing changes until the user confirms: pending_confirmation, then POST /api/confirm/<id> (or an elicitation form).",
         annotations: Annotations { read_only: false, destructive: true, idempotent: false, open_world: false },
         input_schema: include_str!("../../../schema/sales/delete_customer.input.json"),
-        output_schema: OUTPUT,
-        timeout_ms: 150_000,
         roles: WRITERS,
         handler: delete_customer,
-        ..ToolDef::DEFAULTS
+        ..domain::WRITE
     },
     ToolDef {
         toolset: TOOLSET,
@@ -229,10 +233,8 @@ pub static TOOLS: &[ToolDef] = &[
         description: "Ask to close an open deal as won (optionally at its final value) or lost (optionally with the reason). Nothing changes until the user confirms (pending_confirmation, then POST /api/confirm/<id> or an elicitation form).",
         annotations: Annotations { read_only: false, destructive: false, idempotent: true, open_world: false },
         input_schema: include_str!("../../../schema/sales/close_deal.input.json"),
-        output_schema: OUTPUT,
-        timeout_ms: 150_000,
         roles: WRITERS,
         handler: close_deal,
-        ..ToolDef::DEFAULTS
+        ..domain::WRITE
     },
 ];

@@ -362,7 +362,11 @@ async fn unknown_category(ctx: &dyn ToolContext, given: &str) -> std::result::Re
     ))
 }
 
-const OUTPUT: Option<&str> = Some(include_str!("../../../schema/domain/response.output.json"));
+/// The toolset: its tools, and the writes they ask the user to confirm.
+pub static SET: super::Toolset = super::Toolset {
+    confirmed: Some(writes::confirmed),
+    ..super::Toolset::of(&[TOOLS, writes::TOOLS])
+};
 
 /// The toolset's tools.
 pub static TOOLS: &[ToolDef] = &[
@@ -373,11 +377,10 @@ pub static TOOLS: &[ToolDef] = &[
         description: "Support tickets: with query, a full-text search (subject, description, resolution; every word must match, best matches first); without it, the queue (\"open tickets\": status open), most urgent first, then oldest. Optionally only one status, priority or customer. Up to 50 per page with a cursor for the next page. The reporter's email is masked unless the caller has support-write or executive or is the ticket's assignee.",
         annotations: Annotations::READ_ONLY,
         input_schema: include_str!("../../../schema/support/search_tickets.input.json"),
-        output_schema: OUTPUT,
         roles: READERS,
         handler: search_tickets,
         cache: domain::READ_CACHE,
-        ..ToolDef::DEFAULTS
+        ..domain::TOOL
     },
     ToolDef {
         toolset: TOOLSET,
@@ -386,11 +389,10 @@ pub static TOOLS: &[ToolDef] = &[
         description: "One knowledge-base article by id (like KB-0001), with its full markdown content, status and author.",
         annotations: Annotations::READ_ONLY,
         input_schema: include_str!("../../../schema/support/get_knowledge_article.input.json"),
-        output_schema: OUTPUT,
         roles: READERS,
         handler: get_knowledge_article,
         cache: domain::READ_CACHE,
-        ..ToolDef::DEFAULTS
+        ..domain::TOOL
     },
     ToolDef {
         toolset: TOOLSET,
@@ -399,11 +401,10 @@ pub static TOOLS: &[ToolDef] = &[
         description: "Full-text search of knowledge-base articles (title, content, tags): every word must match, best matches first; optionally within one category. Returns summaries (get_knowledge_article gives the content); up to 50 per page with a cursor.",
         annotations: Annotations::READ_ONLY,
         input_schema: include_str!("../../../schema/support/search_knowledge_base.input.json"),
-        output_schema: OUTPUT,
         roles: READERS,
         handler: search_knowledge_base,
         cache: domain::READ_CACHE,
-        ..ToolDef::DEFAULTS
+        ..domain::TOOL
     },
 ];
 

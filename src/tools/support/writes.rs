@@ -55,7 +55,7 @@ fn close_ticket(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result
 }
 
 /// Carries out a confirmed support write.
-pub async fn execute(ctx: &dyn ToolContext, p: &confirm::Pending) -> Reply {
+async fn execute(ctx: &dyn ToolContext, p: &confirm::Pending) -> Reply {
     let a = &p.arguments;
     let id = a["ticket_id"].as_str().unwrap_or_default();
     if p.action != "close_ticket" {
@@ -96,7 +96,13 @@ pub async fn execute(ctx: &dyn ToolContext, p: &confirm::Pending) -> Reply {
     }
 }
 
-const OUTPUT: Option<&str> = Some(include_str!("../../../schema/domain/response.output.json"));
+/// Carries out a confirmed write of this toolset ([`super::Confirmed`]).
+pub(super) fn confirmed<'a>(
+    ctx: &'a dyn ToolContext,
+    p: &'a confirm::Pending,
+) -> LocalBoxFuture<'a, Reply> {
+    Box::pin(execute(ctx, p))
+}
 
 /// The toolset's write tools.
 pub static TOOLS: &[ToolDef] = &[ToolDef {
@@ -106,9 +112,7 @@ pub static TOOLS: &[ToolDef] = &[ToolDef {
     description: "Ask to close a support ticket with a resolution. Nothing changes until the user confirms: pending_confirmation, then POST /api/confirm/<id> (or an elicitation form).",
     annotations: Annotations { read_only: false, destructive: false, idempotent: true, open_world: false },
     input_schema: include_str!("../../../schema/support/close_ticket.input.json"),
-    output_schema: OUTPUT,
-    timeout_ms: 150_000,
     roles: WRITERS,
     handler: close_ticket,
-    ..ToolDef::DEFAULTS
+    ..domain::WRITE
 }];
