@@ -11,6 +11,7 @@ mod executor;
 pub mod limits;
 pub mod per_tool;
 pub mod redact;
+pub mod task;
 mod validate;
 
 use std::collections::HashMap;
@@ -94,6 +95,8 @@ pub struct ToolDef {
     /// The level of FlowMind's progressive authorization (seed 001) from which a caller sees and
     /// may call the tool; `None`: the tool is not gated (`server::levels` applies it).
     pub level: Option<Level>,
+    /// Whether and how a call runs as an MCP task for clients that declared tasks.
+    pub task: task::TaskSupport,
 }
 
 /// How far a caller has progressed in FlowMind's progressive authorization (seed 001); ordered,
@@ -216,6 +219,7 @@ impl ToolDef {
         state: SessionState::None,
         progressive_backoff: false,
         level: None,
+        task: task::TaskSupport::Forbidden,
     };
 
     /// Whether the tool keeps state in an MCP session ([`SessionState`]).

@@ -15,6 +15,7 @@ pub mod call;
 pub mod levels;
 pub mod listen;
 pub mod stream;
+pub mod tasks;
 
 use serde_json::{json, Map, Value};
 use worker::Response;

@@ -1,0 +1,690 @@
+//! MCP tasks, for both eras: the 2026-07-28 extension `io.modelcontextprotocol/tasks` (SEP-2663)
+//! and the experimental tasks of 2025-11-25 (docs/decisions.md, "Tasks on both eras").
+//!
+//! A [`Task`] is a record with a small state machine (`working → input_required ⇄ working →
+//! completed | failed | cancelled`; terminal states never change again), rendered in either era's
+//! wire shape. Records live in Durable Object storage behind [`TaskStore`] (the session's object
+//! on 2025, an object of the task's own on 2026-07-28), so an isolate reset loses nothing. A
+//! scripted task (`registry::task::TaskRun::Script`) is advanced whenever it is read
+//! ([`Task::advance`]), so no timer has to survive a restart.
+//!
+//! What each lane does with a task is [`legacy`] (a 2025 session's `tasks/*` and task-augmented
+//! `tools/call`) and [`object`] (the requests the 2026-07-28 lane sends a task's own object).
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Map, Value};
+
+use crate::clock;
+use crate::error::{code, Error, Result};
+use crate::registry::task::{Outcome, Step, TaskRun};
+use crate::registry::Registry;
+
+/// The extension's identifier (2026-07-28 `capabilities.extensions`).
+pub const EXTENSION: &str = "io.modelcontextprotocol/tasks";
+
+/// How long a task is kept after its last change, in milliseconds (`ttlMs`): one hour.
+pub const TTL_MS: u64 = 3_600_000;
+
+/// How often a client should poll `tasks/get`, in milliseconds (`pollIntervalMs`).
+pub const POLL_MS: u64 = 500;
+
+/// The `_meta` key of 2025-11-25 results that belong to a task.
+const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
+
+/// A task's status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// The work goes on.
+    Working,
+    /// The work waits for the client's answers to `inputRequests`.
+    InputRequired,
+    /// Ended with a result (a tool error included).
+    Completed,
+    /// Ended with a protocol error.
+    Failed,
+    /// Cancelled by its client.
+    Cancelled,
+}
+
+impl Status {
+    /// Whether the status never changes again.
+    pub fn is_terminal(self) -> bool {
+        matches!(self, Status::Completed | Status::Failed | Status::Cancelled)
+    }
+
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Working => "working",
+            Status::InputRequired => "input_required",
+            Status::Completed => "completed",
+            Status::Failed => "failed",
+            Status::Cancelled => "cancelled",
+        }
+    }
+}
+
+/// How a task ends, as stored ([`Outcome`] is what a script says).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Ending {
+    /// The tool's `CallToolResult`.
+    Result {
+        /// The result.
+        result: Value,
+    },
+    /// A protocol error.
+    Error {
+        /// The JSON-RPC error code.
+        code: i64,
+        /// The message.
+        message: String,
+    },
+}
+
+impl From<Outcome> for Ending {
+    fn from(o: Outcome) -> Self {
+        match o {
+            Outcome::Result(result) => Ending::Result { result },
+            Outcome::Error { code, message } => Ending::Error { code, message },
+        }
+    }
+}
+
+/// A task: the record kept in storage.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Task {
+    /// The task id (`task-` and 32 hex digits).
+    pub id: String,
+    /// The user who created it; empty: an anonymous caller.
+    pub owner: String,
+    /// The tool called.
+    pub tool: String,
+    /// Its arguments.
+    pub arguments: Value,
+    /// The status.
+    pub status: Status,
+    /// Created, in ms since the epoch.
+    pub created_ms: f64,
+    /// Last changed, in ms since the epoch.
+    pub updated_ms: f64,
+    /// Kept this long after its last change.
+    pub ttl_ms: u64,
+    /// A working task ends at this time (ms since the epoch) with [`Task::then`].
+    pub due_ms: Option<f64>,
+    /// How a working task ends at [`Task::due_ms`].
+    pub then: Option<Ending>,
+    /// How the task ended (terminal statuses but `cancelled`).
+    pub ending: Option<Ending>,
+    /// The questions still open (key → `{method, params}`).
+    pub asked: Map<String, Value>,
+    /// The answers given so far (key → the client's result).
+    pub answers: Map<String, Value>,
+}
+
+impl Task {
+    /// A new working task.
+    pub fn new(id: &str, owner: &str, tool: &str, arguments: Value, now: f64, ttl_ms: u64) -> Self {
+        Task {
+            id: id.to_string(),
+            owner: owner.to_string(),
+            tool: tool.to_string(),
+            arguments,
+            status: Status::Working,
+            created_ms: now,
+            updated_ms: now,
+            ttl_ms,
+            due_ms: None,
+            then: None,
+            ending: None,
+            asked: Map::new(),
+            answers: Map::new(),
+        }
+    }
+
+    fn set(&mut self, status: Status, now: f64) {
+        self.status = status;
+        self.updated_ms = now;
+    }
+
+    /// Applies what a script said to do next. A `Rounds` step belongs before a task exists and
+    /// is refused here.
+    pub fn apply(&mut self, step: Step, now: f64) -> Result<()> {
+        if self.status.is_terminal() {
+            return Ok(());
+        }
+        match step {
+            Step::Rounds(_) => {
+                return Err(Error::Internal(format!(
+                    "task {}: a script asked for call rounds after the task was created",
+                    self.id
+                )))
+            }
+            Step::Ask(questions) => {
+                self.asked = questions;
+                self.due_ms = None;
+                self.then = None;
+                self.set(Status::InputRequired, now);
+            }
+            Step::After(ms, outcome) => {
+                self.asked = Map::new();
+                self.due_ms = Some(now + ms as f64);
+                self.then = Some(outcome.into());
+                self.set(Status::Working, now);
+                self.advance(now);
+            }
+        }
+        Ok(())
+    }
+
+    /// Ends a working task whose time has come. Returns whether the status changed.
+    pub fn advance(&mut self, now: f64) -> bool {
+        match (self.status, self.due_ms) {
+            (Status::Working, Some(due)) if due <= now => {
+                let ending = self.then.take();
+                self.due_ms = None;
+                self.end(ending, due.max(self.updated_ms));
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Ends the task with `ending` (`None`: an empty result).
+    pub fn end(&mut self, ending: Option<Ending>, now: f64) {
+        if self.status.is_terminal() {
+            return;
+        }
+        let ending = ending.unwrap_or(Ending::Result {
+            result: json!({ "content": [] }),
+        });
+        let status = match ending {
+            Ending::Result { .. } => Status::Completed,
+            Ending::Error { .. } => Status::Failed,
+        };
+        self.asked = Map::new();
+        self.ending = Some(ending);
+        self.set(status, now);
+    }
+
+    /// Cancels the task unless it already ended. Returns whether it was cancelled now.
+    pub fn cancel(&mut self, now: f64) -> bool {
+        if self.status.is_terminal() {
+            return false;
+        }
+        self.asked = Map::new();
+        self.due_ms = None;
+        self.then = None;
+        self.set(Status::Cancelled, now);
+        true
+    }
+
+    /// Takes the client's answers: each answers the open question of its key (other keys are
+    /// ignored). Returns whether every question is answered now, so the task works again and its
+    /// script says what comes next.
+    pub fn answer(&mut self, responses: &Map<String, Value>, now: f64) -> bool {
+        if self.status != Status::InputRequired {
+            return false;
+        }
+        let mut took = false;
+        for (key, answer) in responses {
+            if self.asked.remove(key).is_some() {
+                self.answers.insert(key.clone(), answer.clone());
+                took = true;
+            }
+        }
+        if took {
+            self.updated_ms = now;
+        }
+        if self.asked.is_empty() {
+            self.set(Status::Working, now);
+            return true;
+        }
+        false
+    }
+
+    /// Whether the task is past its TTL (counted from its last change).
+    pub fn expired(&self, now: f64) -> bool {
+        now > self.updated_ms + self.ttl_ms as f64
+    }
+
+    fn times(&self) -> (String, String) {
+        (
+            clock::iso(self.created_ms as i64),
+            clock::iso(self.updated_ms as i64),
+        )
+    }
+
+    /// The 2026-07-28 `Task` fields.
+    fn modern_fields(&self) -> Map<String, Value> {
+        let (created, updated) = self.times();
+        let mut m = Map::new();
+        m.insert("taskId".into(), json!(self.id));
+        m.insert("status".into(), json!(self.status.as_str()));
+        m.insert("createdAt".into(), json!(created));
+        m.insert("lastUpdatedAt".into(), json!(updated));
+        m.insert("ttlMs".into(), json!(self.ttl_ms));
+        m.insert("pollIntervalMs".into(), json!(POLL_MS));
+        m
+    }
+
+    /// The 2026-07-28 `CreateTaskResult` (flat: `Result & Task`).
+    pub fn modern_created(&self) -> Value {
+        let mut m = self.modern_fields();
+        m.insert("resultType".into(), json!("task"));
+        Value::Object(m)
+    }
+
+    /// The 2026-07-28 `tasks/get` result (`DetailedTask`): the result, error or open questions
+    /// inlined.
+    pub fn modern_detailed(&self) -> Value {
+        let mut m = self.modern_fields();
+        m.insert("resultType".into(), json!("complete"));
+        match (&self.status, &self.ending) {
+            (Status::Completed, Some(Ending::Result { result })) => {
+                m.insert("result".into(), result.clone());
+            }
+            (Status::Failed, Some(Ending::Error { code, message })) => {
+                m.insert("error".into(), json!({ "code": code, "message": message }));
+            }
+            (Status::InputRequired, _) => {
+                m.insert("inputRequests".into(), Value::Object(self.asked.clone()));
+            }
+            _ => {}
+        }
+        Value::Object(m)
+    }
+
+    /// The 2025-11-25 `Task`.
+    pub fn legacy_task(&self) -> Value {
+        let (created, updated) = self.times();
+        json!({
+            "taskId": self.id,
+            "status": self.status.as_str(),
+            "createdAt": created,
+            "lastUpdatedAt": updated,
+            "ttl": self.ttl_ms,
+            "pollInterval": POLL_MS,
+        })
+    }
+
+    /// What 2025-11-25 `tasks/result` answers for an ended task: the tool's result with the
+    /// related-task `_meta`, or the protocol error; `None` while it is not terminal.
+    pub fn legacy_result(&self) -> Option<std::result::Result<Value, Value>> {
+        let related = json!({ RELATED_TASK: { "taskId": self.id } });
+        match (&self.status, &self.ending) {
+            (Status::Completed, Some(Ending::Result { result })) => {
+                let mut r = result.clone();
+                if let Value::Object(m) = &mut r {
+                    let meta = m.entry("_meta").or_insert_with(|| json!({}));
+                    if let (Value::Object(meta), Value::Object(rel)) = (meta, related) {
+                        meta.extend(rel);
+                    }
+                }
+                Some(Ok(r))
+            }
+            (Status::Failed, Some(Ending::Error { code, message })) => {
+                Some(Err(json!({ "code": code, "message": message })))
+            }
+            (Status::Cancelled, _) => Some(Err(json!({
+                "code": code::INVALID_REQUEST,
+                "message": format!("Task {} was cancelled", self.id),
+            }))),
+            _ => None,
+        }
+    }
+}
+
+/// A new task id: `task-` and 32 random hex digits (the id is also what a 2026-07-28 anonymous
+/// caller holds as the capability to the task).
+pub fn new_id() -> Result<String> {
+    Ok(format!("task-{}", crate::random::hex(16)?))
+}
+
+/// The answer to a task id that is unknown, expired or another caller's: all the same.
+pub fn unknown(id: &str) -> Error {
+    Error::InvalidParams(format!(
+        "Invalid params: unknown task {id:?} (tasks expire {} minutes after their last change, and only their creator sees them)",
+        TTL_MS / 60_000
+    ))
+}
+
+/// Where tasks are kept: Durable Object storage.
+pub trait TaskStore {
+    /// The task `id`, if kept.
+    fn load(&self, id: &str) -> Result<Option<Task>>;
+    /// Keeps `task` (replacing the record of its id).
+    fn save(&self, task: &Task) -> Result<()>;
+    /// Forgets task `id`.
+    fn delete(&self, id: &str) -> Result<()>;
+    /// The ids of the kept tasks, oldest first.
+    fn ids(&self) -> Result<Vec<String>>;
+}
+
+/// The task `id` of `owner`, advanced to `now`: expired tasks are deleted, and a task of another
+/// owner is as unknown as a missing one.
+pub fn find(store: &dyn TaskStore, id: &str, owner: &str, now: f64) -> Result<Task> {
+    let Some(mut task) = store.load(id)? else {
+        return Err(unknown(id));
+    };
+    if task.owner != owner {
+        return Err(unknown(id));
+    }
+    if task.expired(now) {
+        store.delete(id)?;
+        return Err(unknown(id));
+    }
+    if task.advance(now) {
+        store.save(&task)?;
+    }
+    Ok(task)
+}
+
+/// The script of tool `name`, if it runs its tasks by one.
+pub fn script_of(
+    registry: &Registry,
+    name: &str,
+) -> Option<fn(&Value, &Map<String, Value>) -> Step> {
+    match registry.get(name)?.def.task.run()? {
+        TaskRun::Script(script) => Some(script),
+        TaskRun::Chain => None,
+    }
+}
+
+/// Creates and keeps a scripted task of tool `name` for `owner`; `answers` are the ones the
+/// call's rounds gathered before (2026-07-28 composition of `input_required` and tasks).
+#[allow(clippy::too_many_arguments)]
+pub fn create(
+    store: &dyn TaskStore,
+    registry: &Registry,
+    id: &str,
+    owner: &str,
+    name: &str,
+    arguments: Value,
+    answers: Map<String, Value>,
+    ttl_ms: u64,
+    now: f64,
+) -> Result<Task> {
+    let script = script_of(registry, name).ok_or_else(|| {
+        Error::InvalidParams(format!(
+            "Invalid params: tool {name:?} does not run as a scripted task"
+        ))
+    })?;
+    let mut task = Task::new(id, owner, name, arguments, now, ttl_ms.clamp(1, TTL_MS));
+    let step = script(&task.arguments, &answers);
+    task.answers = answers;
+    task.apply(step, now)?;
+    store.save(&task)?;
+    Ok(task)
+}
+
+/// Gives task `id` the client's `responses`; when every question is answered, its script says
+/// what comes next.
+pub fn update(
+    store: &dyn TaskStore,
+    registry: &Registry,
+    id: &str,
+    owner: &str,
+    responses: &Map<String, Value>,
+    now: f64,
+) -> Result<Task> {
+    let mut task = find(store, id, owner, now)?;
+    if task.answer(responses, now) {
+        let step = match script_of(registry, &task.tool) {
+            Some(script) => script(&task.arguments, &task.answers),
+            None => Step::After(0, Outcome::Result(json!({ "content": [] }))),
+        };
+        task.apply(step, now)?;
+    }
+    store.save(&task)?;
+    Ok(task)
+}
+
+/// Cancels task `id` (nothing changes for an ended one).
+pub fn cancel(store: &dyn TaskStore, id: &str, owner: &str, now: f64) -> Result<Task> {
+    let mut task = find(store, id, owner, now)?;
+    if task.cancel(now) {
+        store.save(&task)?;
+    }
+    Ok(task)
+}
+
+/// The `taskId` param of a `tasks/*` request.
+pub fn task_id(params: &Map<String, Value>) -> Result<&str> {
+    params.get("taskId").and_then(Value::as_str).ok_or_else(|| {
+        Error::InvalidParams(
+            "Invalid params: taskId must be the string a CreateTaskResult returned".into(),
+        )
+    })
+}
+
+/// The `inputResponses` param of `tasks/update`.
+pub fn input_responses(params: &Map<String, Value>) -> Result<Map<String, Value>> {
+    match params.get("inputResponses") {
+        Some(Value::Object(m)) => Ok(m.clone()),
+        _ => Err(Error::InvalidParams(
+            "Invalid params: tasks/update needs inputResponses, an object of answers keyed like the task's inputRequests".into(),
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::RefCell;
+    use std::collections::BTreeMap;
+
+    /// Storage in memory, for the pure tests.
+    #[derive(Default)]
+    struct Memory(RefCell<BTreeMap<String, Task>>);
+
+    impl TaskStore for Memory {
+        fn load(&self, id: &str) -> Result<Option<Task>> {
+            Ok(self.0.borrow().get(id).cloned())
+        }
+        fn save(&self, task: &Task) -> Result<()> {
+            self.0.borrow_mut().insert(task.id.clone(), task.clone());
+            Ok(())
+        }
+        fn delete(&self, id: &str) -> Result<()> {
+            self.0.borrow_mut().remove(id);
+            Ok(())
+        }
+        fn ids(&self) -> Result<Vec<String>> {
+            Ok(self.0.borrow().keys().cloned().collect())
+        }
+    }
+
+    fn done(text: &str) -> Outcome {
+        Outcome::Result(json!({ "content": [{ "type": "text", "text": text }] }))
+    }
+
+    fn task() -> Task {
+        Task::new("task-1", "u1", "slow_compute", json!({}), 1000.0, TTL_MS)
+    }
+
+    fn questions(keys: &[&str]) -> Map<String, Value> {
+        keys.iter()
+            .map(|k| {
+                (
+                    k.to_string(),
+                    json!({ "method": "elicitation/create", "params": {} }),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_timed_task_works_until_it_is_due_then_completes() {
+        let mut t = task();
+        t.apply(Step::After(2000, done("ok")), 1000.0).unwrap();
+        assert_eq!(t.status, Status::Working);
+        assert!(!t.advance(2999.0));
+        assert_eq!(t.modern_detailed().get("result"), None);
+        assert!(t.advance(3000.0));
+        assert_eq!(t.status, Status::Completed);
+        assert_eq!(t.updated_ms, 3000.0);
+        assert_eq!(t.modern_detailed()["result"]["content"][0]["text"], "ok");
+        assert!(!t.advance(9999.0), "a terminal task never changes again");
+    }
+
+    #[test]
+    fn a_task_due_at_once_ends_when_the_step_is_applied() {
+        let mut t = task();
+        t.apply(Step::After(0, done("now")), 1000.0).unwrap();
+        assert_eq!(t.status, Status::Completed);
+    }
+
+    #[test]
+    fn protocol_errors_fail_and_tool_errors_complete() {
+        let mut t = task();
+        t.apply(
+            Step::After(
+                0,
+                Outcome::Error {
+                    code: -32603,
+                    message: "boom".into(),
+                },
+            ),
+            1000.0,
+        )
+        .unwrap();
+        let d = t.modern_detailed();
+        assert_eq!(d["status"], "failed");
+        assert_eq!(d["error"], json!({ "code": -32603, "message": "boom" }));
+        assert!(d.get("result").is_none());
+        let mut t = task();
+        let tool_error = Outcome::Result(json!({ "content": [], "isError": true }));
+        t.apply(Step::After(0, tool_error), 1000.0).unwrap();
+        assert_eq!(t.modern_detailed()["status"], "completed");
+        assert_eq!(t.modern_detailed()["result"]["isError"], true);
+    }
+
+    #[test]
+    fn cancel_ends_a_running_task_once_and_leaves_ended_ones_alone() {
+        let mut t = task();
+        t.apply(Step::After(60_000, done("late")), 1000.0).unwrap();
+        assert!(t.cancel(2000.0));
+        assert_eq!(t.status, Status::Cancelled);
+        assert!(
+            !t.advance(100_000.0),
+            "a cancelled task does not complete later"
+        );
+        assert!(!t.cancel(3000.0));
+        assert_eq!(t.updated_ms, 2000.0);
+        let mut t = task();
+        t.apply(Step::After(0, done("ok")), 1000.0).unwrap();
+        assert!(!t.cancel(2000.0));
+        assert_eq!(t.status, Status::Completed);
+    }
+
+    #[test]
+    fn answers_remove_exactly_their_keys_and_the_task_works_again_when_none_is_open() {
+        let mut t = task();
+        t.apply(Step::Ask(questions(&["a", "b"])), 1000.0).unwrap();
+        assert_eq!(t.status, Status::InputRequired);
+        let open = |t: &Task| {
+            t.modern_detailed()["inputRequests"]
+                .as_object()
+                .map(|m| m.keys().cloned().collect::<Vec<_>>())
+        };
+        assert_eq!(open(&t), Some(vec!["a".to_string(), "b".to_string()]));
+        let mut answer = Map::new();
+        answer.insert("a".into(), json!({ "action": "accept" }));
+        answer.insert("unknown".into(), json!({ "ignored": true }));
+        assert!(!t.answer(&answer, 1500.0));
+        assert_eq!(t.status, Status::InputRequired);
+        assert_eq!(open(&t), Some(vec!["b".to_string()]));
+        assert!(t.answers.contains_key("a") && !t.answers.contains_key("unknown"));
+        let mut rest = Map::new();
+        rest.insert("b".into(), json!({ "action": "accept" }));
+        assert!(t.answer(&rest, 1600.0));
+        assert_eq!(t.status, Status::Working);
+    }
+
+    #[test]
+    fn both_wire_shapes_carry_the_fields_their_revision_names() {
+        let mut t = task();
+        t.apply(Step::After(5000, done("x")), 1000.0).unwrap();
+        let created = t.modern_created();
+        assert_eq!(created["resultType"], "task");
+        assert_eq!(created["taskId"], "task-1");
+        assert_eq!(created["ttlMs"], TTL_MS);
+        assert_eq!(created["pollIntervalMs"], POLL_MS);
+        assert_eq!(created["createdAt"], "1970-01-01T00:00:01.000Z");
+        for absent in [
+            "result",
+            "error",
+            "inputRequests",
+            "requestState",
+            "ttl",
+            "pollInterval",
+            "task",
+        ] {
+            assert!(created.get(absent).is_none(), "{absent}");
+        }
+        let legacy = t.legacy_task();
+        assert_eq!(legacy["ttl"], TTL_MS);
+        assert_eq!(legacy["pollInterval"], POLL_MS);
+        assert!(legacy.get("ttlMs").is_none());
+        assert_eq!(t.legacy_result(), None);
+        t.advance(6000.0);
+        let Some(Ok(r)) = t.legacy_result() else {
+            panic!("a completed task has a result");
+        };
+        assert_eq!(r["_meta"][RELATED_TASK]["taskId"], "task-1");
+    }
+
+    #[test]
+    fn tasks_are_found_only_by_their_owner_and_only_until_their_ttl() {
+        let store = Memory::default();
+        let mut t = Task::new("task-2", "u1", "x", json!({}), 1000.0, 10_000);
+        t.apply(Step::After(60_000, done("x")), 1000.0).unwrap();
+        store.save(&t).unwrap();
+        assert!(find(&store, "task-2", "u1", 2000.0).is_ok());
+        let other = find(&store, "task-2", "u2", 2000.0).unwrap_err();
+        let missing = find(&store, "task-9", "u1", 2000.0).unwrap_err();
+        assert_eq!(other.rpc_code(), code::INVALID_PARAMS);
+        assert_eq!(
+            other.to_string().replace("task-2", "ID"),
+            missing.to_string().replace("task-9", "ID"),
+            "another caller's task answers like an unknown one"
+        );
+        assert!(find(&store, "task-2", "u1", 11_000.0).is_ok());
+        assert!(find(&store, "task-2", "u1", 11_001.0).is_err());
+        assert!(
+            store.load("task-2").unwrap().is_none(),
+            "an expired task is deleted"
+        );
+    }
+
+    #[test]
+    fn a_due_task_is_saved_ended_when_it_is_read() {
+        let store = Memory::default();
+        let mut t = task();
+        t.apply(Step::After(100, done("ok")), 1000.0).unwrap();
+        store.save(&t).unwrap();
+        assert_eq!(
+            find(&store, "task-1", "u1", 1200.0).unwrap().status,
+            Status::Completed
+        );
+        assert_eq!(
+            store.load("task-1").unwrap().unwrap().status,
+            Status::Completed
+        );
+        cancel(&store, "task-1", "u1", 1300.0).unwrap();
+        assert_eq!(
+            store.load("task-1").unwrap().unwrap().status,
+            Status::Completed
+        );
+    }
+
+    #[test]
+    fn records_survive_a_round_trip_through_json() {
+        let mut t = task();
+        t.apply(Step::Ask(questions(&["q"])), 1000.0).unwrap();
+        let back: Task = serde_json::from_str(&serde_json::to_string(&t).unwrap()).unwrap();
+        assert_eq!(back, t);
+    }
+}
