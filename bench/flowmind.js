@@ -9,10 +9,30 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { root, startWorker } from "../tests/support/worker.js";
-import { initialize, post } from "../tests/support/mcp.js";
+import { post } from "../tests/support/mcp.js";
+import { hs256 } from "../scripts/token.js";
 
-async function fieldRequest(url, session, id, args) {
-  const res = await post(url, { jsonrpc: "2.0", id, method: "tools/call", params: { name: "field_request", arguments: args } }, { session, version: "2025-11-25" });
+// The caller holds every role, so every tool:// context is visible to it, as in the matcher's own
+// measurement (measure.rs): an anonymous caller would not see the HR, finance, sales and support
+// tools, and their requests would count as misses of the matcher.
+const SECRET = "bench-flowmind-secret";
+const ROLES = ["admin", "calendar-read", "executive", "finance-read", "finance-write", "hr-read", "hr-write", "manager", "sales-read", "sales-write", "support-read", "support-write"];
+const VERSION = "2025-11-25";
+
+/** A session of a signed-in caller with every role; returns its id and the headers to send. */
+async function signedInSession(w) {
+  const headers = { authorization: `Bearer ${hs256({ sub: "00000000-0000-4000-8000-0000000000be", roles: ROLES, aud: new URL("/mcp", w.url).href, exp: Math.floor(Date.now() / 1000) + 3600 }, SECRET)}` };
+  const res = await post(w.mcpUrl, { jsonrpc: "2.0", id: 0, method: "initialize", params: { protocolVersion: VERSION, capabilities: {}, clientInfo: { name: "bench-flowmind", version: "1.0.0" } } }, { headers });
+  if (res.status !== 200) throw new Error(`initialize: HTTP ${res.status} ${await res.text()}`);
+  const session = res.headers.get("mcp-session-id");
+  await res.text();
+  const ack = await post(w.mcpUrl, { jsonrpc: "2.0", method: "notifications/initialized" }, { session, headers, version: VERSION });
+  if (ack.status !== 202) throw new Error(`initialized: HTTP ${ack.status}`);
+  return { session, headers };
+}
+
+async function fieldRequest(url, { session, headers }, id, args) {
+  const res = await post(url, { jsonrpc: "2.0", id, method: "tools/call", params: { name: "field_request", arguments: args } }, { session, headers, version: VERSION });
   const body = await res.json();
   if (!body.result?.structuredContent) throw new Error(`field_request failed: ${JSON.stringify(body)}`);
   return { s: body.result.structuredContent };
@@ -71,9 +91,9 @@ async function accuracy(url, session, name, files) {
 /** Prints FlowMind's matching figures over MCP, on a Worker of its own with the shipped catalog. */
 export async function flowmindAccuracy() {
   console.log("\n## FlowMind matching (issue 23 splits over MCP)");
-  const w = await startWorker({ RATE_LIMITS: "*=off", REQUEST_LIMIT: "off", SESSION_CREATE_LIMIT: "off" }, { quiet: true });
+  const w = await startWorker({ RATE_LIMITS: "*=off", REQUEST_LIMIT: "off", SESSION_CREATE_LIMIT: "off", JWT_SECRET: SECRET }, { quiet: true });
   try {
-    const { session } = await initialize(w.mcpUrl);
+    const session = await signedInSession(w);
     // Training: what the model, thresholds, BM25F weights and synonyms were fitted on. Held-out:
     // written before any matcher change and never fitted on (docs/flowmind.md).
     await accuracy(w.mcpUrl, session, "training split", ["flowmind_requests.json", "flowmind_train_tools.json"]);

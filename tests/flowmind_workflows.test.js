@@ -362,7 +362,7 @@ describe("constraints and refusals", () => {
     assert.equal(help.result.code, null, "no tool answers MAX_STEPS_EXCEEDED any more, so get_help does not pretend to know it");
   });
 
-  test("unknown workflows and malformed URIs are refused; an agent runs", async () => {
+  test("unknown workflows and malformed URIs are refused; an agent and a pattern run", async () => {
     const c = await connect();
     let s = await run(c, { workflow_uri: "workflow://no-such-thing" });
     assert.equal(s.error.code, "WORKFLOW_NOT_FOUND");
@@ -374,6 +374,12 @@ describe("constraints and refusals", () => {
     s = await run(c, { workflow_uri: "agent://debugger", initial_variables: { technology: "Rust", error_description: "index out of bounds" } });
     assert.equal(s.success, true, JSON.stringify(s));
     assert.equal(s.result.awaiting.step, "apply");
+    await c.callTool({ name: "cancel_chain", arguments: { execution_id: s.result.session_id } });
+    // A pattern runs the same way.
+    s = await run(c, { workflow_uri: "pattern://retry-with-backoff", initial_variables: { technology: "Go" } });
+    assert.equal(s.success, true, JSON.stringify(s));
+    assert.equal(s.result.awaiting.step, "apply");
+    assert.match(s.result.awaiting.input, /Retry with exponential backoff|backoff/i);
     await c.callTool({ name: "cancel_chain", arguments: { execution_id: s.result.session_id } });
     assert.match(await failing(c, "execute_workflow", { workflow_uri: "workflow://Code_Review" }), /workflow_uri/);
     assert.match(await failing(c, "execute_workflow", { workflow_uri: "tool://field_request" }), /workflow_uri/);
