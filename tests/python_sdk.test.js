@@ -11,6 +11,7 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { root, startWorker } from "./support/worker.js";
 import { initialize, readSse, rpc } from "./support/mcp.js";
+import { hs256 } from "../scripts/token.js";
 
 const python = process.env.MCP_EDGE_PYTHON ?? join(root, ".toolchain", "python", "bin", "python");
 const missing = existsSync(python) ? null : `no Python MCP SDK at ${python}: run bash scripts/toolchain.sh (needs python3 with venv)`;
@@ -50,6 +51,7 @@ describe("the Python SDK as a client of both eras", { skip: missing ?? false }, 
       assert.deepEqual(r.progress, [0, 50, 100], "progress reached the SDK");
       assert.equal(r.result.isError ?? false, false, JSON.stringify(r.result));
       assert.ok(r.pages > 1, "tools/list was paged");
+      assert.equal(r.stable, true, "listing again, and the same cursor again, gives the same pages");
       assert.equal(r.stderr, "", "the SDK printed no warning (an unknown SSE event would be one)");
     });
   }
@@ -66,4 +68,27 @@ describe("the Python SDK as a client of both eras", { skip: missing ?? false }, 
     const events = (await readSse(dashboard, { max: 5, timeoutMs: 3000 })).filter((e) => e.data);
     assert.deepEqual(events.map((e) => e.event), ["tool_call", "tool_result", "tool_call", "error"]);
   });
+});
+
+describe("notifications/tools/list_changed reaches the Python SDK in both eras", { skip: missing ?? false }, () => {
+  const SECRET = "python-sdk-levels";
+  let w, aud;
+  // The first successful FlowMind call takes a signed-in user to the next level, so their tool list changes.
+  before(async () => {
+    w = await startWorker({ JWT_SECRET: SECRET, FLOWMIND_LEVELS: "1,50" }, { quiet: true });
+    aud = new URL("/mcp", w.url).href;
+  });
+  after(() => w?.stop());
+  const help = { name: "get_help", args: JSON.stringify({ help_type: "error", context: { error_message: "INVALID_VARIABLES" } }) };
+
+  for (const [mode, user] of [["legacy", "00000000-0000-4000-8000-00000000aa01"], ["2026-07-28", "00000000-0000-4000-8000-00000000aa02"]]) {
+    test(`${mode}: a call that reaches a new level announces the change (${mode === "legacy" ? "on the call's stream" : "on subscriptions/listen"})`, async () => {
+      const token = hs256({ sub: user, roles: [], aud, exp: Math.floor(Date.now() / 1000) + 600 }, SECRET);
+      const r = await pythonClient("list_changed", w.mcpUrl, mode, { token, args: [help] });
+      assert.deepEqual(r.errors, [false], "the FlowMind call succeeded");
+      if (mode !== "legacy") assert.equal(r.honoured, true, "the listen stream was acknowledged toolsListChanged");
+      assert.equal(r.changes, 1);
+      assert.equal(r.stderr, "");
+    });
+  }
 });

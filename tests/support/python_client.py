@@ -17,7 +17,7 @@ Scenarios:
   text, where `$EXECUTION_ID` and `$TIDE_ID` become the ids earlier calls returned) and reports
   for each whether the SDK accepted its result (`ok`, `is_error`) or raised (`error`): the SDK
   validates `structuredContent` against the tool's listed `outputSchema`.
-- `list_changed`: calls ARGUMENTS_JSON's calls in order and counts the
+- `list_changed`: calls ARGUMENTS_JSON's calls (`{"name", "args"}`) in order and counts the
   `notifications/tools/list_changed` that reached the client: on the call's stream (2025) or on
   a `subscriptions/listen` stream (2026-07-28).
 """
@@ -79,11 +79,15 @@ async def surface(client: Client, http: Http, mode: str, extra: Any) -> dict[str
     done = await client.call_tool(tool, {}, progress_callback=on_progress)
     mode_result = await client.call_tool("get_mode_indicator", {})
     # One more round trip: frames the server sent on the GET stream before it are read by now.
-    await all_tools(client)
+    again_names, again_pages = await all_tools(client)
+    # The same cursor gives the same page.
+    second = await client.list_tools(cursor=pages[1]["cursor"], cache_mode="bypass") if len(pages) > 1 else None
     return {
         "version": client.protocol_version,
         "tools": names,
         "pages": len(pages),
+        "stable": again_pages == pages
+        and (second is None or [t.name for t in second.tools] == pages[1]["names"]),
         "progress": progress,
         "result": done.model_dump(mode="json", by_alias=True, exclude_none=True),
         "mode": mode_result.structured_content,
@@ -117,14 +121,14 @@ async def list_changed(client: Client, _http: Http, mode: str, extra: Any) -> di
     results = []
     if mode == "legacy":
         for call in extra:
-            r = await client.call_tool(call["name"], call.get("arguments", {}))
+            r = await client.call_tool(call["name"], json.loads(call["args"]))
             results.append(r.is_error)
         return {"version": client.protocol_version, "changes": seen_changes, "errors": results}
     changes = 0
     async with client.listen(tools_list_changed=True) as sub:
         honoured = bool(sub.honored.tools_list_changed) if sub.honored else False
         for call in extra:
-            r = await client.call_tool(call["name"], call.get("arguments", {}))
+            r = await client.call_tool(call["name"], json.loads(call["args"]))
             results.append(r.is_error)
         # The change is announced before the call that caused it answers; wait for it.
         with anyio.move_on_after(10):
