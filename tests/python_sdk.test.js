@@ -6,37 +6,13 @@
 // except under CI=true, where they fail: scripts/toolchain.sh is meant to have made it.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
-import { existsSync } from "node:fs";
-import { join } from "node:path";
-import { root, startWorker } from "./support/worker.js";
+import { startWorker } from "./support/worker.js";
 import { initialize, readSse, rpc } from "./support/mcp.js";
+import { missing, pythonClient } from "./support/python.js";
 import { hs256 } from "../scripts/token.js";
 
-const python = process.env.MCP_EDGE_PYTHON ?? join(root, ".toolchain", "python", "bin", "python");
-const missing = existsSync(python) ? null : `no Python MCP SDK at ${python}: run bash scripts/toolchain.sh (needs python3 with venv)`;
-if (missing && process.env.CI === "true") throw new Error(missing);
-
 /** The SDK's modes: a 2025 session, 2026-07-28 pinned, and its default (discover, which picks 2026-07-28). */
-export const MODES = ["legacy", "2026-07-28", "auto"];
-
-/**
- * Runs tests/support/python_client.py `scenario` against `mcpUrl` in `mode` (with `token`, and
- * `args` as JSON); resolves with its JSON line and its stderr, or rejects with its output.
- */
-export function pythonClient(scenario, mcpUrl, mode, { token, args } = {}) {
-  return new Promise((resolve, reject) => {
-    const argv = [join(root, "tests", "support", "python_client.py"), scenario, mcpUrl, mode, token ?? "-", JSON.stringify(args ?? null)];
-    const child = spawn(python, argv);
-    let out = "";
-    let err = "";
-    child.stdout.on("data", (d) => (out += d));
-    child.stderr.on("data", (d) => (err += d));
-    child.on("close", (status) =>
-      status === 0 ? resolve({ ...JSON.parse(out.trim().split("\n").at(-1)), stderr: err }) : reject(new Error(`python exited ${status}: ${err}${out}`)),
-    );
-  });
-}
+const MODES = ["legacy", "2026-07-28", "auto"];
 
 describe("the Python SDK as a client of both eras", { skip: missing ?? false }, () => {
   let w;
