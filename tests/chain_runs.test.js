@@ -101,8 +101,8 @@ describe("one Worker, no model provider", () => {
     assert.match(textOf(again), /is completed, not awaiting_input/);
   });
 
-  test("a background run answers at once, sends step events on the session stream, and completes", async () => {
-    const stream = await fetch(w.mcpUrl, { headers: { accept: "text/event-stream", "mcp-session-id": session, "mcp-protocol-version": "2025-11-25" } });
+  test("a background run answers at once, sends step events on the session's event stream, and completes", async () => {
+    const stream = await fetch(new URL(`/sessions/${session}/events`, w.url), { headers: { accept: "text/event-stream" } });
     assert.equal(stream.status, 200);
     const events = sseEvents(stream, { timeoutMs: 10_000 });
     const r = await c.execute("quick-run", { n: 20 }, { async_execution: true });

@@ -122,7 +122,7 @@ describe("get_employee", () => {
     const headers = { authorization: `Bearer ${hs256({ sub: ids.nina, roles: ["manager"], aud, exp: Math.floor(Date.now() / 1000) + 600 }, SECRET)}` };
     const init = await post(w.mcpUrl, { jsonrpc: "2.0", id: 0, method: "initialize", params: { protocolVersion: LATEST, capabilities: {}, clientInfo: { name: "hr-events", version: "1" } } }, { headers });
     const session = init.headers.get("mcp-session-id");
-    const stream = await fetch(w.mcpUrl, { headers: { accept: "text/event-stream", "mcp-session-id": session, "mcp-protocol-version": LATEST, ...headers } });
+    const stream = await fetch(new URL(`/sessions/${session}/events`, w.url), { headers: { accept: "text/event-stream", ...headers } });
     const events = sseEvents(stream, { timeoutMs: 5000 });
     await post(w.mcpUrl, { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "get_employee", arguments: { employee_id: ids.sarah } } }, { session, headers, version: LATEST });
     let result;

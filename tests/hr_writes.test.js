@@ -216,7 +216,7 @@ describe("inside the MCP client", () => {
 
   test("the event stream never shows a new salary", async () => {
     const alice = await session("alice", HR_WRITE);
-    const stream = await fetch(w.mcpUrl, { headers: { accept: "text/event-stream", "mcp-session-id": alice.id, "mcp-protocol-version": LATEST, ...alice.headers } });
+    const stream = await fetch(new URL(`/sessions/${alice.id}/events`, w.url), { headers: { accept: "text/event-stream", ...alice.headers } });
     const events = sseEvents(stream, { timeoutMs: 5000 });
     await alice.call("update_salary", { employee_id: ids.sarah, new_salary: 987654 });
     let call;

@@ -6,36 +6,13 @@
 // except under CI=true, where they fail: scripts/toolchain.sh is meant to have made it.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
-import { existsSync } from "node:fs";
-import { join } from "node:path";
-import { root, startWorker } from "./support/worker.js";
+import { startWorker } from "./support/worker.js";
 import { initialize, readSse, rpc } from "./support/mcp.js";
-
-const python = process.env.MCP_EDGE_PYTHON ?? join(root, ".toolchain", "python", "bin", "python");
-const missing = existsSync(python) ? null : `no Python MCP SDK at ${python}: run bash scripts/toolchain.sh (needs python3 with venv)`;
-if (missing && process.env.CI === "true") throw new Error(missing);
+import { missing, pythonClient } from "./support/python.js";
+import { hs256 } from "../scripts/token.js";
 
 /** The SDK's modes: a 2025 session, 2026-07-28 pinned, and its default (discover, which picks 2026-07-28). */
-export const MODES = ["legacy", "2026-07-28", "auto"];
-
-/**
- * Runs tests/support/python_client.py `scenario` against `mcpUrl` in `mode` (with `token`, and
- * `args` as JSON); resolves with its JSON line and its stderr, or rejects with its output.
- */
-export function pythonClient(scenario, mcpUrl, mode, { token, args } = {}) {
-  return new Promise((resolve, reject) => {
-    const argv = [join(root, "tests", "support", "python_client.py"), scenario, mcpUrl, mode, token ?? "-", JSON.stringify(args ?? null)];
-    const child = spawn(python, argv);
-    let out = "";
-    let err = "";
-    child.stdout.on("data", (d) => (out += d));
-    child.stderr.on("data", (d) => (err += d));
-    child.on("close", (status) =>
-      status === 0 ? resolve({ ...JSON.parse(out.trim().split("\n").at(-1)), stderr: err }) : reject(new Error(`python exited ${status}: ${err}${out}`)),
-    );
-  });
-}
+const MODES = ["legacy", "2026-07-28", "auto"];
 
 describe("the Python SDK as a client of both eras", { skip: missing ?? false }, () => {
   let w;
@@ -50,6 +27,7 @@ describe("the Python SDK as a client of both eras", { skip: missing ?? false }, 
       assert.deepEqual(r.progress, [0, 50, 100], "progress reached the SDK");
       assert.equal(r.result.isError ?? false, false, JSON.stringify(r.result));
       assert.ok(r.pages > 1, "tools/list was paged");
+      assert.equal(r.stable, true, "listing again, and the same cursor again, gives the same pages");
       assert.equal(r.stderr, "", "the SDK printed no warning (an unknown SSE event would be one)");
     });
   }
@@ -66,4 +44,27 @@ describe("the Python SDK as a client of both eras", { skip: missing ?? false }, 
     const events = (await readSse(dashboard, { max: 5, timeoutMs: 3000 })).filter((e) => e.data);
     assert.deepEqual(events.map((e) => e.event), ["tool_call", "tool_result", "tool_call", "error"]);
   });
+});
+
+describe("notifications/tools/list_changed reaches the Python SDK in both eras", { skip: missing ?? false }, () => {
+  const SECRET = "python-sdk-levels";
+  let w, aud;
+  // The first successful FlowMind call takes a signed-in user to the next level, so their tool list changes.
+  before(async () => {
+    w = await startWorker({ JWT_SECRET: SECRET, FLOWMIND_LEVELS: "1,50" }, { quiet: true });
+    aud = new URL("/mcp", w.url).href;
+  });
+  after(() => w?.stop());
+  const help = { name: "get_help", args: JSON.stringify({ help_type: "error", context: { error_message: "INVALID_VARIABLES" } }) };
+
+  for (const [mode, user] of [["legacy", "00000000-0000-4000-8000-00000000aa01"], ["2026-07-28", "00000000-0000-4000-8000-00000000aa02"]]) {
+    test(`${mode}: a call that reaches a new level announces the change (${mode === "legacy" ? "on the call's stream" : "on subscriptions/listen"})`, async () => {
+      const token = hs256({ sub: user, roles: [], aud, exp: Math.floor(Date.now() / 1000) + 600 }, SECRET);
+      const r = await pythonClient("list_changed", w.mcpUrl, mode, { token, args: [help] });
+      assert.deepEqual(r.errors, [false], "the FlowMind call succeeded");
+      if (mode !== "legacy") assert.equal(r.honoured, true, "the listen stream was acknowledged toolsListChanged");
+      assert.equal(r.changes, 1);
+      assert.equal(r.stderr, "");
+    });
+  }
 });

@@ -312,7 +312,8 @@ describe("case 12: PII stays masked in every channel", () => {
     const headers = { authorization: `Bearer ${hs256({ sub: await idOf("Nina Patel"), roles: ["manager"], aud: w.mcpUrl, exp: Math.floor(Date.now() / 1000) + 600 }, SECRET)}` };
     const init = await post(w.mcpUrl, { jsonrpc: "2.0", id: 0, method: "initialize", params: { protocolVersion: LATEST, capabilities: {}, clientInfo: { name: "pii", version: "1" } } }, { headers });
     const session = init.headers.get("mcp-session-id");
-    const stream = sseEvents(await fetch(w.mcpUrl, { headers: { accept: "text/event-stream", "mcp-session-id": session, "mcp-protocol-version": LATEST, ...headers } }), { timeoutMs: 20_000 });
+    // The session's tool events, on its dashboard stream (MCP streams carry JSON-RPC messages only).
+    const stream = sseEvents(await fetch(new URL(`/sessions/${session}/events`, w.url), { headers: { accept: "text/event-stream", ...headers } }), { timeoutMs: 20_000 });
     let n = 1;
     const call = async (name, args) => (await (await post(w.mcpUrl, { jsonrpc: "2.0", id: n++, method: "tools/call", params: { name, arguments: args } }, { session, headers, version: LATEST })).json()).result;
     logs.length = 0;

@@ -13,10 +13,11 @@ Scenarios:
   server puts on it reaches the SDK); lists every tool page by page; calls `TOOL` (default
   `test_tool_with_progress`) with a progress callback and then `get_mode_indicator`, whose tool
   events the session logs; ends with one more round trip so the GET stream's frames are read.
-- `calls`: calls each `{"name", "arguments"}` of ARGUMENTS_JSON (a list) and reports for each
-  whether the SDK accepted its result (`ok`, `is_error`) or raised (`error`): the SDK validates
-  `structuredContent` against the tool's listed `outputSchema`.
-- `list_changed`: calls ARGUMENTS_JSON's calls in order and counts the
+- `calls`: calls each `{"name", "args"}` of ARGUMENTS_JSON (a list; `args` the arguments as JSON
+  text, where `$EXECUTION_ID` and `$TIDE_ID` become the ids earlier calls returned) and reports
+  for each whether the SDK accepted its result (`ok`, `is_error`) or raised (`error`): the SDK
+  validates `structuredContent` against the tool's listed `outputSchema`.
+- `list_changed`: calls ARGUMENTS_JSON's calls (`{"name", "args"}`) in order and counts the
   `notifications/tools/list_changed` that reached the client: on the call's stream (2025) or on
   a `subscriptions/listen` stream (2026-07-28).
 """
@@ -24,6 +25,7 @@ Scenarios:
 import asyncio
 import json
 import logging
+import re
 import sys
 from typing import Any
 
@@ -77,11 +79,15 @@ async def surface(client: Client, http: Http, mode: str, extra: Any) -> dict[str
     done = await client.call_tool(tool, {}, progress_callback=on_progress)
     mode_result = await client.call_tool("get_mode_indicator", {})
     # One more round trip: frames the server sent on the GET stream before it are read by now.
-    await all_tools(client)
+    again_names, again_pages = await all_tools(client)
+    # The same cursor gives the same page.
+    second = await client.list_tools(cursor=pages[1]["cursor"], cache_mode="bypass") if len(pages) > 1 else None
     return {
         "version": client.protocol_version,
         "tools": names,
         "pages": len(pages),
+        "stable": again_pages == pages
+        and (second is None or [t.name for t in second.tools] == pages[1]["names"]),
         "progress": progress,
         "result": done.model_dump(mode="json", by_alias=True, exclude_none=True),
         "mode": mode_result.structured_content,
@@ -90,13 +96,23 @@ async def surface(client: Client, http: Http, mode: str, extra: Any) -> dict[str
 
 async def calls(client: Client, _http: Http, _mode: str, extra: Any) -> dict[str, Any]:
     await all_tools(client)
+    ids = {"$EXECUTION_ID": "$EXECUTION_ID", "$TIDE_ID": "$TIDE_ID"}
     out = []
     for call in extra:
+        text = call["args"]
+        for placeholder, value in ids.items():
+            text = text.replace(placeholder, value)
         try:
-            r = await client.call_tool(call["name"], call.get("arguments", {}))
-            out.append({"name": call["name"], "ok": True, "is_error": r.is_error, "structured": r.structured_content})
+            r = await client.call_tool(call["name"], json.loads(text))
         except Exception as e:  # noqa: BLE001 - the test reports what the SDK raised
             out.append({"name": call["name"], "ok": False, "error": f"{type(e).__name__}: {e}"})
+            continue
+        first = r.content[0].text if r.content and getattr(r.content[0], "text", None) else ""
+        if m := re.search(r"exec-[0-9a-f]{32}", first):
+            ids["$EXECUTION_ID"] = m.group(0)
+        if isinstance(r.structured_content, dict) and isinstance(r.structured_content.get("tide_id"), str):
+            ids["$TIDE_ID"] = r.structured_content["tide_id"]
+        out.append({"name": call["name"], "ok": True, "is_error": r.is_error, "structured": r.structured_content})
     return {"version": client.protocol_version, "calls": out}
 
 
@@ -105,14 +121,14 @@ async def list_changed(client: Client, _http: Http, mode: str, extra: Any) -> di
     results = []
     if mode == "legacy":
         for call in extra:
-            r = await client.call_tool(call["name"], call.get("arguments", {}))
+            r = await client.call_tool(call["name"], json.loads(call["args"]))
             results.append(r.is_error)
         return {"version": client.protocol_version, "changes": seen_changes, "errors": results}
     changes = 0
     async with client.listen(tools_list_changed=True) as sub:
         honoured = bool(sub.honored.tools_list_changed) if sub.honored else False
         for call in extra:
-            r = await client.call_tool(call["name"], call.get("arguments", {}))
+            r = await client.call_tool(call["name"], json.loads(call["args"]))
             results.append(r.is_error)
         # The change is announced before the call that caused it answers; wait for it.
         with anyio.move_on_after(10):
