@@ -100,8 +100,9 @@ if ! grep -Eq '^OIDC_ISSUER = "https?://[^"]+"' oauth/wrangler.toml; then
   say "OIDC_CLIENT_ID there, deploy again, and store the client secret with"
   say "npx wrangler secret put OIDC_CLIENT_SECRET -c oauth/wrangler.toml (docs/deploying.md)"
 fi
+# approveUrl leads to the companion's approval page, where the user signs in (docs/oauth.md).
 say "deploying the Worker"
-"${wrangler[@]}" deploy --env= --secrets-file "$secrets/rust.json"
+"${wrangler[@]}" deploy --env= --secrets-file "$secrets/rust.json" --var APPROVE_URL:/confirm
 say "deploying the OAuth server (oauth/) in front of it"
 "${wrangler[@]}" deploy -c oauth/wrangler.toml --env= --secrets-file "$secrets/oauth.json"
 say "done: connect MCP clients to the OAuth server's URL above, path /mcp (docs/oauth.md)"

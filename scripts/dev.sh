@@ -55,8 +55,9 @@ if $oauth; then
     --ip 127.0.0.1 --port "$port" --var "PUBLIC_URL:$issuer" \
     ${persist[@]+"${persist[@]}"} --show-interactive-dev-session=false
 fi
-# Only the dev environment names an issuer; the conformance fixtures keep theirs unset.
+# Only the dev environment names an issuer; the conformance fixtures keep theirs unset. Without the
+# companion there is no approval page of its own: approveUrl is the session page (APPROVE_URL empty).
 issuer_var=()
-[ "$env_name" = dev ] && issuer_var=(--var "JWT_ISSUER:$issuer")
+[ "$env_name" = dev ] && issuer_var=(--var "JWT_ISSUER:$issuer" --var "APPROVE_URL:")
 exec "$node" node_modules/wrangler/bin/wrangler.js dev --env "$env_name" --ip 127.0.0.1 --port "$port" \
   ${issuer_var[@]+"${issuer_var[@]}"} ${persist[@]+"${persist[@]}"} --show-interactive-dev-session=false

@@ -91,6 +91,10 @@ describe("npm run deploy against a stand-in of the Cloudflare API", () => {
     assert.deepEqual(oauthBinding("MCP"), { name: "MCP", type: "service", service: "mcp-edge" });
     assert.deepEqual(oauthBinding("OAUTH_KV"), { name: "OAUTH_KV", type: "kv_namespace", namespace_id: cf.kv.get("mcp-edge-oauth-oauth-kv") });
     assert.equal(oauthBinding("DEV_LOGIN").text, "false", "no development login in production");
+    // Client ID metadata documents need the flag that keeps their fetches on the public Internet.
+    assert.ok(oauth.metadata.compatibility_flags?.includes("global_fetch_strictly_public"), JSON.stringify(oauth.metadata.compatibility_flags));
+    // approveUrl leads to the companion's approval page, where the user signs in.
+    assert.deepEqual(binding("APPROVE_URL"), { name: "APPROVE_URL", type: "plain_text", text: "/confirm" });
     // The key pair: the companion's private key and the Worker's public key are one pair.
     const priv = JSON.parse(oauthBinding("INTERNAL_JWT_KEY").text);
     const [pub] = JSON.parse(binding("JWKS").text).keys;
@@ -145,6 +149,7 @@ describe("npm run deploy against a stand-in of the Cloudflare API", () => {
     assert.equal(at(from, "PUT", /^\/workers\/scripts\/mcp-edge-oauth$/), -1);
     assert.equal(at(from, "POST", /^\/workers\/scripts\/mcp-edge-oauth\/versions$/), -1, "the companion is not touched");
     assert.ok(at(from, "POST", /^\/workers\/scripts\/mcp-edge\/deployments$/) >= 0, "the Worker is deployed");
+    assert.equal(binding("APPROVE_URL"), undefined, "no companion, no approval page of its own: approveUrl is the session page");
   });
 
   test("npm run sample-data -- --remote loads the sample company once and --remove takes exactly it out", async () => {

@@ -106,9 +106,10 @@ ${state}
 <p><small>Signed in as ${escape(who.user)}.</small></p>`);
 }
 
-/** The page for an answer of the Rust Worker that is not the change (no such change, an error). */
+/** The page for an answer of the Rust Worker that is not the change: no such change, a decision
+ * refused, or an approved change that could not be made (its domain error, HTTP 200). */
 const answerPage = (status, body) =>
-  html(`<h1>${status === 200 ? "Done" : "Nothing was decided"}</h1>
+  html(`<h1>${status === 200 ? "Approved, but not done" : "Nothing was decided"}</h1>
 <p id="result">${escape(body?.data?.message ?? body?.message ?? `The server answered HTTP ${status}.`)}</p>
 ${body?.suggestedAction ? `<p>${escape(body.suggestedAction)}</p>` : ""}`, status === 200 ? 200 : status >= 500 ? 502 : status);
 

@@ -340,6 +340,45 @@ async fn ask_user(ctx: &dyn ToolContext, p: &Pending) -> Option<Reply> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::registry::Caller;
+    use crate::server::call::CallContext;
+    use crate::testkit::TestPlatform;
+
+    /// `approve_url` of confirmation `abc` with these settings, outside a session.
+    fn approve_at(settings: &[(&str, &str)]) -> Option<String> {
+        let platform = settings
+            .iter()
+            .fold(TestPlatform::new(), |p, (k, v)| p.with_setting(k, Some(v)));
+        let caller = Caller {
+            user: Some("u".into()),
+            roles: Vec::new(),
+        };
+        let ctx = CallContext::unattended(&platform, caller, "a test");
+        approve_url(&ctx, "abc")
+    }
+
+    #[test]
+    fn approve_url_leads_to_the_approval_page_when_one_is_set() {
+        assert_eq!(approve_at(&[]), None, "no session, no session page");
+        assert_eq!(approve_at(&[("APPROVE_URL", "")]), None, "empty is unset");
+        assert_eq!(
+            approve_at(&[("APPROVE_URL", "/confirm")]).as_deref(),
+            Some("/confirm/abc"),
+            "a path on the origin the client called (the OAuth companion's)"
+        );
+        assert_eq!(
+            approve_at(&[
+                ("APPROVE_URL", "/confirm/"),
+                ("PUBLIC_URL", "https://mcp.example.com/")
+            ])
+            .as_deref(),
+            Some("https://mcp.example.com/confirm/abc")
+        );
+        assert_eq!(
+            approve_at(&[("APPROVE_URL", "https://approve.example.com/c")]).as_deref(),
+            Some("https://approve.example.com/c/abc")
+        );
+    }
 
     #[test]
     fn the_schema_declares_the_deadline_and_the_page_that_approves() {
