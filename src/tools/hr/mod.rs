@@ -562,81 +562,79 @@ fn update_salary(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Resul
 }
 
 /// Carries out a confirmed HR write.
-async fn execute(ctx: &dyn ToolContext, p: &domain::confirm::Pending) -> Reply {
-    let id = p.arguments["employee_id"].as_str().unwrap_or_default();
-    let gone = || {
-        Reply::failure(
-            Code::EmployeeNotFound,
-            format!("Employee {id} no longer exists; nothing was changed."),
-            "Use list_employees to check the current employees.",
-        )
-    };
-    match p.action.as_str() {
-        "delete_employee" => {
-            match ctx
-                .query(
-                    "DELETE FROM hr_employees WHERE id = ?1 RETURNING id",
-                    vec![json!(id)],
-                )
-                .await
-            {
-                Ok(rows) if rows.is_empty() => gone(),
-                Ok(_) => Reply::Success {
-                    summary: format!(
-                        "{} has been permanently deleted.",
-                        p.data["employeeName"].as_str().unwrap_or(id)
-                    ),
-                    data: json!({ "deleted": true, "employeeId": id, "employeeName": p.data["employeeName"],
-                                  "message": format!("Employee {} has been permanently deleted.", p.data["employeeName"].as_str().unwrap_or(id)) }),
-                    page: None,
-                },
-                Err(e) if e.to_string().contains("FOREIGN KEY") => Reply::failure(
-                    Code::ValidationError,
-                    "The employee now has direct reports, so the record was not deleted.",
-                    "Reassign their reports first, then ask again.",
-                ),
-                Err(e) => domain::db(e),
-            }
-        }
-        "update_salary" => {
-            let cents = (p.arguments["new_salary"].as_f64().unwrap_or(0.0) * 100.0).round() as i64;
-            match ctx
-                .query(
-                    "UPDATE hr_employees SET salary_cents = ?2, updated_at = strftime('%Y-%m-%dT%H:%M:%SZ', 'now') WHERE id = ?1 RETURNING salary_cents",
-                    vec![json!(id), json!(cents)],
-                )
-                .await
-            {
-                Ok(rows) if rows.is_empty() => gone(),
-                Ok(_) => Reply::Success {
-                    summary: format!("The salary of {} is now {}.", p.data["employeeName"].as_str().unwrap_or(id), domain::money(cents)),
-                    data: json!({ "updated": true, "employeeId": id, "employeeName": p.data["employeeName"],
-                                  "newSalary": domain::dollars(&json!(cents)),
-                                  "message": format!("The salary of {} is now {}.", p.data["employeeName"].as_str().unwrap_or(id), domain::money(cents)) }),
-                    page: None,
-                },
-                Err(e) => domain::db(e),
-            }
-        }
-        other => Reply::failure(
-            Code::OperationFailed,
-            format!("unknown HR action {other}"),
-            "Ask for the change again.",
-        ),
-    }
-}
-
-/// Carries out a confirmed write of this toolset ([`super::Confirmed`]).
-fn confirmed<'a>(
+fn execute<'a>(
     ctx: &'a dyn ToolContext,
     p: &'a domain::confirm::Pending,
 ) -> LocalBoxFuture<'a, Reply> {
-    Box::pin(execute(ctx, p))
+    Box::pin(async move {
+        let id = p.arguments["employee_id"].as_str().unwrap_or_default();
+        let gone = || {
+            Reply::failure(
+                Code::EmployeeNotFound,
+                format!("Employee {id} no longer exists; nothing was changed."),
+                "Use list_employees to check the current employees.",
+            )
+        };
+        match p.action.as_str() {
+            "delete_employee" => {
+                match ctx
+                    .query(
+                        "DELETE FROM hr_employees WHERE id = ?1 RETURNING id",
+                        vec![json!(id)],
+                    )
+                    .await
+                {
+                    Ok(rows) if rows.is_empty() => gone(),
+                    Ok(_) => Reply::Success {
+                        summary: format!(
+                            "{} has been permanently deleted.",
+                            p.data["employeeName"].as_str().unwrap_or(id)
+                        ),
+                        data: json!({ "deleted": true, "employeeId": id, "employeeName": p.data["employeeName"],
+                                      "message": format!("Employee {} has been permanently deleted.", p.data["employeeName"].as_str().unwrap_or(id)) }),
+                        page: None,
+                    },
+                    Err(e) if e.to_string().contains("FOREIGN KEY") => Reply::failure(
+                        Code::ValidationError,
+                        "The employee now has direct reports, so the record was not deleted.",
+                        "Reassign their reports first, then ask again.",
+                    ),
+                    Err(e) => domain::db(e),
+                }
+            }
+            "update_salary" => {
+                let cents =
+                    (p.arguments["new_salary"].as_f64().unwrap_or(0.0) * 100.0).round() as i64;
+                match ctx
+                    .query(
+                        "UPDATE hr_employees SET salary_cents = ?2, updated_at = strftime('%Y-%m-%dT%H:%M:%SZ', 'now') WHERE id = ?1 RETURNING salary_cents",
+                        vec![json!(id), json!(cents)],
+                    )
+                    .await
+                {
+                    Ok(rows) if rows.is_empty() => gone(),
+                    Ok(_) => Reply::Success {
+                        summary: format!("The salary of {} is now {}.", p.data["employeeName"].as_str().unwrap_or(id), domain::money(cents)),
+                        data: json!({ "updated": true, "employeeId": id, "employeeName": p.data["employeeName"],
+                                      "newSalary": domain::dollars(&json!(cents)),
+                                      "message": format!("The salary of {} is now {}.", p.data["employeeName"].as_str().unwrap_or(id), domain::money(cents)) }),
+                        page: None,
+                    },
+                    Err(e) => domain::db(e),
+                }
+            }
+            other => Reply::failure(
+                Code::OperationFailed,
+                format!("unknown HR action {other}"),
+                "Ask for the change again.",
+            ),
+        }
+    })
 }
 
 /// The toolset: its tools, and the writes they ask the user to confirm.
 pub static SET: super::Toolset = super::Toolset {
-    confirmed: Some(confirmed),
+    confirmed: Some(execute),
     ..super::Toolset::of(&[TOOLS])
 };
 
@@ -717,13 +715,7 @@ pub static TOOLS: &[ToolDef] = &[
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn caller(user: &str, roles: &[&str]) -> Caller {
-        Caller {
-            user: Some(user.into()),
-            roles: roles.iter().map(|r| r.to_string()).collect(),
-        }
-    }
+    use crate::testkit::user as caller;
 
     fn row() -> Value {
         json!({ "id": "E7", "first_name": "Sarah", "last_name": "Kim", "salary_cents": 11_200_000, "ssn": "123-45-6789",
