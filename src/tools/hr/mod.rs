@@ -19,7 +19,9 @@ use serde_json::{json, Map, Value};
 
 use super::domain::{self, Access, Code, Reply, HIDDEN, SIGNED_IN};
 use crate::error::Result;
-use crate::registry::{Annotations, Caller, ToolContext, ToolDef, ToolOutput};
+use serde::{Deserialize, Serialize};
+
+use crate::registry::{self, Annotations, Caller, ToolContext, ToolDef, ToolOutput};
 
 const TOOLSET: &str = "hr";
 
@@ -80,12 +82,12 @@ const CANDIDATES: u64 = 10;
 async fn named_employee(
     ctx: &dyn ToolContext,
     access: &Access,
-    args: &Value,
+    args: GetEmployee,
 ) -> std::result::Result<String, Reply> {
-    if let Some(id) = args["employee_id"].as_str() {
-        return Ok(id.to_string());
+    if let Some(id) = args.employee_id {
+        return Ok(id);
     }
-    let Some(name) = args["name"].as_str() else {
+    let Some(name) = args.name else {
         return Ok(access.user.clone());
     };
     let mut params = access.params();
@@ -160,11 +162,21 @@ async fn named_employee(
     }
 }
 
+/// `get_employee`'s arguments (schema/hr/get_employee.input.json).
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GetEmployee {
+    employee_id: Option<String>,
+    name: Option<String>,
+}
+
 fn get_employee(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
     domain::answer(Box::pin(async move {
+        let args: GetEmployee =
+            registry::typed("get_employee", args).map_err(|e| Reply::from_error(&e))?;
         let caller = ctx.caller();
         let access = Access::of(&caller, ALL_EMPLOYEES);
-        let id = named_employee(ctx, &access, &args).await?;
+        let id = named_employee(ctx, &access, args).await?;
         let mut params = access.params();
         params.push(json!(id));
         let rows = ctx
@@ -195,17 +207,30 @@ fn get_employee(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result
     }))
 }
 
+/// `list_employees`' arguments (schema/hr/list_employees.input.json).
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ListEmployees {
+    department: Option<String>,
+    name: Option<String>,
+    limit: Option<u64>,
+    cursor: Option<String>,
+}
+
 fn list_employees(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
     domain::answer(Box::pin(async move {
+        let args: ListEmployees =
+            registry::typed("list_employees", args).map_err(|e| Reply::from_error(&e))?;
         let caller = ctx.caller();
         let access = Access::of(&caller, ALL_EMPLOYEES);
-        let limit = domain::limit(&args);
-        let filters = json!({ "department": args.get("department"), "name": args.get("name") });
-        let after = domain::resume_after(ctx, "list_employees", &filters, args["cursor"].as_str())?;
-        let name = args["name"]
-            .as_str()
-            .map(|n| domain::like_literal(n.trim()));
-        let dept = match args["department"].as_str() {
+        let limit = args
+            .limit
+            .unwrap_or(domain::MAX_LIMIT)
+            .clamp(1, domain::MAX_LIMIT);
+        let filters = json!({ "department": args.department, "name": args.name });
+        let after = domain::resume_after(ctx, "list_employees", &filters, args.cursor.as_deref())?;
+        let name = args.name.as_deref().map(|n| domain::like_literal(n.trim()));
+        let dept = match args.department.as_deref() {
             Some(d) => Some(domain::department(ctx, d).await?),
             None => None,
         };
@@ -716,6 +741,16 @@ pub static TOOLS: &[ToolDef] = &[
 mod tests {
     use super::*;
     use crate::testkit::user as caller;
+
+    #[test]
+    fn the_args_structs_are_the_schemas_properties() {
+        registry::assert_args_match::<GetEmployee>(include_str!(
+            "../../../schema/hr/get_employee.input.json"
+        ));
+        registry::assert_args_match::<ListEmployees>(include_str!(
+            "../../../schema/hr/list_employees.input.json"
+        ));
+    }
 
     fn row() -> Value {
         json!({ "id": "E7", "first_name": "Sarah", "last_name": "Kim", "salary_cents": 11_200_000, "ssn": "123-45-6789",
