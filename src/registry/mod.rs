@@ -26,6 +26,9 @@ pub use context::{
 };
 pub use executor::{execute, refused, CallOutcome};
 use redact::Sensitive;
+#[cfg(test)]
+pub use validate::assert_args_match;
+pub use validate::typed;
 use validate::Validator;
 
 use crate::error::{Error, Result};

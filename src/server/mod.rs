@@ -17,8 +17,10 @@ pub mod listen;
 pub mod stream;
 pub mod tasks;
 
+use std::rc::Rc;
+
 use serde_json::{json, Map, Value};
-use worker::Response;
+use worker::{Env, Response};
 
 use crate::edge::config::Config;
 use crate::edge::http::{error_response_for, json_response};
@@ -139,19 +141,50 @@ impl Policy {
     }
 }
 
+/// What both lanes serve with, read once per session object or request: the deployment's
+/// settings, its tools, and the env's services over them.
+pub struct Deployment {
+    /// The deployment's settings.
+    pub cfg: Config,
+    /// The deployment's tools.
+    pub registry: Rc<Registry>,
+    /// The env's services.
+    pub services: Services,
+}
+
+impl Deployment {
+    /// The deployment of `env` with settings `cfg` and tools `registry`.
+    pub fn new(env: &Env, cfg: Config, registry: Rc<Registry>) -> Deployment {
+        Deployment {
+            services: Services::with_config(env.clone(), registry.clone(), &cfg),
+            cfg,
+            registry,
+        }
+    }
+}
+
 /// What the server needs from the lane it runs in.
 pub trait Host {
     /// The era the lane serves.
     fn era(&self) -> Era;
 
+    /// What the lane serves with: the deployment's settings, tools and the env's services.
+    fn deployment(&self) -> &Deployment;
+
     /// The deployment's settings.
-    fn config(&self) -> &Config;
+    fn config(&self) -> &Config {
+        &self.deployment().cfg
+    }
 
     /// The deployment's tools.
-    fn registry(&self) -> &Registry;
+    fn registry(&self) -> &Registry {
+        &self.deployment().registry
+    }
 
     /// The env's services (D1 keeps a signed-in caller's FlowMind count).
-    fn services(&self) -> &Services;
+    fn services(&self) -> &Services {
+        &self.deployment().services
+    }
 
     /// An anonymous caller's count of successful FlowMind calls, where the lane can keep one (a
     /// session); 0 where it cannot (a request that stands alone).

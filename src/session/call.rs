@@ -102,7 +102,7 @@ impl Ask for Live {
             };
             q.call
                 .send(&server_request(&server_id, q.method, q.params))?;
-            let limit = core.cfg.client_request_timeout_ms;
+            let limit = core.deployment.cfg.client_request_timeout_ms;
             let method = q.method;
             match select(answer, Delay::from(Duration::from_millis(u64::from(limit)))).await {
                 Either::Left((Ok(Ok(result)), _)) => Ok(result),

@@ -102,7 +102,7 @@ enum Provider {
 impl Provider {
     /// The configured provider: `MODEL_PROVIDER_URL` first, else a Workers AI binding named `AI`.
     fn configured(core: &Core, env: &Env) -> Result<Provider> {
-        let setting = |name: &str| core.services.setting(name);
+        let setting = |name: &str| core.deployment.services.setting(name);
         if let Some(url) = setting("MODEL_PROVIDER_URL") {
             return Ok(Provider::Http {
                 url,
@@ -222,6 +222,7 @@ fn shown_calls(core: &Core, calls: &[(String, String, Value)]) -> Vec<Value> {
         .iter()
         .map(|(id, name, args)| {
             let arguments = core
+                .deployment
                 .registry
                 .get(name)
                 .map_or_else(|| args.clone(), |t| t.redact(args));
@@ -306,7 +307,7 @@ impl Session {
         caller: &Caller,
     ) -> Result<Response> {
         let acting = acting_caller(core, caller)?;
-        let input = chat_input(body, core.cfg.chat_max_message_chars)?;
+        let input = chat_input(body, core.deployment.cfg.chat_max_message_chars)?;
         let provider = Provider::configured(core, &self.env)?;
         let lock = TurnLock::take(&core.session)?;
         let held = take_pending(core, &input)?;
@@ -328,6 +329,7 @@ impl Session {
                 .map(|(_, _, l)| l);
             let tools = turn
                 .core
+                .deployment
                 .registry
                 .page_where(None, usize::MAX, &turn.caller, &|t| {
                     levels::allowed(level, t)
@@ -340,7 +342,7 @@ impl Session {
         sse_response(
             StreamPlan {
                 prefix: b": chat turn started\n\n".to_vec(),
-                keepalive_secs: core.cfg.keepalive_secs,
+                keepalive_secs: core.deployment.cfg.keepalive_secs,
                 max_secs: None,
             },
             rx,
@@ -426,7 +428,7 @@ impl Turn {
                 });
             }
         }
-        let max_steps = self.core.cfg.chat_max_steps;
+        let max_steps = self.core.deployment.cfg.chat_max_steps;
         for step_no in 1..=max_steps {
             if self.signal.as_ref().is_some_and(AbortSignal::aborted) {
                 return;
@@ -573,6 +575,7 @@ impl Turn {
             let id = format!("{step_no}.{}", i + 1);
             let asks_first = self
                 .core
+                .deployment
                 .registry
                 .get_for(name, &self.caller)
                 // A domain write already waits for the user's approval (its confirmation
@@ -607,7 +610,7 @@ impl Turn {
     /// Runs one call through the executor (an unknown tool is an error for the model), with its
     /// `tool_call` and `tool_result` events (sensitive values hidden); the model gets the result.
     async fn run_one(&self, ctx: &CallContext<'_>, id: &str, name: &str, args: &Value) -> Feedback {
-        let tool = self.core.registry.get_for(name, &self.caller);
+        let tool = self.core.deployment.registry.get_for(name, &self.caller);
         let shown = tool.map_or_else(|| args.clone(), |t| t.redact(args));
         self.send(
             "tool_call",
@@ -627,7 +630,7 @@ impl Turn {
             },
             // A domain tool this user's roles lack: the seed's INSUFFICIENT_PERMISSIONS, which
             // the model can explain, rather than "unknown tool".
-            None => match self.core.registry.forbidden(name, &self.caller) {
+            None => match self.core.deployment.registry.forbidden(name, &self.caller) {
                 Some(forbidden) => (forbidden, 0.0, "refused"),
                 None => {
                     let text = format!(
@@ -669,7 +672,7 @@ impl Turn {
     /// One model request: streams the answer's text out as it arrives and returns the whole step.
     async fn ask_model(&self, history: &[Message]) -> std::result::Result<Step, ModelError> {
         let mut bytes = self.open(history).await?;
-        let timeout = self.core.cfg.model_timeout_ms;
+        let timeout = self.core.deployment.cfg.model_timeout_ms;
         let mut decoder = Decoder::new();
         let mut parser = Parser::new();
         let mut step = Step::default();
@@ -745,7 +748,7 @@ impl Turn {
     }
 
     async fn open_once(&self, history: &[Message]) -> std::result::Result<ByteStream, ModelError> {
-        let timeout = self.core.cfg.model_timeout_ms;
+        let timeout = self.core.deployment.cfg.model_timeout_ms;
         let request = async {
             match &self.provider {
                 Provider::Http { url, key, model } => {

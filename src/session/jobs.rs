@@ -47,7 +47,8 @@ fn job_failed(core: &Core, id: &str, kind: &str, e: &Error) {
     let kept = if give_up {
         core.db.job_delete(id).and_then(|()| core.db.set(&key, ""))
     } else {
-        let retry_at = clock::now_ms() as i64 + i64::from(core.cfg.job_lease_secs) * 1000;
+        let retry_at =
+            clock::now_ms() as i64 + i64::from(core.deployment.cfg.job_lease_secs) * 1000;
         core.db
             .set(&key, &count.to_string())
             .and_then(|()| core.db.job_renew(id, retry_at).map(drop))
@@ -141,7 +142,7 @@ async fn watch(
     job: &crate::store::session_db::Job,
     now: i64,
 ) -> Result<Option<LocalBoxFuture<'static, ()>>> {
-    let lease = i64::from(core.cfg.job_lease_secs) * 1000;
+    let lease = i64::from(core.deployment.cfg.job_lease_secs) * 1000;
     if job.background != 0 {
         core.db.job_renew(&job.id, now + lease)?;
         return Ok(run(core.clone(), job.kind.clone(), job.id.clone()));

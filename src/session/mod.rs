@@ -33,11 +33,10 @@ use crate::mcp::logging::LogLevel;
 use crate::mcp::message::{error_response, params_object, response, Incoming, RequestId};
 use crate::mcp::sse::{self, EventId, STANDALONE};
 use crate::mcp::{version, Initialize};
-use crate::registry::{execute, Caller, Registry};
+use crate::registry::{execute, Caller};
 use crate::server::call::CallContext;
 use crate::server::stream::{self, sse_replay_response, sse_response, First, Outbox, StreamPlan};
-use crate::server::{levels, Era, Host, Policy, Prepared};
-use crate::store::services::Services;
+use crate::server::{levels, Deployment, Era, Host, Policy, Prepared};
 use crate::store::session_db::SessionDb;
 use crate::wire::{Lane, Op, CORRELATION_HEADER};
 use call::{Live, Logged};
@@ -58,9 +57,8 @@ pub struct Core {
     /// The session id (the object's name).
     session: String,
     db: SessionDb,
-    cfg: Config,
-    registry: Rc<Registry>,
-    services: Services,
+    /// The deployment's settings, tools and services.
+    deployment: Deployment,
     hub: Hub,
     /// The object's state, for alarms.
     state: State,
@@ -168,16 +166,8 @@ impl Host for Core {
         Era::Legacy
     }
 
-    fn config(&self) -> &Config {
-        &self.cfg
-    }
-
-    fn registry(&self) -> &Registry {
-        &self.registry
-    }
-
-    fn services(&self) -> &Services {
-        &self.services
+    fn deployment(&self) -> &Deployment {
+        &self.deployment
     }
 
     fn anonymous_successes(&self) -> Result<u64> {
@@ -312,9 +302,7 @@ impl Session {
         let core = Rc::new_cyclic(|me| Core {
             session: self.state.id().name().unwrap_or_default(),
             db,
-            services: Services::with_config(self.env.clone(), registry.clone(), &cfg),
-            registry,
-            cfg,
+            deployment: Deployment::new(&self.env, cfg, registry),
             hub: Hub::default(),
             state: State::from(worker::wasm_bindgen::JsCast::unchecked_into::<
                 worker::worker_sys::DurableObjectState,
@@ -423,7 +411,10 @@ impl Session {
             ],
         )
         .await?;
-        json_response(&response(&id, init.result(core.cfg.catalog)), 200)
+        json_response(
+            &response(&id, init.result(core.deployment.cfg.catalog)),
+            200,
+        )
     }
 
     /// Records a new session of `caller` (its owner from now on) with `details`, in one statement
@@ -540,7 +531,7 @@ impl Session {
         let core2 = core.clone();
         let correlation = correlation.to_string();
         wasm_bindgen_futures::spawn_local(async move {
-            let Some(tool) = core2.registry.get_for(name, call.caller_ref()) else {
+            let Some(tool) = core2.deployment.registry.get_for(name, call.caller_ref()) else {
                 return;
             };
             let run = Abortable::new(execute(tool, &call, args), registration).await;
@@ -582,7 +573,7 @@ impl Session {
                 sse_response(
                     StreamPlan {
                         prefix,
-                        keepalive_secs: core.cfg.keepalive_secs,
+                        keepalive_secs: core.deployment.cfg.keepalive_secs,
                         max_secs: None,
                     },
                     rx,
@@ -647,11 +638,11 @@ impl Session {
         } else {
             drop(tx);
         }
-        let max_secs = standalone.then_some(core.cfg.max_stream_secs);
+        let max_secs = standalone.then_some(core.deployment.cfg.max_stream_secs);
         sse_replay_response(
             StreamPlan {
                 prefix,
-                keepalive_secs: core.cfg.keepalive_secs,
+                keepalive_secs: core.deployment.cfg.keepalive_secs,
                 max_secs,
             },
             Some(replayed),
@@ -703,8 +694,8 @@ impl Session {
         sse_replay_response(
             StreamPlan {
                 prefix,
-                keepalive_secs: core.cfg.keepalive_secs,
-                max_secs: Some(core.cfg.max_stream_secs),
+                keepalive_secs: core.deployment.cfg.keepalive_secs,
+                max_secs: Some(core.deployment.cfg.max_stream_secs),
             },
             Some(replayed),
             rx,
@@ -794,7 +785,7 @@ impl Session {
         let runs = jobs::lapsed(&core).await;
         let now = clock::now_ms() as i64;
         let idle_ms = now - last_seen;
-        if idle_ms > i64::from(core.cfg.session_idle_secs) * 1000
+        if idle_ms > i64::from(core.deployment.cfg.session_idle_secs) * 1000
             && runs.is_empty()
             && matches!(core.db.next_lease_end(), Ok(None))
         {
@@ -806,8 +797,8 @@ impl Session {
         logged(
             "prune events",
             core.db.prune(
-                now - i64::from(core.cfg.event_retention_secs) * 1000,
-                i64::from(core.cfg.event_log_max),
+                now - i64::from(core.deployment.cfg.event_retention_secs) * 1000,
+                i64::from(core.deployment.cfg.event_log_max),
             ),
         );
         logged("schedule", self.schedule_housekeeping(&core).await);
@@ -816,7 +807,7 @@ impl Session {
 
     /// Sets the alarm for the next housekeeping, or earlier when a job's lease ends first.
     async fn schedule_housekeeping(&self, core: &Core) -> Result<()> {
-        let next = clock::now_ms() as i64 + i64::from(core.cfg.housekeeping_secs) * 1000;
+        let next = clock::now_ms() as i64 + i64::from(core.deployment.cfg.housekeeping_secs) * 1000;
         // Unable to read the leases, housekeeping still comes back, and the watchdog with it.
         let at = core
             .watchdog_at()

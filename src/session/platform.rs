@@ -39,7 +39,7 @@ impl Core {
 
 impl Platform for Core {
     fn env(&self) -> &(dyn EnvServices + 'static) {
-        &self.services
+        &self.deployment.services
     }
 
     fn session_get(&self, key: &str) -> Result<Option<String>> {
@@ -81,7 +81,7 @@ impl Platform for Core {
     }
 
     fn job_lease_ms(&self) -> u32 {
-        self.cfg.job_lease_secs.saturating_mul(1000)
+        self.deployment.cfg.job_lease_secs.saturating_mul(1000)
     }
 
     fn job_heartbeat(&self, id: &str) -> Result<Heartbeat> {

@@ -36,8 +36,8 @@ use crate::mcp::request_state::{self, arguments_hash, Binding, State};
 use crate::random;
 use crate::registry::{execute, Caller, Platform, Statement, ToolContext};
 use crate::server::call::{capability_of, Ask, CallContext, Question};
-use crate::server::levels;
 use crate::server::stream::{sse_response, Direct, First, Outbox, StreamPlan};
+use crate::server::{levels, Host};
 
 /// Seconds between keepalive comments on a streamed reply.
 const KEEPALIVE_SECS: u32 = 15;
@@ -358,7 +358,7 @@ async fn start(
     caller: Caller,
     signal: AbortSignal,
 ) -> Result<First> {
-    let write = match host.registry.get(name) {
+    let write = match host.registry().get(name) {
         Some(tool) => {
             modern::check_param_headers(tool.input_schema(), &args, &headers.params)?;
             !tool.def.annotations.read_only
@@ -453,7 +453,7 @@ impl Drive {
         pause: oneshot::Receiver<Pause>,
         signal: AbortSignal,
     ) {
-        let Some(tool) = self.host.registry.get_for(call.tool(), call.caller_ref()) else {
+        let Some(tool) = self.host.registry().get_for(call.tool(), call.caller_ref()) else {
             return;
         };
         let started = crate::clock::now_ms();

@@ -19,8 +19,6 @@ mod idempotency;
 mod platform;
 mod runs;
 
-use std::rc::Rc;
-
 use serde_json::Value;
 use worker::{Env, Request, Response};
 
@@ -30,10 +28,9 @@ use crate::error::{Error, Result};
 use crate::mcp::message::response;
 use crate::mcp::modern::{self, Message, Mirrored};
 use crate::mcp::subscriptions;
-use crate::registry::{Caller, Registry};
+use crate::registry::Caller;
 use crate::server::listen;
-use crate::server::{Era, Host, Policy, Prepared};
-use crate::store::services::Services;
+use crate::server::{Deployment, Era, Host, Policy, Prepared};
 use crate::tools::conformance::fixtures;
 
 /// The policy of this lane's answers.
@@ -41,37 +38,15 @@ const POLICY: Policy = Policy::of(Era::Modern);
 
 /// The server's [`Host`] in this lane: a request stands alone, so an anonymous caller has no
 /// FlowMind count (a beginner) and no log level to keep.
-pub(crate) struct Lane {
-    cfg: Config,
-    registry: Rc<Registry>,
-    services: Services,
-}
-
-impl Lane {
-    fn new(env: &Env, cfg: &Config, registry: Rc<Registry>) -> Self {
-        Lane {
-            services: Services::with_config(env.clone(), registry.clone(), cfg),
-            cfg: cfg.clone(),
-            registry,
-        }
-    }
-}
+pub(crate) struct Lane(Deployment);
 
 impl Host for Lane {
     fn era(&self) -> Era {
         Era::Modern
     }
 
-    fn config(&self) -> &Config {
-        &self.cfg
-    }
-
-    fn registry(&self) -> &Registry {
-        &self.registry
-    }
-
-    fn services(&self) -> &Services {
-        &self.services
+    fn deployment(&self) -> &Deployment {
+        &self.0
     }
 }
 
@@ -111,12 +86,12 @@ pub async fn serve(
         let answer = listen::trigger(env, &listen::owner_of(caller, req), change).await;
         return POLICY.reply(&id, &r.params, answer);
     }
-    let host = Lane::new(env, cfg, registry);
+    let host = Lane(Deployment::new(env, cfg.clone(), registry));
     let stateful = |r: &modern::Request| {
         r.params
             .get("name")
             .and_then(Value::as_str)
-            .and_then(|n| host.registry.get(n))
+            .and_then(|n| host.registry().get(n))
             .is_some_and(|t| t.def.keeps_session_state())
     };
     match r.method.as_str() {

@@ -252,7 +252,7 @@ impl Principal {
 /// The record of `table` named `name`, as its create tool's refusal needs it: `shipped` and `mine`
 /// (whether this caller may change it) as 0/1, plus the `extra` columns (", category", say);
 /// `None` when no record holds the name (any more).
-pub async fn name_holder(
+async fn name_holder(
     ctx: &dyn ToolContext,
     me: &Principal,
     table: &str,
@@ -271,7 +271,7 @@ pub async fn name_holder(
 
 /// Why `what` (such as "Template 'x'") cannot be created or replaced: its name is held by a record
 /// the caller may not change. `shipped` when that record is the server's (owner `NULL`).
-pub fn name_taken(what: &str, shipped: bool, fix: &str) -> String {
+fn name_taken(what: &str, shipped: bool, fix: &str) -> String {
     if shipped {
         format!(
             "{what} is shipped with the server and only a caller with the '{ADMIN_ROLE}' role may change it, so it was not created or overwritten. {fix}"
@@ -280,6 +280,39 @@ pub fn name_taken(what: &str, shipped: bool, fix: &str) -> String {
         format!(
             "{what} belongs to another owner, so it was not created or overwritten (names are unique across owners, and only a record's owner may replace it). {fix}"
         )
+    }
+}
+
+/// Why `create_<kind>` did not save the `kind` ("Chain", "Template") named `name` in `table`:
+/// `refuse` first, given the record that holds the name (with the `extra` columns); else it is
+/// the caller's (so only `overwrite_existing` replaces it), or another owner's or shipped, which
+/// the caller may not replace at all.
+pub async fn name_clash(
+    ctx: &dyn ToolContext,
+    me: &Principal,
+    (table, extra, kind): (&str, &str, &str),
+    name: &str,
+    refuse: impl Fn(&Value) -> Option<Error>,
+) -> Error {
+    let noun = kind.to_lowercase();
+    match name_holder(ctx, me, table, extra, name).await {
+        Ok(Some(row)) => refuse(&row).unwrap_or_else(|| {
+            Error::ToolFailed(if row["mine"].as_i64() == Some(1) {
+                format!(
+                    "{kind} '{name}' already exists. Use creation_options.overwrite_existing: true to replace it."
+                )
+            } else {
+                name_taken(
+                    &format!("{kind} '{name}'"),
+                    row["shipped"].as_i64() == Some(1),
+                    &format!("Choose another name for your {noun} ({noun}_definition.name)."),
+                )
+            })
+        }),
+        Ok(None) => Error::ToolFailed(format!(
+            "{kind} '{name}' was removed while it was being saved; call create_{noun} again."
+        )),
+        Err(e) => e,
     }
 }
 

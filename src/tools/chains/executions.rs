@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
 use super::guard::{self, Author, Hidden};
-use super::host::ChainHost;
+use super::host::{report_max_bytes, ChainHost};
 use super::JOB_KIND;
 use crate::engine::chain::{self, ChainDef, Plan};
 use crate::engine::run::{self, RunOptions, RunReport, RunStatus, StepState};
@@ -276,37 +276,6 @@ pub async fn insert(
             author_user,
             author_roles,
         ],
-    )
-    .await?;
-    Ok(())
-}
-
-/// The most bytes an execution's stored report may take: `CHAIN_REPORT_MAX_BYTES`, 1 MiB by
-/// default (D1 keeps at most 2 MB in one value, and a write past that would fail the run's save
-/// and leave it `running`).
-fn report_max_bytes(ctx: &dyn ToolContext) -> usize {
-    ctx.platform()
-        .setting("CHAIN_REPORT_MAX_BYTES")
-        .and_then(|s| s.trim().parse::<usize>().ok())
-        .filter(|n| *n > 0)
-        .unwrap_or(1 << 20)
-}
-
-/// Keeps a running execution's checkpoint. A checkpoint larger than the report limit is not kept
-/// (logged): the run's final save cuts its report and fails it.
-pub async fn save_checkpoint(ctx: &dyn ToolContext, id: &str, report: &RunReport) -> Result<()> {
-    let text = serde_json::to_string(report)?;
-    if text.len() > report_max_bytes(ctx) {
-        crate::log::error!(
-            "{}",
-            json!({ "chain_checkpoint_too_large": id, "bytes": text.len() })
-        );
-        return Ok(());
-    }
-    ctx.query(
-        "UPDATE chain_executions SET report = ?2, updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
-         WHERE id = ?1 AND status = 'running'",
-        vec![json!(id), json!(text)],
     )
     .await?;
     Ok(())

@@ -67,6 +67,17 @@ use crate::tools::model_provider;
 use crate::tools::ownership::Principal;
 use crate::tools::templates::Stored;
 
+/// The most bytes an execution's stored report may take: `CHAIN_REPORT_MAX_BYTES`, 1 MiB by
+/// default (D1 keeps at most 2 MB in one value, and a write past that would fail the run's save
+/// and leave it `running`).
+pub(super) fn report_max_bytes(ctx: &dyn ToolContext) -> usize {
+    ctx.platform()
+        .setting("CHAIN_REPORT_MAX_BYTES")
+        .and_then(|s| s.trim().parse::<usize>().ok())
+        .filter(|n| *n > 0)
+        .unwrap_or(1 << 20)
+}
+
 /// Runs steps through a tool call's (or background job's) context, reporting progress and events
 /// per step.
 pub struct ChainHost<'a> {
@@ -151,6 +162,27 @@ impl<'a> ChainHost<'a> {
             counted: RefCell::new(kept.1),
             notes: RefCell::new(BTreeMap::new()),
         }
+    }
+
+    /// Keeps the running execution's checkpoint. A checkpoint larger than the report limit is not
+    /// kept (logged): the run's final save cuts its report and fails it.
+    async fn save_checkpoint(&self, report: &RunReport) -> Result<()> {
+        let text = serde_json::to_string(report)?;
+        if text.len() > report_max_bytes(self.ctx) {
+            crate::log::error!(
+                "{}",
+                json!({ "chain_checkpoint_too_large": self.execution_id, "bytes": text.len() })
+            );
+            return Ok(());
+        }
+        self.ctx
+            .query(
+                "UPDATE chain_executions SET report = ?2, updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
+         WHERE id = ?1 AND status = 'running'",
+                vec![json!(self.execution_id), json!(text)],
+            )
+            .await?;
+        Ok(())
     }
 
     /// Counts a step's input and outputs into what the record keeps: a step whose outputs are
@@ -955,9 +987,7 @@ impl StepHost for ChainHost<'_> {
             if !self.tracked {
                 return;
             }
-            if let Err(e) =
-                super::executions::save_checkpoint(self.ctx, &self.execution_id, report).await
-            {
+            if let Err(e) = self.save_checkpoint(report).await {
                 crate::log::error!("chain checkpoint: {e}");
             }
         })

@@ -17,7 +17,7 @@ use crate::engine::chain::{self, ChainDef, StepType};
 use crate::engine::variables;
 use crate::error::{Error, Result};
 use crate::registry::{Annotations, JobMode, SessionState, ToolContext, ToolDef, ToolOutput};
-use crate::tools::ownership::{name_holder, name_taken, sharing_params, Principal, Sharing};
+use crate::tools::ownership::{name_clash, sharing_params, Principal, Sharing};
 use crate::tools::{not_found_listing, opt_bool, refuse_if_any};
 pub use executions::Lease;
 pub use executions::{abandon, cancel, resume_here, run_background, session_ending, status};
@@ -287,7 +287,18 @@ fn create_chain(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result
             format!("{insert} ON CONFLICT (name) DO NOTHING RETURNING revision, visibility")
         };
         let Some(saved) = ctx.query(&sql, params).await?.into_iter().next() else {
-            return Err(name_clash(ctx, &me, &def.name).await);
+            // A linked chain's name is refused even to its owner: FlowMind replaces it.
+            return Err(name_clash(
+                ctx,
+                &me,
+                ("execution_chains", ", category", "Chain"),
+                &def.name,
+                |row| {
+                    (row["category"] == LINKED_CATEGORY)
+                        .then(|| linked_refusal("create_chain", &def.name))
+                },
+            )
+            .await);
         };
         let updated = saved["revision"].as_i64().unwrap_or(1) > 1;
 
@@ -336,26 +347,6 @@ fn create_chain(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result
             json!({ "type": "text", "text": text }),
         ]))
     })
-}
-
-/// Why chain `name` was not saved: it exists and is the caller's (so only `overwrite_existing`
-/// replaces it), or it is another owner's or shipped, which the caller may not replace at all.
-async fn name_clash(ctx: &dyn ToolContext, me: &Principal, name: &str) -> Error {
-    match name_holder(ctx, me, "execution_chains", ", category", name).await {
-        Ok(Some(row)) if row["category"] == LINKED_CATEGORY => linked_refusal("create_chain", name),
-        Ok(Some(row)) if row["mine"].as_i64() == Some(1) => Error::ToolFailed(format!(
-            "Chain '{name}' already exists. Use creation_options.overwrite_existing: true to replace it."
-        )),
-        Ok(Some(row)) => Error::ToolFailed(name_taken(
-            &format!("Chain '{name}'"),
-            row["shipped"].as_i64() == Some(1),
-            "Choose another name for your chain (chain_definition.name).",
-        )),
-        Ok(None) => Error::ToolFailed(format!(
-            "Chain '{name}' was removed while it was being saved; call create_chain again."
-        )),
-        Err(e) => e,
-    }
 }
 
 /// An `execute_chain` error that stops a run before it starts (unknown chain, invalid variables,

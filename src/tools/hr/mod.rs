@@ -19,7 +19,9 @@ use serde_json::{json, Map, Value};
 
 use super::domain::{self, Access, Code, Reply, HIDDEN, SIGNED_IN};
 use crate::error::Result;
-use crate::registry::{Annotations, Caller, ToolContext, ToolDef, ToolOutput};
+use serde::{Deserialize, Serialize};
+
+use crate::registry::{self, Annotations, Caller, ToolContext, ToolDef, ToolOutput};
 
 const TOOLSET: &str = "hr";
 
@@ -80,12 +82,12 @@ const CANDIDATES: u64 = 10;
 async fn named_employee(
     ctx: &dyn ToolContext,
     access: &Access,
-    args: &Value,
+    args: GetEmployee,
 ) -> std::result::Result<String, Reply> {
-    if let Some(id) = args["employee_id"].as_str() {
-        return Ok(id.to_string());
+    if let Some(id) = args.employee_id {
+        return Ok(id);
     }
-    let Some(name) = args["name"].as_str() else {
+    let Some(name) = args.name else {
         return Ok(access.user.clone());
     };
     let mut params = access.params();
@@ -160,11 +162,21 @@ async fn named_employee(
     }
 }
 
+/// `get_employee`'s arguments (schema/hr/get_employee.input.json).
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GetEmployee {
+    employee_id: Option<String>,
+    name: Option<String>,
+}
+
 fn get_employee(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
     domain::answer(Box::pin(async move {
+        let args: GetEmployee =
+            registry::typed("get_employee", args).map_err(|e| Reply::from_error(&e))?;
         let caller = ctx.caller();
         let access = Access::of(&caller, ALL_EMPLOYEES);
-        let id = named_employee(ctx, &access, &args).await?;
+        let id = named_employee(ctx, &access, args).await?;
         let mut params = access.params();
         params.push(json!(id));
         let rows = ctx
@@ -195,17 +207,30 @@ fn get_employee(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result
     }))
 }
 
+/// `list_employees`' arguments (schema/hr/list_employees.input.json).
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ListEmployees {
+    department: Option<String>,
+    name: Option<String>,
+    limit: Option<u64>,
+    cursor: Option<String>,
+}
+
 fn list_employees(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
     domain::answer(Box::pin(async move {
+        let args: ListEmployees =
+            registry::typed("list_employees", args).map_err(|e| Reply::from_error(&e))?;
         let caller = ctx.caller();
         let access = Access::of(&caller, ALL_EMPLOYEES);
-        let limit = domain::limit(&args);
-        let filters = json!({ "department": args.get("department"), "name": args.get("name") });
-        let after = domain::resume_after(ctx, "list_employees", &filters, args["cursor"].as_str())?;
-        let name = args["name"]
-            .as_str()
-            .map(|n| domain::like_literal(n.trim()));
-        let dept = match args["department"].as_str() {
+        let limit = args
+            .limit
+            .unwrap_or(domain::MAX_LIMIT)
+            .clamp(1, domain::MAX_LIMIT);
+        let filters = json!({ "department": args.department, "name": args.name });
+        let after = domain::resume_after(ctx, "list_employees", &filters, args.cursor.as_deref())?;
+        let name = args.name.as_deref().map(|n| domain::like_literal(n.trim()));
+        let dept = match args.department.as_deref() {
             Some(d) => Some(domain::department(ctx, d).await?),
             None => None,
         };
@@ -562,81 +587,79 @@ fn update_salary(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Resul
 }
 
 /// Carries out a confirmed HR write.
-async fn execute(ctx: &dyn ToolContext, p: &domain::confirm::Pending) -> Reply {
-    let id = p.arguments["employee_id"].as_str().unwrap_or_default();
-    let gone = || {
-        Reply::failure(
-            Code::EmployeeNotFound,
-            format!("Employee {id} no longer exists; nothing was changed."),
-            "Use list_employees to check the current employees.",
-        )
-    };
-    match p.action.as_str() {
-        "delete_employee" => {
-            match ctx
-                .query(
-                    "DELETE FROM hr_employees WHERE id = ?1 RETURNING id",
-                    vec![json!(id)],
-                )
-                .await
-            {
-                Ok(rows) if rows.is_empty() => gone(),
-                Ok(_) => Reply::Success {
-                    summary: format!(
-                        "{} has been permanently deleted.",
-                        p.data["employeeName"].as_str().unwrap_or(id)
-                    ),
-                    data: json!({ "deleted": true, "employeeId": id, "employeeName": p.data["employeeName"],
-                                  "message": format!("Employee {} has been permanently deleted.", p.data["employeeName"].as_str().unwrap_or(id)) }),
-                    page: None,
-                },
-                Err(e) if e.to_string().contains("FOREIGN KEY") => Reply::failure(
-                    Code::ValidationError,
-                    "The employee now has direct reports, so the record was not deleted.",
-                    "Reassign their reports first, then ask again.",
-                ),
-                Err(e) => domain::db(e),
-            }
-        }
-        "update_salary" => {
-            let cents = (p.arguments["new_salary"].as_f64().unwrap_or(0.0) * 100.0).round() as i64;
-            match ctx
-                .query(
-                    "UPDATE hr_employees SET salary_cents = ?2, updated_at = strftime('%Y-%m-%dT%H:%M:%SZ', 'now') WHERE id = ?1 RETURNING salary_cents",
-                    vec![json!(id), json!(cents)],
-                )
-                .await
-            {
-                Ok(rows) if rows.is_empty() => gone(),
-                Ok(_) => Reply::Success {
-                    summary: format!("The salary of {} is now {}.", p.data["employeeName"].as_str().unwrap_or(id), domain::money(cents)),
-                    data: json!({ "updated": true, "employeeId": id, "employeeName": p.data["employeeName"],
-                                  "newSalary": domain::dollars(&json!(cents)),
-                                  "message": format!("The salary of {} is now {}.", p.data["employeeName"].as_str().unwrap_or(id), domain::money(cents)) }),
-                    page: None,
-                },
-                Err(e) => domain::db(e),
-            }
-        }
-        other => Reply::failure(
-            Code::OperationFailed,
-            format!("unknown HR action {other}"),
-            "Ask for the change again.",
-        ),
-    }
-}
-
-/// Carries out a confirmed write of this toolset ([`super::Confirmed`]).
-fn confirmed<'a>(
+fn execute<'a>(
     ctx: &'a dyn ToolContext,
     p: &'a domain::confirm::Pending,
 ) -> LocalBoxFuture<'a, Reply> {
-    Box::pin(execute(ctx, p))
+    Box::pin(async move {
+        let id = p.arguments["employee_id"].as_str().unwrap_or_default();
+        let gone = || {
+            Reply::failure(
+                Code::EmployeeNotFound,
+                format!("Employee {id} no longer exists; nothing was changed."),
+                "Use list_employees to check the current employees.",
+            )
+        };
+        match p.action.as_str() {
+            "delete_employee" => {
+                match ctx
+                    .query(
+                        "DELETE FROM hr_employees WHERE id = ?1 RETURNING id",
+                        vec![json!(id)],
+                    )
+                    .await
+                {
+                    Ok(rows) if rows.is_empty() => gone(),
+                    Ok(_) => Reply::Success {
+                        summary: format!(
+                            "{} has been permanently deleted.",
+                            p.data["employeeName"].as_str().unwrap_or(id)
+                        ),
+                        data: json!({ "deleted": true, "employeeId": id, "employeeName": p.data["employeeName"],
+                                      "message": format!("Employee {} has been permanently deleted.", p.data["employeeName"].as_str().unwrap_or(id)) }),
+                        page: None,
+                    },
+                    Err(e) if e.to_string().contains("FOREIGN KEY") => Reply::failure(
+                        Code::ValidationError,
+                        "The employee now has direct reports, so the record was not deleted.",
+                        "Reassign their reports first, then ask again.",
+                    ),
+                    Err(e) => domain::db(e),
+                }
+            }
+            "update_salary" => {
+                let cents =
+                    (p.arguments["new_salary"].as_f64().unwrap_or(0.0) * 100.0).round() as i64;
+                match ctx
+                    .query(
+                        "UPDATE hr_employees SET salary_cents = ?2, updated_at = strftime('%Y-%m-%dT%H:%M:%SZ', 'now') WHERE id = ?1 RETURNING salary_cents",
+                        vec![json!(id), json!(cents)],
+                    )
+                    .await
+                {
+                    Ok(rows) if rows.is_empty() => gone(),
+                    Ok(_) => Reply::Success {
+                        summary: format!("The salary of {} is now {}.", p.data["employeeName"].as_str().unwrap_or(id), domain::money(cents)),
+                        data: json!({ "updated": true, "employeeId": id, "employeeName": p.data["employeeName"],
+                                      "newSalary": domain::dollars(&json!(cents)),
+                                      "message": format!("The salary of {} is now {}.", p.data["employeeName"].as_str().unwrap_or(id), domain::money(cents)) }),
+                        page: None,
+                    },
+                    Err(e) => domain::db(e),
+                }
+            }
+            other => Reply::failure(
+                Code::OperationFailed,
+                format!("unknown HR action {other}"),
+                "Ask for the change again.",
+            ),
+        }
+    })
 }
 
 /// The toolset: its tools, and the writes they ask the user to confirm.
 pub static SET: super::Toolset = super::Toolset {
-    confirmed: Some(confirmed),
+    confirmed: Some(execute),
     ..super::Toolset::of(&[TOOLS])
 };
 
@@ -717,12 +740,16 @@ pub static TOOLS: &[ToolDef] = &[
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testkit::user as caller;
 
-    fn caller(user: &str, roles: &[&str]) -> Caller {
-        Caller {
-            user: Some(user.into()),
-            roles: roles.iter().map(|r| r.to_string()).collect(),
-        }
+    #[test]
+    fn the_args_structs_are_the_schemas_properties() {
+        registry::assert_args_match::<GetEmployee>(include_str!(
+            "../../../schema/hr/get_employee.input.json"
+        ));
+        registry::assert_args_match::<ListEmployees>(include_str!(
+            "../../../schema/hr/list_employees.input.json"
+        ));
     }
 
     fn row() -> Value {

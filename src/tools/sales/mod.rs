@@ -352,7 +352,7 @@ fn get_pipeline(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result
 
 /// The toolset: its tools, and the writes they ask the user to confirm.
 pub static SET: super::Toolset = super::Toolset {
-    confirmed: Some(writes::confirmed),
+    confirmed: Some(writes::execute),
     ..super::Toolset::of(&[TOOLS, writes::TOOLS])
 };
 
@@ -399,6 +399,7 @@ pub static TOOLS: &[ToolDef] = &[
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testkit::user as caller;
 
     #[test]
     fn quarters_are_yyyy_qn() {
@@ -408,13 +409,6 @@ mod tests {
             "2026-Q5", "2026-Q0", "2026Q4", "26-Q4", "2026-Q", "2026-Q44", "", "'; DROP",
         ] {
             assert_eq!(quarter(bad), None, "{bad:?}");
-        }
-    }
-
-    fn caller(user: &str, roles: &[&str]) -> Caller {
-        Caller {
-            user: Some(user.into()),
-            roles: roles.iter().map(|r| r.to_string()).collect(),
         }
     }
 

@@ -127,90 +127,87 @@ fn close_deal(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<T
 }
 
 /// Carries out a confirmed sales write.
-async fn execute(ctx: &dyn ToolContext, p: &confirm::Pending) -> Reply {
-    let a = &p.arguments;
-    match p.action.as_str() {
-        "delete_customer" => {
-            let id = a["customer_id"].as_str().unwrap_or_default();
-            match ctx
-                .query(
-                    "DELETE FROM sales_customers WHERE id = ?1 RETURNING id",
-                    vec![json!(id)],
-                )
-                .await
-            {
-                Ok(rows) if rows.is_empty() => customer_not_found(id),
-                Ok(_) => {
-                    let text = format!(
-                        "Customer {} has been deleted.",
-                        p.data["customerName"].as_str().unwrap_or(id)
-                    );
-                    Reply::Success {
-                        summary: text.clone(),
-                        data: json!({ "deleted": true, "customerId": id, "message": text }),
-                        page: None,
-                    }
-                }
-                Err(e) => domain::db(e),
-            }
-        }
-        "close_deal" => {
-            let id = a["deal_id"].as_str().unwrap_or_default();
-            let won = a["outcome"] == "won";
-            let value = a["actual_value"]
-                .as_f64()
-                .map(|v| (v * 100.0).round() as i64);
-            match ctx
-                .query(
-                    "UPDATE sales_deals SET stage = ?2, probability = ?3, value_cents = COALESCE(?4, value_cents),
-                       loss_reason = ?5, notes = COALESCE(?6, notes), closed_at = strftime('%Y-%m-%dT%H:%M:%SZ', 'now'),
-                       updated_at = strftime('%Y-%m-%dT%H:%M:%SZ', 'now')
-                     WHERE id = ?1 AND stage NOT IN ('CLOSED_WON', 'CLOSED_LOST') RETURNING id",
-                    vec![
-                        json!(id),
-                        json!(if won { "CLOSED_WON" } else { "CLOSED_LOST" }),
-                        json!(if won { 100 } else { 0 }),
-                        json!(value),
-                        if won { Value::Null } else { a["loss_reason"].clone() },
-                        a["notes"].clone(),
-                    ],
-                )
-                .await
-            {
-                Ok(rows) if !rows.is_empty() => {
-                    let text = format!(
-                        "Deal {} is closed as {}.",
-                        p.data["dealName"].as_str().unwrap_or(id),
-                        if won { "won" } else { "lost" }
-                    );
-                    Reply::Success {
-                        summary: text.clone(),
-                        data: json!({ "closed": true, "dealId": id, "outcome": a["outcome"], "message": text }),
-                        page: None,
-                    }
-                }
-                Ok(_) => Reply::failure(
-                    Code::ValidationError,
-                    format!("Deal {id} was closed or removed meanwhile; nothing was changed."),
-                    "Use list_deals to see its current stage.",
-                ),
-                Err(e) => domain::db(e),
-            }
-        }
-        other => Reply::failure(
-            Code::OperationFailed,
-            format!("unknown sales action {other}"),
-            "Ask for the change again.",
-        ),
-    }
-}
-
-/// Carries out a confirmed write of this toolset ([`super::Confirmed`]).
-pub(super) fn confirmed<'a>(
+pub(super) fn execute<'a>(
     ctx: &'a dyn ToolContext,
     p: &'a confirm::Pending,
 ) -> LocalBoxFuture<'a, Reply> {
-    Box::pin(execute(ctx, p))
+    Box::pin(async move {
+        let a = &p.arguments;
+        match p.action.as_str() {
+            "delete_customer" => {
+                let id = a["customer_id"].as_str().unwrap_or_default();
+                match ctx
+                    .query(
+                        "DELETE FROM sales_customers WHERE id = ?1 RETURNING id",
+                        vec![json!(id)],
+                    )
+                    .await
+                {
+                    Ok(rows) if rows.is_empty() => customer_not_found(id),
+                    Ok(_) => {
+                        let text = format!(
+                            "Customer {} has been deleted.",
+                            p.data["customerName"].as_str().unwrap_or(id)
+                        );
+                        Reply::Success {
+                            summary: text.clone(),
+                            data: json!({ "deleted": true, "customerId": id, "message": text }),
+                            page: None,
+                        }
+                    }
+                    Err(e) => domain::db(e),
+                }
+            }
+            "close_deal" => {
+                let id = a["deal_id"].as_str().unwrap_or_default();
+                let won = a["outcome"] == "won";
+                let value = a["actual_value"]
+                    .as_f64()
+                    .map(|v| (v * 100.0).round() as i64);
+                match ctx
+                    .query(
+                        "UPDATE sales_deals SET stage = ?2, probability = ?3, value_cents = COALESCE(?4, value_cents),
+                           loss_reason = ?5, notes = COALESCE(?6, notes), closed_at = strftime('%Y-%m-%dT%H:%M:%SZ', 'now'),
+                           updated_at = strftime('%Y-%m-%dT%H:%M:%SZ', 'now')
+                         WHERE id = ?1 AND stage NOT IN ('CLOSED_WON', 'CLOSED_LOST') RETURNING id",
+                        vec![
+                            json!(id),
+                            json!(if won { "CLOSED_WON" } else { "CLOSED_LOST" }),
+                            json!(if won { 100 } else { 0 }),
+                            json!(value),
+                            if won { Value::Null } else { a["loss_reason"].clone() },
+                            a["notes"].clone(),
+                        ],
+                    )
+                    .await
+                {
+                    Ok(rows) if !rows.is_empty() => {
+                        let text = format!(
+                            "Deal {} is closed as {}.",
+                            p.data["dealName"].as_str().unwrap_or(id),
+                            if won { "won" } else { "lost" }
+                        );
+                        Reply::Success {
+                            summary: text.clone(),
+                            data: json!({ "closed": true, "dealId": id, "outcome": a["outcome"], "message": text }),
+                            page: None,
+                        }
+                    }
+                    Ok(_) => Reply::failure(
+                        Code::ValidationError,
+                        format!("Deal {id} was closed or removed meanwhile; nothing was changed."),
+                        "Use list_deals to see its current stage.",
+                    ),
+                    Err(e) => domain::db(e),
+                }
+            }
+            other => Reply::failure(
+                Code::OperationFailed,
+                format!("unknown sales action {other}"),
+                "Ask for the change again.",
+            ),
+        }
+    })
 }
 
 /// The toolset's write tools.

@@ -364,7 +364,7 @@ async fn unknown_category(ctx: &dyn ToolContext, given: &str) -> std::result::Re
 
 /// The toolset: its tools, and the writes they ask the user to confirm.
 pub static SET: super::Toolset = super::Toolset {
-    confirmed: Some(writes::confirmed),
+    confirmed: Some(writes::execute),
     ..super::Toolset::of(&[TOOLS, writes::TOOLS])
 };
 
@@ -411,6 +411,7 @@ pub static TOOLS: &[ToolDef] = &[
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testkit::user as caller;
 
     #[test]
     fn every_word_becomes_an_fts5_string() {
@@ -443,13 +444,6 @@ mod tests {
     fn a_query_without_words_is_none() {
         for q in ["", "   ", "%", "* _ -- \"", "'; --"] {
             assert_eq!(fts_query(q), None, "{q:?}");
-        }
-    }
-
-    fn caller(user: &str, roles: &[&str]) -> Caller {
-        Caller {
-            user: Some(user.into()),
-            roles: roles.iter().map(|r| r.to_string()).collect(),
         }
     }
 

@@ -55,53 +55,50 @@ fn close_ticket(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result
 }
 
 /// Carries out a confirmed support write.
-async fn execute(ctx: &dyn ToolContext, p: &confirm::Pending) -> Reply {
-    let a = &p.arguments;
-    let id = a["ticket_id"].as_str().unwrap_or_default();
-    if p.action != "close_ticket" {
-        return Reply::failure(
-            Code::OperationFailed,
-            format!("unknown support action {}", p.action),
-            "Ask for the change again.",
-        );
-    }
-    match ctx
-        .query(
-            "UPDATE support_tickets SET status = 'closed', resolution = ?2, resolution_type = ?3,
-               resolved_at = COALESCE(resolved_at, strftime('%Y-%m-%dT%H:%M:%SZ', 'now')),
-               closed_at = strftime('%Y-%m-%dT%H:%M:%SZ', 'now'), updated_at = strftime('%Y-%m-%dT%H:%M:%SZ', 'now')
-             WHERE id = ?1 AND status <> 'closed' RETURNING id",
-            vec![json!(id), a["resolution"].clone(), json!(a["resolution_type"].as_str().unwrap_or("solved"))],
-        )
-        .await
-    {
-        Ok(rows) if !rows.is_empty() => {
-            let text = format!("Ticket {id} is closed.");
-            Reply::Success {
-                summary: text.clone(),
-                data: json!({ "closed": true, "ticketId": id, "message": text }),
-                page: None,
-            }
-        }
-        Ok(_) => match ctx.query("SELECT 1 AS ok FROM support_tickets WHERE id = ?1", vec![json!(id)]).await {
-            Ok(r) if !r.is_empty() => Reply::failure(
-                Code::ValidationError,
-                format!("Ticket {id} was closed meanwhile; nothing was changed."),
-                "Use search_tickets to see it.",
-            ),
-            Ok(_) => not_found(id),
-            Err(e) => domain::db(e),
-        },
-        Err(e) => domain::db(e),
-    }
-}
-
-/// Carries out a confirmed write of this toolset ([`super::Confirmed`]).
-pub(super) fn confirmed<'a>(
+pub(super) fn execute<'a>(
     ctx: &'a dyn ToolContext,
     p: &'a confirm::Pending,
 ) -> LocalBoxFuture<'a, Reply> {
-    Box::pin(execute(ctx, p))
+    Box::pin(async move {
+        let a = &p.arguments;
+        let id = a["ticket_id"].as_str().unwrap_or_default();
+        if p.action != "close_ticket" {
+            return Reply::failure(
+                Code::OperationFailed,
+                format!("unknown support action {}", p.action),
+                "Ask for the change again.",
+            );
+        }
+        match ctx
+            .query(
+                "UPDATE support_tickets SET status = 'closed', resolution = ?2, resolution_type = ?3,
+                   resolved_at = COALESCE(resolved_at, strftime('%Y-%m-%dT%H:%M:%SZ', 'now')),
+                   closed_at = strftime('%Y-%m-%dT%H:%M:%SZ', 'now'), updated_at = strftime('%Y-%m-%dT%H:%M:%SZ', 'now')
+                 WHERE id = ?1 AND status <> 'closed' RETURNING id",
+                vec![json!(id), a["resolution"].clone(), json!(a["resolution_type"].as_str().unwrap_or("solved"))],
+            )
+            .await
+        {
+            Ok(rows) if !rows.is_empty() => {
+                let text = format!("Ticket {id} is closed.");
+                Reply::Success {
+                    summary: text.clone(),
+                    data: json!({ "closed": true, "ticketId": id, "message": text }),
+                    page: None,
+                }
+            }
+            Ok(_) => match ctx.query("SELECT 1 AS ok FROM support_tickets WHERE id = ?1", vec![json!(id)]).await {
+                Ok(r) if !r.is_empty() => Reply::failure(
+                    Code::ValidationError,
+                    format!("Ticket {id} was closed meanwhile; nothing was changed."),
+                    "Use search_tickets to see it.",
+                ),
+                Ok(_) => not_found(id),
+                Err(e) => domain::db(e),
+            },
+            Err(e) => domain::db(e),
+        }
+    })
 }
 
 /// The toolset's write tools.

@@ -21,7 +21,7 @@ use crate::engine::template::{RenderOptions, Template};
 use crate::engine::variables::{self, Schema};
 use crate::error::{Error, Result};
 use crate::registry::{Annotations, ToolContext, ToolDef, ToolOutput};
-use crate::tools::ownership::{name_holder, name_taken, sharing_params, Principal, Sharing};
+use crate::tools::ownership::{name_clash, sharing_params, Principal, Sharing};
 use crate::tools::{not_found_listing, opt_bool, refuse_if_any};
 
 const TOOLSET: &str = "templates";
@@ -241,7 +241,14 @@ fn create_template(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Res
         };
         let saved = ctx.query(&sql, params).await?.into_iter().next();
         let Some(saved) = saved else {
-            return Err(name_clash(ctx, &me, name).await);
+            return Err(name_clash(
+                ctx,
+                &me,
+                ("template_definitions", "", "Template"),
+                name,
+                |_| None,
+            )
+            .await);
         };
         let updated = saved["revision"].as_i64().unwrap_or(1) > 1;
 
@@ -286,26 +293,6 @@ fn create_template(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Res
             json!({ "type": "text", "text": text }),
         ]))
     })
-}
-
-/// Why a template named `name` was not saved: it exists and is the caller's (so only
-/// `overwrite_existing` replaces it), or it is another owner's or shipped, which the caller may not
-/// replace at all.
-async fn name_clash(ctx: &dyn ToolContext, me: &Principal, name: &str) -> Error {
-    match name_holder(ctx, me, "template_definitions", "", name).await {
-        Ok(Some(row)) if row["mine"].as_i64() == Some(1) => Error::ToolFailed(format!(
-            "Template '{name}' already exists. Use creation_options.overwrite_existing: true to replace it."
-        )),
-        Ok(Some(row)) => Error::ToolFailed(name_taken(
-            &format!("Template '{name}'"),
-            row["shipped"].as_i64() == Some(1),
-            "Choose another name for your template (template_definition.name).",
-        )),
-        Ok(None) => Error::ToolFailed(format!(
-            "Template '{name}' was removed while it was being saved; call create_template again."
-        )),
-        Err(e) => e,
-    }
 }
 
 /// The compiled template of a stored row, and whether it came from this instance's cache.
