@@ -216,6 +216,7 @@ pub fn catalog(c: Catalog) -> Vec<&'static ToolDef> {
     if c == Catalog::Conformance {
         defs.extend(conformance::TOOLS.iter());
         defs.extend(conformance::mrtr::TOOLS.iter());
+        defs.extend(conformance::tasks::TOOLS.iter());
     }
     defs
 }
