@@ -16,7 +16,7 @@ use serde_json::{json, Map, Value};
 
 use crate::clock;
 use crate::error::{code, Error, Result};
-use crate::registry::task::{Outcome, Step, TaskRun};
+use crate::registry::task::{Outcome, Script, Step, TaskRun};
 use crate::registry::Registry;
 
 /// The extension's identifier (2026-07-28 `capabilities.extensions`).
@@ -382,10 +382,7 @@ pub fn find(store: &dyn TaskStore, id: &str, owner: &str, now: f64) -> Result<Ta
 }
 
 /// The script of tool `name`, if it runs its tasks by one.
-pub fn script_of(
-    registry: &Registry,
-    name: &str,
-) -> Option<fn(&Value, &Map<String, Value>) -> Step> {
+pub fn script_of(registry: &Registry, name: &str) -> Option<Script> {
     match registry.get(name)?.def.task.run()? {
         TaskRun::Script(script) => Some(script),
         TaskRun::Chain => None,
