@@ -60,11 +60,16 @@ after(() => {
   if (state) rmSync(state, { recursive: true, force: true });
 });
 
-/** Runs the suite's `--suite all` for `spec` with the CLI of `pkg`; returns its checks and log. */
-async function runSuite(pkg, spec) {
+/**
+ * Runs the suite with the CLI of `pkg` (`--suite all --spec-version spec`, or with `requirements`
+ * the scenarios that revision requires plus the ones it runs unscored, such as the tasks
+ * extension's); returns its checks and log.
+ */
+async function runSuite(pkg, spec, { requirements = false } = {}) {
   const out = mkdtempSync(join(tmpdir(), "mcp-edge-conformance-results-"));
   const cli = join(root, "node_modules", ...pkg.split("/"), "dist", "index.js");
-  const args = [cli, "server", "--url", `http://localhost:${port}/mcp`, "--suite", "all", "--spec-version", spec, "-o", out];
+  const selection = requirements ? ["--requirements", spec] : ["--suite", "all", "--spec-version", spec];
+  const args = [cli, "server", "--url", `http://localhost:${port}/mcp`, ...selection, "-o", out];
   const run = spawn(node, args, { cwd: root });
   let log = "";
   run.stdout.on("data", (d) => (log += d));
@@ -100,4 +105,29 @@ test("every 2026-07-28 server scenario of the official conformance suite passes"
   for (const id of ["sep-2575-server-sends-subscription-ack", "sep-2575-server-tags-subscription-id", "sep-2575-server-honors-notification-filter", "sep-2575-server-sends-prompts-list-changed-on-subscription", "sep-2575-server-sends-tools-list-changed-on-subscription"]) {
     assert.equal(checks.find((c) => c.id === id)?.status, "SUCCESS", id);
   }
+});
+
+// `--requirements` runs what a revision requires and, unscored, what it runs for visibility: on
+// 2026-07-28 that adds the ten scenarios of the tasks extension (SEP-2663), which `--suite all
+// --spec-version` leaves out (extension scenarios are on no spec timeline). Unscored failures do
+// not change the CLI's exit code, so every check is read here. `tasks-status-notifications` is the
+// suite's placeholder: it reports SKIPPED whatever the server does (its harness awaits a rewrite).
+const TASKS_SCENARIOS = ["tasks-lifecycle", "tasks-capability-negotiation", "tasks-wire-fields", "tasks-request-state-removal", "tasks-mrtr-input", "tasks-request-headers", "tasks-dispatch-and-envelope", "tasks-status-notifications", "tasks-required-task-error", "tasks-mrtr-composition"];
+
+test("the 2026-07-28 requirement set of the official suite, the tasks extension included, passes", async () => {
+  const { code, dirs, checks, log } = await runSuite("conformance-next", "2026-07-28", { requirements: true });
+  assert.deepEqual(bad(checks), [], log);
+  assert.equal(code, 0, log);
+  for (const scenario of TASKS_SCENARIOS) assert.ok(dirs.some((d) => d.startsWith(`server-${scenario}-`) || d === scenario || d.includes(scenario)), `${scenario} ran`);
+  const skipped = checks.filter((c) => c.status === "SKIPPED").map((c) => c.id);
+  assert.deepEqual(skipped, ["tasks-status-notifications"], "only the suite's placeholder is skipped");
+  for (const id of ["sep-2663-result-type-task-on-create", "sep-2663-tasks-get-status-completed", "sep-2663-tasks-get-status-failed", "sep-2663-cancel-ack-empty-result", "tasks-extension-advertised", "sep-2663-tasks-methods-non-declaring", "tasks-per-request-meta-opt-in", "tasks-mrtr-partial-fulfillment", "sep-2663-server-returns-missing-capability-data-shape", "sep-2663-mrtr-synchronous-before-task-creation", "sep-2663-server-rejects-mismatched-mcp-name-on-tasks-get"]) {
+    assert.equal(checks.find((c) => c.id === id)?.status, "SUCCESS", id);
+  }
+});
+
+test("the 2025-11-25 requirement set of the official suite passes", async () => {
+  const { code, checks, log } = await runSuite("conformance-next", "2025-11-25", { requirements: true });
+  assert.deepEqual(bad(checks), [], log);
+  assert.equal(code, 0, log);
 });

@@ -39,6 +39,8 @@ pub fn capabilities(catalog: Catalog) -> Value {
         "tools": { "listChanged": true },
         "logging": {},
         "resources": { "listChanged": false },
+        // 2025-11-25 tasks (server::tasks): tools/call may run as a task, listed and cancelled.
+        "tasks": { "list": {}, "cancel": {}, "requests": { "tools": { "call": {} } } },
     });
     if catalog.has_fixtures() {
         caps["resources"] = json!({ "subscribe": true, "listChanged": false });

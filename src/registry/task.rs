@@ -43,8 +43,11 @@ pub enum TaskRun {
     Chain,
     /// A script: what the task does next, from the call's arguments and the answers it has
     /// (the conformance fixtures, whose work is a wait and whose results are known up front).
-    Script(fn(&Value, &Map<String, Value>) -> Step),
+    Script(Script),
 }
+
+/// A task's script: what the task does next, from the call's arguments and the answers so far.
+pub type Script = fn(&Value, &Map<String, Value>) -> Step;
 
 /// What a scripted task does next.
 #[derive(Debug, Clone, PartialEq)]

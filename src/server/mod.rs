@@ -302,8 +302,29 @@ fn list_tools(
     level: Option<Level>,
 ) -> Result<Value> {
     let visible = |t: &Tool| levels::allowed(level, t);
-    let result = registry.tools_list(params, cfg.tools_page_size, caller, &visible)?;
+    let mut result = registry.tools_list(params, cfg.tools_page_size, caller, &visible)?;
+    if policy.era == Era::Legacy {
+        declare_task_support(registry, &mut result);
+    }
     Ok(policy.cacheable(result, "private"))
+}
+
+/// Adds 2025-11-25 `execution.taskSupport` to the listed tools that may run as tasks (the
+/// 2026-07-28 `Tool` has no such field: there the server decides, `server::tasks`).
+fn declare_task_support(registry: &Registry, result: &mut Value) {
+    let Some(listed) = result.get_mut("tools").and_then(Value::as_array_mut) else {
+        return;
+    };
+    for entry in listed {
+        let support = entry
+            .get("name")
+            .and_then(Value::as_str)
+            .and_then(|n| registry.get(n))
+            .map(|t| t.def.task);
+        if let Some(support) = support.filter(|s| s.run().is_some()) {
+            entry["execution"] = json!({ "taskSupport": support.as_str() });
+        }
+    }
 }
 
 /// What the server declares in `initialize` (2025) and `server/discover` (2026-07-28). The
@@ -316,6 +337,11 @@ pub fn capabilities(cfg: &Config, era: Era) -> Value {
         return caps;
     }
     let offer = listen::offer(cfg);
+    // 2026-07-28 has no `tasks` capability: tasks are the extension SEP-2663 defines.
+    if let Value::Object(m) = &mut caps {
+        m.remove("tasks");
+    }
+    caps["extensions"] = json!({ tasks::EXTENSION: {} });
     if let Some(resources) = caps.get_mut("resources") {
         *resources = json!({});
     }

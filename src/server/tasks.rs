@@ -16,7 +16,7 @@ use serde_json::{json, Map, Value};
 
 use crate::clock;
 use crate::error::{code, Error, Result};
-use crate::registry::task::{Outcome, Step, TaskRun};
+use crate::registry::task::{Outcome, Script, Step, TaskRun};
 use crate::registry::Registry;
 
 /// The extension's identifier (2026-07-28 `capabilities.extensions`).
@@ -382,10 +382,7 @@ pub fn find(store: &dyn TaskStore, id: &str, owner: &str, now: f64) -> Result<Ta
 }
 
 /// The script of tool `name`, if it runs its tasks by one.
-pub fn script_of(
-    registry: &Registry,
-    name: &str,
-) -> Option<fn(&Value, &Map<String, Value>) -> Step> {
+pub fn script_of(registry: &Registry, name: &str) -> Option<Script> {
     match registry.get(name)?.def.task.run()? {
         TaskRun::Script(script) => Some(script),
         TaskRun::Chain => None,
@@ -466,6 +463,201 @@ pub fn input_responses(params: &Map<String, Value>) -> Result<Map<String, Value>
         _ => Err(Error::InvalidParams(
             "Invalid params: tasks/update needs inputResponses, an object of answers keyed like the task's inputRequests".into(),
         )),
+    }
+}
+
+/// The longest a 2025-11-25 `tasks/result` waits for its task to end before it answers that the
+/// task is still working (the client asks again).
+const RESULT_WAIT_MS: f64 = 50_000.0;
+
+/// Whether a 2026-07-28 request declared the tasks extension in its client capabilities.
+pub fn declared(capabilities: &Value) -> bool {
+    capabilities
+        .get("extensions")
+        .and_then(|e| e.get(EXTENSION))
+        .is_some()
+}
+
+/// The -32021 refusal of a 2026-07-28 request that needs the extension it did not declare: the
+/// JSON-RPC error object, `data.requiredCapabilities` naming the extension.
+pub fn missing_extension(what: &str) -> Value {
+    json!({
+        "code": code::MISSING_CAPABILITY,
+        "message": format!("Missing required client capability: {what} needs the {EXTENSION} extension; declare it in _meta[\"io.modelcontextprotocol/clientCapabilities\"].extensions"),
+        "data": { "requiredCapabilities": { "extensions": { EXTENSION: {} } } },
+    })
+}
+
+/// A 2025-11-25 session's `tasks/*` request (`None`: not a tasks method). `owner` is the
+/// session's user; `sleep` waits while `tasks/result` waits for the end.
+pub async fn legacy(
+    store: &dyn TaskStore,
+    owner: &str,
+    method: &str,
+    params: &Map<String, Value>,
+    sleep: &dyn Fn(u32) -> futures::future::LocalBoxFuture<'static, ()>,
+) -> Option<Result<Value>> {
+    let now = clock::now_ms();
+    Some(match method {
+        "tasks/get" => task_id(params)
+            .and_then(|id| find(store, id, owner, now))
+            .map(|t| t.legacy_task()),
+        "tasks/cancel" => task_id(params).and_then(|id| {
+            let mut task = find(store, id, owner, now)?;
+            if !task.cancel(now) {
+                return Err(Error::InvalidParams(format!(
+                    "Invalid params: task {id:?} already ended ({}); only a working task can be cancelled",
+                    task.status.as_str()
+                )));
+            }
+            store.save(&task)?;
+            Ok(task.legacy_task())
+        }),
+        "tasks/list" => list(store, owner, params, now),
+        "tasks/result" => {
+            let id = match task_id(params) {
+                Ok(id) => id.to_string(),
+                Err(e) => return Some(Err(e)),
+            };
+            loop {
+                let task = match find(store, &id, owner, clock::now_ms()) {
+                    Ok(t) => t,
+                    Err(e) => return Some(Err(e)),
+                };
+                match task.legacy_result() {
+                    Some(Ok(result)) => return Some(Ok(result)),
+                    Some(Err(e)) => {
+                        return Some(Err(Error::Internal(
+                            e["message"].as_str().unwrap_or("the task failed").to_string(),
+                        )))
+                    }
+                    None if task.status == Status::InputRequired => {
+                        return Some(Err(Error::InvalidRequest(format!(
+                            "Invalid Request: task {id:?} waits for input this session cannot ask for on 2025-11-25 tasks; answer it on the 2026-07-28 lane or cancel it"
+                        ))))
+                    }
+                    None if clock::now_ms() - now > RESULT_WAIT_MS => {
+                        return Some(Err(Error::Unavailable(format!(
+                            "Task {id:?} is still working; call tasks/result again"
+                        ))))
+                    }
+                    None => sleep(POLL_MS as u32).await,
+                }
+            }
+        }
+        _ => return None,
+    })
+}
+
+/// 2025-11-25 `tasks/list`: the session's tasks, oldest first, in pages of 50 (the cursor is
+/// the last id of the page before).
+fn list(
+    store: &dyn TaskStore,
+    owner: &str,
+    params: &Map<String, Value>,
+    now: f64,
+) -> Result<Value> {
+    const PAGE: usize = 50;
+    let ids = store.ids()?;
+    let start = match params.get("cursor") {
+        None | Some(Value::Null) => 0,
+        Some(Value::String(c)) => {
+            ids.iter()
+                .position(|i| i == c)
+                .map(|p| p + 1)
+                .ok_or_else(|| {
+                    Error::InvalidParams(
+                        "Invalid params: unknown cursor; call tasks/list without one".into(),
+                    )
+                })?
+        }
+        Some(_) => {
+            return Err(Error::InvalidParams(
+                "Invalid params: cursor must be the nextCursor string of the page before".into(),
+            ))
+        }
+    };
+    let mut tasks = Vec::new();
+    let mut last = None;
+    for id in ids.iter().skip(start) {
+        if tasks.len() == PAGE {
+            break;
+        }
+        last = Some(id.clone());
+        if let Ok(t) = find(store, id, owner, now) {
+            tasks.push(t.legacy_task());
+        }
+    }
+    let mut result = json!({ "tasks": tasks });
+    if let Some(last) = last.filter(|l| ids.last() != Some(l)) {
+        result["nextCursor"] = json!(last);
+    }
+    Ok(result)
+}
+
+/// The requests a 2026-07-28 task's own object serves for the Worker (`None`: not one of them),
+/// answered in that era's shapes: `mcp-edge/tasks/create` (`taskId`, `name`, `arguments`,
+/// `answers`) a `CreateTaskResult`; `mcp-edge/tasks/get` the `DetailedTask`;
+/// `mcp-edge/tasks/update` and `mcp-edge/tasks/cancel` the empty acknowledgement.
+pub fn object(
+    store: &dyn TaskStore,
+    registry: &Registry,
+    owner: &str,
+    method: &str,
+    params: &Map<String, Value>,
+) -> Option<Result<Value>> {
+    let now = clock::now_ms();
+    let ack = || json!({ "resultType": "complete" });
+    Some(match method {
+        OBJECT_CREATE => (|| {
+            let id = task_id(params)?;
+            let name = params
+                .get("name")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            let arguments = params
+                .get("arguments")
+                .cloned()
+                .unwrap_or_else(|| json!({}));
+            let answers = params
+                .get("answers")
+                .and_then(Value::as_object)
+                .cloned()
+                .unwrap_or_default();
+            let task = create(
+                store, registry, id, owner, name, arguments, answers, TTL_MS, now,
+            )?;
+            Ok(task.modern_created())
+        })(),
+        OBJECT_GET => task_id(params)
+            .and_then(|id| find(store, id, owner, now))
+            .map(|t| t.modern_detailed()),
+        OBJECT_UPDATE => task_id(params).and_then(|id| {
+            update(store, registry, id, owner, &input_responses(params)?, now).map(|_| ack())
+        }),
+        OBJECT_CANCEL => task_id(params)
+            .and_then(|id| cancel(store, id, owner, now))
+            .map(|_| ack()),
+        _ => return None,
+    })
+}
+
+/// The object request that creates a 2026-07-28 task.
+pub const OBJECT_CREATE: &str = "mcp-edge/tasks/create";
+/// The object request behind 2026-07-28 `tasks/get`.
+pub const OBJECT_GET: &str = "mcp-edge/tasks/get";
+/// The object request behind 2026-07-28 `tasks/update`.
+pub const OBJECT_UPDATE: &str = "mcp-edge/tasks/update";
+/// The object request behind 2026-07-28 `tasks/cancel`.
+pub const OBJECT_CANCEL: &str = "mcp-edge/tasks/cancel";
+
+/// The object request behind 2026-07-28 `method` (`tasks/get`, `tasks/update`, `tasks/cancel`).
+pub fn object_method(method: &str) -> Option<&'static str> {
+    match method {
+        "tasks/get" => Some(OBJECT_GET),
+        "tasks/update" => Some(OBJECT_UPDATE),
+        "tasks/cancel" => Some(OBJECT_CANCEL),
+        _ => None,
     }
 }
 

@@ -159,3 +159,112 @@ pub async fn session_ending(core: &Rc<Core>) {
         crate::log::error!("session end: {e}");
     }
 }
+
+/// Session-storage key of the ids of the session's tasks, oldest first.
+const TASK_IDS: &str = "task_ids";
+
+fn task_key(id: &str) -> String {
+    format!("task:{id}")
+}
+
+/// A session keeps its tasks (2025-11-25 tasks of its client; on a 2026-07-28 task's own object,
+/// that one task) in its storage, beside its other state.
+impl crate::server::tasks::TaskStore for Core {
+    fn load(&self, id: &str) -> Result<Option<crate::server::tasks::Task>> {
+        match self.db.get(&task_key(id))? {
+            Some(s) if !s.is_empty() => Ok(Some(serde_json::from_str(&s)?)),
+            _ => Ok(None),
+        }
+    }
+
+    fn save(&self, task: &crate::server::tasks::Task) -> Result<()> {
+        let mut ids = self.ids()?;
+        let record = serde_json::to_string(task)?;
+        if ids.contains(&task.id) {
+            return self.db.set(&task_key(&task.id), &record);
+        }
+        ids.push(task.id.clone());
+        let ids = serde_json::to_string(&ids)?;
+        self.db
+            .set_all(&[(task_key(&task.id).as_str(), &record), (TASK_IDS, &ids)])
+    }
+
+    fn delete(&self, id: &str) -> Result<()> {
+        let ids: Vec<String> = self.ids()?.into_iter().filter(|i| i != id).collect();
+        let ids = serde_json::to_string(&ids)?;
+        self.db
+            .set_all(&[(task_key(id).as_str(), ""), (TASK_IDS, &ids)])
+    }
+
+    fn ids(&self) -> Result<Vec<String>> {
+        match self.db.get(TASK_IDS)? {
+            Some(s) if !s.is_empty() => Ok(serde_json::from_str(&s)?),
+            _ => Ok(Vec::new()),
+        }
+    }
+}
+
+/// A `tasks/*` request to this session (`None`: not one): the 2026-07-28 lane's requests to a
+/// task's own object, or a 2025-11-25 client's.
+pub async fn tasks_request(
+    core: &Rc<Core>,
+    caller: &crate::registry::Caller,
+    method: &str,
+    params: &serde_json::Map<String, serde_json::Value>,
+) -> Option<Result<serde_json::Value>> {
+    use crate::server::tasks;
+    let owner = caller.user.as_deref().unwrap_or("");
+    if let Some(answer) = tasks::object(&**core, &core.deployment.registry, owner, method, params) {
+        return Some(answer);
+    }
+    let sleep = |ms: u32| -> LocalBoxFuture<'static, ()> {
+        Box::pin(worker::Delay::from(std::time::Duration::from_millis(
+            u64::from(ms),
+        )))
+    };
+    tasks::legacy(&**core, owner, method, params, &sleep).await
+}
+
+/// A 2025-11-25 `tools/call` of `tool` as a task (`params.task` present): the `CreateTaskResult`,
+/// or `None` when the call runs as an ordinary call. A tool that runs only as a task is refused
+/// without `params.task` (-32601, as that revision says).
+pub fn task_call(
+    core: &Core,
+    caller: &crate::registry::Caller,
+    tool: &crate::registry::Tool,
+    args: &serde_json::Value,
+    params: &serde_json::Map<String, serde_json::Value>,
+) -> Result<Option<serde_json::Value>> {
+    use crate::registry::task::{TaskRun, TaskSupport};
+    use crate::server::tasks;
+    let asked = params.get("task").filter(|t| t.is_object());
+    let run = match (tool.def.task, asked) {
+        (TaskSupport::Required(_), None) => {
+            return Err(Error::MethodNotFound(format!(
+                "{} runs only as a task: call it with params.task (the server declares capabilities.tasks)",
+                tool.def.name
+            )))
+        }
+        (support, Some(_)) => support.run(),
+        (_, None) => None,
+    };
+    let Some(TaskRun::Script(_)) = run else {
+        return Ok(None);
+    };
+    let ttl = asked
+        .and_then(|t| t.get("ttl"))
+        .and_then(serde_json::Value::as_u64)
+        .unwrap_or(tasks::TTL_MS);
+    let task = tasks::create(
+        core,
+        &core.deployment.registry,
+        &tasks::new_id()?,
+        caller.user.as_deref().unwrap_or(""),
+        tool.def.name,
+        args.clone(),
+        serde_json::Map::new(),
+        ttl,
+        clock::now_ms(),
+    )?;
+    Ok(Some(json!({ "task": task.legacy_task() })))
+}

@@ -476,7 +476,10 @@ impl Session {
             }
             Incoming::Request { id, method, params } => {
                 let params = params_object(params.as_ref());
-                let answer = crate::server::answer(&**core, caller, &method, &params).await;
+                let answer = match jobs::tasks_request(core, caller, &method, &params).await {
+                    Some(answer) => answer,
+                    None => crate::server::answer(&**core, caller, &method, &params).await,
+                };
                 Policy::of(Era::Legacy).reply(&id, &params, answer)
             }
         }
@@ -509,6 +512,9 @@ impl Session {
             Prepared::Refused(refused) => return json_response(&response(&id, refused), 200),
             Prepared::Run { tool, args, meta } => (tool, args, meta),
         };
+        if let Some(created) = jobs::task_call(core, caller, tool, &args, &params)? {
+            return json_response(&response(&id, created), 200);
+        }
         let name = tool.def.name;
         let (outbox, first) = Outbox::new(Logged::new(core.clone(), signal));
         let outbox = Rc::new(outbox);

@@ -19,7 +19,7 @@ mod idempotency;
 mod platform;
 mod runs;
 
-use serde_json::Value;
+use serde_json::{json, Map, Value};
 use worker::{Env, Request, Response};
 
 use crate::edge::config::Config;
@@ -28,9 +28,10 @@ use crate::error::{Error, Result};
 use crate::mcp::message::response;
 use crate::mcp::modern::{self, Message, Mirrored};
 use crate::mcp::subscriptions;
+use crate::registry::task::{Step, TaskRun, TaskSupport};
 use crate::registry::Caller;
 use crate::server::listen;
-use crate::server::{Deployment, Era, Host, Policy, Prepared};
+use crate::server::{tasks, Deployment, Era, Host, Policy, Prepared};
 use crate::tools::conformance::fixtures;
 
 /// The policy of this lane's answers.
@@ -94,6 +95,9 @@ pub async fn serve(
             .and_then(|n| host.registry().get(n))
             .is_some_and(|t| t.def.keeps_session_state())
     };
+    if let Some(reply) = tasks_answer(env, &host, caller, &r).await {
+        return reply;
+    }
     match r.method.as_str() {
         "subscriptions/listen" => match listen::open(env, cfg, caller, req, &r).await {
             Ok(resp) => Ok(resp),
@@ -153,6 +157,79 @@ pub async fn serve(
             POLICY.reply(&id, &r.params, answer)
         }
     }
+}
+
+/// What the tasks extension (`server::tasks`) answers (`None`: the request goes on as before):
+/// `tasks/get|update|cancel`, refused (-32021) to requests that did not declare the extension;
+/// and `tools/call` of a tool that runs as a scripted task, which creates the task when the
+/// request declared the extension and is refused when the tool runs only as one.
+async fn tasks_answer(
+    env: &Env,
+    host: &Lane,
+    caller: &Caller,
+    r: &modern::Request,
+) -> Option<Result<Response>> {
+    let declared = tasks::declared(&r.capabilities);
+    let id = &r.id;
+    let refuse = |what: &str| {
+        let mut reply = json!({ "jsonrpc": "2.0", "id": id.as_value(), "error": tasks::missing_extension(what) });
+        if let Some(Value::Object(m)) = reply.get_mut("error") {
+            m.retain(|_, v| !v.is_null());
+        }
+        json_response(&reply, 400)
+    };
+    if tasks::object_method(&r.method).is_some() {
+        if !declared {
+            return Some(refuse(&r.method));
+        }
+        return Some(match runs::task(env, caller, r).await {
+            Ok(result) => json_response(&response(id, result), 200),
+            Err(e) => POLICY.refuse(Some(id), &e),
+        });
+    }
+    if r.method != "tools/call" {
+        return None;
+    }
+    let name = r.params.get("name").and_then(Value::as_str)?;
+    let support = host.registry().get_for(name, caller)?.def.task;
+    let Some(TaskRun::Script(script)) = support.run() else {
+        return None;
+    };
+    if !declared {
+        return matches!(support, TaskSupport::Required(_))
+            .then(|| refuse(&format!("tools/call {name}")));
+    }
+    let (args, answers) = match crate::server::prepare_call(host, caller, &r.params).await {
+        Ok(Prepared::Refused(refused)) => {
+            return Some(json_response(&response(id, POLICY.complete(refused)), 200))
+        }
+        Ok(Prepared::Run { args, .. }) => {
+            let answers: Map<String, Value> = r
+                .params
+                .get("inputResponses")
+                .and_then(Value::as_object)
+                .map(|m| {
+                    m.iter()
+                        .filter(|(_, v)| v.is_object())
+                        .map(|(k, v)| (k.clone(), v.clone()))
+                        .collect()
+                })
+                .unwrap_or_default();
+            (args, answers)
+        }
+        Err(e) => return Some(POLICY.refuse(Some(id), &e)),
+    };
+    // Questions the call asks in its own rounds, before a task exists (SEP-2663 composition).
+    if let Step::Rounds(asked) = script(&args, &answers) {
+        let result = json!({ "resultType": "input_required", "inputRequests": asked });
+        return Some(json_response(&response(id, result), 200));
+    }
+    Some(
+        match runs::create_task(env, caller, name, args, answers).await {
+            Ok(created) => json_response(&response(id, created), 200),
+            Err(e) => POLICY.refuse(Some(id), &e),
+        },
+    )
 }
 
 /// The change a `tools/call` of the conformance catalog's diagnostic hooks announces

@@ -642,9 +642,101 @@ impl Job {
     }
 }
 
+/// The session id of the object that keeps 2026-07-28 task `id` (`server::tasks`): derived from
+/// the id, so every request naming the task finds it, and opened for the caller who created it.
+fn task_object(id: &str) -> String {
+    Sha256::digest(format!("mcp-edge/task\0{id}").as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Whether `id` has the form of a task id this server hands out (`task-` and 32 hex digits).
+fn task_id_form(id: &str) -> bool {
+    id.strip_prefix("task-")
+        .is_some_and(|h| h.len() == 32 && h.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
+/// Sends task object request `method(params)` as `to.caller`; its result, or the error it
+/// answered (an object that does not exist, or belongs to another caller, is an unknown task).
+async fn task_request(to: &Send<'_>, id: &str, method: &str, params: Value) -> Result<Value> {
+    let body = json!({ "jsonrpc": "2.0", "id": 1, "method": method, "params": params });
+    let resp = send(to, &body, false).await?;
+    if resp.status_code() != 200 {
+        drain(resp).await;
+        return Err(crate::server::tasks::unknown(id));
+    }
+    let (_, mut reply) = reply_of(resp, None).await?;
+    if let Some(result) = reply.get_mut("result") {
+        return Ok(result.take());
+    }
+    let message = reply["error"]["message"]
+        .as_str()
+        .unwrap_or("the task's object refused the request")
+        .to_string();
+    Err(match reply["error"]["code"].as_i64() {
+        Some(crate::error::code::INVALID_PARAMS) => Error::InvalidParams(message),
+        _ => Error::Internal(message),
+    })
+}
+
+/// Creates a scripted task of tool `name` for `caller` in an object of its own (2026-07-28,
+/// `server::tasks`): its `CreateTaskResult`, answered once the task is kept.
+pub async fn create_task(
+    env: &Env,
+    caller: &Caller,
+    name: &str,
+    arguments: Value,
+    answers: Map<String, Value>,
+) -> Result<Value> {
+    let id = crate::server::tasks::new_id()?;
+    let session = task_object(&id);
+    let to = Send {
+        env,
+        session: &session,
+        caller,
+        lane: Lane::default(),
+        signal: None,
+    };
+    open(&to).await?;
+    let params = json!({ "taskId": id, "name": name, "arguments": arguments, "answers": answers });
+    task_request(&to, &id, crate::server::tasks::OBJECT_CREATE, params).await
+}
+
+/// 2026-07-28 `tasks/get`, `tasks/update` or `tasks/cancel` from `caller`, answered by the task's
+/// object.
+pub async fn task(env: &Env, caller: &Caller, r: &Request) -> Result<Value> {
+    let id = crate::server::tasks::task_id(&r.params)?;
+    let method = crate::server::tasks::object_method(&r.method)
+        .ok_or_else(|| Error::MethodNotFound(format!("{} is not a tasks method", r.method)))?;
+    if !task_id_form(id) {
+        return Err(crate::server::tasks::unknown(id));
+    }
+    let session = task_object(id);
+    let to = Send {
+        env,
+        session: &session,
+        caller,
+        lane: Lane::default(),
+        signal: None,
+    };
+    let mut params = r.params.clone();
+    params.remove("_meta");
+    task_request(&to, id, method, Value::Object(params)).await
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_task_has_its_own_object_of_the_session_id_form() {
+        let id = "task-0123456789abcdef0123456789abcdef";
+        assert!(task_id_form(id));
+        assert!(!task_id_form("task-1") && !task_id_form("exec-0123456789abcdef0123456789abcdef"));
+        assert!(crate::wire::valid_session_id(&task_object(id)));
+        assert_ne!(task_object(id), session_of(id));
+    }
 
     #[test]
     fn each_user_has_one_own_object_of_the_session_id_form() {

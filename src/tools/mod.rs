@@ -96,6 +96,7 @@ static TOOLSETS: &[&Toolset] = &[
 static FIXTURES: &[&Toolset] = &[&Toolset::of(&[
     conformance::TOOLS,
     conformance::mrtr::TOOLS,
+    conformance::tasks::TOOLS,
 ])];
 
 /// The job hooks of `kind`.

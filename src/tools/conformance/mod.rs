@@ -4,6 +4,7 @@
 
 pub mod fixtures;
 pub mod mrtr;
+pub mod tasks;
 
 use futures::future::LocalBoxFuture;
 use serde_json::{json, Value};
