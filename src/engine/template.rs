@@ -12,7 +12,7 @@
 //!
 //! Errors give the line and column in the template, with the template line and a caret.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::ops::Range;
 
 use serde_json::Value;
@@ -47,6 +47,9 @@ pub struct Template {
     /// The literal text of every text part, one after the other (with `{{` and `}}` undoubled).
     literals: String,
     source: String,
+    /// How many distinct top-level variable names the placeholders read (the slots of a render's
+    /// cache of top-level values).
+    roots: usize,
 }
 
 /// How to render.
@@ -111,6 +114,7 @@ impl Rendered {
     }
 
     /// Marks the output written since the last piece as `piece`.
+    #[inline(always)]
     fn cut(&mut self, piece: Piece) {
         let end = self.out.len();
         if self.ends.last().map_or(0, |(e, _)| *e) < end {
@@ -145,6 +149,7 @@ impl Template {
         }
         let bytes = source.as_bytes();
         let mut parts = Vec::new();
+        let mut slots = HashMap::new();
         let mut literals = String::with_capacity(source.len());
         let mut pos = Pos { line: 1, col: 1 };
         let mut text_start = pos;
@@ -181,7 +186,7 @@ impl Template {
                 line: open.line,
                 col: open.col + 1,
             };
-            let program = expr::compile(&source[i + 1..end]).map_err(|e| {
+            let mut program = expr::compile(&source[i + 1..end]).map_err(|e| {
                 let mut e = e.offset(start);
                 e.excerpt = None;
                 e.with_source(source)
@@ -190,6 +195,7 @@ impl Template {
                 parts.push(Part::Text(text_from..literals.len(), text_start));
                 text_from = literals.len();
             }
+            program.number_roots(&mut slots);
             parts.push(Part::Slot { program, start });
             for &b in &bytes[i..=end] {
                 advance(&mut pos, b);
@@ -207,6 +213,7 @@ impl Template {
             parts,
             literals,
             source: source.to_string(),
+            roots: slots.len(),
         })
     }
 
@@ -221,6 +228,7 @@ impl Template {
             missing: Vec::new(),
         };
         let mut seen: HashSet<String> = HashSet::new();
+        let mut roots = vec![None; self.roots];
         let max = opts.limits.max_output;
         for part in &self.parts {
             let relocate = |e: ExprError, start: Pos| {
@@ -243,7 +251,7 @@ impl Template {
                 Part::Slot { program, start } => {
                     let from = r.out.len();
                     let mut out = program
-                        .print(vars, &mut budget, &mut r.out, max)
+                        .print(vars, &mut budget, &mut roots, &mut r.out, max)
                         .map_err(|e| relocate(e, *start))?;
                     // Only a placeholder that renders nothing because of missing data counts: a
                     // conditional or a fallback that handled the absence produced a value.
@@ -261,9 +269,11 @@ impl Template {
                             ));
                         }
                     }
-                    for m in out.missing {
-                        if seen.insert(m.clone()) {
-                            r.missing.push(m);
+                    if !out.missing.is_empty() {
+                        for m in out.missing {
+                            if seen.insert(m.clone()) {
+                                r.missing.push(m);
+                            }
                         }
                     }
                     if out.raw || out.markup.is_empty() {

@@ -12,6 +12,7 @@
 //! yields data: losing a mark escapes too much, never too little.
 
 use std::collections::HashSet;
+use std::fmt::Write as _;
 use std::io;
 use std::ops::{Deref, Range};
 use std::rc::Rc;
@@ -52,6 +53,7 @@ impl Mark {
 }
 
 /// Adds `r` to the markup ranges `spans`, joining it to the last one when they touch.
+#[inline(always)]
 fn add_span(spans: &mut Vec<Range<usize>>, r: Range<usize>) {
     if r.is_empty() {
         return;
@@ -74,6 +76,7 @@ fn built_text<'a>(s: String, spans: Vec<Range<usize>>) -> Val<'a> {
 impl Deref for Val<'_> {
     type Target = Value;
 
+    #[inline(always)]
     fn deref(&self) -> &Value {
         match self {
             Val::Ref(v) | Val::Lit(v) => v,
@@ -83,12 +86,19 @@ impl Deref for Val<'_> {
     }
 }
 
+/// Missing paths one evaluation keeps in a list before it keeps a set beside it.
+const FEW_MISSING: usize = 16;
+
 pub(super) struct Ctx<'a, 'b> {
     pub(super) root: &'a Value,
     scope: Vec<(&'a str, Val<'a>)>,
-    pub(super) budget: &'b mut Budget,
+    pub(super) budget: &'b mut Budget<'a>,
     missing: Vec<String>,
-    seen: HashSet<String>,
+    /// The top-level values already looked up in this render, by the slot of their name
+    /// ([`Expr::number_roots`]); empty outside a template.
+    roots: &'b mut [Option<Option<&'a Value>>],
+    /// The paths of `missing`, once there are more than [`FEW_MISSING`] of them.
+    seen: Option<HashSet<String>>,
     /// The position of the last node evaluated that has one (literals have none), so every error
     /// points into the source.
     at: Pos,
@@ -96,19 +106,36 @@ pub(super) struct Ctx<'a, 'b> {
 
 /// Renders a path expression as text (`trip.destination.city`, `items[0]`), for messages.
 fn path_text(e: &Expr) -> Option<String> {
+    let mut out = String::new();
+    write_path(e, &mut out).then_some(out)
+}
+
+/// Appends the text of the path `e` to `out` (one buffer for the whole path); false when `e` is not
+/// a path.
+fn write_path(e: &Expr, out: &mut String) -> bool {
     match e {
-        Expr::Var(name, _) => Some(name.clone()),
-        Expr::Member(t, name, _) => path_text(t).map(|p| format!("{p}.{name}")),
-        Expr::Index(t, i, _) => {
-            let base = path_text(t)?;
-            match &**i {
-                Expr::Lit(Value::Number(n)) => Some(format!("{base}[{n}]")),
-                Expr::Lit(Value::String(s)) => Some(format!("{base}['{s}']")),
-                _ => Some(format!("{base}[…]")),
+        Expr::Var(name, _, _) => out.push_str(name),
+        Expr::Member(t, name, _) => {
+            if !write_path(t, out) {
+                return false;
             }
+            out.push('.');
+            out.push_str(name);
         }
-        _ => None,
+        Expr::Index(t, i, _) => {
+            if !write_path(t, out) {
+                return false;
+            }
+            // Writing to a String cannot fail.
+            let _ = match &**i {
+                Expr::Lit(Value::Number(n)) => write!(out, "[{n}]"),
+                Expr::Lit(Value::String(s)) => write!(out, "['{s}']"),
+                _ => out.write_str("[…]"),
+            };
+        }
+        _ => return false,
     }
+    true
 }
 
 /// Paths in the order first met, without repeats (a set beside the list keeps this linear).
@@ -129,7 +156,7 @@ impl Paths {
 /// Collects the root variable paths an expression reads, skipping lambda parameters in `bound`.
 pub(super) fn collect_paths(e: &Expr, bound: &mut Vec<String>, out: &mut Paths) {
     match e {
-        Expr::Var(name, _) => {
+        Expr::Var(name, _, _) => {
             if !bound.contains(name) {
                 out.add(name.clone());
             }
@@ -178,7 +205,7 @@ pub(super) fn collect_paths(e: &Expr, bound: &mut Vec<String>, out: &mut Paths) 
 
 fn root_var(e: &Expr) -> Option<String> {
     match e {
-        Expr::Var(n, _) => Some(n.clone()),
+        Expr::Var(n, _, _) => Some(n.clone()),
         Expr::Member(t, _, _) | Expr::Index(t, _, _) => root_var(t),
         _ => None,
     }
@@ -217,13 +244,18 @@ impl io::Write for Capped<'_> {
 }
 
 impl<'a, 'b> Ctx<'a, 'b> {
-    pub(super) fn new(root: &'a Value, budget: &'b mut Budget) -> Self {
+    pub(super) fn new(
+        root: &'a Value,
+        budget: &'b mut Budget<'a>,
+        roots: &'b mut [Option<Option<&'a Value>>],
+    ) -> Self {
         Ctx {
             root,
+            roots,
             scope: Vec::new(),
             budget,
             missing: Vec::new(),
-            seen: HashSet::new(),
+            seen: None,
             at: Pos { line: 1, col: 1 },
         }
     }
@@ -232,10 +264,12 @@ impl<'a, 'b> Ctx<'a, 'b> {
         self.missing
     }
 
+    #[inline(always)]
     pub(super) fn burn(&mut self, pos: Pos) -> Result<(), ExprError> {
         self.budget.spend(1, pos)
     }
 
+    #[inline(always)]
     pub(super) fn burn_bytes(&mut self, bytes: usize, pos: Pos) -> Result<(), ExprError> {
         self.budget.spend_bytes(bytes, pos)
     }
@@ -250,6 +284,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
         )
     }
 
+    #[inline(always)]
     pub(super) fn check_size(&self, len: usize, pos: Pos) -> Result<(), ExprError> {
         if len > self.budget.max_output() {
             return Err(self.too_large(pos));
@@ -343,7 +378,21 @@ impl<'a, 'b> Ctx<'a, 'b> {
                 out.push_str(&json);
                 Ok(())
             }
-            scalar => self.push(out, &super::to_text(scalar), limit, pos),
+            Value::Bool(b) => self.push(out, if *b { "true" } else { "false" }, limit, pos),
+            Value::Number(n) => {
+                // Printed in place (as [`super::to_text`] prints it), not through a String of its own.
+                let start = out.len();
+                // Writing to a String cannot fail.
+                let _ = match n.as_f64() {
+                    Some(f) if n.is_f64() => write!(out, "{f}"),
+                    _ => write!(out, "{n}"),
+                };
+                if out.len() > limit {
+                    out.truncate(start);
+                    return Err(self.too_large(pos));
+                }
+                self.burn_bytes(out.len() - start, pos)
+            }
         }
     }
 
@@ -513,7 +562,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
         Ok(true)
     }
 
-    fn lookup(&mut self, name: &str, pos: Pos) -> Result<Option<Val<'a>>, ExprError> {
+    fn lookup(&mut self, name: &str, slot: u32, pos: Pos) -> Result<Option<Val<'a>>, ExprError> {
         if let Some((_, v)) = self.scope.iter().rev().find(|(n, _)| *n == name) {
             return Ok(Some(match v {
                 Val::Ref(r) => Val::Ref(r),
@@ -526,14 +575,33 @@ impl<'a, 'b> Ctx<'a, 'b> {
                 }
             }));
         }
-        Ok(self.root.get(name).map(Val::Ref))
+        let root = self.root;
+        let found = match self.roots.get_mut(slot as usize) {
+            Some(Some(known)) => *known,
+            Some(unknown) => *unknown.insert(root.get(name)),
+            None => root.get(name),
+        };
+        Ok(found.map(Val::Ref))
     }
 
     fn missing(&mut self, e: &Expr) {
-        if let Some(p) = path_text(e) {
-            if self.seen.insert(p.clone()) {
-                self.missing.push(p);
+        let Some(p) = path_text(e) else {
+            return;
+        };
+        // A placeholder misses a few paths at most: a look through the list is cheaper than
+        // hashing. Past [`FEW_MISSING`] a set takes over, so many distinct paths stay linear.
+        let new = match &mut self.seen {
+            Some(seen) => seen.insert(p.clone()),
+            None if self.missing.len() < FEW_MISSING => !self.missing.contains(&p),
+            None => {
+                let mut seen: HashSet<String> = self.missing.iter().cloned().collect();
+                let new = seen.insert(p.clone());
+                self.seen = Some(seen);
+                new
             }
+        };
+        if new {
+            self.missing.push(p);
         }
     }
 
@@ -590,9 +658,10 @@ impl<'a, 'b> Ctx<'a, 'b> {
         })
     }
 
+    #[inline(always)]
     fn pos_of(e: &Expr) -> Pos {
         match e {
-            Expr::Var(_, p)
+            Expr::Var(_, p, _)
             | Expr::Member(_, _, p)
             | Expr::Index(_, _, p)
             | Expr::Unary(_, _, p)
@@ -612,7 +681,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
         self.burn(self.at)?;
         match e {
             Expr::Lit(v) => Ok(Val::Lit(v)),
-            Expr::Var(name, pos) => match self.lookup(name, *pos)? {
+            Expr::Var(name, pos, slot) => match self.lookup(name, *slot, *pos)? {
                 Some(v) => Ok(v),
                 None => {
                     self.missing(e);
@@ -709,10 +778,19 @@ impl<'a, 'b> Ctx<'a, 'b> {
                 let l = self.eval(a)?;
                 let r = self.eval(b)?;
                 if *op == "+" && (l.is_string() || r.is_string()) {
-                    let mut s = String::new();
-                    let mut spans = Vec::new();
                     let limit = self.budget.max_output();
-                    self.write_marked(&l, &mut s, &mut spans, limit, *pos)?;
+                    // Text this evaluation built (the left side of `a + b + c`) grows in place;
+                    // anything else is copied into new text first.
+                    let (mut s, mut spans) = match l {
+                        Val::Own(Value::String(s)) => (s, Vec::new()),
+                        Val::Marked(Value::String(s), Mark::Text(spans)) => (s, spans),
+                        other => {
+                            let mut s = String::new();
+                            let mut spans = Vec::new();
+                            self.write_marked(&other, &mut s, &mut spans, limit, *pos)?;
+                            (s, spans)
+                        }
+                    };
                     self.write_marked(&r, &mut s, &mut spans, limit, *pos)?;
                     return Ok(built_text(s, spans));
                 }

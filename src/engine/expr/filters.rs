@@ -275,70 +275,230 @@ fn finite(v: &Value, filter: &str) -> Result<f64, String> {
     }
 }
 
+/// `|n|` rounded to a number of decimals, as the digits `{:.*}` prints.
+enum Rounded {
+    /// The digits as one whole number (`14750.00` is 1475000): no float formatting.
+    Whole(u64),
+    /// The text `{:.*}` prints, for amounts too large or too fine for [`Rounded::Whole`].
+    Text(String),
+}
+
+/// Below this, `|n| × 10^decimals` computed in floating point is off from the exact product by at
+/// most 1/16, so when it comes out whole it is the whole number nearest the exact product: the
+/// digits `{:.*}` prints (it rounds the exact binary value), with no tie to break.
+const WHOLE_BELOW: f64 = (1u64 << 50) as f64;
+
+fn rounded(n: f64, decimals: usize) -> Rounded {
+    let scaled = n.abs() * 10f64.powi(decimals as i32);
+    if scaled.fract() == 0.0 && scaled < WHOLE_BELOW {
+        Rounded::Whole(scaled as u64)
+    } else {
+        Rounded::Text(format!("{:.*}", decimals, n.abs()))
+    }
+}
+
+impl Rounded {
+    fn is_zero(&self) -> bool {
+        match self {
+            Rounded::Whole(k) => *k == 0,
+            Rounded::Text(t) => !t.bytes().any(|b| b.is_ascii_digit() && b != b'0'),
+        }
+    }
+
+    /// Writes the amount with `decimals` decimals and a comma between thousands.
+    fn write(&self, out: &mut String, decimals: usize) {
+        match self {
+            Rounded::Whole(k) => {
+                let unit = 10u64.pow(decimals as u32);
+                let mut buf = [0u8; 20];
+                grouped(out, ascii_digits(k / unit, 1, &mut buf));
+                if decimals > 0 {
+                    out.push('.');
+                    out.push_str(ascii_digits(k % unit, decimals, &mut buf));
+                }
+            }
+            Rounded::Text(fixed) => {
+                let (int, frac) = fixed.split_once('.').unwrap_or((fixed, ""));
+                grouped(out, int);
+                if !frac.is_empty() {
+                    out.push('.');
+                    out.push_str(frac);
+                }
+            }
+        }
+    }
+}
+
+/// The decimal digits of `n`, at least `width` of them (zero-padded), written at the end of `buf`.
+fn ascii_digits(mut n: u64, width: usize, buf: &mut [u8; 20]) -> &str {
+    let mut at = buf.len();
+    while n > 0 || buf.len() - at < width {
+        at -= 1;
+        buf[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+    }
+    // Only ASCII digits were written.
+    std::str::from_utf8(&buf[at..]).unwrap_or("0")
+}
+
+/// Writes the ASCII digits `int` with a comma before each group of three from the right.
+fn grouped(out: &mut String, int: &str) {
+    for (i, c) in int.char_indices() {
+        if i > 0 && (int.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+}
+
 /// `1234567.891` with 2 decimals → `1,234,567.89` (rounded half away from zero on the exact binary
 /// value, as `{:.2}` does; negative zero prints as zero).
 fn group(n: f64, decimals: usize) -> String {
-    let fixed = format!("{:.*}", decimals, n.abs());
-    let (int, frac) = fixed
-        .split_once('.')
-        .map_or((fixed.as_str(), None), |(i, f)| (i, Some(f)));
-    let mut grouped = String::new();
-    for (i, c) in int.chars().enumerate() {
-        if i > 0 && (int.len() - i) % 3 == 0 {
-            grouped.push(',');
-        }
-        grouped.push(c);
+    let r = rounded(n, decimals);
+    let mut out = String::with_capacity(24);
+    if n < 0.0 && !r.is_zero() {
+        out.push('-');
     }
-    let negative = n < 0.0 && fixed.bytes().any(|b| b.is_ascii_digit() && b != b'0');
-    format!(
-        "{}{}{}",
-        if negative { "-" } else { "" },
-        grouped,
-        frac.map(|f| format!(".{f}")).unwrap_or_default()
-    )
+    r.write(&mut out, decimals);
+    out
 }
 
 fn currency(v: &Value, code: &str) -> Result<String, String> {
     let n = finite(v, "currency")?;
-    let code = code.trim().to_ascii_uppercase();
-    let (symbol, decimals) = match code.as_str() {
-        "USD" => ("$", 2),
-        "EUR" => ("€", 2),
-        "GBP" => ("£", 2),
-        "JPY" => ("¥", 0),
-        c if c.len() == 3 && c.bytes().all(|b| b.is_ascii_uppercase()) => ("", 2),
-        other => {
-            return Err(format!(
-                "currency: {other:?} is not a three-letter currency code"
-            ))
-        }
-    };
-    let amount = group(n, decimals);
-    let (sign, digits) = amount
-        .strip_prefix('-')
-        .map_or(("", amount.as_str()), |d| ("-", d));
-    Ok(if symbol.is_empty() {
-        format!("{sign}{code} {digits}")
+    let code = code.trim();
+    let (symbol, decimals) = if code.eq_ignore_ascii_case("USD") {
+        ("$", 2)
+    } else if code.eq_ignore_ascii_case("EUR") {
+        ("€", 2)
+    } else if code.eq_ignore_ascii_case("GBP") {
+        ("£", 2)
+    } else if code.eq_ignore_ascii_case("JPY") {
+        ("¥", 0)
+    } else if code.len() == 3 && code.bytes().all(|b| b.is_ascii_alphabetic()) {
+        ("", 2)
     } else {
-        format!("{sign}{symbol}{digits}")
-    })
+        return Err(format!(
+            "currency: {:?} is not a three-letter currency code",
+            code.to_ascii_uppercase()
+        ));
+    };
+    let r = rounded(n, decimals);
+    let mut out = String::with_capacity(24);
+    if n < 0.0 && !r.is_zero() {
+        out.push('-');
+    }
+    if symbol.is_empty() {
+        out.extend(code.chars().map(|c| c.to_ascii_uppercase()));
+        out.push(' ');
+    } else {
+        out.push_str(symbol);
+    }
+    r.write(&mut out, decimals);
+    Ok(out)
 }
 
-const TOKENS: [&str; 21] = [
-    "YYYY", "YY", "MMMM", "MMM", "MM", "M", "Do", "DD", "D", "dddd", "ddd", "HH", "H", "hh", "h",
-    "mm", "m", "ss", "s", "A", "a",
+/// A date format token (moment's names).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Token {
+    /// `YYYY`
+    Year,
+    /// `YY`
+    Year2,
+    /// `MMMM`
+    MonthName,
+    /// `MMM`
+    MonthShort,
+    /// `MM`
+    Month2,
+    /// `M`
+    Month,
+    /// `Do`
+    DayOrdinal,
+    /// `DD`
+    Day2,
+    /// `D`
+    Day,
+    /// `dddd`
+    Weekday,
+    /// `ddd`
+    WeekdayShort,
+    /// `HH`
+    Hour2,
+    /// `H`
+    Hour,
+    /// `hh`
+    Hour12Two,
+    /// `h`
+    Hour12,
+    /// `mm`
+    Minute2,
+    /// `m`
+    Minute,
+    /// `ss`
+    Second2,
+    /// `s`
+    Second,
+    /// `A`
+    AmPm,
+    /// `a`
+    AmPmLower,
+}
+
+impl Token {
+    /// Whether the token needs a date (not only a time of day).
+    fn needs_date(self) -> bool {
+        matches!(
+            self,
+            Token::Year
+                | Token::Year2
+                | Token::MonthName
+                | Token::MonthShort
+                | Token::Month2
+                | Token::Month
+                | Token::DayOrdinal
+                | Token::Day2
+                | Token::Day
+                | Token::Weekday
+                | Token::WeekdayShort
+        )
+    }
+}
+
+/// The tokens, longest first where one is a prefix of another.
+const TOKENS: [(&str, Token); 21] = [
+    ("YYYY", Token::Year),
+    ("YY", Token::Year2),
+    ("MMMM", Token::MonthName),
+    ("MMM", Token::MonthShort),
+    ("MM", Token::Month2),
+    ("M", Token::Month),
+    ("Do", Token::DayOrdinal),
+    ("DD", Token::Day2),
+    ("D", Token::Day),
+    ("dddd", Token::Weekday),
+    ("ddd", Token::WeekdayShort),
+    ("HH", Token::Hour2),
+    ("H", Token::Hour),
+    ("hh", Token::Hour12Two),
+    ("h", Token::Hour12),
+    ("mm", Token::Minute2),
+    ("m", Token::Minute),
+    ("ss", Token::Second2),
+    ("s", Token::Second),
+    ("A", Token::AmPm),
+    ("a", Token::AmPmLower),
 ];
 
 /// A part of a date format: a token (`YYYY`) or a character written as it is.
-pub(super) type FormatPart = Result<&'static str, char>;
+pub(super) type FormatPart = Result<Token, char>;
 
 fn split_format(fmt: &str) -> Option<Vec<FormatPart>> {
     let mut out = Vec::new();
     let mut rest = fmt;
     while let Some(c) = rest.chars().next() {
-        if let Some(tok) = TOKENS.iter().find(|t| rest.starts_with(**t)) {
+        if let Some((text, tok)) = TOKENS.iter().find(|(t, _)| rest.starts_with(*t)) {
             out.push(Ok(*tok));
-            rest = &rest[tok.len()..];
+            rest = &rest[text.len()..];
         } else if c == ' ' || ",.-/:()".contains(c) {
             out.push(Err(c));
             rest = &rest[c.len_utf8()..];
@@ -493,15 +653,27 @@ const DAYS: [&str; 7] = [
     "Sunday",
 ];
 
-fn ordinal(n: u32) -> String {
-    let suffix = match (n % 10, n % 100) {
+fn ordinal(n: u32) -> &'static str {
+    match (n % 10, n % 100) {
         (_, 11..=13) => "th",
         (1, _) => "st",
         (2, _) => "nd",
         (3, _) => "rd",
         _ => "th",
-    };
-    format!("{n}{suffix}")
+    }
+}
+
+/// Writes `n` in decimal, with a leading zero below `10` when `two` (the `DD`, `HH`, … tokens).
+fn push_number(out: &mut String, n: u32, two: bool) {
+    if n < 100 {
+        if n >= 10 || two {
+            out.push(char::from(b'0' + (n / 10) as u8));
+        }
+        out.push(char::from(b'0' + (n % 10) as u8));
+    } else {
+        // Writing to a String cannot fail.
+        let _ = write!(out, "{n}");
+    }
 }
 
 fn format_date(v: &Value, fmt: &str, parts: &[FormatPart]) -> Result<String, String> {
@@ -520,52 +692,129 @@ fn format_date(v: &Value, fmt: &str, parts: &[FormatPart]) -> Result<String, Str
             }
             Ok(t) => t,
         };
-        let needs_date = matches!(
-            tok,
-            "YYYY" | "YY" | "MMMM" | "MMM" | "MM" | "M" | "Do" | "DD" | "D" | "dddd" | "ddd"
-        );
-        if needs_date {
+        if tok.needs_date() {
             let d = date.ok_or_else(|| {
                 format!(
                     "date: {} is a time of day; the format {fmt:?} needs a date",
                     shown(v)
                 )
             })?;
-            let month = MONTHS[d.month0() as usize];
-            let day = DAYS[d.weekday().num_days_from_monday() as usize];
-            // Writing to a String cannot fail.
-            let _ = match tok {
-                "YYYY" => write!(out, "{:04}", d.year()),
-                "YY" => write!(out, "{:02}", d.year().rem_euclid(100)),
-                "MMMM" => out.write_str(month),
-                "MMM" => out.write_str(&month[..3]),
-                "MM" => write!(out, "{:02}", d.month()),
-                "M" => write!(out, "{}", d.month()),
-                "Do" => out.write_str(&ordinal(d.day())),
-                "DD" => write!(out, "{:02}", d.day()),
-                "D" => write!(out, "{}", d.day()),
-                "dddd" => out.write_str(day),
-                _ => out.write_str(&day[..3]),
-            };
+            match tok {
+                Token::Year => {
+                    // Writing to a String cannot fail.
+                    let _ = write!(out, "{:04}", d.year());
+                }
+                Token::Year2 => push_number(&mut out, d.year().rem_euclid(100) as u32, true),
+                Token::MonthName => out.push_str(MONTHS[d.month0() as usize]),
+                Token::MonthShort => out.push_str(&MONTHS[d.month0() as usize][..3]),
+                Token::Month2 => push_number(&mut out, d.month(), true),
+                Token::Month => push_number(&mut out, d.month(), false),
+                Token::DayOrdinal => {
+                    push_number(&mut out, d.day(), false);
+                    out.push_str(ordinal(d.day()));
+                }
+                Token::Day2 => push_number(&mut out, d.day(), true),
+                Token::Day => push_number(&mut out, d.day(), false),
+                Token::Weekday => {
+                    out.push_str(DAYS[d.weekday().num_days_from_monday() as usize]);
+                }
+                _ => out.push_str(&DAYS[d.weekday().num_days_from_monday() as usize][..3]),
+            }
         } else {
             let t = time.unwrap_or(NaiveTime::MIN);
             let h12 = match t.hour() % 12 {
                 0 => 12,
                 h => h,
             };
-            let _ = match tok {
-                "HH" => write!(out, "{:02}", t.hour()),
-                "H" => write!(out, "{}", t.hour()),
-                "hh" => write!(out, "{h12:02}"),
-                "h" => write!(out, "{h12}"),
-                "mm" => write!(out, "{:02}", t.minute()),
-                "m" => write!(out, "{}", t.minute()),
-                "ss" => write!(out, "{:02}", t.second()),
-                "s" => write!(out, "{}", t.second()),
-                "A" => out.write_str(if t.hour() < 12 { "AM" } else { "PM" }),
-                _ => out.write_str(if t.hour() < 12 { "am" } else { "pm" }),
-            };
+            match tok {
+                Token::Hour2 => push_number(&mut out, t.hour(), true),
+                Token::Hour => push_number(&mut out, t.hour(), false),
+                Token::Hour12Two => push_number(&mut out, h12, true),
+                Token::Hour12 => push_number(&mut out, h12, false),
+                Token::Minute2 => push_number(&mut out, t.minute(), true),
+                Token::Minute => push_number(&mut out, t.minute(), false),
+                Token::Second2 => push_number(&mut out, t.second(), true),
+                Token::Second => push_number(&mut out, t.second(), false),
+                Token::AmPm => out.push_str(if t.hour() < 12 { "AM" } else { "PM" }),
+                _ => out.push_str(if t.hour() < 12 { "am" } else { "pm" }),
+            }
         }
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::group;
+
+    /// What `group` printed before it had a path without float formatting: `{:.*}`, then commas.
+    fn formatted(n: f64, decimals: usize) -> String {
+        let fixed = format!("{:.*}", decimals, n.abs());
+        let (int, frac) = fixed.split_once('.').unwrap_or((&fixed, ""));
+        let mut out = String::new();
+        if n < 0.0 && fixed.bytes().any(|b| b.is_ascii_digit() && b != b'0') {
+            out.push('-');
+        }
+        for (i, c) in int.chars().enumerate() {
+            if i > 0 && (int.len() - i) % 3 == 0 {
+                out.push(',');
+            }
+            out.push(c);
+        }
+        if !frac.is_empty() {
+            out.push('.');
+            out.push_str(frac);
+        }
+        out
+    }
+
+    #[test]
+    fn grouping_prints_what_the_float_formatter_prints() {
+        let mut values = vec![
+            0.0,
+            -0.0,
+            0.005,
+            0.015,
+            1.005,
+            2.675,
+            0.125,
+            0.375,
+            1e15,
+            1.1e15,
+            9.999_999e14,
+            123_456_789.125,
+            0.1 + 0.2,
+            1e-7,
+            -1e-7,
+            -0.004,
+            -0.005,
+            999.995,
+            999_999.999,
+            14_750.0,
+            1e21,
+            4.35,
+            1.45,
+            8.675,
+            1_125_899_906_842_624.0,
+            1_125_899_906_842_623.5,
+        ];
+        // A spread of amounts with cents, and their negatives.
+        let mut x = 0.01f64;
+        while x < 1e16 {
+            values.push(x);
+            values.push(x * 1.37 + 0.005);
+            x *= 3.1;
+        }
+        for i in 0..2_000 {
+            values.push(f64::from(i) / 1000.0);
+            values.push(f64::from(i) * 0.01 + 0.005);
+        }
+        for n in values {
+            for n in [n, -n] {
+                for d in 0..=10 {
+                    assert_eq!(group(n, d), formatted(n, d), "{n} with {d} decimals");
+                }
+            }
+        }
+    }
 }

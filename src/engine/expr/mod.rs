@@ -134,31 +134,44 @@ pub const UNITS_PER_INPUT_UNIT: u64 = 2;
 /// The work one evaluation or one template render may still do (see the module docs). A template
 /// shares one budget among all its placeholders.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Budget {
+pub struct Budget<'v> {
     left: u64,
     total: u64,
     base: u64,
     max_output: usize,
+    /// The variables whose share of the budget is not counted yet: most renders finish within the
+    /// fuel, so their variables are walked only when the rest of the budget runs out.
+    input: Option<&'v Value>,
 }
 
-impl Budget {
+impl<'v> Budget<'v> {
     /// The budget for `source_bytes` of template or expression source over `vars`:
-    /// `limits.fuel` + `source_bytes` + [`UNITS_PER_INPUT_UNIT`] × the size of `vars`.
-    pub fn new(limits: Limits, source_bytes: usize, vars: &Value) -> Budget {
-        let total = limits
-            .fuel
-            .saturating_add(source_bytes as u64)
-            .saturating_add(UNITS_PER_INPUT_UNIT.saturating_mul(size_units(vars)));
+    /// `limits.fuel` + `source_bytes` + [`UNITS_PER_INPUT_UNIT`] × the size of `vars`. The size of
+    /// `vars` is counted the first time the rest does not cover a step, so the budget is the same
+    /// and a render that spends less than the fuel never walks its variables.
+    pub fn new(limits: Limits, source_bytes: usize, vars: &'v Value) -> Budget<'v> {
+        let total = limits.fuel.saturating_add(source_bytes as u64);
         Budget {
             left: total,
             total,
             base: limits.fuel,
             max_output: limits.max_output,
+            input: Some(vars),
+        }
+    }
+
+    /// Adds the variables' share, once.
+    fn count_input(&mut self) {
+        if let Some(vars) = self.input.take() {
+            let share = UNITS_PER_INPUT_UNIT.saturating_mul(size_units(vars));
+            self.total = self.total.saturating_add(share);
+            self.left = self.left.saturating_add(share);
         }
     }
 
     /// Units not spent yet.
-    pub fn left(&self) -> u64 {
+    pub fn left(&mut self) -> u64 {
+        self.count_input();
         self.left
     }
 
@@ -167,8 +180,23 @@ impl Budget {
         self.max_output
     }
 
-    /// Spends `units`, or fails at `pos` when the budget cannot pay for them.
+    /// Spends `units`, or fails at `pos` when the budget cannot pay for them. Every step of an
+    /// evaluation calls this, so the common case is inlined and the rest is out of line.
+    #[inline(always)]
     pub(crate) fn spend(&mut self, units: u64, pos: Pos) -> Result<(), ExprError> {
+        if units <= self.left {
+            self.left -= units;
+            return Ok(());
+        }
+        self.spend_more(units, pos)
+    }
+
+    /// [`Budget::spend`] when what is left does not cover `units`: counts the variables' share,
+    /// then spends or fails.
+    #[cold]
+    #[inline(never)]
+    fn spend_more(&mut self, units: u64, pos: Pos) -> Result<(), ExprError> {
+        self.count_input();
         if units > self.left {
             self.left = 0;
             return Err(ExprError::at(
@@ -184,6 +212,7 @@ impl Budget {
     }
 
     /// Spends the units `bytes` of text cost.
+    #[inline(always)]
     pub(crate) fn spend_bytes(&mut self, bytes: usize, pos: Pos) -> Result<(), ExprError> {
         self.spend((bytes / BYTES_PER_UNIT) as u64, pos)
     }
@@ -281,8 +310,12 @@ impl Program {
     }
 
     /// Evaluates against `vars`, spending from `budget`.
-    pub fn eval_in(&self, vars: &Value, budget: &mut Budget) -> Result<Evaluated, ExprError> {
-        let mut ctx = Ctx::new(vars, budget);
+    pub fn eval_in<'v>(
+        &'v self,
+        vars: &'v Value,
+        budget: &mut Budget<'v>,
+    ) -> Result<Evaluated, ExprError> {
+        let mut ctx = Ctx::new(vars, budget, &mut []);
         let value = ctx
             .eval(&self.expr)
             .and_then(|v| ctx.own(v, Pos { line: 1, col: 1 }))
@@ -297,14 +330,17 @@ impl Program {
     /// Evaluates against `vars` and appends the value as template text to `out`, which may grow to
     /// `limit` bytes, spending from `budget`; says which of it is the template's markup. The value
     /// itself is never copied.
-    pub(crate) fn print(
-        &self,
-        vars: &Value,
-        budget: &mut Budget,
+    /// `roots` caches the top-level values the render has looked up, by the slots
+    /// [`Program::number_roots`] gave their names.
+    pub(crate) fn print<'v>(
+        &'v self,
+        vars: &'v Value,
+        budget: &mut Budget<'v>,
+        roots: &mut [Option<Option<&'v Value>>],
         out: &mut String,
         limit: usize,
     ) -> Result<Printed, ExprError> {
-        let mut ctx = Ctx::new(vars, budget);
+        let mut ctx = Ctx::new(vars, budget, roots);
         let (markup, null) = ctx
             .eval(&self.expr)
             .and_then(|v| {
@@ -319,6 +355,13 @@ impl Program {
             missing: ctx.into_missing(),
             raw: self.raw(),
         })
+    }
+
+    /// Gives each top-level variable the slot of its name in `slots`, adding names not there yet
+    /// (a template numbers all its placeholders with one map, so [`Program::print`] looks each
+    /// top-level variable up once per render).
+    pub(crate) fn number_roots(&mut self, slots: &mut std::collections::HashMap<String, u32>) {
+        self.expr.number_roots(slots);
     }
 
     /// The last filter applied is `raw`.

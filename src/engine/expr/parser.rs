@@ -5,6 +5,8 @@
 //! anything else it binds to the nearest value: in a function body (`a => a.price|currency`), in
 //! the first branch of a conditional (`c ? x|upper : y`) and inside brackets and arguments.
 
+use std::collections::HashMap;
+
 use serde_json::Value;
 
 use super::lexer::Tok;
@@ -20,8 +22,9 @@ pub const MAX_DEPTH: usize = 200;
 pub enum Expr {
     /// A literal value.
     Lit(Value),
-    /// A top-level variable (or lambda parameter).
-    Var(String, Pos),
+    /// A top-level variable (or lambda parameter), and its slot in the render's cache of
+    /// top-level values ([`NO_SLOT`] when it has none; see [`Expr::number_roots`]).
+    Var(String, Pos, u32),
     /// `target.name` or `target?.name`.
     Member(Box<Expr>, String, Pos),
     /// `target[index]`.
@@ -38,6 +41,50 @@ pub enum Expr {
     Call(Box<Expr>, String, Vec<Arg>, Pos),
     /// `value | filter` or `value | filter(args)` or `value | 'literal'`.
     Filter(Box<Expr>, Filter, Pos),
+}
+
+/// The slot of a variable that has no place in a cache of top-level values.
+pub const NO_SLOT: u32 = u32::MAX;
+
+impl Expr {
+    /// Gives every variable the slot of its name in `slots` (adding the names not there yet), so
+    /// a render looks each top-level variable up once however many placeholders read it. Walks
+    /// the tree as deep as it is ([`MAX_DEPTH`] at most).
+    pub fn number_roots(&mut self, slots: &mut HashMap<String, u32>) {
+        match self {
+            Expr::Var(name, _, slot) => {
+                let next = u32::try_from(slots.len()).unwrap_or(NO_SLOT);
+                *slot = *slots.entry(name.clone()).or_insert(next);
+            }
+            Expr::Lit(_) => {}
+            Expr::Member(t, _, _) | Expr::Unary(_, t, _) => t.number_roots(slots),
+            Expr::Index(a, b, _) | Expr::Binary(_, a, b, _) | Expr::Logic(_, a, b) => {
+                a.number_roots(slots);
+                b.number_roots(slots);
+            }
+            Expr::Cond(c, a, b) => {
+                c.number_roots(slots);
+                a.number_roots(slots);
+                b.number_roots(slots);
+            }
+            Expr::Call(t, _, args, _) => {
+                t.number_roots(slots);
+                for a in args {
+                    match a {
+                        Arg::Value(v) | Arg::Lambda(Lambda { body: v, .. }) => {
+                            v.number_roots(slots)
+                        }
+                    }
+                }
+            }
+            Expr::Filter(t, f, _) => {
+                t.number_roots(slots);
+                if let Filter::Named(_, args) = f {
+                    args.iter_mut().for_each(|a| a.number_roots(slots));
+                }
+            }
+        }
+    }
 }
 
 /// A method argument: an expression or a function (`x => expr`, `(x) => expr`, `(x, i) => expr`).
@@ -423,7 +470,7 @@ impl Parser {
                     self.depth -= 1;
                     return e;
                 }
-                _ => Expr::Var(name, pos),
+                _ => Expr::Var(name, pos, NO_SLOT),
             }),
             // `{path}` inside an expression is the path itself, as chain conditions write
             // `{validation_status} == 'approved'`.
