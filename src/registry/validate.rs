@@ -34,6 +34,41 @@ impl Validator {
     }
 }
 
+/// A handler's arguments as its typed `Args` (`serde`, `deny_unknown_fields`), read after the
+/// input schema has passed them: a field the struct does not know, or of another type, is a bad
+/// call named as such rather than a value read as empty.
+pub fn typed<T: DeserializeOwned>(tool: &str, args: Value) -> Result<T> {
+    serde_json::from_value(args).map_err(|e| {
+        Error::InvalidArguments(format!(
+            "Invalid arguments for tool {tool}: {e}. Fix the arguments to match the tool's inputSchema and call again."
+        ))
+    })
+}
+
+/// (Tests.) That an `Args` struct's fields (as its `Default` serializes them) are exactly the
+/// `properties` of the input schema `schema`, so a renamed field fails `cargo test`.
+#[cfg(test)]
+pub fn assert_args_match<T: Default + serde::Serialize>(schema: &str) {
+    let schema: Value = serde_json::from_str(schema).expect("the schema is JSON");
+    let mut declared: Vec<&String> = schema["properties"]
+        .as_object()
+        .expect("the schema has properties")
+        .keys()
+        .collect();
+    let fields = serde_json::to_value(T::default()).expect("Args serialize");
+    let mut fields: Vec<&String> = fields
+        .as_object()
+        .expect("Args are a struct")
+        .keys()
+        .collect();
+    declared.sort();
+    fields.sort();
+    assert_eq!(
+        fields, declared,
+        "the Args fields and the schema's properties"
+    );
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -68,39 +103,4 @@ mod tests {
         let v = Validator::new("t", json!({"$ref": "https://example.com/schema.json"}));
         assert!(v.is_err());
     }
-}
-
-/// A handler's arguments as its typed `Args` (`serde`, `deny_unknown_fields`), read after the
-/// input schema has passed them: a field the struct does not know, or of another type, is a bad
-/// call named as such rather than a value read as empty.
-pub fn typed<T: DeserializeOwned>(tool: &str, args: Value) -> Result<T> {
-    serde_json::from_value(args).map_err(|e| {
-        Error::InvalidArguments(format!(
-            "Invalid arguments for tool {tool}: {e}. Fix the arguments to match the tool's inputSchema and call again."
-        ))
-    })
-}
-
-/// (Tests.) That an `Args` struct's fields (as its `Default` serializes them) are exactly the
-/// `properties` of the input schema `schema`, so a renamed field fails `cargo test`.
-#[cfg(test)]
-pub fn assert_args_match<T: Default + serde::Serialize>(schema: &str) {
-    let schema: Value = serde_json::from_str(schema).expect("the schema is JSON");
-    let mut declared: Vec<&String> = schema["properties"]
-        .as_object()
-        .expect("the schema has properties")
-        .keys()
-        .collect();
-    let fields = serde_json::to_value(T::default()).expect("Args serialize");
-    let mut fields: Vec<&String> = fields
-        .as_object()
-        .expect("Args are a struct")
-        .keys()
-        .collect();
-    declared.sort();
-    fields.sort();
-    assert_eq!(
-        fields, declared,
-        "the Args fields and the schema's properties"
-    );
 }

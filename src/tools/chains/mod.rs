@@ -16,7 +16,9 @@ use serde_json::{json, Map, Value};
 use crate::engine::chain::{self, ChainDef, StepType};
 use crate::engine::variables;
 use crate::error::{Error, Result};
-use crate::registry::{Annotations, JobMode, SessionState, ToolContext, ToolDef, ToolOutput};
+use serde::{Deserialize, Serialize};
+
+use crate::registry::{self, Annotations, JobMode, SessionState, ToolContext, ToolDef, ToolOutput};
 use crate::tools::ownership::{name_clash, sharing_params, Principal, Sharing};
 use crate::tools::{not_found_listing, opt_bool, refuse_if_any};
 pub use executions::Lease;
@@ -181,13 +183,19 @@ pub fn type_name(t: StepType) -> &'static str {
     }
 }
 
+/// `create_chain`'s arguments (schema/chains/create_chain.input.json).
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CreateChain {
+    chain_definition: Value,
+    creation_options: Option<Value>,
+}
+
 fn create_chain(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
     Box::pin(async move {
-        let raw = &args["chain_definition"];
-        let opts = args
-            .get("creation_options")
-            .cloned()
-            .unwrap_or_else(|| json!({}));
+        let args: CreateChain = registry::typed("create_chain", args)?;
+        let raw = &args.chain_definition;
+        let opts = args.creation_options.clone().unwrap_or_else(|| json!({}));
         let def: ChainDef = serde_json::from_value(raw.clone())
             .map_err(|e| Error::ToolFailed(format!("Chain definition validation failed: {e}")))?;
         let me = Principal::of(ctx);
@@ -727,6 +735,13 @@ pub static TOOLS: &[ToolDef] = &[ToolDef {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn create_chains_args_are_its_schemas_properties() {
+        registry::assert_args_match::<CreateChain>(include_str!(
+            "../../../schema/chains/create_chain.input.json"
+        ));
+    }
 
     #[test]
     fn input_schema_required_flags_and_list_both_count() {
