@@ -39,10 +39,12 @@ pub fn capabilities(catalog: Catalog) -> Value {
         "tools": { "listChanged": true },
         "logging": {},
         "resources": { "listChanged": false },
-        // 2025-11-25 tasks (server::tasks): tools/call may run as a task, listed and cancelled.
-        "tasks": { "list": {}, "cancel": {}, "requests": { "tools": { "call": {} } } },
     });
     if catalog.has_fixtures() {
+        // 2025-11-25 tasks (server::tasks), declared where tools run as tasks: so far only the
+        // conformance fixtures (docs/decisions.md, "Tasks on both eras").
+        caps["tasks"] =
+            json!({ "list": {}, "cancel": {}, "requests": { "tools": { "call": {} } } });
         caps["resources"] = json!({ "subscribe": true, "listChanged": false });
         caps["prompts"] = json!({ "listChanged": false });
         caps["completions"] = json!({});

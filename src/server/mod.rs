@@ -337,11 +337,13 @@ pub fn capabilities(cfg: &Config, era: Era) -> Value {
         return caps;
     }
     let offer = listen::offer(cfg);
-    // 2026-07-28 has no `tasks` capability: tasks are the extension SEP-2663 defines.
+    // 2026-07-28 has no `tasks` capability: tasks are the extension SEP-2663 defines, advertised
+    // where the 2025 capability is (the catalog's tools run as tasks).
     if let Value::Object(m) = &mut caps {
-        m.remove("tasks");
+        if m.remove("tasks").is_some() {
+            m.insert("extensions".into(), json!({ tasks::EXTENSION: {} }));
+        }
     }
-    caps["extensions"] = json!({ tasks::EXTENSION: {} });
     if let Some(resources) = caps.get_mut("resources") {
         *resources = json!({});
     }
