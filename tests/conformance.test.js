@@ -3,7 +3,9 @@
 // dev:conformance): 2025-11-25 with 0.1.16, and 2026-07-28 (stateless) with the 0.2.0 prerelease
 // installed as `conformance-next` (0.1.16 has no 2026 scenarios). No expected-failures file: every
 // check must be SUCCESS or INFO (no FAILURE, no WARNING); the 2026 run has no SKIPPED either: its
-// subscriptions/listen checks run against the conformance catalog's list-change hooks.
+// subscriptions/listen checks run against the conformance catalog's list-change hooks. Then the
+// prerelease's `--requirements` sets of both revisions, which on 2026-07-28 add the ten scenarios
+// of the tasks extension (SEP-2663) that `--suite all` leaves out.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
