@@ -27,6 +27,7 @@
 //! input. Text is capped at [`Limits::max_output`] while it is built, and trees are at most
 //! [`parser::MAX_DEPTH`] deep, so no input can hang or exhaust the Worker.
 
+mod dates;
 mod eval;
 pub mod filters;
 mod lexer;
@@ -400,6 +401,17 @@ pub fn truthy(v: &Value) -> bool {
         Value::Number(n) => n.as_f64().is_some_and(|f| f != 0.0 && !f.is_nan()),
         Value::String(s) => !s.is_empty(),
         Value::Array(_) | Value::Object(_) => true,
+    }
+}
+
+/// A value for an error message: its text, shortened so a large value cannot make a large message.
+pub(super) fn shown(v: &Value) -> String {
+    const MAX: usize = 60;
+    let text = to_text(v);
+    if text.chars().count() > MAX {
+        text.chars().take(MAX).collect::<String>() + "…"
+    } else {
+        text
     }
 }
 

@@ -12,6 +12,20 @@ use serde_json::Value;
 use super::lexer::Tok;
 use super::{ExprError, Pos};
 
+/// The named filters with their least and most arguments.
+pub(super) const NAMED: [(&str, usize, usize); 10] = [
+    ("currency", 0, 1),
+    ("join", 0, 1),
+    ("upper", 0, 0),
+    ("lower", 0, 0),
+    ("title", 0, 0),
+    ("default", 1, 1),
+    ("truncate", 1, 1),
+    ("number", 0, 1),
+    ("json", 0, 0),
+    ("raw", 0, 0),
+];
+
 /// Deepest tree the parser builds: every nesting (parentheses, ternaries, unary operators) and every
 /// link of an operator or property chain counts one level. Deeper input is an error with a position,
 /// never a stack overflow in the parser, the evaluator or the tree's destructor.
@@ -114,8 +128,8 @@ pub enum Filter {
     Named(String, Vec<Expr>),
     /// A quoted literal that is not a date format: a fallback text.
     Literal(String),
-    /// A quoted date format (see `filters::is_date_format`), split into its parts once.
-    Date(String, Vec<super::filters::FormatPart>),
+    /// A quoted date format (see `dates::date_format`), split into its parts once.
+    Date(String, Vec<super::dates::FormatPart>),
 }
 
 struct Parser {
@@ -218,7 +232,7 @@ impl Parser {
             chain += 1;
             self.next();
             let filter = match self.next() {
-                (Tok::Str(s), _) => match super::filters::date_format(&s) {
+                (Tok::Str(s), _) => match super::dates::date_format(&s) {
                     Some(parts) => Filter::Date(s, parts),
                     None => Filter::Literal(s),
                 },
@@ -412,8 +426,8 @@ impl Parser {
     /// applied to its first argument. Anything else called by name is an error that says what to
     /// write instead.
     fn function(&mut self, name: String, pos: Pos) -> Result<Expr, ExprError> {
-        if !super::filters::NAMED.iter().any(|(n, _, _)| *n == name) {
-            let names: Vec<&str> = super::filters::NAMED.iter().map(|(n, _, _)| *n).collect();
+        if !NAMED.iter().any(|(n, _, _)| *n == name) {
+            let names: Vec<&str> = NAMED.iter().map(|(n, _, _)| *n).collect();
             return Err(ExprError::at(
                 pos,
                 format!(

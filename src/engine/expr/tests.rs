@@ -254,9 +254,9 @@ fn date_edge_cases() {
         .contains("needs a date"));
     assert!(eval_with("x|'MMMM'", json!({})).unwrap().is_null());
     assert!(
-        filters::is_date_format("h:mm A")
-            && !filters::is_date_format("3:00 PM")
-            && !filters::is_date_format("TBD")
+        dates::date_format("h:mm A").is_some()
+            && dates::date_format("3:00 PM").is_none()
+            && dates::date_format("TBD").is_none()
     );
 }
 
