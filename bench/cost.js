@@ -12,6 +12,8 @@ import { server, stateless } from "./client.js";
 const OUT = join(root, "target", "cost");
 const COUNTER = join(root, "bench", "cost", "counter.js");
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+/** BENCH_COST_DETAIL=1: each lane's Durable Object SQL statements, per call (also in the JSON). */
+const DETAIL = process.env.BENCH_COST_DETAIL === "1";
 
 /**
  * Writes target/cost/<name>.js: `bundle`'s exports, its Durable Object classes (`classes`) patched
@@ -102,11 +104,17 @@ export async function costs(lanes, { calls, bindings, bearer, f, row }) {
       const t = await totals(s.url);
       await c.close();
       await client.close();
-      const per = Object.fromEntries(Object.entries(t).map(([k, v]) => [k, v / calls]));
-      out.push({ lane: lane.label, ...per, error });
+      const { statements, ...counts } = t;
+      const per = Object.fromEntries(Object.entries(counts).map(([k, v]) => [k, v / calls]));
+      out.push({ lane: lane.label, ...per, statements, error });
       console.log(row([lane.label, f(per.doRowsRead, 1), f(per.doRowsWritten, 1), f(per.d1RowsRead, 1), f(per.d1RowsWritten, 1), f(per.kvReads, 1), f(per.kvWrites, 1)], widths)
         + (per.d1Uncounted ? `  (${f(per.d1Uncounted, 1)} D1 first/raw calls without meta, not counted)` : "")
         + (error ? `  (failed: ${String(error).slice(0, 100)})` : ""));
+      if (DETAIL) {
+        for (const [q, st] of Object.entries(statements).sort((a, b) => b[1].rowsWritten - a[1].rowsWritten)) {
+          console.log(`    ${f(st.runs / calls, 1)} runs, ${f(st.rowsRead / calls, 1)} read, ${f(st.rowsWritten / calls, 1)} written: ${q}`);
+        }
+      }
     }
   } finally {
     await Promise.all(Object.values(servers).map((s) => s.mf.dispose()));

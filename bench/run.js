@@ -18,7 +18,7 @@
 // skips criterion, BENCH_COST_CALLS (calls per lane counted for the cost per call, default 20),
 // BENCH_ONLY=side|targets|native|cost runs one part (side includes cost).
 import { spawnSync } from "node:child_process";
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { gzipSync } from "node:zlib";
 import { Miniflare } from "miniflare";
@@ -41,7 +41,9 @@ const part = (name) => !ONLY || ONLY === name;
 const REFERENCE = join(root, "target", "reference", "index.js");
 const MCP_AGENT = join(root, "target", "anchors", "mcp-agent", "mcp-agent.js");
 const MCP_HANDLER = join(root, "target", "anchors", "create-mcp-handler", "create-mcp-handler.js");
-const CEILING = join(root, "target", "ceiling");
+// The ceilings are built in the profile of the Worker in build/ (bench/anchors/ceiling.sh).
+const PROFILE = existsSync(join(root, "build", ".built-release")) ? "release" : "dev";
+const CEILING = join(root, "target", "ceiling", PROFILE);
 const SECRET = "bench-secret";
 
 const results = { date: new Date().toISOString(), settings: { SECONDS, LEVELS, CALLS, CONTEXTS }, size: {}, start: {}, side_by_side: [], side_2026: [], ceilings: [], cost: [], breakdown: [], targets: [], native: [] };
@@ -225,7 +227,7 @@ async function sideBySide2026(ours, anchor) {
  * (`DO hop`), at the same client levels.
  */
 async function ceilings(ceiling) {
-  console.log(`\n## Ceilings (bench/anchors/ceiling, Rust, the Worker's release profile): ${SECONDS} s per level`);
+  console.log(`\n## Ceilings (bench/anchors/ceiling, Rust, built ${PROFILE} as the Worker in build/ is): ${SECONDS} s per level`);
   const kinds = { "hello-world": plain(new URL("/", ceiling.url).href), "DO hop": plain(new URL("/hop", ceiling.url).href) };
   const widths = [34, 6, 9, 8, 8, 6];
   console.log(row(["ceiling", "conc", "rps", "p50 ms", "p99 ms", "err"], widths));

@@ -43,7 +43,7 @@ const d1Meta = (r) => {
 export function patchState(ctx) {
   const storage = ctx?.storage;
   if (!storage) return;
-  if (storage.sql) once(storage.sql, (p) => wrap(p, "exec", (cursor) => (cursors.push(cursor), cursor)));
+  if (storage.sql) once(storage.sql, (p) => wrap(p, "exec", (cursor, [query]) => (cursors.push([query, cursor]), cursor)));
   once(storage, (p) => {
     wrap(p, "get", (out, [k]) => ((totals.doRowsRead += keys(k)), out));
     wrap(p, "put", (out, [k]) => ((totals.doRowsWritten += keys(k)), out));
@@ -68,14 +68,24 @@ export function patchEnv(db, kv) {
   }
 }
 
-/** The totals since the last reset (cursors' counts included), then zero. */
+/**
+ * The totals since the last reading (cursors' counts included), then zero. `statements`: per
+ * Durable Object SQL statement (its first 80 characters), how often it ran and the rows it read
+ * and wrote, so a run can say where the rows go.
+ */
 export function takeTotals() {
-  for (const c of cursors) {
+  const statements = {};
+  for (const [query, c] of cursors) {
     totals.doRowsRead += c.rowsRead ?? 0;
     totals.doRowsWritten += c.rowsWritten ?? 0;
+    const key = String(query).replace(/\s+/g, " ").trim().slice(0, 80);
+    const st = (statements[key] ??= { runs: 0, rowsRead: 0, rowsWritten: 0 });
+    st.runs += 1;
+    st.rowsRead += c.rowsRead ?? 0;
+    st.rowsWritten += c.rowsWritten ?? 0;
   }
   cursors.length = 0;
-  const out = totals;
+  const out = { ...totals, statements };
   totals = zero();
   return out;
 }
