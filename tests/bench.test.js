@@ -33,7 +33,11 @@ test("npm run bench: prints every table, and every peer answers what we answer",
   for (const ceiling of ["hello-world", "DO hop"]) assert.match(r.stdout, new RegExp(`^${ceiling}\\s+2\\s+\\d+`, "m"), ceiling);
   // One row per lane, six counts each; the session lanes write to their Durable Object on every call.
   for (const lane of ["ours 2025 get_mode_indicator", "ours 2026 process_template \\(no cache\\)", "McpAgent get_mode_indicator"]) assert.match(r.stdout, new RegExp(`^${lane}(\\s+\\d+\\.\\d){6}$`, "m"), lane);
+  // The counter reaches each store: Durable Object rows on both servers' session lanes, D1 rows
+  // where our stateless process_template reads the template.
   assert.match(r.stdout, /^McpAgent get_mode_indicator\s+[\d.]+\s+[1-9][\d.]*/m, "McpAgent's rows written per call are counted");
+  assert.match(r.stdout, /^ours 2025 get_mode_indicator\s+[1-9][\d.]*\s+[1-9][\d.]*/m, "our session object's rows are counted");
+  assert.match(r.stdout, /^ours 2026 process_template \(no cache\)(\s+[\d.]+){2}\s+[1-9][\d.]*/m, "D1 rows read are counted");
   assert.match(r.stdout, /^call\s+conc\s+ours rps/m);
   assert.match(r.stdout, /^get_mode_indicator\s+2\s+\d+/m);
   assert.match(r.stdout, /^execute_chain corporate \(sync, 5 steps\)\s+[\d.]+\s+[\d.]+\s+< 2000/m, "the corporate chain runs to the end with the model stand-in");

@@ -3,7 +3,6 @@
 // another and, as the bench checks before measuring, to ours. The SDK v1 `McpServer` takes a tool's
 // schema as a bare field shape, v2's (`@modelcontextprotocol/server`, under `createMcpHandler`) as a
 // `z.object`: `object` turns the shape into what the server at hand takes.
-import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { z } from "zod";
 import { tripConfirmation } from "./trip.js";
 
@@ -26,7 +25,7 @@ type Shape = Record<string, z.ZodType>;
  * Registers get_mode_indicator and process_template on `s`; `session` holds the caller's mode.
  * `object` wraps each schema's field shape: as is for the SDK v1 server, `z.object` for v2's.
  */
-export function registerTools<S extends Pick<McpServer, "registerTool">>(s: S, session: { mode: Mode }, object: (shape: Shape) => unknown = (shape) => shape): S {
+export function registerTools<S extends { registerTool: (...args: any[]) => unknown }>(s: S, session: { mode: Mode }, object: (shape: Shape) => unknown = (shape) => shape): S {
   s.registerTool(
     "get_mode_indicator",
     {
