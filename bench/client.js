@@ -9,6 +9,8 @@ import { Pool } from "undici";
 import { root } from "../tests/support/worker.js";
 
 export const VERSION = "2025-11-25";
+/** The stateless revision: no session, each request carries its version and capabilities. */
+export const MODERN = "2026-07-28";
 
 /** The value at percentile `p` of ascending `sorted`. */
 export const pct = (sorted, p) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] : NaN);
@@ -91,6 +93,59 @@ export function server(mcpUrl, { connections = 64 } = {}) {
   /** A POST outside any session; resolves to the HTTP status. */
   const raw = async (body) => (await send(body, {})).status;
   return { connect, attach, raw, close: () => pool.close() };
+}
+
+/**
+ * One 2026-07-28 (stateless) MCP server at `mcpUrl`, with the shape of `server()` so `load()` drives
+ * either: `connect()` opens nothing (there are no sessions) and returns `{ call, rpc, close }`, each
+ * request carrying `_meta` (version and client capabilities) and the `mcp-protocol-version`,
+ * `mcp-method` and `mcp-name` headers the revision requires, and `headers` (say, a bearer token).
+ */
+export function stateless(mcpUrl, { connections = 64, headers: extra = {} } = {}) {
+  loopback(mcpUrl);
+  const url = new URL(mcpUrl);
+  const pool = new Pool(url.origin, { connections, pipelining: 1, keepAliveTimeout: 4_000 });
+  let nextId = 1;
+  const client = {
+    async rpc(method, params = {}) {
+      const body = { jsonrpc: "2.0", id: nextId++, method, params: { ...params, _meta: { "io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientCapabilities": {} } } };
+      const headers = { ...extra, "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-protocol-version": MODERN, "mcp-method": method, ...(params.name !== undefined ? { "mcp-name": params.name } : {}) };
+      const r = await pool.request({ path: url.pathname, method: "POST", body: JSON.stringify(body), headers })
+        .then(async (res) => ({ status: res.statusCode, headers: res.headers, text: await res.body.text() }))
+        .catch((e) => ({ status: 0, headers: {}, text: String(e) }));
+      const reply = r.status === 200 ? message(String(r.headers["content-type"] ?? ""), r.text) : null;
+      return { ok: r.status === 200 && !!reply?.result, status: r.status, reply, text: r.text };
+    },
+    /** tools/call, judged as `server()`'s `call` judges it. */
+    async call(name, args) {
+      const r = await this.rpc("tools/call", { name, arguments: args });
+      const result = r.reply?.result;
+      const ok = r.ok && !result.isError && result.structuredContent?.status !== "error";
+      return { ok, result, error: ok ? null : (r.reply?.error?.message ?? result?.content?.[0]?.text ?? `HTTP ${r.status} ${r.text.slice(0, 200)}`) };
+    },
+    close: async () => {},
+  };
+  return { connect: async () => client, close: () => pool.close() };
+}
+
+/**
+ * A bare HTTP endpoint (the ceilings), with the shape of `server()`: each "call" is one GET of
+ * `url` (no body: the ceilings answer without reading one), ok when answered 200.
+ */
+export function plain(url, { connections = 64 } = {}) {
+  loopback(url);
+  const u = new URL(url);
+  const pool = new Pool(u.origin, { connections, pipelining: 1, keepAliveTimeout: 4_000 });
+  const client = {
+    async call() {
+      const r = await pool.request({ path: u.pathname, method: "GET" })
+        .then(async (res) => ({ status: res.statusCode, text: await res.body.text() }))
+        .catch((e) => ({ status: 0, text: String(e) }));
+      return { ok: r.status === 200, error: r.status === 200 ? null : `HTTP ${r.status} ${r.text.slice(0, 200)}` };
+    },
+    close: async () => {},
+  };
+  return { connect: async () => client, close: () => pool.close() };
 }
 
 /**

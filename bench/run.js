@@ -5,15 +5,20 @@
 //      (bench/reference/, the official SDK, sessions in isolate memory) and the `agents` anchor
 //      `McpAgent` (bench/anchors/, one Durable Object per session, the peer of our 2025 lane), both on Miniflare's own socket (not `wrangler dev`, whose proxy caps any
 //      worker at ~800 requests/s on 2 cores): the same cheap tool and the trip confirmation, at
-//      fixed concurrency levels for a fixed duration each;
+//      fixed concurrency levels for a fixed duration each; then our 2026-07-28 lane beside
+//      `createMcpHandler` (bench/anchors/, stateless, the peer of that lane), with a 2026-07-28
+//      client; then the ceilings (bench/anchors/ceiling: a Rust Worker answering from its wasm
+//      entry alone, and one forwarding to a Durable Object that does nothing);
+//   2b. cost per call: the storage operations one call costs, per lane (bench/cost.js);
 //   3. the seed's stated targets: sequential p50/p99 of the tools the seeds give figures for;
 //   4. the native micro-benchmarks (criterion: `cargo bench --bench engines`).
 // Results also go to bench/results/<time>.json (git-ignored), to compare runs.
 // Settings: BENCH_SECONDS (per level, default 5), BENCH_LEVELS (default 1,8,32), BENCH_CALLS
 // (sequential calls per seed target, default 200), BENCH_CONTEXTS (default 10000), BENCH_NATIVE=0
-// skips criterion, BENCH_ONLY=side|targets|native runs one part.
+// skips criterion, BENCH_COST_CALLS (calls per lane counted for the cost per call, default 20),
+// BENCH_ONLY=side|targets|native|cost runs one part (side includes cost).
 import { spawnSync } from "node:child_process";
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { gzipSync } from "node:zlib";
 import { Miniflare } from "miniflare";
@@ -22,26 +27,32 @@ import { tripVars } from "../tests/support/samples.js";
 import { hs256 } from "../scripts/token.js";
 import { flowmindAccuracy } from "./flowmind.js";
 import { native } from "./native.js";
-import { load, modelStandIn, pct, server, summary, syntheticContexts } from "./client.js";
+import { costs } from "./cost.js";
+import { load, modelStandIn, pct, plain, server, stateless, summary, syntheticContexts } from "./client.js";
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const LEVELS = (process.env.BENCH_LEVELS ?? "1,8,32").split(",").map(Number);
 const CALLS = Number(process.env.BENCH_CALLS ?? 200);
 const CONTEXTS = Number(process.env.BENCH_CONTEXTS ?? 10_000);
 const NATIVE = process.env.BENCH_NATIVE !== "0";
+const COST_CALLS = Number(process.env.BENCH_COST_CALLS ?? 20);
 const ONLY = process.env.BENCH_ONLY;
 const part = (name) => !ONLY || ONLY === name;
 const REFERENCE = join(root, "target", "reference", "index.js");
 const MCP_AGENT = join(root, "target", "anchors", "mcp-agent", "mcp-agent.js");
+const MCP_HANDLER = join(root, "target", "anchors", "create-mcp-handler", "create-mcp-handler.js");
+// The ceilings are built in the profile of the Worker in build/ (bench/anchors/ceiling.sh).
+const PROFILE = existsSync(join(root, "build", ".built-release")) ? "release" : "dev";
+const CEILING = join(root, "target", "ceiling", PROFILE);
 const SECRET = "bench-secret";
 
-const results = { date: new Date().toISOString(), settings: { SECONDS, LEVELS, CALLS, CONTEXTS }, size: {}, start: {}, side_by_side: [], breakdown: [], targets: [], native: [] };
+const results = { date: new Date().toISOString(), settings: { SECONDS, LEVELS, CALLS, CONTEXTS }, size: {}, start: {}, side_by_side: [], side_2026: [], ceilings: [], cost: [], breakdown: [], targets: [], native: [] };
 const f = (n, d = 1) => (Number.isFinite(n) ? n.toFixed(d) : "—");
 const row = (cells, widths) => cells.map((c, i) => String(c)[i ? "padStart" : "padEnd"](widths[i])).join("  ");
 
 function sizes() {
   const kib = (n) => `${(n / 1024).toFixed(1)} KiB`;
-  const files = { "ours: index_bg.wasm": join(root, "build", "index_bg.wasm"), "ours: index.js": join(root, "build", "index.js"), "reference: index.js (minified)": REFERENCE, "McpAgent: mcp-agent.js (minified)": MCP_AGENT };
+  const files = { "ours: index_bg.wasm": join(root, "build", "index_bg.wasm"), "ours: index.js": join(root, "build", "index.js"), "reference: index.js (minified)": REFERENCE, "McpAgent: mcp-agent.js (minified)": MCP_AGENT, "createMcpHandler: (minified)": MCP_HANDLER, "ceiling: index_bg.wasm": join(CEILING, "index_bg.wasm") };
   console.log("\n## Size");
   for (const [name, file] of Object.entries(files)) {
     const bytes = readFileSync(file);
@@ -67,6 +78,26 @@ function startMcpAgent() {
     handleRuntimeStdio: (out, err) => { out.resume(); err.pipe(process.stderr); },
   });
   return mf.ready.then((url) => ({ mf, mcpUrl: new URL("/mcp", url).href, stop: () => mf.dispose() }));
+}
+
+/** The createMcpHandler anchor (bench/anchors/create-mcp-handler.wrangler.jsonc), stateless. */
+function startMcpHandler() {
+  const mf = new Miniflare({
+    scriptPath: MCP_HANDLER, modules: true, compatibilityDate: "2026-07-30", compatibilityFlags: ["nodejs_compat"],
+    handleRuntimeStdio: (out, err) => { out.resume(); err.pipe(process.stderr); },
+  });
+  return mf.ready.then((url) => ({ mf, mcpUrl: new URL("/mcp", url).href, stop: () => mf.dispose() }));
+}
+
+/** The ceilings' Worker (bench/anchors/ceiling, built by bench/anchors/ceiling.sh). */
+function startCeiling() {
+  const mf = new Miniflare({
+    scriptPath: join(CEILING, "index.js"), rootPath: root, modules: true,
+    modulesRules: [{ type: "CompiledWasm", include: ["**/*.wasm"], fallthrough: true }],
+    compatibilityDate: "2026-07-30", durableObjects: { HOP: { className: "Hop", useSQLite: true } },
+    handleRuntimeStdio: (out, err) => { out.resume(); err.pipe(process.stderr); },
+  });
+  return mf.ready.then((url) => ({ mf, url, stop: () => mf.dispose() }));
 }
 
 /** Milliseconds from starting workerd to the first answered initialize, fresh each time. */
@@ -152,6 +183,75 @@ async function sideBySide(ours, peers) {
   await breakdown(servers, ours.mcpUrl);
   await Promise.all(Object.values(servers).map((s) => s.close()));
 }
+
+/** A bearer token for our 2026-07-28 lane: its modes and runs are kept per caller, so a call needs one. */
+const bearer = (mcpUrl) => ({ authorization: `Bearer ${hs256({ sub: "bench-caller", roles: [], aud: mcpUrl, exp: Math.floor(Date.now() / 1000) + 3600 }, SECRET)}` });
+
+/** The 2026-07-28 lane's calls: ours with a caller's token, the anchor as it is (it has no callers). */
+const SIDE_2026 = SIDE;
+
+/**
+ * Our 2026-07-28 lane beside `createMcpHandler`, both driven by the 2026-07-28 client (one request
+ * per call, no session); answers checked byte-identical first, as for the 2025 lane.
+ */
+async function sideBySide2026(ours, anchor) {
+  console.log(`\n## 2026-07-28 lane side by side with createMcpHandler: ${SECONDS} s per level, stateless client (no session)`);
+  const servers = { ours: stateless(ours.mcpUrl, { headers: bearer(ours.mcpUrl) }), createMcpHandler: stateless(anchor.mcpUrl) };
+  for (const entry of SIDE_2026) {
+    const a = await (await servers.ours.connect()).call(entry.tool, entry.args);
+    const b = await (await servers.createMcpHandler.connect()).call(entry.tool, entry.args);
+    console.log(`  ${entry.label}: outputs ${seen(a) === seen(b) ? "identical" : "DIFFER (figures not comparable)"} (ours 2026 and createMcpHandler)${a.ok && b.ok ? "" : `; ours ${a.error ?? "ok"}, createMcpHandler ${b.error ?? "ok"}`}`);
+  }
+  const widths = [34, 6, 9, 8, 8, 6, 10, 8, 8, 6, 7];
+  console.log(row(["call (2026-07-28)", "conc", "ours rps", "p50 ms", "p99 ms", "err", "cMH rps", "p50 ms", "p99 ms", "err", "ratio"], widths));
+  for (const entry of SIDE_2026) {
+    for (const clients of LEVELS) {
+      const r = {};
+      for (const [name, srv] of Object.entries(servers)) {
+        await load(srv, { clients, seconds: Math.min(1, SECONDS / 5), call: (s) => s.call(entry.tool, entry.args) });
+        r[name] = await load(srv, { clients, seconds: SECONDS, call: (s) => s.call(entry.tool, entry.args) });
+      }
+      const ratio = r.ours.rps / r.createMcpHandler.rps;
+      results.side_2026.push({ call: entry.label, concurrency: clients, ...r, ratios: { createMcpHandler: ratio } });
+      const cells = (x) => [f(x.rps, 0), f(x.p50, 2), f(x.p99, 2), x.errors];
+      console.log(row([entry.label, clients, ...cells(r.ours), ...cells(r.createMcpHandler), f(ratio, 2)], widths));
+      for (const [name, s] of Object.entries(r)) if (s.firstError) console.log(`    ${name}: first error: ${String(s.firstError).slice(0, 200)}`);
+    }
+  }
+  await Promise.all(Object.values(servers).map((s) => s.close()));
+}
+
+/**
+ * The ceilings in the same workerd version: a Rust Worker answering from its wasm entry alone
+ * (`hello-world`), and one forwarding each request to a Durable Object that does nothing
+ * (`DO hop`), at the same client levels.
+ */
+async function ceilings(ceiling) {
+  console.log(`\n## Ceilings (bench/anchors/ceiling, Rust, built ${PROFILE} as the Worker in build/ is): ${SECONDS} s per level`);
+  const kinds = { "hello-world": plain(new URL("/", ceiling.url).href), "DO hop": plain(new URL("/hop", ceiling.url).href) };
+  const widths = [34, 6, 9, 8, 8, 6];
+  console.log(row(["ceiling", "conc", "rps", "p50 ms", "p99 ms", "err"], widths));
+  for (const [name, srv] of Object.entries(kinds)) {
+    for (const clients of LEVELS) {
+      await load(srv, { clients, seconds: Math.min(1, SECONDS / 5), call: (s) => s.call() });
+      const r = await load(srv, { clients, seconds: SECONDS, call: (s) => s.call() });
+      results.ceilings.push({ ceiling: name, concurrency: clients, ...r });
+      console.log(row([name, clients, f(r.rps, 0), f(r.p50, 2), f(r.p99, 2), r.errors], widths));
+      if (r.firstError) console.log(`    ${name}: first error: ${String(r.firstError).slice(0, 200)}`);
+    }
+    await srv.close();
+  }
+}
+
+/** The lanes whose storage operations per call the bench counts (bench/cost.js). */
+const COST_LANES = (trip) => [
+  { label: "ours 2025 get_mode_indicator", server: "ours", era: "2025", tool: "get_mode_indicator", args: {} },
+  { label: "ours 2025 process_template (no cache)", server: "ours", era: "2025", tool: "process_template", args: trip },
+  { label: "ours 2026 get_mode_indicator", server: "ours", era: "2026", tool: "get_mode_indicator", args: {}, token: true },
+  { label: "ours 2026 process_template (no cache)", server: "ours", era: "2026", tool: "process_template", args: trip, token: true },
+  { label: "McpAgent get_mode_indicator", server: "McpAgent", era: "2025", tool: "get_mode_indicator", args: {} },
+  { label: "McpAgent process_template", server: "McpAgent", era: "2025", tool: "process_template", args: trip },
+];
 
 /**
  * Where a call's time goes, one client: a request our Worker refuses before any session object
@@ -313,6 +413,20 @@ function ratios() {
     lines.push(["2025", peer, lowest("get_mode_indicator", peer)]);
     lines.push(["2025 process_template", peer, lowest("process_template trip (no cache)", peer)]);
   }
+  const lowest2026 = (call) => {
+    const rs = results.side_2026.filter((r) => r.call === call).map((r) => r.ratios.createMcpHandler).filter(Number.isFinite);
+    return rs.length ? Math.min(...rs) : null;
+  };
+  lines.push(["2026", "createMcpHandler", lowest2026("get_mode_indicator")]);
+  lines.push(["2026 process_template", "createMcpHandler", lowest2026("process_template trip (no cache)")]);
+  // Lane against ceiling: our throughput over the ceiling's at the same client level (1.00 would
+  // mean the lane costs nothing beyond what the ceiling does).
+  const vsCeiling = (rows, call, ceiling) => {
+    const rs = rows.filter((r) => r.call === call).map((r) => r.ours.rps / results.ceilings.find((c) => c.ceiling === ceiling && c.concurrency === r.concurrency)?.rps).filter(Number.isFinite);
+    return rs.length ? Math.min(...rs) : null;
+  };
+  lines.push(["2025", "DO-hop ceiling", vsCeiling(results.side_by_side, "get_mode_indicator", "DO hop")]);
+  lines.push(["2026", "hello-world ceiling", vsCeiling(results.side_2026, "get_mode_indicator", "hello-world")]);
   const time = (id) => results.native.find((r) => r.bench === id)?.mean_ns;
   for (const what of ["render", "parse+render"]) {
     const [ours, theirs] = [time(`template/ours/${what}`), time(`template/minijinja/${what}`)];
@@ -336,14 +450,26 @@ try {
     const ours = await startWorker(ourVars(model), { quiet: true });
     const reference = await startReference();
     const mcpAgent = await startMcpAgent();
+    const mcpHandler = await startMcpHandler();
+    const ceiling = await startCeiling();
     try {
-      if (part("side")) await sideBySide(ours, { reference, McpAgent: mcpAgent });
+      if (part("side")) {
+        await sideBySide(ours, { reference, McpAgent: mcpAgent });
+        await sideBySide2026(ours, mcpHandler);
+        await ceilings(ceiling);
+      }
       if (part("targets")) await targets(ours);
     } finally {
       await ours.stop();
       await reference.stop();
       await mcpAgent.stop();
+      await mcpHandler.stop();
+      await ceiling.stop();
     }
+  }
+  if (part("side") || part("cost")) {
+    // Its own Workers (wrapped by the counter), after the timed parts, so counting costs them nothing.
+    results.cost = await costs(COST_LANES(SIDE[1].args), { calls: COST_CALLS, bindings: ourVars(model), bearer, f, row });
   }
 } finally {
   model.close();

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # `npm run bench`: builds the release Worker, the TypeScript reference server (bench/reference,
-# bundled with esbuild into target/reference) and the `agents` anchor (bench/anchors, bundled by
-# wrangler into target/anchors), then prints the size report (bench/size.js), start times, the
-# side-by-side table, the seed targets and the native micro-benchmarks (bench/run.js; settings there).
+# bundled with esbuild into target/reference), the `agents` anchors `McpAgent` and `createMcpHandler`
+# (bench/anchors, bundled by wrangler into target/anchors) and the Rust ceilings (bench/anchors/ceiling,
+# built once into target/ceiling), then prints the size report (bench/size.js), start times, the
+# side-by-side tables (2025 and 2026-07-28 lanes), the ceilings, the cost per call, the seed targets
+# and the native micro-benchmarks (bench/run.js; settings there).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"

@@ -1,5 +1,7 @@
 // Smoke runs of `npm run bench` and `npm run load` with tiny settings: each starts, prints its
-// tables, and the behaviour they rest on holds (the reference peer answers exactly what we answer;
+// tables, and the behaviour they rest on holds (every peer answers exactly what we answer, on the
+// 2025 lane and, with a 2026-07-28 client, on the stateless lane; the ceilings answer; each lane's
+// storage operations per call are counted;
 // no write is lost or duplicated; a killed dev server leaves no chain stuck). Figures are not
 // checked: speed is measured by the scripts themselves, never by tests.
 import { test } from "node:test";
@@ -20,20 +22,29 @@ test("npm run bench: prints every table, and every peer answers what we answer",
     const build = spawnSync("bash", [join(root, "bench", peer, "build.sh")], { cwd: root, encoding: "utf8" });
     assert.equal(build.status, 0, build.stderr);
   }
-  const r = run("run.js", { BENCH_SECONDS: "0.3", BENCH_LEVELS: "2", BENCH_CALLS: "3", BENCH_CONTEXTS: "200", BENCH_NATIVE_SECONDS: "0.1" }, 2_600_000);
+  const r = run("run.js", { BENCH_SECONDS: "0.3", BENCH_LEVELS: "2", BENCH_CALLS: "3", BENCH_CONTEXTS: "200", BENCH_NATIVE_SECONDS: "0.1", BENCH_COST_CALLS: "3" }, 2_600_000);
   assert.equal(r.status, 0, r.stderr + r.stdout);
-  for (const heading of ["## Size", "## Start", "## Side by side", "## Where the time goes", "## Seed targets", "## Native micro-benchmarks", "## Summary", "results: "]) assert.match(r.stdout, new RegExp(heading), r.stdout);
+  for (const heading of ["## Size", "## Start", "## Side by side", "## Where the time goes", "## 2026-07-28 lane side by side", "## Ceilings", "## Cost per call", "## Seed targets", "## Native micro-benchmarks", "## Summary", "results: "]) assert.match(r.stdout, new RegExp(heading), r.stdout);
   for (const peer of ["reference", "McpAgent"]) {
     assert.match(r.stdout, new RegExp(`get_mode_indicator: outputs identical \\(ours and ${peer}\\)`));
     assert.match(r.stdout, new RegExp(`process_template trip \\(no cache\\): outputs identical \\(ours and ${peer}\\)`));
   }
+  for (const call of ["get_mode_indicator", "process_template trip \\(no cache\\)"]) assert.match(r.stdout, new RegExp(`${call}: outputs identical \\(ours 2026 and createMcpHandler\\)`));
+  for (const ceiling of ["hello-world", "DO hop"]) assert.match(r.stdout, new RegExp(`^${ceiling}\\s+2\\s+\\d+`, "m"), ceiling);
+  // One row per lane, six counts each; the session lanes write to their Durable Object on every call.
+  for (const lane of ["ours 2025 get_mode_indicator", "ours 2026 process_template \\(no cache\\)", "McpAgent get_mode_indicator"]) assert.match(r.stdout, new RegExp(`^${lane}(\\s+\\d+\\.\\d){6}$`, "m"), lane);
+  // The counter reaches each store: Durable Object rows on both servers' session lanes, D1 rows
+  // where our stateless process_template reads the template.
+  assert.match(r.stdout, /^McpAgent get_mode_indicator\s+[\d.]+\s+[1-9][\d.]*/m, "McpAgent's rows written per call are counted");
+  assert.match(r.stdout, /^ours 2025 get_mode_indicator\s+[1-9][\d.]*\s+[1-9][\d.]*/m, "our session object's rows are counted");
+  assert.match(r.stdout, /^ours 2026 process_template \(no cache\)(\s+[\d.]+){2}\s+[1-9][\d.]*/m, "D1 rows read are counted");
   assert.match(r.stdout, /^call\s+conc\s+ours rps/m);
   assert.match(r.stdout, /^get_mode_indicator\s+2\s+\d+/m);
   assert.match(r.stdout, /^execute_chain corporate \(sync, 5 steps\)\s+[\d.]+\s+[\d.]+\s+< 2000/m, "the corporate chain runs to the end with the model stand-in");
   assert.doesNotMatch(r.stdout, /failed:|errors:|first error:/, "no call failed");
   for (const bench of ["template/ours/render", "template/minijinja/render", "template/ours/parse+render", "bm25/rank/10000 contexts"]) assert.match(r.stdout, new RegExp(`^${bench.replace(/[+/]/g, "\\$&")}\\s+[\\d.]+ [mµn]?s`, "m"), `criterion measured ${bench}`);
   // One comparable line per lane and peer, with a number a script can read.
-  for (const lane of ["2025 vs reference", "2025 process_template vs reference", "2025 vs McpAgent", "2025 process_template vs McpAgent", "template render vs MiniJinja", "template parse\\+render vs MiniJinja"]) assert.match(r.stdout, new RegExp(`^ratio ${lane}: \\d+\\.\\d\\d$`, "m"), lane);
+  for (const lane of ["2025 vs reference", "2025 process_template vs reference", "2025 vs McpAgent", "2025 process_template vs McpAgent", "2026 vs createMcpHandler", "2026 process_template vs createMcpHandler", "2025 vs DO-hop ceiling", "2026 vs hello-world ceiling", "template render vs MiniJinja", "template parse\\+render vs MiniJinja"]) assert.match(r.stdout, new RegExp(`^ratio ${lane}: \\d+\\.\\d\\d$`, "m"), lane);
 });
 
 test("npm run load: nothing lost or duplicated, and a killed dev server leaves no chain stuck", () => {

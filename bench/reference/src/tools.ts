@@ -1,7 +1,8 @@
 // The tools every TypeScript peer of `npm run bench` serves (the in-memory reference and the
 // `agents` anchors), registered the same way on each, so their answers are byte-identical to one
-// another and, as the bench checks before measuring, to ours.
-import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+// another and, as the bench checks before measuring, to ours. The SDK v1 `McpServer` takes a tool's
+// schema as a bare field shape, v2's (`@modelcontextprotocol/server`, under `createMcpHandler`) as a
+// `z.object`: `object` turns the shape into what the server at hand takes.
 import { z } from "zod";
 import { tripConfirmation } from "./trip.js";
 
@@ -18,15 +19,20 @@ const MODES: Record<Mode, { indicator: string; description: string }> = {
   },
 };
 
-/** Registers get_mode_indicator and process_template on `s`; `session` holds the caller's mode. */
-export function registerTools(s: McpServer, session: { mode: Mode }): McpServer {
+type Shape = Record<string, z.ZodType>;
+
+/**
+ * Registers get_mode_indicator and process_template on `s`; `session` holds the caller's mode.
+ * `object` wraps each schema's field shape: as is for the SDK v1 server, `z.object` for v2's.
+ */
+export function registerTools<S extends { registerTool: (...args: any[]) => unknown }>(s: S, session: { mode: Mode }, object: (shape: Shape) => unknown = (shape) => shape): S {
   s.registerTool(
     "get_mode_indicator",
     {
       title: "Get mode indicator",
       description: "Return the session's current working mode and the indicator line to show at the top of replies.",
-      inputSchema: {},
-      outputSchema: { mode: z.enum(["mobile-mode", "interactive-mode"]), indicator: z.string(), description: z.string() },
+      inputSchema: object({}),
+      outputSchema: object({ mode: z.enum(["mobile-mode", "interactive-mode"]), indicator: z.string(), description: z.string() }),
       annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     },
     async () => {
@@ -40,7 +46,7 @@ export function registerTools(s: McpServer, session: { mode: Mode }): McpServer 
     {
       title: "Process template",
       description: "Render a stored template with variables into text, markdown or html.",
-      inputSchema: {
+      inputSchema: object({
         template_name: z.string().min(3).max(50).regex(/^[a-zA-Z0-9\-_]+$/),
         variables: z.record(z.string(), z.unknown()),
         processing_options: z
@@ -55,7 +61,7 @@ export function registerTools(s: McpServer, session: { mode: Mode }): McpServer 
           .strict()
           .optional(),
         context_data: z.object({ session_info: z.object({ session_id: z.string().optional() }).optional() }).optional(),
-      },
+      }),
       annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     },
     async ({ template_name, variables, processing_options, context_data }) => {
