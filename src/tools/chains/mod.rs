@@ -18,11 +18,15 @@ use crate::engine::variables;
 use crate::error::{Error, Result};
 use serde::{Deserialize, Serialize};
 
+use crate::registry::task::{TaskRun, TaskSupport};
 use crate::registry::{self, Annotations, JobMode, SessionState, ToolContext, ToolDef, ToolOutput};
 use crate::tools::ownership::{name_clash, sharing_params, Principal, Sharing};
 use crate::tools::{not_found_listing, opt_bool, refuse_if_any};
 pub use executions::Lease;
-pub use executions::{abandon, cancel, resume_here, run_background, session_ending, status};
+pub use executions::{
+    abandon, cancel, resume, resume_here, run_background, session_ending, started_execution,
+    status, task_state,
+};
 use executions::{Mode, Options, Run};
 
 const TOOLSET: &str = "chains";
@@ -514,6 +518,23 @@ fn execute_chain(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Resul
     })
 }
 
+/// `execute_chain`'s arguments for a run as an MCP task (`server::tasks`): in the background and
+/// tracked, whatever the call asked, because the task is the execution record.
+pub fn as_task(mut args: Value) -> Value {
+    if !args.is_object() {
+        return args;
+    }
+    let mut opts = args
+        .get("execution_options")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    opts.insert("async_execution".into(), json!(true));
+    opts.insert("track_progress".into(), json!(true));
+    args["execution_options"] = Value::Object(opts);
+    args
+}
+
 /// A fresh execution id, for a caller that must know it before the run starts (to take a lease
 /// under it).
 pub fn new_execution_id() -> Result<String> {
@@ -680,6 +701,7 @@ pub static TOOLS: &[ToolDef] = &[ToolDef {
     roles: &[],
     handler: execute_chain,
     state: SessionState::Run { starts: true, drives: true, pauses: true, addressed_by: None },
+    task: TaskSupport::Optional(TaskRun::Chain),
     ..ToolDef::DEFAULTS
 }, ToolDef {
     toolset: TOOLSET,
@@ -741,6 +763,59 @@ mod tests {
         registry::assert_args_match::<CreateChain>(include_str!(
             "../../../schema/chains/create_chain.input.json"
         ));
+    }
+
+    #[test]
+    fn a_task_runs_in_the_background_and_its_id_is_read_back_from_the_start_answer() {
+        let args = as_task(
+            json!({ "chain_name": "c", "execution_options": { "async_execution": false, "track_progress": false, "timeout_ms": 5 } }),
+        );
+        assert_eq!(
+            args["execution_options"],
+            json!({ "async_execution": true, "track_progress": true, "timeout_ms": 5 })
+        );
+        assert_eq!(
+            as_task(json!({}))["execution_options"]["async_execution"],
+            true
+        );
+        let run = executions::Run {
+            id: "exec-0123456789abcdef0123456789abcdef".into(),
+            chain: "c".into(),
+            title: "C".into(),
+            plan: chain::plan(&serde_json::from_value(json!({ "name": "c", "title": "C", "steps": [
+                { "id": 1, "name": "one", "type": "data_transformation", "input_template": "x", "output_variables": ["y"] }
+            ] })).unwrap()).unwrap(),
+            options: executions::Options {
+                parallel: true,
+                rollback: true,
+                max_execution_ms: 1,
+                save_intermediate_results: true,
+                auto_retry: false,
+                strict_inputs: false,
+                context: Map::new(),
+                runner: None,
+                lease: None,
+            },
+            mode: Mode::Async,
+            tracked: true,
+            author: None,
+        };
+        let ToolOutput::Content(blocks) =
+            executions::started_text(&run, "started asynchronously", Some(9))
+        else {
+            panic!("the start answer is text");
+        };
+        let result = json!({ "content": blocks });
+        assert_eq!(started_execution(&result).as_deref(), Some(run.id.as_str()));
+        let mut refused = result.clone();
+        refused["isError"] = json!(true);
+        assert_eq!(started_execution(&refused), None);
+        assert_eq!(
+            started_execution(
+                &json!({ "content": [{ "type": "text", "text": "- Execution ID: exec-zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz" }] })
+            ),
+            None
+        );
     }
 
     #[test]
