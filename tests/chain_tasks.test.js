@@ -42,9 +42,9 @@ const CHAINS = [
 
 const bearer = (sub) => ({ authorization: `Bearer ${hs256({ sub, roles: [], aud: new URL("/mcp", w.url).href, exp: Math.floor(Date.now() / 1000) + 600 }, SECRET)}` });
 
-/** A 2025-11-25 SDK client of its own session, signed in as `sub`, that declares tasks. */
-async function legacyClient(sub) {
-  const client = new Client({ name: "chain-tasks-test", version: "1.0.0" }, { capabilities: { tasks: { requests: {} } } });
+/** A 2025-11-25 SDK client of its own session, signed in as `sub`, that declares tasks (unless `tasks` is false). */
+async function legacyClient(sub, { tasks = true } = {}) {
+  const client = new Client({ name: "chain-tasks-test", version: "1.0.0" }, { capabilities: tasks ? { tasks: { requests: {} } } : {} });
   await client.connect(new StreamableHTTPClientTransport(new URL(w.mcpUrl), { requestInit: { headers: bearer(sub) } }));
   return client;
 }
@@ -81,11 +81,13 @@ describe("2025-11-25: execute_chain as a task, through the official SDK client",
   after(() => client?.close());
   const taskCall = (chain_name, variables) => client.request({ method: "tools/call", params: { name: "execute_chain", arguments: { chain_name, variables }, task: { ttl: 60_000 } } }, CreateTaskResultSchema);
 
-  test("the production server declares tasks (no tasks/list), and tools/list says execute_chain may run as one", async () => {
+  test("the production server declares tasks (no tasks/list), and tools/list says execute_chain and resume_chain may run as one", async () => {
     assert.deepEqual(client.getServerCapabilities().tasks, { cancel: {}, requests: { tools: { call: {} } } });
     const { tools } = await client.listTools();
     const support = Object.fromEntries(tools.map((t) => [t.name, t.execution?.taskSupport]));
     assert.equal(support.execute_chain, "optional");
+    assert.equal(support.resume_chain, "optional");
+    assert.equal(support.execute_workflow, undefined, "not a task tool yet (docs/decisions.md)");
     assert.equal(support.get_chain_status, undefined, "a tool that is never a task declares nothing");
   });
 
@@ -117,6 +119,19 @@ describe("2025-11-25: execute_chain as a task, through the official SDK client",
     assert.equal((await client.experimental.tasks.getTask(task.taskId)).status, "completed");
   });
 
+  test("resume_chain as a task continues a synchronous execution in the background, under the same id", async () => {
+    const paused = await client.callTool({ name: "execute_chain", arguments: { chain_name: "task-approval", variables: { name: "Dee" } } });
+    const id = textOf(paused).match(/exec-[0-9a-f]{32}/)[0];
+    const before = await client.callTool({ name: "get_chain_status", arguments: { execution_id: id } });
+    assert.equal(before.structuredContent.mode, "sync");
+    const { task } = await client.request({ method: "tools/call", params: { name: "resume_chain", arguments: { execution_id: id, outputs: { status: "ok" } }, task: { ttl: 60_000 } } }, CreateTaskResultSchema);
+    assert.equal(task.taskId, id);
+    const result = await client.experimental.tasks.getTaskResult(id, CallToolResultSchema);
+    assert.match(textOf(result), /completed successfully[\s\S]*DEE:ok/);
+    const after = await client.callTool({ name: "get_chain_status", arguments: { execution_id: id } });
+    assert.equal(after.structuredContent.mode, "async");
+  });
+
   test("tasks/cancel cancels the execution as cancel_chain does, and refuses an ended task", async () => {
     const { task } = await taskCall("task-approval", { name: "Bo" });
     await settle(() => client.experimental.tasks.getTask(task.taskId));
@@ -134,6 +149,17 @@ describe("2025-11-25: execute_chain as a task, through the official SDK client",
     assert.match(textOf(refused), /Variable validation failed/);
     const plain = await client.callTool({ name: "execute_chain", arguments: { chain_name: "task-quick", variables: { n: 1 } } });
     assert.match(textOf(plain), /^Chain execution completed successfully\.[\s\S]*plus_one: 3/);
+  });
+
+  test("a client that did not declare tasks gets the synchronous answer even with params.task", async () => {
+    const plain = await legacyClient("user-a", { tasks: false });
+    try {
+      const r = await plain.request({ method: "tools/call", params: { name: "execute_chain", arguments: { chain_name: "task-quick", variables: { n: 2 } }, task: { ttl: 60_000 } } }, CallToolResultSchema);
+      assert.match(textOf(r), /^Chain execution completed successfully\.[\s\S]*plus_one: 5/);
+      assert.equal(r.task, undefined);
+    } finally {
+      await plain.close();
+    }
   });
 
   test("another user's execution answers like an unknown task", async () => {
@@ -204,6 +230,20 @@ describe("2026-07-28: execute_chain as a task of the io.modelcontextprotocol/tas
     const done = await settle(() => get(created.taskId), (t) => t.status !== "working" && t.status !== "input_required");
     assert.equal(done.status, "completed");
     assert.match(textOf(done.result), /ADA:approved/);
+  });
+
+  test("resume_chain as a task: a CreateTaskResult under the execution's id; the run goes on in the background", async () => {
+    const paused = await modern("tools/call", { name: "execute_chain", arguments: { chain_name: "task-approval", variables: { name: "Eve" } } }, { declared: false });
+    const id = textOf(paused.result).match(/exec-[0-9a-f]{32}/)[0];
+    const created = (await modern("tools/call", { name: "resume_chain", arguments: { execution_id: id, outputs: { status: "ok" } } })).result;
+    assert.equal(created.resultType, "task", JSON.stringify(created));
+    assert.equal(created.taskId, id);
+    const done = await settle(() => get(id));
+    assert.equal(done.status, "completed");
+    assert.match(textOf(done.result), /EVE:ok/);
+    const stranger = (await modern("tools/call", { name: "resume_chain", arguments: { execution_id: id, outputs: {} } }, { sub: "user-b" })).result;
+    assert.equal(stranger.isError, true, "another caller's execution starts no task");
+    assert.equal(stranger.resultType, "complete");
   });
 
   test("tasks/cancel cancels the execution and is idempotent; cancel_chain sees the same record", async () => {

@@ -303,7 +303,7 @@ async fn chain_task_request(
                         .map(|q| (q.key.as_str(), q.outputs.as_slice())),
                     Some(&tasks::input_responses(params)?),
                 )?;
-                crate::tools::chains::resume(&ctx, &id, &outputs).await?;
+                crate::tools::chains::resume(&ctx, &id, &outputs, true).await?;
                 Ok(ack())
             })
             .await
@@ -379,13 +379,19 @@ pub async fn task_call(
     let owner = caller.user.as_deref().unwrap_or("");
     match run {
         None => Ok(None),
+        // A chain runs as a task only for a client that declared tasks at initialize; any other
+        // gets the synchronous call it always got.
+        Some(TaskRun::Chain) if core.client_capabilities().get("tasks").is_none() => Ok(None),
         Some(TaskRun::Chain) => {
             // The execution starts in the background as execute_chain's async_execution would,
             // under the session's job lease; its id is the task's.
             let ctx = unattended_for(core, caller);
-            let done =
-                crate::registry::execute(tool, &ctx, crate::tools::chains::as_task(args.clone()))
-                    .await;
+            let done = crate::registry::execute(
+                tool,
+                &ctx,
+                crate::tools::chains::as_task(tool.def.name, args.clone()),
+            )
+            .await;
             let Some(id) = crate::tools::chains::started_execution(&done.result) else {
                 return Ok(Some(done.result));
             };

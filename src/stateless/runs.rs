@@ -666,6 +666,7 @@ pub async fn create_chain_task(
 ) -> Result<Value> {
     let name = crate::mcp::message::required_str(&r.params, "name")?;
     let arguments = crate::tools::chains::as_task(
+        name,
         r.params
             .get("arguments")
             .cloned()

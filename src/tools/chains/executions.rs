@@ -579,13 +579,28 @@ pub async fn cancel(ctx: &dyn ToolContext, id: &str, reason: &str, wait_ms: u32)
 }
 
 /// Supplies the outputs a paused execution waits for and continues it: in this call when it ran
-/// synchronously, in the background otherwise.
+/// synchronously, in the background otherwise, or when `background` says so (the execution is a
+/// background one from then on: `resume_chain`'s `in_background`, and a resume as an MCP task).
 pub async fn resume(
     ctx: &dyn ToolContext,
     id: &str,
     outputs: &serde_json::Map<String, Value>,
+    background: bool,
 ) -> Result<ToolOutput> {
-    let (run, report) = claim(ctx, id, outputs).await?;
+    let (mut run, report) = claim(ctx, id, outputs).await?;
+    if background && run.mode == Mode::Sync {
+        // Claimed: this session holds it and nothing runs it yet, so the switch races nobody.
+        ctx.query(
+            "UPDATE chain_executions SET mode = ?2, runs = ?3 WHERE id = ?1",
+            vec![
+                json!(id),
+                json!(Mode::Async.as_str()),
+                json!(first_runs(Mode::Async)),
+            ],
+        )
+        .await?;
+        run.mode = Mode::Async;
+    }
     if run.mode == Mode::Async {
         ctx.platform()
             .job_start(JOB_KIND, id, JobMode::Background)

@@ -518,10 +518,15 @@ fn execute_chain(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Resul
     })
 }
 
-/// `execute_chain`'s arguments for a run as an MCP task (`server::tasks`): in the background and
-/// tracked, whatever the call asked, because the task is the execution record.
-pub fn as_task(mut args: Value) -> Value {
+/// The arguments of chain tool `name` (`execute_chain`, `resume_chain`) for a call as an MCP task
+/// (`server::tasks`): the run goes on in the background and is tracked, whatever the call asked,
+/// because the task is the execution record.
+pub fn as_task(name: &str, mut args: Value) -> Value {
     if !args.is_object() {
+        return args;
+    }
+    if name == "resume_chain" {
+        args["in_background"] = json!(true);
         return args;
     }
     let mut opts = args
@@ -644,7 +649,8 @@ fn resume_chain(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result
             return Err(linked_refusal("resume_chain", chain));
         }
         let outputs = args["outputs"].as_object().cloned().unwrap_or_default();
-        executions::resume(ctx, execution_id(&args), &outputs).await
+        let background = opt_bool(&args, "in_background", false);
+        executions::resume(ctx, execution_id(&args), &outputs, background).await
     })
 }
 
@@ -719,13 +725,14 @@ pub static TOOLS: &[ToolDef] = &[ToolDef {
     toolset: TOOLSET,
     name: "resume_chain",
     title: "Resume chain",
-    description: "Continue an execution paused in awaiting_input (this session's, or a signed-in user's from any of their sessions; it then continues in this session) by supplying the output variables its paused step waits for (get_chain_status shows them with the step's instructions and input). A synchronous execution continues in this call and answers like execute_chain; a background one continues in the background. A signed-in user's background run whose MCP session ended while it ran is continued from its last checkpoint with outputs {}.",
+    description: "Continue an execution paused in awaiting_input (this session's, or a signed-in user's from any of their sessions; it then continues in this session) by supplying the output variables its paused step waits for (get_chain_status shows them with the step's instructions and input). A synchronous execution continues in this call and answers like execute_chain (unless in_background); a background one continues in the background. A signed-in user's background run whose MCP session ended while it ran is continued from its last checkpoint with outputs {}.",
     annotations: Annotations { read_only: false, destructive: false, idempotent: false, open_world: false },
     input_schema: include_str!("../../../schema/chains/resume_chain.input.json"),
     timeout_ms: 610_000,
     roles: &[],
     handler: resume_chain,
     state: SessionState::Run { starts: false, drives: true, pauses: true, addressed_by: Some("execution_id") },
+    task: TaskSupport::Optional(TaskRun::Chain),
     ..ToolDef::DEFAULTS
 }, ToolDef {
     toolset: TOOLSET,
@@ -768,6 +775,7 @@ mod tests {
     #[test]
     fn a_task_runs_in_the_background_and_its_id_is_read_back_from_the_start_answer() {
         let args = as_task(
+            "execute_chain",
             json!({ "chain_name": "c", "execution_options": { "async_execution": false, "track_progress": false, "timeout_ms": 5 } }),
         );
         assert_eq!(
@@ -775,9 +783,15 @@ mod tests {
             json!({ "async_execution": true, "track_progress": true, "timeout_ms": 5 })
         );
         assert_eq!(
-            as_task(json!({}))["execution_options"]["async_execution"],
+            as_task("execute_chain", json!({}))["execution_options"]["async_execution"],
             true
         );
+        let resume = as_task(
+            "resume_chain",
+            json!({ "execution_id": "x", "outputs": {} }),
+        );
+        assert_eq!(resume["in_background"], true);
+        assert!(resume.get("execution_options").is_none());
         let run = executions::Run {
             id: "exec-0123456789abcdef0123456789abcdef".into(),
             chain: "c".into(),
