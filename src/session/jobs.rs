@@ -251,14 +251,16 @@ async fn chain_task_request(
         .to_string();
     let ctx = unattended_for(core, caller);
     let owner = caller.user.as_deref().unwrap_or("");
+    let read = || async {
+        crate::tools::chains::task_state(&ctx, &id)
+            .await
+            .map_err(|e| match e {
+                Error::NoSuchRecord(_) => tasks::unknown(&id),
+                e => e,
+            })
+    };
     let state = || async {
-        let (view, result) =
-            crate::tools::chains::task_state(&ctx, &id)
-                .await
-                .map_err(|e| match e {
-                    Error::NoSuchRecord(_) => tasks::unknown(&id),
-                    e => e,
-                })?;
+        let (view, result) = read().await?;
         Ok::<_, Error>(tasks::chain_task(owner, &view, result, clock::now_ms()))
     };
     let ack = || json!({ "resultType": "complete" });
@@ -291,12 +293,11 @@ async fn chain_task_request(
         }
         tasks::OBJECT_UPDATE => {
             (async {
-                let task = state().await?;
-                if task.status != tasks::Status::InputRequired {
+                // Only a paused execution has questions; answers to any other change nothing.
+                let questions = tasks::step_questions(&read().await?.0);
+                if questions.is_empty() {
                     return Ok(ack());
                 }
-                let (view, _) = crate::tools::chains::task_state(&ctx, &id).await?;
-                let questions = tasks::step_questions(&view);
                 let outputs = tasks::step_outputs(
                     questions
                         .iter()
