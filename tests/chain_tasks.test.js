@@ -186,7 +186,7 @@ describe("2026-07-28: execute_chain as a task of the io.modelcontextprotocol/tas
     const id = n++;
     const p = { ...params, _meta: { "io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientCapabilities": caps } };
     const name = p.name ?? p.taskId;
-    const res = await post(w.mcpUrl, { jsonrpc: "2.0", id, method, params: p }, { headers: { "mcp-protocol-version": MODERN, "mcp-method": method, "mcp-name": name, ...bearer(sub) } });
+    const res = await post(w.mcpUrl, { jsonrpc: "2.0", id, method, params: p }, { headers: { "mcp-protocol-version": MODERN, "mcp-method": method, "mcp-name": name, ...(sub ? bearer(sub) : {}) } });
     if ((res.headers.get("content-type") ?? "").startsWith("text/event-stream")) {
       const blocks = (await res.text()).split("\n\n").map((b) => b.split("\n").filter((l) => l.startsWith("data: ")).map((l) => l.slice(6)).join("\n"));
       return blocks.filter(Boolean).map((d) => JSON.parse(d)).find((m) => m.id === id);
@@ -254,6 +254,15 @@ describe("2026-07-28: execute_chain as a task of the io.modelcontextprotocol/tas
     assert.deepEqual((await modern("tasks/cancel", { taskId: created.taskId })).result, { resultType: "complete" });
     const status = await modern("tools/call", { name: "get_chain_status", arguments: { execution_id: created.taskId } });
     assert.equal(status.result.structuredContent.status, "cancelled");
+  });
+
+  test("an anonymous caller's chain task is bound to its sealed id: it follows its own task, a signed-in caller cannot", async () => {
+    const created = (await modern("tools/call", { name: "execute_chain", arguments: { chain_name: "task-quick", variables: { n: 7 } } }, { sub: null })).result;
+    assert.equal(created.resultType, "task", JSON.stringify(created));
+    const done = await settle(() => get(created.taskId, { sub: null }));
+    assert.match(textOf(done.result), /plus_one: 15/);
+    const stranger = await get(created.taskId, { sub: "user-a" });
+    assert.equal(stranger.code, -32602);
   });
 
   test("another caller's execution answers like an unknown task; without the extension tasks/get is -32021 and the call is synchronous", async () => {
