@@ -37,8 +37,10 @@ async function allTools() {
 describe("tools/list", () => {
   test("capabilities claim only what is implemented", async () => {
     const { result } = await initialize(w.mcpUrl);
-    assert.deepEqual(Object.keys(result.capabilities).sort(), ["logging", "resources", "tools"]);
+    assert.deepEqual(Object.keys(result.capabilities).sort(), ["logging", "resources", "tasks", "tools"]);
     assert.deepEqual(result.capabilities.resources, { listChanged: false });
+    // execute_chain runs as a task; tasks/list is the conformance fixtures' (tests/chain_tasks.test.js).
+    assert.deepEqual(result.capabilities.tasks, { cancel: {}, requests: { tools: { call: {} } } });
   });
 
   test("pages follow cursors in a stable order and list every tool exactly once", async () => {

@@ -35,16 +35,17 @@ errors. EPIC-TIDE (epic-tide-*) records works, paths and attempts so projects im
 /// the conformance catalog declares them. `tools.listChanged`: a caller's tool list grows as FlowMind's
 /// progressive authorization unlocks tools (`server::levels`).
 pub fn capabilities(catalog: Catalog) -> Value {
+    // 2025-11-25 tasks (server::tasks): execute_chain runs as one in every catalog
+    // (docs/decisions.md, "Tasks on both eras"). `tasks/list` lists scripted tasks, which only
+    // the conformance fixtures create, so only that catalog declares it.
     let mut caps = json!({
         "tools": { "listChanged": true },
         "logging": {},
         "resources": { "listChanged": false },
+        "tasks": { "cancel": {}, "requests": { "tools": { "call": {} } } },
     });
     if catalog.has_fixtures() {
-        // 2025-11-25 tasks (server::tasks), declared where tools run as tasks: so far only the
-        // conformance fixtures (docs/decisions.md, "Tasks on both eras").
-        caps["tasks"] =
-            json!({ "list": {}, "cancel": {}, "requests": { "tools": { "call": {} } } });
+        caps["tasks"]["list"] = json!({});
         caps["resources"] = json!({ "subscribe": true, "listChanged": false });
         caps["prompts"] = json!({ "listChanged": false });
         caps["completions"] = json!({});
@@ -104,6 +105,14 @@ mod tests {
             json!({ "listChanged": false })
         );
         assert!(r["capabilities"].get("prompts").is_none());
+        assert_eq!(
+            r["capabilities"]["tasks"],
+            json!({ "cancel": {}, "requests": { "tools": { "call": {} } } }),
+            "execute_chain runs as a task; only the fixtures' tasks are listed"
+        );
+        assert!(capabilities(Catalog::Conformance)["tasks"]
+            .get("list")
+            .is_some());
         assert_eq!(r["serverInfo"]["name"], SERVER_NAME);
         assert!(Catalog::Conformance.has_fixtures());
         assert!(capabilities(Catalog::Conformance).get("prompts").is_some());

@@ -6,7 +6,9 @@
 //! wire shape. Records live in Durable Object storage behind [`TaskStore`] (the session's object
 //! on 2025, an object of the task's own on 2026-07-28), so an isolate reset loses nothing. A
 //! scripted task (`registry::task::TaskRun::Script`) is advanced whenever it is read
-//! ([`Task::advance`]), so no timer has to survive a restart.
+//! ([`Task::advance`]), so no timer has to survive a restart. A task of a chain tool
+//! (`TaskRun::Chain`: `execute_chain`, `resume_chain`) has no record of its own: its id is the
+//! execution id ([`is_chain_task`]) and [`chain_task`] renders the execution record as a task.
 //!
 //! What each lane does with a task is [`legacy`] (a 2025 session's `tasks/*` and task-augmented
 //! `tools/call`) and [`object`] (the requests the 2026-07-28 lane sends a task's own object).
@@ -468,7 +470,7 @@ pub fn input_responses(params: &Map<String, Value>) -> Result<Map<String, Value>
 
 /// The longest a 2025-11-25 `tasks/result` waits for its task to end before it answers that the
 /// task is still working (the client asks again).
-const RESULT_WAIT_MS: f64 = 50_000.0;
+pub const RESULT_WAIT_MS: f64 = 50_000.0;
 
 /// Whether a 2026-07-28 request declared the tasks extension in its client capabilities.
 pub fn declared(capabilities: &Value) -> bool {
@@ -640,6 +642,157 @@ pub fn object(
             .map(|_| ack()),
         _ => return None,
     })
+}
+
+/// Whether task id `id` names a chain execution (`exec-` and 32 hex digits): a task of
+/// `execute_chain` is the execution itself, read and cancelled through its record
+/// (`tools::chains::task_state`, `cancel_chain`), never a [`TaskStore`] record.
+pub fn is_chain_task(id: &str) -> bool {
+    id.strip_prefix("exec-")
+        .is_some_and(|h| h.len() == 32 && h.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
+/// A question a paused chain step asks as a task's input request: the step's outputs, asked of
+/// the client's model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StepQuestion {
+    /// The input request's key (`step-<id>`).
+    pub key: String,
+    /// The `sampling/createMessage` request.
+    pub request: Value,
+    /// The output variables the answer must hold.
+    pub outputs: Vec<String>,
+}
+
+/// The questions of the steps a `get_chain_status` view shows paused in `awaiting_input`: one
+/// `sampling/createMessage` per step, the same request a 2025 session's run sends its client's
+/// model (`tools/chains/host.rs`).
+pub fn step_questions(view: &Value) -> Vec<StepQuestion> {
+    if view["status"] != "awaiting_input" {
+        return Vec::new();
+    }
+    let steps = view["steps"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    steps
+        .iter()
+        .filter_map(|step| {
+            let awaiting = &step["awaiting"];
+            let outputs: Vec<String> = awaiting["output_variables"]
+                .as_array()?
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect();
+            let request = json!({ "method": "sampling/createMessage", "params": {
+                "systemPrompt": format!(
+                    "{}\n\nAnswer with one JSON object and nothing else. Its keys: {}.",
+                    awaiting["instructions"].as_str().unwrap_or(""),
+                    outputs.join(", ")
+                ),
+                "messages": [{ "role": "user", "content": { "type": "text", "text": awaiting["input"] } }],
+                "maxTokens": 1000
+            }});
+            Some(StepQuestion {
+                key: format!("step-{}", step["id"]),
+                request,
+                outputs,
+            })
+        })
+        .collect()
+}
+
+/// The outputs the client's `responses` supply for paused steps (`key` → the output variables
+/// its answer must hold): each answer is a `sampling/createMessage` result whose text holds a
+/// JSON object with them.
+pub fn step_outputs<'a>(
+    steps: impl IntoIterator<Item = (&'a str, &'a [String])>,
+    responses: Option<&Map<String, Value>>,
+) -> Result<Map<String, Value>> {
+    let mut outputs = Map::new();
+    for (key, wanted) in steps {
+        let text = responses
+            .and_then(|r| r.get(key))
+            .and_then(|a| a.pointer("/content/text"))
+            .and_then(Value::as_str)
+            .ok_or_else(|| {
+                Error::InvalidParams(format!(
+                    "Invalid params: inputResponses[{key:?}] must be the sampling/createMessage result asked under that key (content.text: a JSON object with {})",
+                    wanted.join(", ")
+                ))
+            })?;
+        let answer = crate::tools::chains::json_object_in(text).ok_or_else(|| {
+            Error::InvalidParams(format!(
+                "Invalid params: inputResponses[{key:?}].content.text must hold a JSON object with {}",
+                wanted.join(", ")
+            ))
+        })?;
+        for name in wanted {
+            let value = answer.get(name).ok_or_else(|| {
+                Error::InvalidParams(format!(
+                    "Invalid params: inputResponses[{key:?}].content.text lacks the output {name:?}"
+                ))
+            })?;
+            outputs.insert(name.clone(), value.clone());
+        }
+    }
+    Ok(outputs)
+}
+
+/// A time of an execution record (RFC 3339) in ms since the epoch.
+fn ms_of(time: &Value) -> Option<f64> {
+    let text = time.as_str()?;
+    chrono::DateTime::parse_from_rfc3339(text)
+        .ok()
+        .map(|t| t.timestamp_millis() as f64)
+}
+
+/// The task of chain execution `view` (its `get_chain_status` view; `result`: the
+/// `CallToolResult` once it ended): `running` is `working`, `awaiting_input` is `input_required`
+/// (its paused steps' questions), `cancelled` is `cancelled`, and every other end is `completed`
+/// with the result (`isError` when the run did not complete: a chain's failure is the tool's
+/// error, not a protocol error). It lives as long as the execution record.
+pub fn chain_task(owner: &str, view: &Value, result: Option<Value>, now: f64) -> Task {
+    let created = ms_of(&view["started_at"]).unwrap_or(now);
+    let updated = ms_of(&view["finished_at"]).unwrap_or(created);
+    let mut task = Task::new(
+        view["execution_id"].as_str().unwrap_or_default(),
+        owner,
+        "execute_chain",
+        Value::Null,
+        created,
+        TTL_MS,
+    );
+    match view["status"].as_str() {
+        Some("running") => {}
+        Some("awaiting_input") => {
+            task.asked = step_questions(view)
+                .into_iter()
+                .map(|q| (q.key, q.request))
+                .collect();
+            task.status = Status::InputRequired;
+        }
+        Some("cancelled") => {
+            task.cancel(updated);
+        }
+        _ => task.end(result.map(|result| Ending::Result { result }), updated),
+    }
+    task.updated_ms = updated;
+    task
+}
+
+/// The 2026-07-28 `CreateTaskResult` of a task whose `tasks/get` answer (`DetailedTask`) is
+/// `detailed`.
+pub fn created_of(detailed: Value) -> Value {
+    let Value::Object(mut m) = detailed else {
+        return detailed;
+    };
+    for inlined in ["result", "error", "inputRequests"] {
+        m.remove(inlined);
+    }
+    m.insert("resultType".into(), json!("task"));
+    Value::Object(m)
 }
 
 /// The object request that creates a 2026-07-28 task.
@@ -870,6 +1023,99 @@ mod tests {
             store.load("task-1").unwrap().unwrap().status,
             Status::Completed
         );
+    }
+
+    fn view(status: &str, finished: Option<&str>) -> Value {
+        json!({
+            "execution_id": "exec-0123456789abcdef0123456789abcdef",
+            "status": status,
+            "started_at": "2026-11-27T10:00:00.000Z",
+            "finished_at": finished,
+            "steps": [
+                { "id": 1, "state": "done" },
+                { "id": 2, "state": "awaiting_input", "awaiting": {
+                    "instructions": "Decide", "input": "Approve ADA?", "output_variables": ["status", "note"] } },
+            ],
+        })
+    }
+
+    #[test]
+    fn a_chain_execution_maps_onto_a_task_of_the_same_id() {
+        let id = "exec-0123456789abcdef0123456789abcdef";
+        assert!(is_chain_task(id));
+        assert!(
+            !is_chain_task("exec-1") && !is_chain_task("task-0123456789abcdef0123456789abcdef")
+        );
+        let now = 1.0e13;
+        let running = chain_task("u1", &view("running", None), None, now);
+        assert_eq!((running.id.as_str(), running.status), (id, Status::Working));
+        assert_eq!(
+            running.legacy_task()["createdAt"],
+            "2026-11-27T10:00:00.000Z"
+        );
+        assert_eq!(
+            running.legacy_task()["lastUpdatedAt"],
+            "2026-11-27T10:00:00.000Z"
+        );
+        let paused = chain_task("u1", &view("awaiting_input", None), None, now);
+        assert_eq!(paused.status, Status::InputRequired);
+        let asked = &paused.modern_detailed()["inputRequests"]["step-2"];
+        assert_eq!(asked["method"], "sampling/createMessage");
+        assert!(asked["params"]["systemPrompt"]
+            .as_str()
+            .unwrap()
+            .ends_with("Its keys: status, note."));
+        let result = json!({ "content": [{ "type": "text", "text": "failed" }], "isError": true });
+        let failed = chain_task(
+            "u1",
+            &view("failed", Some("2026-11-27T10:00:05.000Z")),
+            Some(result.clone()),
+            now,
+        );
+        assert_eq!(
+            failed.status,
+            Status::Completed,
+            "a chain's failure is the tool's error"
+        );
+        assert_eq!(failed.modern_detailed()["result"], result);
+        assert_eq!(
+            failed.legacy_task()["lastUpdatedAt"],
+            "2026-11-27T10:00:05.000Z"
+        );
+        let cancelled = chain_task(
+            "u1",
+            &view("cancelled", Some("2026-11-27T10:00:05.000Z")),
+            Some(result),
+            now,
+        );
+        assert_eq!(cancelled.status, Status::Cancelled);
+        assert!(cancelled.modern_detailed().get("result").is_none());
+        let created = created_of(paused.modern_detailed());
+        assert_eq!(created["resultType"], "task");
+        assert!(created.get("inputRequests").is_none());
+    }
+
+    #[test]
+    fn step_answers_must_hold_every_output_their_step_waits_for() {
+        let wanted = ["status".to_string()];
+        let answer = |text: &str| {
+            let mut m = Map::new();
+            m.insert(
+                "step-2".into(),
+                json!({ "content": { "type": "text", "text": text } }),
+            );
+            m
+        };
+        let ok = step_outputs(
+            [("step-2", &wanted[..])],
+            Some(&answer("{\"status\": \"approved\"}")),
+        )
+        .unwrap();
+        assert_eq!(ok["status"], "approved");
+        for bad in [answer("no JSON"), answer("{\"other\": 1}"), Map::new()] {
+            let e = step_outputs([("step-2", &wanted[..])], Some(&bad)).unwrap_err();
+            assert_eq!(e.rpc_code(), code::INVALID_PARAMS);
+        }
     }
 
     #[test]

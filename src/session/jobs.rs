@@ -214,6 +214,9 @@ pub async fn tasks_request(
 ) -> Option<Result<serde_json::Value>> {
     use crate::server::tasks;
     let owner = caller.user.as_deref().unwrap_or("");
+    if let Some(answer) = chain_task_request(core, caller, method, params).await {
+        return Some(answer);
+    }
     if let Some(answer) = tasks::object(&**core, &core.deployment.registry, owner, method, params) {
         return Some(answer);
     }
@@ -225,10 +228,136 @@ pub async fn tasks_request(
     tasks::legacy(&**core, owner, method, params, &sleep).await
 }
 
-/// A 2025-11-25 `tools/call` of `tool` as a task (`params.task` present): the `CreateTaskResult`,
-/// or `None` when the call runs as an ordinary call. A tool that runs only as a task is refused
-/// without `params.task` (-32601, as that revision says).
-pub fn task_call(
+/// A `tasks/*` request about a chain execution (`server::tasks::is_chain_task`; `None`: not
+/// one): the task is the execution record, read with `get_chain_status`'s view, cancelled as
+/// `cancel_chain` cancels, and (2026-07-28 `tasks/update`) continued as `resume_chain` continues
+/// it. An execution this caller cannot see is an unknown task.
+async fn chain_task_request(
+    core: &Rc<Core>,
+    caller: &crate::registry::Caller,
+    method: &str,
+    params: &serde_json::Map<String, serde_json::Value>,
+) -> Option<Result<serde_json::Value>> {
+    use crate::server::tasks;
+    let modern = match method {
+        tasks::OBJECT_GET | tasks::OBJECT_CANCEL | tasks::OBJECT_UPDATE => true,
+        "tasks/get" | "tasks/cancel" | "tasks/result" => false,
+        _ => return None,
+    };
+    let id = params
+        .get("taskId")
+        .and_then(serde_json::Value::as_str)
+        .filter(|id| tasks::is_chain_task(id))?
+        .to_string();
+    let ctx = unattended_for(core, caller);
+    let owner = caller.user.as_deref().unwrap_or("");
+    let read = || async {
+        crate::tools::chains::task_state(&ctx, &id)
+            .await
+            .map_err(|e| match e {
+                Error::NoSuchRecord(_) => tasks::unknown(&id),
+                e => e,
+            })
+    };
+    let state = || async {
+        let (view, result) = read().await?;
+        Ok::<_, Error>(tasks::chain_task(owner, &view, result, clock::now_ms()))
+    };
+    let ack = || json!({ "resultType": "complete" });
+    Some(match method {
+        tasks::OBJECT_GET => state().await.map(|t| t.modern_detailed()),
+        "tasks/get" => state().await.map(|t| t.legacy_task()),
+        tasks::OBJECT_CANCEL | "tasks/cancel" => {
+            let task = match state().await {
+                Ok(t) => t,
+                Err(e) => return Some(Err(e)),
+            };
+            if task.status.is_terminal() {
+                // 2026-07-28: cancel is idempotent; 2025-11-25: an ended task cannot be cancelled.
+                return Some(if modern {
+                    Ok(ack())
+                } else {
+                    Err(Error::InvalidParams(format!(
+                        "Invalid params: task {id:?} already ended ({}); only a working task can be cancelled",
+                        task.status.as_str()
+                    )))
+                });
+            }
+            let cancelled =
+                crate::tools::chains::cancel(&ctx, &id, "cancelled: tasks/cancel", 10_000).await;
+            match cancelled {
+                Err(e) => Err(e),
+                Ok(_) if modern => Ok(ack()),
+                Ok(_) => state().await.map(|t| t.legacy_task()),
+            }
+        }
+        tasks::OBJECT_UPDATE => {
+            (async {
+                // Only a paused execution has questions; answers to any other change nothing.
+                let questions = tasks::step_questions(&read().await?.0);
+                if questions.is_empty() {
+                    return Ok(ack());
+                }
+                let outputs = tasks::step_outputs(
+                    questions
+                        .iter()
+                        .map(|q| (q.key.as_str(), q.outputs.as_slice())),
+                    Some(&tasks::input_responses(params)?),
+                )?;
+                crate::tools::chains::resume(&ctx, &id, &outputs, true).await?;
+                Ok(ack())
+            })
+            .await
+        }
+        _ => chain_task_result(&state, &id).await,
+    })
+}
+
+/// 2025-11-25 `tasks/result` of a chain task: its result once the execution ended (waiting up to
+/// the same bound as a scripted task's); a paused execution is answered with how to continue it.
+async fn chain_task_result<F, Fut>(state: &F, id: &str) -> Result<serde_json::Value>
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = Result<crate::server::tasks::Task>>,
+{
+    use crate::server::tasks::{self, Status};
+    let began = clock::now_ms();
+    loop {
+        let task = state().await?;
+        match task.legacy_result() {
+            Some(Ok(result)) => return Ok(result),
+            Some(Err(e)) => {
+                return Err(Error::InvalidRequest(
+                    e["message"].as_str().unwrap_or("the task ended without a result").to_string(),
+                ))
+            }
+            None if task.status == Status::InputRequired => {
+                return Err(Error::InvalidRequest(format!(
+                    "Invalid Request: task {id:?} (chain execution {id}) waits for input: supply the outputs its paused step waits for with resume_chain {{\"execution_id\": \"{id}\", \"outputs\": {{…}}}} (get_chain_status shows them), then call tasks/result again; or cancel it"
+                )))
+            }
+            None if clock::now_ms() - began > tasks::RESULT_WAIT_MS => {
+                return Err(Error::Unavailable(format!(
+                    "Task {id:?} is still working; call tasks/result again"
+                )))
+            }
+            None => {
+                worker::Delay::from(std::time::Duration::from_millis(tasks::POLL_MS)).await;
+            }
+        }
+    }
+}
+
+/// The context a task request about a chain acts in: the session's platform, as the caller.
+fn unattended_for<'a>(core: &'a Core, caller: &crate::registry::Caller) -> CallContext<'a> {
+    CallContext::unattended(core, caller.clone(), "a task request")
+}
+
+/// A 2025-11-25 `tools/call` of `tool` as a task (`params.task` present): the `CreateTaskResult`
+/// (or, for a chain that could not start, the call's error result), or `None` when the call runs
+/// as an ordinary call. A tool that runs only as a task is refused without `params.task` (-32601,
+/// as that revision says).
+pub async fn task_call(
     core: &Core,
     caller: &crate::registry::Caller,
     tool: &crate::registry::Tool,
@@ -248,23 +377,46 @@ pub fn task_call(
         (support, Some(_)) => support.run(),
         (_, None) => None,
     };
-    let Some(TaskRun::Script(_)) = run else {
-        return Ok(None);
-    };
-    let ttl = asked
-        .and_then(|t| t.get("ttl"))
-        .and_then(serde_json::Value::as_u64)
-        .unwrap_or(tasks::TTL_MS);
-    let task = tasks::create(
-        core,
-        &core.deployment.registry,
-        &tasks::new_id()?,
-        caller.user.as_deref().unwrap_or(""),
-        tool.def.name,
-        args.clone(),
-        serde_json::Map::new(),
-        ttl,
-        clock::now_ms(),
-    )?;
-    Ok(Some(json!({ "task": task.legacy_task() })))
+    let owner = caller.user.as_deref().unwrap_or("");
+    match run {
+        None => Ok(None),
+        // A chain runs as a task only for a client that declared tasks at initialize; any other
+        // gets the synchronous call it always got.
+        Some(TaskRun::Chain) if core.client_capabilities().get("tasks").is_none() => Ok(None),
+        Some(TaskRun::Chain) => {
+            // The execution starts in the background as execute_chain's async_execution would,
+            // under the session's job lease; its id is the task's.
+            let ctx = unattended_for(core, caller);
+            let done = crate::registry::execute(
+                tool,
+                &ctx,
+                crate::tools::chains::as_task(tool.def.name, args.clone()),
+            )
+            .await;
+            let Some(id) = crate::tools::chains::started_execution(&done.result) else {
+                return Ok(Some(done.result));
+            };
+            let (view, result) = crate::tools::chains::task_state(&ctx, &id).await?;
+            let task = tasks::chain_task(owner, &view, result, clock::now_ms());
+            Ok(Some(json!({ "task": task.legacy_task() })))
+        }
+        Some(TaskRun::Script(_)) => {
+            let ttl = asked
+                .and_then(|t| t.get("ttl"))
+                .and_then(serde_json::Value::as_u64)
+                .unwrap_or(tasks::TTL_MS);
+            let task = tasks::create(
+                core,
+                &core.deployment.registry,
+                &tasks::new_id()?,
+                owner,
+                tool.def.name,
+                args.clone(),
+                serde_json::Map::new(),
+                ttl,
+                clock::now_ms(),
+            )?;
+            Ok(Some(json!({ "task": task.legacy_task() })))
+        }
+    }
 }

@@ -512,7 +512,7 @@ impl Session {
             Prepared::Refused(refused) => return json_response(&response(&id, refused), 200),
             Prepared::Run { tool, args, meta } => (tool, args, meta),
         };
-        if let Some(created) = jobs::task_call(core, caller, tool, &args, &params)? {
+        if let Some(created) = jobs::task_call(core, caller, tool, &args, &params).await? {
             return json_response(&response(&id, created), 200);
         }
         let name = tool.def.name;

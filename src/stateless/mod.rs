@@ -95,7 +95,7 @@ pub async fn serve(
             .and_then(|n| host.registry().get(n))
             .is_some_and(|t| t.def.keeps_session_state())
     };
-    if let Some(reply) = tasks_answer(env, &host, caller, &r).await {
+    if let Some(reply) = tasks_answer(req, env, &host, caller, &r).await {
         return reply;
     }
     match r.method.as_str() {
@@ -164,6 +164,7 @@ pub async fn serve(
 /// and `tools/call` of a tool that runs as a scripted task, which creates the task when the
 /// request declared the extension and is refused when the tool runs only as one.
 async fn tasks_answer(
+    req: &Request,
     env: &Env,
     host: &Lane,
     caller: &Caller,
@@ -182,7 +183,17 @@ async fn tasks_answer(
         if !declared {
             return Some(refuse(&r.method));
         }
-        return Some(match runs::task(env, caller, r).await {
+        let chain = tasks::task_id(&r.params).is_ok_and(tasks::is_chain_task);
+        let answer = match chain {
+            false => runs::task(env, caller, None, r).await,
+            true => match owner_of(req, env, host, caller, r).await {
+                Ok((platform, owner)) => {
+                    runs::task(env, caller, Some((&platform, &owner)), r).await
+                }
+                Err(e) => Err(e),
+            },
+        };
+        return Some(match answer {
             Ok(result) => json_response(&response(id, result), 200),
             Err(e) => POLICY.refuse(Some(id), &e),
         });
@@ -192,8 +203,22 @@ async fn tasks_answer(
     }
     let name = r.params.get("name").and_then(Value::as_str)?;
     let support = host.registry().get_for(name, caller)?.def.task;
-    let Some(TaskRun::Script(script)) = support.run() else {
-        return None;
+    let script = match support.run() {
+        Some(TaskRun::Script(script)) => script,
+        // A retry with a requestState continues the rounds of a call that was not a task.
+        Some(TaskRun::Chain) if declared && !r.params.contains_key("requestState") => {
+            let answer = match owner_of(req, env, host, caller, r).await {
+                Ok((platform, owner)) => {
+                    runs::create_chain_task(env, &platform, caller, &owner, r).await
+                }
+                Err(e) => Err(e),
+            };
+            return Some(match answer {
+                Ok(reply) => json_response(&reply, 200),
+                Err(e) => POLICY.refuse(Some(id), &e),
+            });
+        }
+        _ => return None,
     };
     if !declared {
         return matches!(support, TaskSupport::Required(_))
@@ -230,6 +255,20 @@ async fn tasks_answer(
             Err(e) => POLICY.refuse(Some(id), &e),
         },
     )
+}
+
+/// The platform of request `r` and the user its runs and chain tasks belong to (the signed-in
+/// user, or an anonymous caller's sealed id).
+async fn owner_of(
+    req: &Request,
+    env: &Env,
+    host: &Lane,
+    caller: &Caller,
+    r: &modern::Request,
+) -> Result<(platform::StatelessPlatform, String)> {
+    let platform = platform::open(env, host, req, r, caller).await?;
+    let owner = anonymous::owner(&platform, caller, req)?;
+    Ok((platform, owner))
 }
 
 /// The change a `tools/call` of the conformance catalog's diagnostic hooks announces

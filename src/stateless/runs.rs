@@ -362,37 +362,12 @@ async fn paused_steps(
     let report = &status["result"]["structuredContent"];
     let mut asked = Map::new();
     let mut steps = Vec::new();
-    if report["status"] != "awaiting_input" {
-        return Ok((asked, steps));
-    }
-    for step in report["steps"].as_array().into_iter().flatten() {
-        let awaiting = &step["awaiting"];
-        let Some(outputs) = awaiting["output_variables"].as_array() else {
-            continue;
-        };
-        let outputs: Vec<String> = outputs
-            .iter()
-            .filter_map(Value::as_str)
-            .map(str::to_string)
-            .collect();
-        let key = format!("step-{}", step["id"]);
-        // The same request a 2025 session's run sends its client's model (`chains/host.rs`).
-        asked.insert(
-            key.clone(),
-            json!({ "method": "sampling/createMessage", "params": {
-                "systemPrompt": format!(
-                    "{}\n\nAnswer with one JSON object and nothing else. Its keys: {}.",
-                    awaiting["instructions"].as_str().unwrap_or(""),
-                    outputs.join(", ")
-                ),
-                "messages": [{ "role": "user", "content": { "type": "text", "text": awaiting["input"] } }],
-                "maxTokens": 1000
-            }}),
-        );
+    for q in crate::server::tasks::step_questions(report) {
+        asked.insert(q.key.clone(), q.request);
         steps.push(PausedStep {
-            key,
+            key: q.key,
             execution: execution.to_string(),
-            outputs,
+            outputs: q.outputs,
         });
     }
     Ok((asked, steps))
@@ -401,39 +376,14 @@ async fn paused_steps(
 /// The outputs the client's answers supply for the paused steps of a state: each answer is a
 /// sampling result whose text holds a JSON object with the step's output variables.
 fn outputs_of(params: &Map<String, Value>, steps: &[PausedStep]) -> Result<(String, Value)> {
-    let responses = params.get("inputResponses").and_then(Value::as_object);
-    let mut outputs = Map::new();
-    let mut execution = String::new();
-    for step in steps {
-        let text = responses
-            .and_then(|r| r.get(&step.key))
-            .and_then(|a| a.pointer("/content/text"))
-            .and_then(Value::as_str)
-            .ok_or_else(|| {
-                Error::InvalidParams(format!(
-                    "Invalid params: inputResponses[{:?}] must be the sampling/createMessage result asked under that key (content.text: a JSON object with {})",
-                    step.key,
-                    step.outputs.join(", ")
-                ))
-            })?;
-        let answer = crate::tools::chains::json_object_in(text).ok_or_else(|| {
-            Error::InvalidParams(format!(
-                "Invalid params: inputResponses[{:?}].content.text must hold a JSON object with {}",
-                step.key,
-                step.outputs.join(", ")
-            ))
-        })?;
-        for name in &step.outputs {
-            let value = answer.get(name).ok_or_else(|| {
-                Error::InvalidParams(format!(
-                    "Invalid params: inputResponses[{:?}].content.text lacks the output {name:?}",
-                    step.key
-                ))
-            })?;
-            outputs.insert(name.clone(), value.clone());
-        }
-        execution.clone_from(&step.execution);
-    }
+    let outputs = crate::server::tasks::step_outputs(
+        steps.iter().map(|s| (s.key.as_str(), s.outputs.as_slice())),
+        params.get("inputResponses").and_then(Value::as_object),
+    )?;
+    let execution = steps
+        .last()
+        .map(|s| s.execution.clone())
+        .unwrap_or_default();
     Ok((execution, Value::Object(outputs)))
 }
 
@@ -703,16 +653,67 @@ pub async fn create_task(
     task_request(&to, &id, crate::server::tasks::OBJECT_CREATE, params).await
 }
 
+/// Runs `execute_chain` (`r`, a `tools/call`) as a 2026-07-28 task for `user`: the execution
+/// starts in the background in a run object of its own, as `async_execution` would, and its id is
+/// the task's. Answers the JSON-RPC reply: the `CreateTaskResult`, or the call's own answer when no
+/// run started (a refusal, a chain that does not validate).
+pub async fn create_chain_task(
+    env: &Env,
+    platform: &StatelessPlatform,
+    caller: &Caller,
+    user: &str,
+    r: &Request,
+) -> Result<Value> {
+    let name = crate::mcp::message::required_str(&r.params, "name")?;
+    let arguments = crate::tools::chains::as_task(
+        name,
+        r.params
+            .get("arguments")
+            .cloned()
+            .unwrap_or_else(|| json!({})),
+    );
+    let target = target_of(platform, user, name, &arguments).await?;
+    let to = Send {
+        env,
+        session: &target.session,
+        caller,
+        lane: Lane::default(),
+        signal: None,
+    };
+    let (_, mut reply) = call_tool(&to, &r.id, name, arguments, json!({}), None).await?;
+    let Some(result) = reply.get_mut("result") else {
+        return Ok(reply);
+    };
+    let Some(execution) = crate::tools::chains::started_execution(result) else {
+        *result = modern::complete(result.take());
+        return Ok(reply);
+    };
+    let params = json!({ "taskId": execution });
+    let detailed = task_request(&to, &execution, crate::server::tasks::OBJECT_GET, params).await?;
+    Ok(response(&r.id, crate::server::tasks::created_of(detailed)))
+}
+
 /// 2026-07-28 `tasks/get`, `tasks/update` or `tasks/cancel` from `caller`, answered by the task's
-/// object.
-pub async fn task(env: &Env, caller: &Caller, r: &Request) -> Result<Value> {
+/// object: a scripted task's own, or (`runner`: the platform and the user who owns the runs, as in
+/// [`call`]) a chain task's run object, the execution's when that user owns it.
+pub async fn task(
+    env: &Env,
+    caller: &Caller,
+    runner: Option<(&StatelessPlatform, &str)>,
+    r: &Request,
+) -> Result<Value> {
     let id = crate::server::tasks::task_id(&r.params)?;
     let method = crate::server::tasks::object_method(&r.method)
         .ok_or_else(|| Error::MethodNotFound(format!("{} is not a tasks method", r.method)))?;
-    if !task_id_form(id) {
-        return Err(crate::server::tasks::unknown(id));
-    }
-    let session = task_object(id);
+    let session = match runner {
+        Some((platform, user)) if crate::server::tasks::is_chain_task(id) => {
+            run_object_of(platform, user, id)
+                .await?
+                .ok_or_else(|| crate::server::tasks::unknown(id))?
+        }
+        None if task_id_form(id) => task_object(id),
+        _ => return Err(crate::server::tasks::unknown(id)),
+    };
     let to = Send {
         env,
         session: &session,

@@ -579,13 +579,28 @@ pub async fn cancel(ctx: &dyn ToolContext, id: &str, reason: &str, wait_ms: u32)
 }
 
 /// Supplies the outputs a paused execution waits for and continues it: in this call when it ran
-/// synchronously, in the background otherwise.
+/// synchronously, in the background otherwise, or when `background` says so (the execution is a
+/// background one from then on: `resume_chain`'s `in_background`, and a resume as an MCP task).
 pub async fn resume(
     ctx: &dyn ToolContext,
     id: &str,
     outputs: &serde_json::Map<String, Value>,
+    background: bool,
 ) -> Result<ToolOutput> {
-    let (run, report) = claim(ctx, id, outputs).await?;
+    let (mut run, report) = claim(ctx, id, outputs).await?;
+    if background && run.mode == Mode::Sync {
+        // Claimed: this session holds it and nothing runs it yet, so the switch races nobody.
+        ctx.query(
+            "UPDATE chain_executions SET mode = ?2, runs = ?3 WHERE id = ?1",
+            vec![
+                json!(id),
+                json!(Mode::Async.as_str()),
+                json!(first_runs(Mode::Async)),
+            ],
+        )
+        .await?;
+        run.mode = Mode::Async;
+    }
     if run.mode == Mode::Async {
         ctx.platform()
             .job_start(JOB_KIND, id, JobMode::Background)
@@ -710,6 +725,23 @@ pub fn started_text(run: &Run, what: &str, estimate_ms: Option<u64>) -> ToolOutp
         "Chain execution {what}.\n\n**Execution Details:**\n- Chain: {} ({})\n- Execution ID: {}\n- Total Steps: {}{estimate}\n\nUse 'get_chain_status' with the execution ID to track progress, 'cancel_chain' to stop it.",
         run.title, run.chain, run.id, run.plan.steps.len()
     ) })])
+}
+
+/// The execution id in the answer ([`started_text`], as a `CallToolResult`) of an execution
+/// started in the background; `None` for any other answer (a refusal, a failure).
+pub fn started_execution(result: &Value) -> Option<String> {
+    if result.get("isError") == Some(&json!(true)) {
+        return None;
+    }
+    result["content"].as_array()?.iter().find_map(|c| {
+        let text = c["text"].as_str()?;
+        let at = text.find("- Execution ID: exec-")? + "- Execution ID: ".len();
+        let id = text.get(at..at + 37)?;
+        id[5..]
+            .bytes()
+            .all(|b| b.is_ascii_hexdigit())
+            .then(|| id.to_string())
+    })
 }
 
 fn short(v: &Value) -> String {
@@ -969,6 +1001,35 @@ pub async fn status(ctx: &dyn ToolContext, id: &str) -> Result<Value> {
     Ok(load(ctx, id, Scope::Caller)
         .await?
         .view(ctx.platform().registry()))
+}
+
+/// Execution `id` as an MCP task sees it (`server::tasks`): its `get_chain_status` view and, once
+/// it ended, the `CallToolResult` a synchronous `execute_chain` would have answered (an error
+/// result when the run did not complete).
+pub async fn task_state(ctx: &dyn ToolContext, id: &str) -> Result<(Value, Option<Value>)> {
+    let rec = load(ctx, id, Scope::Caller).await?;
+    let registry = ctx.platform().registry();
+    let view = rec.view(registry);
+    if matches!(rec.status.as_str(), "running" | "awaiting_input") {
+        return Ok((view, None));
+    }
+    let text = |t: String| json!([{ "type": "text", "text": t }]);
+    let result = match &rec.report {
+        Some(report) => match summary(&rec.run, report, &rec.run.hidden(registry)) {
+            Ok(ToolOutput::Content(blocks)) => json!({ "content": blocks }),
+            Ok(_) => {
+                return Err(Error::Internal(format!(
+                    "execution {id}: a chain's summary is text"
+                )))
+            }
+            Err(e) => json!({ "content": text(e.public_message()), "isError": true }),
+        },
+        None => json!({
+            "content": text(format!("Chain execution {id} ended ({}) before its first step.", rec.status)),
+            "isError": true,
+        }),
+    };
+    Ok((view, Some(result)))
 }
 
 /// The `context_metadata` fields `list_chain_executions` filters on.

@@ -18,11 +18,15 @@ use crate::engine::variables;
 use crate::error::{Error, Result};
 use serde::{Deserialize, Serialize};
 
+use crate::registry::task::{TaskRun, TaskSupport};
 use crate::registry::{self, Annotations, JobMode, SessionState, ToolContext, ToolDef, ToolOutput};
 use crate::tools::ownership::{name_clash, sharing_params, Principal, Sharing};
 use crate::tools::{not_found_listing, opt_bool, refuse_if_any};
 pub use executions::Lease;
-pub use executions::{abandon, cancel, resume_here, run_background, session_ending, status};
+pub use executions::{
+    abandon, cancel, resume, resume_here, run_background, session_ending, started_execution,
+    status, task_state,
+};
 use executions::{Mode, Options, Run};
 
 const TOOLSET: &str = "chains";
@@ -514,6 +518,28 @@ fn execute_chain(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Resul
     })
 }
 
+/// The arguments of chain tool `name` (`execute_chain`, `resume_chain`) for a call as an MCP task
+/// (`server::tasks`): the run goes on in the background and is tracked, whatever the call asked,
+/// because the task is the execution record.
+pub fn as_task(name: &str, mut args: Value) -> Value {
+    if !args.is_object() {
+        return args;
+    }
+    if name == "resume_chain" {
+        args["in_background"] = json!(true);
+        return args;
+    }
+    let mut opts = args
+        .get("execution_options")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    opts.insert("async_execution".into(), json!(true));
+    opts.insert("track_progress".into(), json!(true));
+    args["execution_options"] = Value::Object(opts);
+    args
+}
+
 /// A fresh execution id, for a caller that must know it before the run starts (to take a lease
 /// under it).
 pub fn new_execution_id() -> Result<String> {
@@ -623,7 +649,8 @@ fn resume_chain(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result
             return Err(linked_refusal("resume_chain", chain));
         }
         let outputs = args["outputs"].as_object().cloned().unwrap_or_default();
-        executions::resume(ctx, execution_id(&args), &outputs).await
+        let background = opt_bool(&args, "in_background", false);
+        executions::resume(ctx, execution_id(&args), &outputs, background).await
     })
 }
 
@@ -680,6 +707,7 @@ pub static TOOLS: &[ToolDef] = &[ToolDef {
     roles: &[],
     handler: execute_chain,
     state: SessionState::Run { starts: true, drives: true, pauses: true, addressed_by: None },
+    task: TaskSupport::Optional(TaskRun::Chain),
     ..ToolDef::DEFAULTS
 }, ToolDef {
     toolset: TOOLSET,
@@ -697,13 +725,14 @@ pub static TOOLS: &[ToolDef] = &[ToolDef {
     toolset: TOOLSET,
     name: "resume_chain",
     title: "Resume chain",
-    description: "Continue an execution paused in awaiting_input (this session's, or a signed-in user's from any of their sessions; it then continues in this session) by supplying the output variables its paused step waits for (get_chain_status shows them with the step's instructions and input). A synchronous execution continues in this call and answers like execute_chain; a background one continues in the background. A signed-in user's background run whose MCP session ended while it ran is continued from its last checkpoint with outputs {}.",
+    description: "Continue an execution paused in awaiting_input (this session's, or a signed-in user's from any of their sessions; it then continues in this session) by supplying the output variables its paused step waits for (get_chain_status shows them with the step's instructions and input). A synchronous execution continues in this call and answers like execute_chain (unless in_background); a background one continues in the background. A signed-in user's background run whose MCP session ended while it ran is continued from its last checkpoint with outputs {}.",
     annotations: Annotations { read_only: false, destructive: false, idempotent: false, open_world: false },
     input_schema: include_str!("../../../schema/chains/resume_chain.input.json"),
     timeout_ms: 610_000,
     roles: &[],
     handler: resume_chain,
     state: SessionState::Run { starts: false, drives: true, pauses: true, addressed_by: Some("execution_id") },
+    task: TaskSupport::Optional(TaskRun::Chain),
     ..ToolDef::DEFAULTS
 }, ToolDef {
     toolset: TOOLSET,
@@ -741,6 +770,66 @@ mod tests {
         registry::assert_args_match::<CreateChain>(include_str!(
             "../../../schema/chains/create_chain.input.json"
         ));
+    }
+
+    #[test]
+    fn a_task_runs_in_the_background_and_its_id_is_read_back_from_the_start_answer() {
+        let args = as_task(
+            "execute_chain",
+            json!({ "chain_name": "c", "execution_options": { "async_execution": false, "track_progress": false, "timeout_ms": 5 } }),
+        );
+        assert_eq!(
+            args["execution_options"],
+            json!({ "async_execution": true, "track_progress": true, "timeout_ms": 5 })
+        );
+        assert_eq!(
+            as_task("execute_chain", json!({}))["execution_options"]["async_execution"],
+            true
+        );
+        let resume = as_task(
+            "resume_chain",
+            json!({ "execution_id": "x", "outputs": {} }),
+        );
+        assert_eq!(resume["in_background"], true);
+        assert!(resume.get("execution_options").is_none());
+        let run = executions::Run {
+            id: "exec-0123456789abcdef0123456789abcdef".into(),
+            chain: "c".into(),
+            title: "C".into(),
+            plan: chain::plan(&serde_json::from_value(json!({ "name": "c", "title": "C", "steps": [
+                { "id": 1, "name": "one", "type": "data_transformation", "input_template": "x", "output_variables": ["y"] }
+            ] })).unwrap()).unwrap(),
+            options: executions::Options {
+                parallel: true,
+                rollback: true,
+                max_execution_ms: 1,
+                save_intermediate_results: true,
+                auto_retry: false,
+                strict_inputs: false,
+                context: Map::new(),
+                runner: None,
+                lease: None,
+            },
+            mode: Mode::Async,
+            tracked: true,
+            author: None,
+        };
+        let ToolOutput::Content(blocks) =
+            executions::started_text(&run, "started asynchronously", Some(9))
+        else {
+            panic!("the start answer is text");
+        };
+        let result = json!({ "content": blocks });
+        assert_eq!(started_execution(&result).as_deref(), Some(run.id.as_str()));
+        let mut refused = result.clone();
+        refused["isError"] = json!(true);
+        assert_eq!(started_execution(&refused), None);
+        assert_eq!(
+            started_execution(
+                &json!({ "content": [{ "type": "text", "text": "- Execution ID: exec-zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz" }] })
+            ),
+            None
+        );
     }
 
     #[test]
