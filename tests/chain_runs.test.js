@@ -1,7 +1,8 @@
 // How chain executions run over time, against the built Worker with real D1 and Durable Objects:
 // pausing for input and resuming, background runs driven by the session object, cancellation,
-// step events, a model provider for instruction steps, and the lease watchdog that resumes an
-// interrupted background run after a restart and closes a synchronous run whose call went away.
+// step events, a model provider for instruction steps, the lease watchdog that resumes an
+// interrupted background run after a restart and closes a synchronous run whose call went away,
+// and a signed-in user's background runs that go on after their MCP session ended.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { createServer } from "node:http";
@@ -10,6 +11,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { root, startWorker } from "./support/worker.js";
 import { initialize, post, rpc, sseEvents } from "./support/mcp.js";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { hs256 } from "../scripts/token.js";
 
 const textOf = (r) => r.content.map((c) => c.text).join("\n");
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -229,9 +233,13 @@ describe("one Worker, no model provider", () => {
   });
 });
 
-/** A stand-in for an OpenAI-compatible model provider: answers, fails or hangs as told. */
+/**
+ * A stand-in for an OpenAI-compatible model provider: answers, fails or hangs as told; in mode
+ * "held" it answers only when `p.release()` is called.
+ */
 function modelProvider() {
-  const p = { requests: [], mode: "answer", answer: { status: "approved", note: "by the model" } };
+  const p = { requests: [], held: [], mode: "answer", answer: { status: "approved", note: "by the model" } };
+  p.release = () => p.held.splice(0).forEach((reply) => reply());
   p.server = createServer((req, res) => {
     let body = "";
     req.on("data", (d) => (body += d));
@@ -246,6 +254,7 @@ function modelProvider() {
       const reply = () => res.writeHead(200, { "content-type": "application/json" })
         .end(JSON.stringify({ choices: [{ message: { role: "assistant", content: JSON.stringify(p.answer) } }] }));
       if (mode === "slow") setTimeout(reply, 1500);
+      else if (mode === "held") p.held.push(reply);
       else reply();
     });
   });
@@ -335,5 +344,102 @@ describe("with a model provider and a short job lease", () => {
     assert.equal(s.runs, 2, "resumed once");
     assert.equal(s.steps[0].attempts, 1, "the checkpointed step did not run again");
     assert.deepEqual(s.steps[2].outputs, { result: "HAL:approved" });
+  });
+});
+
+describe("a background run outlives its MCP session (official SDK client)", () => {
+  const SECRET = "chain-runs-secret";
+  let provider, w;
+  before(async () => {
+    provider = await modelProvider();
+    w = await startWorker({ JWT_SECRET: SECRET, ANONYMOUS_ACCESS: "true", MODEL_PROVIDER_URL: provider.url, MODEL_PROVIDER_KEY: "test-key", MODEL_PROVIDER_MODEL: "small" }, { quiet: true });
+  });
+  after(async () => {
+    await w?.stop();
+    provider?.server.closeAllConnections();
+    provider?.server.close();
+  });
+
+  /** An SDK client in a session of its own, signed in as `sub` (anonymous without). */
+  async function connect(sub) {
+    const headers = sub ? { authorization: `Bearer ${hs256({ sub, roles: [], aud: w.mcpUrl, exp: Math.floor(Date.now() / 1000) + 600 }, SECRET)}` } : {};
+    const transport = new StreamableHTTPClientTransport(new URL(w.mcpUrl), { requestInit: { headers } });
+    const sdk = new Client({ name: "chain-runs-test", version: "1.0.0" });
+    await sdk.connect(transport);
+    const call = (name, args) => sdk.callTool({ name, arguments: args });
+    return {
+      sdk, transport, headers, call,
+      start: async (chain_name, variables) => idIn(await call("execute_chain", { chain_name, variables, execution_options: { async_execution: true } })),
+      status: async (execution_id) => {
+        const r = await call("get_chain_status", { execution_id });
+        assert.equal(r.isError, undefined, textOf(r));
+        return r.structuredContent;
+      },
+    };
+  }
+
+  /** Polls `c`'s get_chain_status until the execution is no longer running. */
+  async function settled(c, id) {
+    for (let i = 0; i < 150; i++) {
+      const s = await c.status(id);
+      if (s.status !== "running") return s;
+      await sleep(100);
+    }
+    assert.fail(`execution ${id} stayed running`);
+  }
+
+  const row = async (id) => (await w.mf.getD1Database("DB"))
+    .prepare("SELECT status, stop_request, json_extract(report, '$.error') AS error FROM chain_executions WHERE id = ?1").bind(id).first();
+
+  test("ending a signed-in user's session lets their background run finish; another session reads its result and cancels a second run while it runs", async () => {
+    const old = await connect("rina");
+    assert.equal((await old.call("create_chain", { chain_definition: approvalChain("outlives-session"), creation_options: { overwrite_existing: true, visibility: "public" } })).isError, undefined);
+    provider.requests.length = 0;
+    provider.mode = "held";
+    const finishing = await old.start("outlives-session", { name: "Ivo" });
+    const stopping = await old.start("outlives-session", { name: "Jo" });
+    while (provider.requests.length < 2) await sleep(50);
+    const { sessionId: session, protocolVersion: version } = old.transport;
+    await old.transport.terminateSession();
+    await old.sdk.close();
+    const gone = await post(w.mcpUrl, { jsonrpc: "2.0", id: 9, method: "tools/list" }, { session, version, headers: old.headers });
+    assert.equal(gone.status, 404, "the ended session answers no request");
+
+    const later = await connect("rina");
+    for (const id of [finishing, stopping]) {
+      const s = await later.status(id);
+      assert.equal(s.status, "running", JSON.stringify(s));
+      assert.equal(s.note, undefined, "still under way, not left for resume_chain");
+    }
+    const cancelling = later.call("cancel_chain", { execution_id: stopping, reason: "changed plans" });
+    while (!(await row(stopping)).stop_request) await sleep(50);
+    provider.mode = "answer";
+    provider.release();
+    const cancelled = await cancelling;
+    assert.equal(cancelled.isError, undefined, textOf(cancelled));
+    assert.equal(cancelled.structuredContent.status, "cancelled", JSON.stringify(cancelled.structuredContent));
+    assert.equal(cancelled.structuredContent.error, "cancelled: changed plans");
+    assert.deepEqual(cancelled.structuredContent.steps.map((x) => x.state), ["done", "done", "not_run"], "the step under way finished; the next did not start");
+
+    const done = await settled(later, finishing);
+    assert.equal(done.status, "completed", JSON.stringify(done));
+    assert.deepEqual(done.steps.map((x) => x.outputs), [{ shout: "IVO" }, { status: "approved", note: "by the model" }, { result: "IVO:approved" }]);
+    const listed = (await later.call("list_chain_executions", { chain_name: "outlives-session" })).structuredContent.executions;
+    assert.deepEqual(Object.fromEntries(listed.map((e) => [e.execution_id, [e.status, e.this_session]])), { [finishing]: ["completed", false], [stopping]: ["cancelled", false] });
+    await later.sdk.close();
+  });
+
+  test("ending an anonymous caller's session still cancels its background run", async () => {
+    const anon = await connect();
+    assert.equal((await anon.call("create_chain", { chain_definition: approvalChain("anonymous-run"), creation_options: { overwrite_existing: true } })).isError, undefined);
+    provider.requests.length = 0;
+    provider.mode = "held";
+    const id = await anon.start("anonymous-run", { name: "Kai" });
+    while (provider.requests.length < 1) await sleep(50);
+    await anon.transport.terminateSession();
+    await anon.sdk.close();
+    assert.deepEqual(await row(id), { status: "cancelled", stop_request: null, error: "the session ended" });
+    provider.mode = "answer";
+    provider.release();
   });
 });

@@ -233,6 +233,12 @@ pub trait Platform {
         Ok(Heartbeat::Continue)
     }
 
+    /// Whether a job is tracked here: a run of it is under way, or will be continued when its
+    /// lease lapses.
+    fn job_tracked(&self, _id: &str) -> Result<bool> {
+        Ok(false)
+    }
+
     /// Stops tracking a job (it finished, paused or was cancelled).
     fn job_finish(&self, _id: &str) -> Result<()> {
         Ok(())

@@ -176,10 +176,8 @@ impl Hub {
         self.jobs.borrow().contains_key(id)
     }
 
-    /// Drops every connection, waiter, in-flight call and background run (the session is being
-    /// deleted).
-    pub fn shut_down(&self) {
-        self.jobs.borrow_mut().drain().for_each(|(_, h)| h.abort());
+    /// Drops every connection, waiter and in-flight call (the session ended); background runs go on.
+    pub fn close_connections(&self) {
         self.inflight
             .borrow_mut()
             .drain()
@@ -188,5 +186,11 @@ impl Hub {
         self.subscribers.borrow_mut().clear();
         self.watchers.borrow_mut().clear();
         self.running.borrow_mut().clear();
+    }
+
+    /// Drops every connection, waiter, in-flight call and background run.
+    pub fn shut_down(&self) {
+        self.jobs.borrow_mut().drain().for_each(|(_, h)| h.abort());
+        self.close_connections();
     }
 }

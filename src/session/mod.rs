@@ -49,6 +49,10 @@ const RUN_WATCH_TICK_SECS: u32 = 1;
 /// Why a run stops when the client of the call driving it closed the response stream.
 pub const STREAM_CLOSED: &str = "client closed the stream";
 
+/// Session-storage key of when the session ended while background runs of its user went on
+/// ([`Session::end`]).
+const ENDED_AT: &str = "ended_at";
+
 /// Reconnection delay announced on streams (SSE `retry:`), in milliseconds.
 const RETRY_MS: u32 = 1000;
 
@@ -735,18 +739,34 @@ impl Session {
         Ok(Response::empty()?.with_status(204))
     }
 
-    /// `DELETE /mcp`: ends the session; its storage and alarm are deleted.
+    /// `DELETE /mcp`: ends the session ([`Session::end`]).
     async fn delete(&self, core: &Rc<Core>, caller: &Caller) -> Result<Response> {
         Self::require_session(core, caller)?;
         self.end(core).await?;
         Ok(Response::empty()?.with_status(204))
     }
 
-    /// Ends the session: its toolsets close what they keep open for it (executions), then its
-    /// connections, calls and jobs stop and its storage and alarm are deleted.
+    /// Ends the session: its connections and calls stop, and its toolsets close or hand over what
+    /// they keep open for it (executions). A signed-in user's background runs under way go on:
+    /// their results belong to the user, who reads them from other sessions. Until they are over
+    /// the object stays as an ended session (`created_at` removed, so every request finds no
+    /// session, as for an unknown id) that runs them, its alarm minding them as before; the alarm
+    /// then ends it again, for good. Otherwise, and always for an anonymous caller (whose runs
+    /// nobody could reach again), its runs stop and its storage and alarm are deleted now.
     async fn end(&self, core: &Rc<Core>) -> Result<()> {
-        core.hub.shut_down();
+        let signed_in = core.stored_caller().user.is_some();
+        if signed_in {
+            core.hub.close_connections();
+        } else {
+            core.hub.shut_down();
+        }
         jobs::session_ending(core).await;
+        if signed_in && core.db.next_lease_end()?.is_some() {
+            core.db.remove("created_at")?;
+            core.db
+                .set(ENDED_AT, &(clock::now_ms() as i64).to_string())?;
+            return self.schedule_housekeeping(core).await;
+        }
         let storage = self.state.storage();
         storage.delete_alarm().await.map_err(Error::from)?;
         storage.delete_all().await.map_err(Error::from)?;
@@ -755,7 +775,8 @@ impl Session {
     }
 
     /// Alarm work: the job watchdog (whose resumed runs the alarm then awaits), pruning the event
-    /// log, and deleting the session once it has been idle too long with no job running.
+    /// log, and deleting the session once it has been idle too long (or has ended) with no job
+    /// running.
     ///
     /// Never fails as a whole: each job fails on its own (`jobs`), every other failure is logged
     /// and skips only its own part, and the alarm is always set again while the session exists,
@@ -791,7 +812,8 @@ impl Session {
         let runs = jobs::lapsed(&core).await;
         let now = clock::now_ms() as i64;
         let idle_ms = now - last_seen;
-        if idle_ms > i64::from(core.deployment.cfg.session_idle_secs) * 1000
+        let ended = matches!(core.db.get(ENDED_AT), Ok(Some(_)));
+        if (ended || idle_ms > i64::from(core.deployment.cfg.session_idle_secs) * 1000)
             && runs.is_empty()
             && matches!(core.db.next_lease_end(), Ok(None))
         {

@@ -92,6 +92,10 @@ impl Platform for Core {
         })
     }
 
+    fn job_tracked(&self, id: &str) -> Result<bool> {
+        self.db.job_exists(id)
+    }
+
     fn job_finish(&self, id: &str) -> Result<()> {
         self.db.job_delete(id)
     }

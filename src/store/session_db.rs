@@ -116,6 +116,15 @@ impl SessionDb {
         Ok(rows.into_iter().next().map(|r| r.value))
     }
 
+    /// Removes a meta value.
+    pub fn remove(&self, key: &str) -> Result<()> {
+        self.sql
+            .exec("DELETE FROM meta WHERE key = ?", vec![key.into()])
+            .and_then(|c| c.to_array::<serde_json::Value>())
+            .map(drop)
+            .map_err(storage_err("remove meta"))
+    }
+
     /// Writes a meta value.
     pub fn set(&self, key: &str, value: &str) -> Result<()> {
         self.set_all(&[(key, value)])
@@ -347,6 +356,19 @@ impl SessionDb {
             )
             .and_then(|c| c.to_array())
             .map_err(storage_err("list lapsed jobs"))
+    }
+
+    /// Whether job `id` is tracked.
+    pub fn job_exists(&self, id: &str) -> Result<bool> {
+        let rows: Vec<serde_json::Value> = self
+            .sql
+            .exec(
+                "SELECT 1 AS tracked FROM jobs WHERE id = ?",
+                vec![id.into()],
+            )
+            .and_then(|c| c.to_array())
+            .map_err(storage_err("read job"))?;
+        Ok(!rows.is_empty())
     }
 
     /// The earliest lease end of any tracked job.

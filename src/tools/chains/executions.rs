@@ -27,9 +27,9 @@ use crate::tools::domain::HIDDEN;
 /// resumed) is failed, not continued again.
 const MAX_RUNS: i64 = 3;
 
-/// The prefix of an execution's `owner` once the session that held it has ended: a signed-in
-/// user's run outlives its session, and any of their sessions may take it up (`resume_chain`) or
-/// cancel it.
+/// The prefix of an execution's `owner` once the session that held it has ended and nothing runs
+/// it (it is paused, or its background run could not go on): a signed-in user's run outlives its
+/// session, and any of their sessions may take it up (`resume_chain`) or cancel it.
 const ENDED_OWNER: &str = "ended:";
 
 /// Where an execution runs.
@@ -152,6 +152,8 @@ struct Record {
     /// Whether the session that held it has ended ([`ENDED_OWNER`]): nothing runs it until one of
     /// its user's sessions resumes it.
     orphaned: bool,
+    /// Why another session asked the run to stop ([`cancel`]), if one did.
+    stop_request: Option<String>,
 }
 
 /// Whose executions a lookup may find.
@@ -191,7 +193,7 @@ async fn load(ctx: &dyn ToolContext, id: &str, scope: Scope) -> Result<Record> {
             &format!(
                 "SELECT e.id, c.name AS chain, c.title, e.status, e.mode, e.definition, e.options, e.runs,
                     e.variables, e.report, e.started_at, e.finished_at, e.author, e.author_roles,
-                    e.owner = ?2 AS here, substr(e.owner, 1, {len}) = '{ENDED_OWNER}' AS orphaned
+                    e.stop_request, e.owner = ?2 AS here, substr(e.owner, 1, {len}) = '{ENDED_OWNER}' AS orphaned
              FROM chain_executions e JOIN execution_chains c ON c.id = e.chain_id
              WHERE e.id = ?1 AND {mine}",
                 len = ENDED_OWNER.len()
@@ -238,6 +240,7 @@ async fn load(ctx: &dyn ToolContext, id: &str, scope: Scope) -> Result<Record> {
         runs: row["runs"].as_i64().unwrap_or(1),
         here: row["here"].as_i64() == Some(1),
         orphaned: row["orphaned"].as_i64() == Some(1),
+        stop_request: row["stop_request"].as_str().map(str::to_string),
     })
 }
 
@@ -459,6 +462,13 @@ pub async fn run_background(ctx: &dyn ToolContext, id: &str) -> Result<()> {
         .and_then(|r| r["runs"].as_i64())
         .unwrap_or(rec.runs + 1);
     let report = rec.checkpoint()?;
+    if let Some(reason) = rec.stop_request.take() {
+        // Asked to stop while nothing ran it (its instance was reset): it stops here.
+        rec.run
+            .close(ctx, report, RunStatus::Cancelled, &reason)
+            .await?;
+        return Ok(());
+    }
     if runs > MAX_RUNS {
         let reason = format!(
             "interrupted {} times (the server restarted or was overloaded); not resumed again",
@@ -491,11 +501,18 @@ pub async fn abandon(ctx: &dyn ToolContext, id: &str) -> Result<()> {
     Ok(())
 }
 
-/// The session is ending. A signed-in user's background runs and paused runs are theirs, not the
-/// connection's: they are handed over (their owner becomes [`ENDED_OWNER`]), and the user's other
-/// sessions see, resume and cancel them. Every other open execution of the session is cancelled:
-/// an anonymous caller's (nobody can reach it again), a synchronous run (its call is gone) and a
-/// run holding a concurrency lease (given back now rather than held for nobody).
+/// The session is ending (or, once its background runs are over, its object is being deleted).
+/// A signed-in user's runs are theirs, not the connection's:
+///
+/// - a background run still under way here (its job tracked by the session) goes on: the session
+///   object keeps running it after the session ended, and the record stays the session's, so its
+///   result is recorded where the user's other sessions read it and they can cancel it;
+/// - a paused run, or a background run that nothing runs any more, is handed over (its owner
+///   becomes [`ENDED_OWNER`]), and the user's other sessions see, resume and cancel it.
+///
+/// Every other open execution of the session is cancelled: an anonymous caller's (nobody can reach
+/// it again), a synchronous run (its call is gone) and a run holding a concurrency lease that
+/// nothing runs (given back now rather than held for nobody).
 pub async fn session_ending(ctx: &dyn ToolContext) -> Result<()> {
     let open = ctx
         .query(
@@ -506,9 +523,17 @@ pub async fn session_ending(ctx: &dyn ToolContext) -> Result<()> {
     for id in open.iter().filter_map(|r| r["id"].as_str()) {
         let mut rec = load(ctx, id, Scope::Session).await?;
         let options = &rec.run.options;
+        let background = rec.run.mode == Mode::Async;
+        if options.runner.is_some()
+            && background
+            && rec.status == "running"
+            && ctx.platform().job_tracked(id)?
+        {
+            continue;
+        }
         let outlives = options.runner.is_some()
             && options.lease.is_none()
-            && (rec.status == "awaiting_input" || rec.run.mode == Mode::Async);
+            && (rec.status == "awaiting_input" || background);
         if outlives {
             ctx.query(
                 "UPDATE chain_executions SET owner = ?2, updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
@@ -530,11 +555,38 @@ pub async fn session_ending(ctx: &dyn ToolContext) -> Result<()> {
     Ok(())
 }
 
-/// Cancels an execution of this session and returns its status view: at once when it is paused or
-/// its run was interrupted, at the next step boundary when a run is under way (waiting up to
-/// `wait_ms` for it; if the step takes longer, the view says the stop is pending).
+/// Cancels an execution of the caller's: at once when it is paused or nothing runs it, at the next
+/// step boundary when a run is under way (waiting up to `wait_ms` for it; if the step takes longer,
+/// the view says the stop is pending). A run under way in another session (another of the user's,
+/// or one that ended and still runs its background runs) is asked through its record.
 pub async fn cancel(ctx: &dyn ToolContext, id: &str, reason: &str, wait_ms: u32) -> Result<Value> {
     let mut rec = load(ctx, id, Scope::Caller).await?;
+    if rec.status == "running" && !rec.orphaned {
+        let asked = if rec.here {
+            ctx.platform().job_stop(id, reason)?
+        } else {
+            ask_to_stop(ctx, id, reason).await?
+        };
+        if asked {
+            let now = wait_for_stop(ctx, id, wait_ms).await?;
+            match now.status.as_str() {
+                // It paused at the boundary instead: closed below, as any paused execution.
+                "awaiting_input" => rec = now,
+                "running" => {
+                    let mut view = now.view(ctx.platform().registry());
+                    view["note"] = json!(format!(
+                        "A step is still under way; the run stops before its next step (within {} s at most per step attempt). Follow it with get_chain_status.",
+                        wait_ms / 1000
+                    ));
+                    return Ok(view);
+                }
+                _ => return Ok(now.view(ctx.platform().registry())),
+            }
+        } else if !rec.here {
+            // It paused or ended between the two reads.
+            rec = load(ctx, id, Scope::Caller).await?;
+        }
+    }
     if !matches!(rec.status.as_str(), "running" | "awaiting_input") {
         return Err(Error::ToolFailed(format!(
             "Execution {id} has already ended ({}); there is nothing to cancel.",
@@ -542,30 +594,9 @@ pub async fn cancel(ctx: &dyn ToolContext, id: &str, reason: &str, wait_ms: u32)
         )));
     }
     if rec.status == "running" && !rec.here && !rec.orphaned {
-        // Only the session running it can stop it between steps; closing it here would leave
-        // that session running a closed execution.
         return Err(Error::ToolFailed(format!(
-            "Execution {id} is running in another of your sessions, and only that session can stop it between steps; cancel it from there, or call cancel_chain again once get_chain_status shows it paused (awaiting_input) or ended."
+            "Execution {id} was resumed by another call just now; call cancel_chain again to stop it."
         )));
-    }
-    if rec.status == "running" && ctx.platform().job_stop(id, reason)? {
-        let mut waited = 0;
-        while waited < wait_ms {
-            ctx.sleep(200).await;
-            waited += 200;
-            let now = load(ctx, id, Scope::Caller).await?;
-            if now.status != "running" {
-                return Ok(now.view(ctx.platform().registry()));
-            }
-        }
-        let mut view = load(ctx, id, Scope::Caller)
-            .await?
-            .view(ctx.platform().registry());
-        view["note"] = json!(format!(
-            "A step is still under way; the run stops before its next step (within {} s at most per step attempt). Follow it with get_chain_status.",
-            wait_ms / 1000
-        ));
-        return Ok(view);
     }
     // Nothing is running it: close it here. Stop tracking first, so the watchdog does not resume it.
     ctx.platform().job_finish(id)?;
@@ -576,6 +607,32 @@ pub async fn cancel(ctx: &dyn ToolContext, id: &str, reason: &str, wait_ms: u32)
     Ok(load(ctx, id, Scope::Caller)
         .await?
         .view(ctx.platform().registry()))
+}
+
+/// Asks the run of execution `id` under way in another session to stop, through its record (that
+/// session's job lease is out of this one's reach): the run reads the request at its next
+/// checkpoint, or as it is continued after an interruption. False when it is no longer running.
+async fn ask_to_stop(ctx: &dyn ToolContext, id: &str, reason: &str) -> Result<bool> {
+    let asked = ctx
+        .query(
+            "UPDATE chain_executions SET stop_request = ?2 WHERE id = ?1 AND status = 'running' RETURNING id",
+            vec![json!(id), json!(reason)],
+        )
+        .await?;
+    Ok(!asked.is_empty())
+}
+
+/// Execution `id` once its run stopped running (ended or paused), or as it is after `wait_ms`.
+async fn wait_for_stop(ctx: &dyn ToolContext, id: &str, wait_ms: u32) -> Result<Record> {
+    let mut waited = 0;
+    loop {
+        ctx.sleep(200).await;
+        waited += 200;
+        let now = load(ctx, id, Scope::Caller).await?;
+        if now.status != "running" || waited >= wait_ms {
+            return Ok(now);
+        }
+    }
 }
 
 /// Supplies the outputs a paused execution waits for and continues it: in this call when it ran
@@ -641,7 +698,7 @@ async fn claim(
     }
     let Some(mut report) = rec.report.take().filter(|_| rec.status == "awaiting_input") else {
         return Err(Error::ToolFailed(format!(
-            "Execution {id} is {}, not awaiting_input; only a paused execution, or a running one whose session ended, can be resumed (get_chain_status shows its state).",
+            "Execution {id} is {}, not awaiting_input; only a paused execution, or a running one that nothing runs any more (get_chain_status then says so in its note), can be resumed.",
             rec.status
         )));
     };
@@ -660,7 +717,7 @@ async fn claim(
     let claimed = ctx
         .query(
             "UPDATE chain_executions SET status = 'running', report = ?2, runs = ?3, owner = ?4,
-               updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
+               stop_request = NULL, updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
              WHERE id = ?1 AND status = 'awaiting_input' RETURNING id",
             vec![
                 json!(id),
@@ -695,7 +752,7 @@ async fn take_up(
     // Atomic, like a paused execution's claim: of two sessions taking it up, only one goes on.
     let claimed = ctx
         .query(
-            "UPDATE chain_executions SET report = ?2, runs = ?3, owner = ?4,
+            "UPDATE chain_executions SET report = ?2, runs = ?3, owner = ?4, stop_request = NULL,
                updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
              WHERE id = ?1 AND status = 'running' AND owner LIKE ?5 RETURNING id",
             vec![

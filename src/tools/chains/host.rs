@@ -164,24 +164,32 @@ impl<'a> ChainHost<'a> {
         }
     }
 
-    /// Keeps the running execution's checkpoint. A checkpoint larger than the report limit is not
-    /// kept (logged): the run's final save cuts its report and fails it.
+    /// Keeps the running execution's checkpoint, and learns whether another session asked the run
+    /// to stop (`stop_request`, set by `cancel_chain` from a session that does not hold the run's
+    /// job lease): the run then stops at this step boundary. A checkpoint larger than the report
+    /// limit is not kept (logged): the run's final save cuts its report and fails it.
     async fn save_checkpoint(&self, report: &RunReport) -> Result<()> {
         let text = serde_json::to_string(report)?;
-        if text.len() > report_max_bytes(self.ctx) {
+        let kept = if text.len() > report_max_bytes(self.ctx) {
             crate::log::error!(
                 "{}",
                 json!({ "chain_checkpoint_too_large": self.execution_id, "bytes": text.len() })
             );
-            return Ok(());
-        }
-        self.ctx
+            None
+        } else {
+            Some(text)
+        };
+        let rows = self
+            .ctx
             .query(
-                "UPDATE chain_executions SET report = ?2, updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
-         WHERE id = ?1 AND status = 'running'",
-                vec![json!(self.execution_id), json!(text)],
+                "UPDATE chain_executions SET report = COALESCE(?2, report), updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
+         WHERE id = ?1 AND status = 'running' RETURNING stop_request",
+                vec![json!(self.execution_id), json!(kept)],
             )
             .await?;
+        if let Some(reason) = rows.first().and_then(|r| r["stop_request"].as_str()) {
+            *self.stop.borrow_mut() = Some(reason.to_string());
+        }
         Ok(())
     }
 
@@ -968,6 +976,9 @@ impl StepHost for ChainHost<'_> {
     fn should_continue(&self) -> bool {
         if !self.tracked {
             return true;
+        }
+        if self.stop.borrow().is_some() {
+            return false;
         }
         match self.ctx.platform().job_heartbeat(&self.execution_id) {
             Ok(Heartbeat::Continue) => true,
