@@ -8,7 +8,7 @@ import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { CallToolResultSchema, CreateTaskResultSchema } from "@modelcontextprotocol/sdk/types.js";
+import { CallToolResultSchema, CreateTaskResultSchema, TaskStatusNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 import { startWorker } from "./support/worker.js";
 import { post } from "./support/mcp.js";
 import { hs256 } from "../scripts/token.js";
@@ -87,7 +87,7 @@ describe("2025-11-25: execute_chain as a task, through the official SDK client",
     const support = Object.fromEntries(tools.map((t) => [t.name, t.execution?.taskSupport]));
     assert.equal(support.execute_chain, "optional");
     assert.equal(support.resume_chain, "optional");
-    assert.equal(support.execute_workflow, undefined, "not a task tool yet (docs/decisions.md)");
+    assert.equal(support.execute_workflow, "optional", "FlowMind's workflows run as tasks too (tests/workflow_tasks.test.js)");
     assert.equal(support.get_chain_status, undefined, "a tool that is never a task declares nothing");
   });
 
@@ -141,6 +141,39 @@ describe("2025-11-25: execute_chain as a task, through the official SDK client",
     assert.equal(status.structuredContent.status, "cancelled");
     await assert.rejects(client.experimental.tasks.cancelTask(task.taskId), (e) => e.code === -32602);
     await assert.rejects(client.experimental.tasks.getTaskResult(task.taskId, CallToolResultSchema), (e) => /cancelled/.test(e.message));
+  });
+
+  test("the session tells its client each status change of a chain task (notifications/tasks/status on its stream)", async () => {
+    const heard = await legacyClient("user-a");
+    const seen = [];
+    heard.setNotificationHandler(TaskStatusNotificationSchema, (n) => seen.push(n.params));
+    try {
+      const { task } = await heard.request({ method: "tools/call", params: { name: "execute_chain", arguments: { chain_name: "task-approval", variables: { name: "Flo" } }, task: { ttl: 60_000 } } }, CreateTaskResultSchema);
+      const statuses = () => seen.filter((p) => p.taskId === task.taskId).map((p) => p.status);
+      await settle(async () => statuses(), (s) => s.includes("input_required"));
+      const resumed = await heard.callTool({ name: "resume_chain", arguments: { execution_id: task.taskId, outputs: { status: "ok" } } });
+      assert.equal(resumed.isError, undefined, textOf(resumed));
+      await settle(async () => statuses(), (s) => s.includes("completed"));
+      const told = statuses();
+      assert.equal(told[0], "input_required", JSON.stringify(told));
+      assert.equal(told.at(-1), "completed", JSON.stringify(told));
+      assert.ok(told.every((s, i) => i === 0 || s !== told[i - 1]), `each change is told once: ${JSON.stringify(told)}`);
+      const last = seen.filter((p) => p.taskId === task.taskId).at(-1);
+      assert.equal(last.lastUpdatedAt, (await heard.experimental.tasks.getTask(task.taskId)).lastUpdatedAt, "the notification carries the Task tasks/get answers");
+      assert.ok(Number.isInteger(last.ttl) && Number.isInteger(last.pollInterval));
+      assert.equal(seen.filter((p) => p.taskId !== task.taskId).length, 0, "only this session's tasks");
+    } finally {
+      await heard.close();
+    }
+  });
+
+  test("an async start answers its execution id as structured content, which the task reads (not the text)", async () => {
+    const started = await client.callTool({ name: "execute_chain", arguments: { chain_name: "task-quick", variables: { n: 3 }, execution_options: { async_execution: true } } });
+    assert.match(textOf(started), /^Chain execution started asynchronously\./);
+    assert.match(started.structuredContent.execution_id, /^exec-[0-9a-f]{32}$/);
+    assert.ok(textOf(started).includes(started.structuredContent.execution_id));
+    assert.equal(started.structuredContent.status, "running");
+    assert.equal(started.structuredContent.total_steps, 2);
   });
 
   test("a call that starts no run answers its error result; a call without params.task runs synchronously", async () => {

@@ -248,6 +248,12 @@ pub fn refused(tool: &Tool, out: ToolOutput) -> Value {
     result
 }
 
+/// The `CallToolResult` of `tool`'s answer `out`, as a call of it gives it (an MCP task's result
+/// rendered after the call, `registry::task::Render`).
+pub fn result_of(tool: &Tool, out: ToolOutput) -> Result<Value> {
+    shape(tool, out)
+}
+
 fn shape(tool: &Tool, out: ToolOutput) -> Result<Value> {
     match out {
         ToolOutput::Structured(v) => {

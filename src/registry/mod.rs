@@ -24,7 +24,7 @@ pub use context::{
     Caller, EnvServices, Handler, Heartbeat, Inbound, JobMode, Outbound, Platform, Statement,
     ToolContext, ToolOutput,
 };
-pub use executor::{execute, refused, CallOutcome};
+pub use executor::{execute, refused, result_of, CallOutcome};
 use redact::Sensitive;
 #[cfg(test)]
 pub use validate::assert_args_match;

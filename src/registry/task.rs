@@ -2,7 +2,11 @@
 //! and what runs the task. The task itself (its record, states and wire shapes) is
 //! `server::tasks`'.
 
+use futures::future::LocalBoxFuture;
 use serde_json::{Map, Value};
+
+use crate::error::Result;
+use crate::registry::{ToolContext, ToolOutput};
 
 /// Whether and how a tool runs as a task, for clients that declared tasks (the 2026-07-28
 /// extension `io.modelcontextprotocol/tasks`, or 2025-11-25 `capabilities.tasks`).
@@ -39,12 +43,22 @@ impl TaskSupport {
 #[derive(Debug, Clone, Copy)]
 pub enum TaskRun {
     /// A chain execution in the background: the task is the execution record, its id the
-    /// execution id (`execute_chain`, `resume_chain`, `execute_workflow`).
+    /// execution id (`execute_chain`, `resume_chain`).
     Chain,
+    /// Like [`TaskRun::Chain`], for a chain the tool's toolset built and runs itself
+    /// (`tools::chains::run_linked`: FlowMind's `execute_workflow`), whose ended task's result is
+    /// the toolset's own answer, rendered by this hook.
+    Linked(Render),
     /// A script: what the task does next, from the call's arguments and the answers it has
     /// (the conformance fixtures, whose work is a wait and whose results are known up front).
     Script(Script),
 }
+
+/// How a toolset answers for an ended execution of a chain it linked (`TaskRun::Linked`): from
+/// the context, the execution id and what the toolset kept with the run when it started it
+/// (`tools::chains::Linked::kept`), the answer its tool's synchronous call gives.
+pub type Render =
+    for<'a> fn(&'a dyn ToolContext, &'a str, &'a Value) -> LocalBoxFuture<'a, Result<ToolOutput>>;
 
 /// A task's script: what the task does next, from the call's arguments and the answers so far.
 pub type Script = fn(&Value, &Map<String, Value>) -> Step;

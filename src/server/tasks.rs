@@ -7,8 +7,9 @@
 //! on 2025, an object of the task's own on 2026-07-28), so an isolate reset loses nothing. A
 //! scripted task (`registry::task::TaskRun::Script`) is advanced whenever it is read
 //! ([`Task::advance`]), so no timer has to survive a restart. A task of a chain tool
-//! (`TaskRun::Chain`: `execute_chain`, `resume_chain`) has no record of its own: its id is the
-//! execution id ([`is_chain_task`]) and [`chain_task`] renders the execution record as a task.
+//! (`TaskRun::Chain`: `execute_chain`, `resume_chain`; `TaskRun::Linked`: `execute_workflow`)
+//! has no record of its own: its id is the execution id ([`is_chain_task`]) and [`chain_task`]
+//! renders the execution record as a task.
 //!
 //! What each lane does with a task is [`legacy`] (a 2025 session's `tasks/*` and task-augmented
 //! `tools/call`) and [`object`] (the requests the 2026-07-28 lane sends a task's own object).
@@ -387,7 +388,7 @@ pub fn find(store: &dyn TaskStore, id: &str, owner: &str, now: f64) -> Result<Ta
 pub fn script_of(registry: &Registry, name: &str) -> Option<Script> {
     match registry.get(name)?.def.task.run()? {
         TaskRun::Script(script) => Some(script),
-        TaskRun::Chain => None,
+        TaskRun::Chain | TaskRun::Linked(_) => None,
     }
 }
 

@@ -160,6 +160,63 @@ pub async fn session_ending(core: &Rc<Core>) {
     }
 }
 
+fn chain_task_key(id: &str) -> String {
+    format!("chain_task:{id}")
+}
+
+/// Chain execution `id` may have changed status (a run of it started, paused or ended; called by
+/// the session's `job_start` and `job_finish`). When it is a task of this session's 2025-11-25
+/// client ([`task_call`] noted it with the status its `CreateTaskResult` said), the session sends
+/// `notifications/tasks/status` (the task) on its stream once the status differs from the last
+/// one its client was told, and forgets the task when it ended.
+pub fn chain_task_moved(core: &Core, id: &str) {
+    let noted = core.db.get(&chain_task_key(id)).ok().flatten();
+    if noted.is_none_or(|s| s.is_empty()) {
+        return;
+    }
+    let Some(core) = core.me.upgrade() else {
+        return;
+    };
+    let id = id.to_string();
+    wasm_bindgen_futures::spawn_local(async move {
+        if let Err(e) = announce(&core, &id).await {
+            crate::log::error!(
+                "{}",
+                json!({ "task_status_not_sent": id, "error": e.to_string() })
+            );
+        }
+    });
+}
+
+/// Sends chain task `id`'s status when it is not the one last sent (read after the execution, so
+/// two announcements racing each other send each status once).
+async fn announce(core: &Core, id: &str) -> Result<()> {
+    let ctx = unattended(core);
+    let (view, result) = crate::tools::chains::task_state(&ctx, id).await?;
+    let task = crate::server::tasks::chain_task("", &view, result, clock::now_ms());
+    let key = chain_task_key(id);
+    let noted = core.db.get(&key)?.unwrap_or_default();
+    if noted.is_empty() || noted == task.status.as_str() {
+        return Ok(());
+    }
+    let kept = if task.status.is_terminal() {
+        ""
+    } else {
+        task.status.as_str()
+    };
+    core.db.set(&key, kept)?;
+    let notification = json!({
+        "jsonrpc": "2.0",
+        "method": "notifications/tasks/status",
+        "params": task.legacy_task(),
+    });
+    core.publish(
+        crate::mcp::sse::STANDALONE,
+        "message",
+        &notification.to_string(),
+    )
+}
+
 /// Session-storage key of the ids of the session's tasks, oldest first.
 const TASK_IDS: &str = "task_ids";
 
@@ -333,7 +390,7 @@ where
             }
             None if task.status == Status::InputRequired => {
                 return Err(Error::InvalidRequest(format!(
-                    "Invalid Request: task {id:?} (chain execution {id}) waits for input: supply the outputs its paused step waits for with resume_chain {{\"execution_id\": \"{id}\", \"outputs\": {{…}}}} (get_chain_status shows them), then call tasks/result again; or cancel it"
+                    "Invalid Request: task {id:?} (chain execution {id}) waits for input: supply the outputs its paused step waits for with resume_chain {{\"execution_id\": \"{id}\", \"outputs\": {{…}}}} (a FlowMind workflow's run: execute_workflow {{\"workflow_uri\": …, \"session_id\": \"{id}\", \"step_outputs\": {{…}}}}; get_chain_status shows what it waits for), then call tasks/result again; or cancel it"
                 )))
             }
             None if clock::now_ms() - began > tasks::RESULT_WAIT_MS => {
@@ -382,8 +439,12 @@ pub async fn task_call(
         None => Ok(None),
         // A chain runs as a task only for a client that declared tasks at initialize; any other
         // gets the synchronous call it always got.
-        Some(TaskRun::Chain) if core.client_capabilities().get("tasks").is_none() => Ok(None),
-        Some(TaskRun::Chain) => {
+        Some(TaskRun::Chain | TaskRun::Linked(_))
+            if core.client_capabilities().get("tasks").is_none() =>
+        {
+            Ok(None)
+        }
+        Some(TaskRun::Chain | TaskRun::Linked(_)) => {
             // The execution starts in the background as execute_chain's async_execution would,
             // under the session's job lease; its id is the task's.
             let ctx = unattended_for(core, caller);
@@ -398,6 +459,10 @@ pub async fn task_call(
             };
             let (view, result) = crate::tools::chains::task_state(&ctx, &id).await?;
             let task = tasks::chain_task(owner, &view, result, clock::now_ms());
+            if !task.status.is_terminal() {
+                // Its client hears of each later change (chain_task_moved).
+                core.db.set(&chain_task_key(&id), task.status.as_str())?;
+            }
             Ok(Some(json!({ "task": task.legacy_task() })))
         }
         Some(TaskRun::Script(_)) => {

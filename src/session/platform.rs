@@ -70,6 +70,7 @@ impl Platform for Core {
             let lease = self.lease_end();
             self.db
                 .job_insert(kind, id, mode == JobMode::Background, lease)?;
+            super::jobs::chain_task_moved(self, id);
             self.alarm_by(lease + 1000).await?;
             if mode == JobMode::Background {
                 if let Some(core) = self.me.upgrade() {
@@ -97,7 +98,9 @@ impl Platform for Core {
     }
 
     fn job_finish(&self, id: &str) -> Result<()> {
-        self.db.job_delete(id)
+        self.db.job_delete(id)?;
+        super::jobs::chain_task_moved(self, id);
+        Ok(())
     }
 
     fn job_stop(&self, id: &str, reason: &str) -> Result<bool> {

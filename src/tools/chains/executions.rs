@@ -80,6 +80,10 @@ pub struct Options {
     /// it ends for good, whichever way it ends.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lease: Option<Lease>,
+    /// What the toolset that linked the chain (`run_linked`) keeps with the run to answer for it
+    /// once it ended, as an MCP task's result (`registry::task::Render`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kept: Option<Value>,
 }
 
 /// A concurrency lease held in a caller's rate limiter object (`limiter::leases`).
@@ -773,32 +777,51 @@ async fn take_up(
 }
 
 /// The answer of an execution started (or resumed) in the background, with the estimate of its
-/// duration when it starts (`Plan::estimate_ms`).
+/// duration when it starts (`Plan::estimate_ms`): the readable text first, and the execution's
+/// id, chain and step count as structured content, which a task call reads its id from
+/// ([`started_execution`]).
 pub fn started_text(run: &Run, what: &str, estimate_ms: Option<u64>) -> ToolOutput {
     let estimate = estimate_ms
         .map(|ms| format!("\n- Estimated Duration: {ms}ms"))
         .unwrap_or_default();
-    ToolOutput::Content(vec![json!({ "type": "text", "text": format!(
-        "Chain execution {what}.\n\n**Execution Details:**\n- Chain: {} ({})\n- Execution ID: {}\n- Total Steps: {}{estimate}\n\nUse 'get_chain_status' with the execution ID to track progress, 'cancel_chain' to stop it.",
-        run.title, run.chain, run.id, run.plan.steps.len()
-    ) })])
+    let mut value = json!({
+        "execution_id": run.id,
+        "chain": run.chain,
+        "status": "running",
+        "total_steps": run.plan.steps.len(),
+    });
+    if let Some(ms) = estimate_ms {
+        value["estimated_duration_ms"] = json!(ms);
+    }
+    ToolOutput::Described {
+        value,
+        summary: format!(
+            "Chain execution {what}.\n\n**Execution Details:**\n- Chain: {} ({})\n- Execution ID: {}\n- Total Steps: {}{estimate}\n\nUse 'get_chain_status' with the execution ID to track progress, 'cancel_chain' to stop it.",
+            run.title, run.chain, run.id, run.plan.steps.len()
+        ),
+    }
 }
 
-/// The execution id in the answer ([`started_text`], as a `CallToolResult`) of an execution
-/// started in the background; `None` for any other answer (a refusal, a failure).
+/// The id of the execution a tool call's answer (a `CallToolResult`) says is running: the
+/// `execution_id` of its structured content ([`started_text`]), or of its `result` (FlowMind's
+/// `execute_workflow`), when its `status` is `running`; `None` for any other answer (a refusal, a
+/// failure, a run that ended within the call).
 pub fn started_execution(result: &Value) -> Option<String> {
     if result.get("isError") == Some(&json!(true)) {
         return None;
     }
-    result["content"].as_array()?.iter().find_map(|c| {
-        let text = c["text"].as_str()?;
-        let at = text.find("- Execution ID: exec-")? + "- Execution ID: ".len();
-        let id = text.get(at..at + 37)?;
-        id[5..]
-            .bytes()
-            .all(|b| b.is_ascii_hexdigit())
-            .then(|| id.to_string())
-    })
+    let structured = result.get("structuredContent")?;
+    let run = match structured.get("result") {
+        Some(inner) if inner.is_object() => inner,
+        _ => structured,
+    };
+    if run["status"] != "running" {
+        return None;
+    }
+    run["execution_id"]
+        .as_str()
+        .filter(|id| crate::server::tasks::is_chain_task(id))
+        .map(str::to_string)
 }
 
 fn short(v: &Value) -> String {
@@ -1070,6 +1093,9 @@ pub async fn task_state(ctx: &dyn ToolContext, id: &str) -> Result<(Value, Optio
     if matches!(rec.status.as_str(), "running" | "awaiting_input") {
         return Ok((view, None));
     }
+    if let Some(result) = linked_result(ctx, &rec).await? {
+        return Ok((view, Some(result)));
+    }
     let text = |t: String| json!([{ "type": "text", "text": t }]);
     let result = match &rec.report {
         Some(report) => match summary(&rec.run, report, &rec.run.hidden(registry)) {
@@ -1087,6 +1113,34 @@ pub async fn task_state(ctx: &dyn ToolContext, id: &str) -> Result<(Value, Optio
         }),
     };
     Ok((view, Some(result)))
+}
+
+/// The task result of an ended execution of a linked chain (`run_linked`): the answer of the tool
+/// that runs it as a task (`TaskRun::Linked`), rendered by that tool's toolset from what it kept
+/// with the run, so it is the answer the tool's synchronous call gives. `None` for any other
+/// chain.
+async fn linked_result(ctx: &dyn ToolContext, rec: &Record) -> Result<Option<Value>> {
+    if !super::is_linked_name(&rec.run.chain) {
+        return Ok(None);
+    }
+    let registry = ctx.platform().registry();
+    let Some((tool, render)) = registry.tools().find_map(|t| match t.def.task.run() {
+        Some(crate::registry::task::TaskRun::Linked(render)) => Some((t, render)),
+        _ => None,
+    }) else {
+        return Ok(None);
+    };
+    let kept = rec.run.options.kept.clone().unwrap_or(Value::Null);
+    let out = match render(ctx, &rec.run.id, &kept).await {
+        Ok(out) => out,
+        Err(e) => {
+            return Ok(Some(json!({
+                "content": [{ "type": "text", "text": e.public_message() }],
+                "isError": true,
+            })))
+        }
+    };
+    crate::registry::result_of(tool, out).map(Some)
 }
 
 /// The `context_metadata` fields `list_chain_executions` filters on.

@@ -469,6 +469,7 @@ async fn prepare(ctx: &dyn ToolContext, args: &Value) -> Result<Prepared> {
                 .unwrap_or_default(),
             runner: ctx.caller().user,
             lease: None,
+            kept: None,
         },
         mode: if background { Mode::Async } else { Mode::Sync },
         plan,
@@ -518,14 +519,16 @@ fn execute_chain(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Resul
     })
 }
 
-/// The arguments of chain tool `name` (`execute_chain`, `resume_chain`) for a call as an MCP task
+/// The arguments of chain tool `name` (`execute_chain`, `resume_chain`, and FlowMind's
+/// `execute_workflow`) for a call as an MCP task
 /// (`server::tasks`): the run goes on in the background and is tracked, whatever the call asked,
 /// because the task is the execution record.
 pub fn as_task(name: &str, mut args: Value) -> Value {
     if !args.is_object() {
         return args;
     }
-    if name == "resume_chain" {
+    if name != "execute_chain" {
+        // resume_chain continues, execute_workflow starts, in the background.
         args["in_background"] = json!(true);
         return args;
     }
@@ -546,10 +549,25 @@ pub fn new_execution_id() -> Result<String> {
     executions::new_id()
 }
 
-/// Runs a chain definition built by another toolset (FlowMind's `execute_workflow`) as tracked,
-/// synchronous execution `id` of this session, to its end or first pause. Ready steps marked
-/// `parallel_execution` run concurrently. `lease` is the caller's concurrency lease the run holds:
-/// given back when the execution ends for good, by whatever ends it.
+/// How [`run_linked`] runs a chain another toolset built.
+pub struct Linked {
+    /// Overall limit of running time (pauses excluded).
+    pub max_execution_ms: u64,
+    /// The caller's concurrency lease the run holds: given back when the execution ends for good,
+    /// by whatever ends it.
+    pub lease: Option<Lease>,
+    /// Whether the run goes on in the background (a job of the session, as `execute_chain`'s
+    /// `async_execution`) rather than within the call.
+    pub background: bool,
+    /// What the toolset keeps with the run to answer for it once it ended, as an MCP task's
+    /// result (`registry::task::Render`).
+    pub kept: Value,
+}
+
+/// Runs a chain definition built by another toolset (FlowMind's `execute_workflow`) as tracked
+/// execution `id` of this session: within the call, to its end or first pause, or (`background`)
+/// as a background job, returning once it started. Ready steps marked `parallel_execution` run
+/// concurrently.
 ///
 /// The definition is stored under its name in `execution_chains` with category
 /// [`LINKED_CATEGORY`] (replacing an earlier version of it, never a chain of another category),
@@ -561,8 +579,7 @@ pub async fn run_linked(
     id: &str,
     raw: &Value,
     variables: Value,
-    max_execution_ms: u64,
-    lease: Option<Lease>,
+    how: Linked,
 ) -> Result<()> {
     let def: ChainDef = serde_json::from_value(raw.clone())?;
     let plan = chain::plan(&def).map_err(|e| {
@@ -606,22 +623,33 @@ pub async fn run_linked(
         options: Options {
             parallel: true,
             rollback: true,
-            max_execution_ms,
+            max_execution_ms: how.max_execution_ms,
             save_intermediate_results: true,
             // FlowMind's workflows set their own retries per step and report every input.
             auto_retry: false,
             strict_inputs: false,
             context: Map::new(),
             runner: ctx.caller().user,
-            lease,
+            lease: how.lease,
+            kept: Some(how.kept),
         },
-        mode: Mode::Sync,
+        mode: if how.background {
+            Mode::Async
+        } else {
+            Mode::Sync
+        },
         plan,
         tracked: true,
         // Built by the server from a workflow: its steps act with the runner's own rights.
         author: None,
     };
     executions::insert(ctx, &run, &row, raw, &variables).await?;
+    if how.background {
+        return ctx
+            .platform()
+            .job_start(JOB_KIND, &run.id, JobMode::Background)
+            .await;
+    }
     ctx.platform()
         .job_start(JOB_KIND, &run.id, JobMode::Attached)
         .await?;
@@ -773,7 +801,7 @@ mod tests {
     }
 
     #[test]
-    fn a_task_runs_in_the_background_and_its_id_is_read_back_from_the_start_answer() {
+    fn a_task_runs_in_the_background_and_its_id_is_read_from_the_structured_start_answer() {
         let args = as_task(
             "execute_chain",
             json!({ "chain_name": "c", "execution_options": { "async_execution": false, "track_progress": false, "timeout_ms": 5 } }),
@@ -809,24 +837,46 @@ mod tests {
                 context: Map::new(),
                 runner: None,
                 lease: None,
+                kept: None,
             },
             mode: Mode::Async,
             tracked: true,
             author: None,
         };
-        let ToolOutput::Content(blocks) =
+        let ToolOutput::Described { value, summary } =
             executions::started_text(&run, "started asynchronously", Some(9))
         else {
-            panic!("the start answer is text");
+            panic!("the start answer is described structured content");
         };
-        let result = json!({ "content": blocks });
+        assert!(summary.contains(&format!("- Execution ID: {}", run.id)));
+        assert_eq!(value["estimated_duration_ms"], 9);
+        let result =
+            json!({ "content": [{ "type": "text", "text": summary }], "structuredContent": value });
         assert_eq!(started_execution(&result).as_deref(), Some(run.id.as_str()));
         let mut refused = result.clone();
         refused["isError"] = json!(true);
         assert_eq!(started_execution(&refused), None);
         assert_eq!(
+            started_execution(&json!({ "content": [{ "type": "text", "text": summary }] })),
+            None,
+            "the id is never read out of the text"
+        );
+        let workflow = |status: &str| {
+            json!({ "content": [], "structuredContent": { "success": true, "result": {
+                "execution_id": run.id, "session_id": run.id, "status": status } } })
+        };
+        assert_eq!(
+            started_execution(&workflow("running")).as_deref(),
+            Some(run.id.as_str())
+        );
+        assert_eq!(
+            started_execution(&workflow("completed")),
+            None,
+            "a run that ended within the call is no task"
+        );
+        assert_eq!(
             started_execution(
-                &json!({ "content": [{ "type": "text", "text": "- Execution ID: exec-zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz" }] })
+                &json!({ "structuredContent": { "execution_id": "exec-zz", "status": "running" } })
             ),
             None
         );

@@ -437,13 +437,22 @@ pub fn execute_workflow(
         };
         let holds = lease.is_some();
         let def = workflow::chain_definition(c, mode, &approvals);
-        let duration = constraints["max_duration_ms"]
-            .as_u64()
-            .unwrap_or(DEFAULT_DURATION_MS);
+        let mut extra = json!({
+            "approvals": steps.iter().zip(&approvals).filter_map(|(s, a)| a.as_ref().map(|why| json!({ "step": s.name, "why": why }))).collect::<Vec<_>>(),
+        });
+        if let Some(k) = &confidence {
+            extra["confidence"] = k.view(c.confidence_required);
+        }
+        let how = chains::Linked {
+            max_execution_ms: constraints["max_duration_ms"]
+                .as_u64()
+                .unwrap_or(DEFAULT_DURATION_MS),
+            lease,
+            background: args.get("in_background").and_then(Value::as_bool) == Some(true),
+            kept: json!({ "arguments": args, "extra": extra }),
+        };
         let begun = match catalog::record_use(ctx, &uri).await {
-            Ok(()) => {
-                chains::run_linked(ctx, &id, &def, Value::Object(vars), duration, lease).await
-            }
+            Ok(()) => chains::run_linked(ctx, &id, &def, Value::Object(vars), how).await,
             Err(e) => Err(e),
         };
         if let Err(e) = begun {
@@ -460,15 +469,20 @@ pub fn execute_workflow(
             }
             return Err(e);
         }
-        let mut extra = json!({
-            "approvals": steps.iter().zip(&approvals).filter_map(|(s, a)| a.as_ref().map(|why| json!({ "step": s.name, "why": why }))).collect::<Vec<_>>(),
-        });
-        if let Some(k) = &confidence {
-            extra["confidence"] = k.view(c.confidence_required);
-        }
         let out = answer(ctx, &args, &uri, mode, &id, started).await?;
         Ok(with_result(out, extra))
     })
+}
+
+/// The answer of run `id` as it stands, as the call that started it (whose arguments and extra
+/// result fields are `kept`, as [`execute_workflow`] keeps them with the run) would give it: an
+/// `execute_workflow` task's result (`registry::task::Render`).
+pub async fn task_answer(ctx: &dyn ToolContext, id: &str, kept: &Value) -> Result<ToolOutput> {
+    let args = &kept["arguments"];
+    let uri = args["workflow_uri"].as_str().unwrap_or_default();
+    let mode = Mode::parse(args.get("execution_mode").and_then(Value::as_str));
+    let out = answer(ctx, args, uri, mode, id, clock::now_ms()).await?;
+    Ok(with_result(out, kept["extra"].clone()))
 }
 
 /// `out` with `extra`'s keys added to its `result`.
@@ -738,7 +752,7 @@ async fn answer(
             format!("{uri}: completed ({} steps)", view["steps_total"]),
         ),
         None if status == "running" => (
-            "Still running (another call is continuing it): ask again with session_id shortly.".to_string(),
+            "Still running (in the background, or another call is continuing it): ask again with session_id shortly.".to_string(),
             vec![json!({ "tool": "get_chain_status", "reason": "Follow the run", "parameters": { "execution_id": id } })],
             format!("{uri}: running (session_id {id})"),
         ),

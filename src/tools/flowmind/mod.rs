@@ -28,6 +28,7 @@ use serde_json::{json, Value};
 use self::catalog::Context;
 use crate::clock;
 use crate::error::Result;
+use crate::registry::task::{TaskRun, TaskSupport};
 use crate::registry::{
     Annotations, Caller, Level, Registry, SessionState, ToolContext, ToolDef, ToolOutput,
 };
@@ -158,6 +159,16 @@ enhanced!(
 );
 enhanced!(execute_workflow, execute::execute_workflow);
 enhanced!(compose_workflow, compose::compose_workflow);
+
+/// `execute_workflow`'s answer for an ended run, as its task's result (`TaskRun::Linked`): the
+/// synchronous call's answer, `_insights` included.
+fn workflow_task_answer<'a>(
+    ctx: &'a dyn ToolContext,
+    id: &'a str,
+    kept: &'a Value,
+) -> LocalBoxFuture<'a, Result<ToolOutput>> {
+    Box::pin(async move { execute::task_answer(ctx, id, kept).await.map(with_insights) })
+}
 
 fn field_request(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
     Box::pin(async move {
@@ -362,6 +373,7 @@ pub static TOOLS: &[ToolDef] = &[
         handler: execute_workflow,
         state: SessionState::Run { starts: true, drives: true, pauses: false, addressed_by: Some("session_id") },
         level: Some(Level::Intermediate),
+        task: TaskSupport::Optional(TaskRun::Linked(workflow_task_answer)),
         ..ToolDef::DEFAULTS
     },
     ToolDef {
