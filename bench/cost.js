@@ -14,6 +14,12 @@ const COUNTER = join(root, "bench", "cost", "counter.js");
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 /** BENCH_COST_DETAIL=1: each lane's Durable Object SQL statements, per call (also in the JSON). */
 const DETAIL = process.env.BENCH_COST_DETAIL === "1";
+/**
+ * BENCH_COST_GAP_MS: a pause between the counted calls. Dashboard events are written in batches
+ * (up to 250 ms behind the answer), so back-to-back calls share rows; a gap above that window gives
+ * each call its own batch: the cost per call of a session used now and then, the worst case.
+ */
+const GAP_MS = Number(process.env.BENCH_COST_GAP_MS ?? 0);
 
 /**
  * Writes target/cost/<name>.js: `bundle`'s exports, its Durable Object classes (`classes`) patched
@@ -83,7 +89,7 @@ const totals = async (url) => (await fetch(new URL("/__bench/cost", url))).json(
  * era: "2025" | "2026", token, tool, args }]; `token`: the call carries `bearer(mcpUrl)`'s header.
  */
 export async function costs(lanes, { calls, bindings, bearer, f, row }) {
-  console.log(`\n## Cost per call: storage operations one call costs (mean of ${calls} calls, counted at the runtime's APIs)`);
+  console.log(`\n## Cost per call: storage operations one call costs (mean of ${calls} calls${GAP_MS ? `, ${GAP_MS} ms apart` : ", back to back"}, counted at the runtime's APIs)`);
   const servers = { ours: await startOurs(bindings), McpAgent: await startMcpAgent() };
   const widths = [46, 10, 10, 10, 10, 8, 8];
   console.log(row(["lane and call", "DO read", "DO written", "D1 read", "D1 written", "KV read", "KV write"], widths));
@@ -99,7 +105,10 @@ export async function costs(lanes, { calls, bindings, bearer, f, row }) {
       // Writes the server makes behind its answer (batched events) land before the reading.
       await sleep(400);
       await totals(s.url);
-      for (let i = 0; i < calls; i++) error ??= (await c.call(lane.tool, lane.args)).error;
+      for (let i = 0; i < calls; i++) {
+        if (i > 0 && GAP_MS > 0) await sleep(GAP_MS);
+        error ??= (await c.call(lane.tool, lane.args)).error;
+      }
       await sleep(400);
       const t = await totals(s.url);
       await c.close();

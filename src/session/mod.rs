@@ -15,7 +15,7 @@ mod jobs;
 mod platform;
 mod relay;
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::rc::{Rc, Weak};
 use std::time::Duration;
 
@@ -72,6 +72,9 @@ pub struct Core {
     env: Env,
     /// Tool events on their way to the session a 2026-07-28 call named (`relay`).
     relay: Rc<relay::Relay>,
+    /// When this instance last served the session's client (ms; 0 for none yet): the stored
+    /// `last_seen` is written only when it lags by more than [`Core::seen_slack_ms`].
+    seen: Cell<i64>,
 }
 
 impl Core {
@@ -85,9 +88,16 @@ impl Core {
     /// [`Core::publish`]; `relay` false for events relayed here, which go no further, so no chain
     /// of relays can loop.
     fn publish_from(&self, stream: &str, event: &str, data: &str, relay: bool) -> Result<()> {
-        let seq = self
-            .db
-            .append(stream, event, data, clock::now_ms() as i64)?;
+        // A JSON-RPC message is written before it is delivered (a resumed stream must replay it);
+        // a tool event only feeds dashboards, which may miss it in a crash, so it waits for the
+        // batch write, off the call's response.
+        let seq = self.db.append(
+            stream,
+            event,
+            data,
+            clock::now_ms() as i64,
+            is_mcp_message(event),
+        )?;
         let id = EventId {
             stream: stream.to_string(),
             seq,
@@ -152,6 +162,42 @@ impl Core {
         }
     }
 
+    /// How far the stored `last_seen` may lag behind the last request: a tenth of the idle timeout,
+    /// at most ten minutes, so a busy session writes it rarely, not on every call.
+    fn seen_slack_ms(&self) -> i64 {
+        (i64::from(self.deployment.cfg.session_idle_secs) * 100).min(600_000)
+    }
+
+    /// When the session was last used: this instance's memory, or, after a reset, the stored time
+    /// plus the most it may lag, so an idle session is never ended early.
+    fn last_active(&self, stored: i64) -> i64 {
+        match self.seen.get() {
+            0 => stored + self.seen_slack_ms(),
+            seen => seen.max(stored),
+        }
+    }
+
+    /// Records a use of the session: in memory, and in storage when the stored time lags by more
+    /// than the slack or the caller's roles changed.
+    fn touch(&self, roles: &str) -> Result<()> {
+        let now = clock::now_ms() as i64;
+        self.seen.set(now);
+        let stored = self
+            .db
+            .get("last_seen")?
+            .and_then(|v| v.parse::<i64>().ok())
+            .unwrap_or(0);
+        let moved = now - stored > self.seen_slack_ms();
+        let roles_changed = self.db.get("roles")?.as_deref() != Some(roles);
+        let now = now.to_string();
+        match (moved, roles_changed) {
+            (false, false) => Ok(()),
+            (true, false) => self.db.set("last_seen", &now),
+            (false, true) => self.db.set("roles", roles),
+            (true, true) => self.db.set_all(&[("last_seen", &now), ("roles", roles)]),
+        }
+    }
+
     fn version(&self) -> String {
         self.setting("version")
             .unwrap_or_else(|| version::ASSUMED_WITHOUT_HEADER.to_string())
@@ -205,7 +251,7 @@ fn replay(core: &Core, from: &EventId, keep: fn(&str) -> bool) -> Result<stream:
         db: core.db.clone(),
         stream: from.stream.clone(),
         after: from.seq,
-        upto: core.db.last_seq()?,
+        upto: core.db.replay_upto(&from.stream)?,
         keep,
     })
 }
@@ -316,6 +362,7 @@ impl Session {
             me: me.clone(),
             env: self.env.clone(),
             relay: Rc::default(),
+            seen: Cell::new(0),
         });
         *self.core.borrow_mut() = Some(core.clone());
         Ok(core)
@@ -375,13 +422,7 @@ impl Session {
                 "Forbidden: this session was started by another user (or without a token); send initialize without Mcp-Session-Id to start your own session".into(),
             ));
         }
-        let roles = stored_roles(caller);
-        let now = (clock::now_ms() as i64).to_string();
-        if core.db.get("roles")?.as_deref() == Some(roles.as_str()) {
-            core.db.set("last_seen", &now)
-        } else {
-            core.db.set_all(&[("last_seen", &now), ("roles", &roles)])
-        }
+        core.touch(&stored_roles(caller))
     }
 
     /// `initialize` without a session id: the Worker minted the id; store the session's state.
@@ -434,6 +475,7 @@ impl Session {
             ("created_at", now.as_str()),
         ]);
         core.db.set_all(&meta)?;
+        core.seen.set(now.parse().unwrap_or(0));
         self.schedule_housekeeping(core).await
     }
 
@@ -508,7 +550,10 @@ impl Session {
                     "run lane: events session {events:?} is not a session id"
                 )));
             }
-            core.db.set(relay::EVENTS_SETTING, events)?;
+            // Written only when it changes: most calls name the same session as the one before.
+            if core.db.get(relay::EVENTS_SETTING)?.as_deref() != Some(events.as_str()) {
+                core.db.set(relay::EVENTS_SETTING, events)?;
+            }
         }
         let params = params_object(params.as_ref());
         let (tool, args, meta) = match crate::server::prepare_call(&**core, caller, &params).await?
@@ -699,7 +744,18 @@ impl Session {
         let prefix = sse::priming(&from, RETRY_MS);
         let replayed = replay(core, &from, is_tool_event)?;
         let (tx, rx) = unbounded();
-        // Replay and subscription happen without an await between them, so no event is missed.
+        // Replay, the events not written yet and subscription happen without an await between
+        // them, so no event is missed or repeated.
+        for ev in core.db.pending_after(STANDALONE, after) {
+            if is_tool_event(&ev.event) {
+                let id = EventId {
+                    stream: STANDALONE.to_string(),
+                    seq: ev.seq,
+                };
+                // The receiver is held right here, so the send cannot fail.
+                let _ = tx.unbounded_send(sse::frame(&id, &ev.event, &ev.data));
+            }
+        }
         core.hub.watch(tx, signal);
         sse_replay_response(
             StreamPlan {
@@ -770,6 +826,7 @@ impl Session {
         let storage = self.state.storage();
         storage.delete_alarm().await.map_err(Error::from)?;
         storage.delete_all().await.map_err(Error::from)?;
+        core.db.close();
         *self.core.borrow_mut() = None;
         Ok(())
     }
@@ -803,7 +860,7 @@ impl Session {
         };
         let last_seen = match core.db.get("last_seen") {
             Ok(None) => return Vec::new(),
-            Ok(Some(v)) => v.parse::<i64>().unwrap_or(0),
+            Ok(Some(v)) => core.last_active(v.parse::<i64>().unwrap_or(0)),
             Err(e) => {
                 logged("read last_seen", Err(e));
                 clock::now_ms() as i64

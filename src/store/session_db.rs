@@ -1,24 +1,33 @@
-//! The session Durable Object's SQLite: protocol state (`meta`), the event log (`events`), tracked
-//! jobs (`jobs`) and the chat conversation (`chat_messages`).
+//! The session Durable Object's SQLite: protocol state (`meta`), the event log (`event_log`),
+//! tracked jobs (`jobs`) and the chat conversation (`chat_messages`).
 //!
 //! State lives here rather than in struct fields because any panic or uncaught JS exception resets
-//! the wasm instance and wipes Durable Object memory; storage survives. Cursors are always drained
+//! the wasm instance and wipes Durable Object memory; storage survives. Memory only saves work:
+//! meta values once read or written (this instance is the only writer), and events that need not
+//! be durable before delivery, written in batches (see `docs/decisions.md`, "Cost per call"). Cursors are always drained
 //! with `to_array` (`SqlCursor::one` throws across wasm on zero rows and hangs the request).
 
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::rc::Rc;
+use std::time::Duration;
+
 use serde::Deserialize;
-use worker::{SqlStorage, SqlStorageValue};
+use worker::{Delay, SqlStorage, SqlStorageValue};
 
 use crate::error::{Error, Result};
 
 const SCHEMA: &[&str] = &[
     "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
-    "CREATE TABLE IF NOT EXISTS events (
-        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    // One row per batch of one stream's events, keyed by the batch's last sequence number. WITHOUT
+    // ROWID on the key the replay reads by, so writing an event costs one billed row: no rowid
+    // table beside an index and no AUTOINCREMENT counter row (the version before wrote 3).
+    "CREATE TABLE IF NOT EXISTS event_log (
         stream TEXT NOT NULL,
-        event TEXT NOT NULL,
-        data TEXT NOT NULL,
-        at INTEGER NOT NULL)",
-    "CREATE INDEX IF NOT EXISTS events_by_stream ON events (stream, seq)",
+        seq INTEGER NOT NULL,
+        events TEXT NOT NULL,
+        at INTEGER NOT NULL,
+        PRIMARY KEY (stream, seq)) WITHOUT ROWID",
     "CREATE TABLE IF NOT EXISTS jobs (
         id TEXT PRIMARY KEY,
         kind TEXT NOT NULL,
@@ -31,6 +40,15 @@ const SCHEMA: &[&str] = &[
         content TEXT NOT NULL,
         at INTEGER NOT NULL)",
 ];
+
+/// Meta key of the highest event sequence number reserved: every id handed out is at most this,
+/// so an instance that starts after a reset (or a prune that emptied the log) never reuses one.
+const SEQ_RESERVED: &str = "event_seq_reserved";
+/// Sequence numbers reserved per meta write: one row written per this many events (and one per
+/// instance start, which skips what is left of the block before it).
+const SEQ_BLOCK: i64 = 1000;
+/// How long events that need not be durable before delivery wait to be written, batched.
+const FLUSH_AFTER_MS: u64 = 250;
 
 /// One stored chat message (see `engine::chat::Message`).
 #[derive(Debug, Clone, Deserialize)]
@@ -87,10 +105,48 @@ struct SeqRow {
     seq: i64,
 }
 
+#[derive(Deserialize)]
+struct CountRow {
+    stream: String,
+    seq: i64,
+    n: i64,
+}
+
+#[derive(Deserialize)]
+struct BatchRow {
+    events: String,
+}
+
+/// An event handed out but not written yet.
+struct Pending {
+    stream: String,
+    seq: i64,
+    event: String,
+    data: String,
+    at: i64,
+}
+
+/// What one instance keeps beside the storage: storage stays the truth, this only saves reads
+/// and batches writes, and starts empty after a reset.
+#[derive(Default)]
+struct Memory {
+    /// Meta values read or written by this instance (`None`: known to be unset).
+    meta: RefCell<HashMap<String, Option<String>>>,
+    /// The last sequence number handed out, once this instance has reserved a block.
+    seq: Cell<Option<i64>>,
+    /// The end of the block reserved by this instance.
+    reserved: Cell<i64>,
+    /// Events waiting for the batch write, oldest first.
+    pending: RefCell<Vec<Pending>>,
+    /// Whether a batch write is scheduled.
+    flush_due: Cell<bool>,
+}
+
 /// Typed access to one session's SQLite database.
 #[derive(Clone)]
 pub struct SessionDb {
     sql: SqlStorage,
+    mem: Rc<Memory>,
 }
 
 fn storage_err(what: &str) -> impl Fn(worker::Error) -> Error + '_ {
@@ -103,17 +159,85 @@ impl SessionDb {
         for stmt in SCHEMA {
             sql.exec(stmt, None).map_err(storage_err("create schema"))?;
         }
-        Ok(SessionDb { sql })
+        let db = SessionDb {
+            sql,
+            mem: Rc::default(),
+        };
+        db.migrate_events()?;
+        Ok(db)
     }
 
-    /// Reads a meta value.
+    /// Moves the log of an object created by the previous version (`events`: a rowid table with an
+    /// index on (stream, seq), AUTOINCREMENT) into `event_log`, one event a row, and reserves its
+    /// ids, so a client resuming across the upgrade gets what it missed and no id is reused. All
+    /// in one synchronous turn, which the object commits at once.
+    fn migrate_events(&self) -> Result<()> {
+        let old: Vec<serde_json::Value> = self
+            .sql
+            .exec(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'events'",
+                None,
+            )
+            .and_then(|c| c.to_array())
+            .map_err(storage_err("look for the old event table"))?;
+        if old.is_empty() {
+            return Ok(());
+        }
+        self.sql
+            .exec(
+                "INSERT OR IGNORE INTO event_log (stream, seq, events, at)
+                 SELECT stream, seq, json_array(json_array(seq, event, data)), at FROM events",
+                None,
+            )
+            .and_then(|c| c.to_array::<serde_json::Value>())
+            .map_err(storage_err("copy the old event table"))?;
+        let newest: Vec<SeqRow> = self
+            .sql
+            .exec("SELECT COALESCE(MAX(seq), 0) AS seq FROM events", None)
+            .and_then(|c| c.to_array())
+            .map_err(storage_err("read the old event table"))?;
+        // AUTOINCREMENT's counter also covers ids whose rows were pruned; unreadable, the newest
+        // row is the best bound there is.
+        let counted: Vec<SeqRow> = self
+            .sql
+            .exec(
+                "SELECT seq FROM sqlite_sequence WHERE name = 'events'",
+                None,
+            )
+            .and_then(|c| c.to_array())
+            .unwrap_or_default();
+        let high = newest
+            .iter()
+            .chain(&counted)
+            .map(|r| r.seq)
+            .max()
+            .unwrap_or(0)
+            .max(self.stored_reservation()?);
+        self.set(SEQ_RESERVED, &high.to_string())?;
+        self.sql
+            .exec("DROP TABLE events", None)
+            .and_then(|c| c.to_array::<serde_json::Value>())
+            .map(drop)
+            .map_err(storage_err("drop the old event table"))
+    }
+
+    /// Reads a meta value (from this instance's memory once read or written).
     pub fn get(&self, key: &str) -> Result<Option<String>> {
+        if let Some(known) = self.mem.meta.borrow().get(key) {
+            return Ok(known.clone());
+        }
         let rows: Vec<ValueRow> = self
             .sql
             .exec("SELECT value FROM meta WHERE key = ?", vec![key.into()])
             .and_then(|c| c.to_array())
             .map_err(storage_err("read meta"))?;
-        Ok(rows.into_iter().next().map(|r| r.value))
+        let value = rows.into_iter().next().map(|r| r.value);
+        self.remember(key, value.clone());
+        Ok(value)
+    }
+
+    fn remember(&self, key: &str, value: Option<String>) {
+        self.mem.meta.borrow_mut().insert(key.to_string(), value);
     }
 
     /// Removes a meta value.
@@ -137,16 +261,23 @@ impl SessionDb {
             .iter()
             .flat_map(|(k, v)| [(*k).into(), (*v).into()])
             .collect::<Vec<SqlStorageValue>>();
-        self.sql
+        let written = self
+            .sql
             .exec(
                 &format!(
                     "INSERT INTO meta (key, value) VALUES {rows} ON CONFLICT (key) DO UPDATE SET value = excluded.value"
                 ),
                 bindings,
             )
-            .and_then(|c| c.to_array::<serde_json::Value>())
-            .map(drop)
-            .map_err(storage_err("write meta"))
+            .and_then(|c| c.to_array::<serde_json::Value>());
+        // Unsure whether a failed write landed, memory forgets the keys and storage answers next.
+        for (k, v) in pairs {
+            match written {
+                Ok(_) => self.remember(k, Some((*v).to_string())),
+                Err(_) => drop(self.mem.meta.borrow_mut().remove(*k)),
+            }
+        }
+        written.map(drop).map_err(storage_err("write meta"))
     }
 
     /// Increments an integer meta counter and returns its new value.
@@ -160,38 +291,181 @@ impl SessionDb {
                 vec![key.into()],
             )
             .and_then(|c| c.to_array())
-            .map_err(storage_err("bump counter"))?;
-        rows.into_iter()
-            .next()
-            .and_then(|r| r.value.parse().ok())
-            .ok_or_else(|| {
-                Error::Storage(format!("session storage: counter {key} returned no value"))
-            })
+            .map_err(|e| {
+                self.mem.meta.borrow_mut().remove(key);
+                storage_err("bump counter")(e)
+            })?;
+        let value = rows.into_iter().next().map(|r| r.value);
+        self.remember(key, value.clone());
+        value.and_then(|v| v.parse().ok()).ok_or_else(|| {
+            Error::Storage(format!("session storage: counter {key} returned no value"))
+        })
     }
 
-    /// Appends an event and returns its sequence number.
-    pub fn append(&self, stream: &str, event: &str, data: &str, at_ms: i64) -> Result<i64> {
-        let rows: Vec<SeqRow> = self
-            .sql
+    /// Forgets what this instance holds in memory: its meta values and the events not written yet
+    /// (the session's storage is being deleted).
+    pub fn close(&self) {
+        self.mem.meta.borrow_mut().clear();
+        self.mem.pending.borrow_mut().clear();
+        self.mem.seq.set(None);
+        self.mem.reserved.set(0);
+    }
+
+    fn stored_reservation(&self) -> Result<i64> {
+        Ok(self
+            .get(SEQ_RESERVED)?
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0))
+    }
+
+    /// The next sequence number, reserving a block durably (one meta row) when this instance has
+    /// none left: a crash leaves gaps, never a reused id.
+    fn next_seq(&self) -> Result<i64> {
+        let last = match self.mem.seq.get() {
+            Some(last) => last,
+            None => self.stored_reservation()?,
+        };
+        let next = last + 1;
+        if self.mem.seq.get().is_none() || next > self.mem.reserved.get() {
+            let reserved = next - 1 + SEQ_BLOCK;
+            self.set(SEQ_RESERVED, &reserved.to_string())?;
+            self.mem.reserved.set(reserved);
+        }
+        self.mem.seq.set(Some(next));
+        Ok(next)
+    }
+
+    /// Appends an event and returns its sequence number. A `durable` event is written now, with
+    /// the events of its stream still waiting, in one row; any other waits up to
+    /// [`FLUSH_AFTER_MS`] and is written in one row with the others that came meanwhile.
+    pub fn append(
+        &self,
+        stream: &str,
+        event: &str,
+        data: &str,
+        at_ms: i64,
+        durable: bool,
+    ) -> Result<i64> {
+        let seq = self.next_seq()?;
+        let ev = Pending {
+            stream: stream.to_string(),
+            seq,
+            event: event.to_string(),
+            data: data.to_string(),
+            at: at_ms,
+        };
+        if durable {
+            let mut batch = self.take_pending(Some(stream));
+            batch.push(ev);
+            if let Err(e) = self.write_batch(&batch) {
+                // The waiting events keep waiting; the new one was never delivered.
+                batch.pop();
+                self.mem.pending.borrow_mut().splice(0..0, batch);
+                return Err(e);
+            }
+        } else {
+            self.mem.pending.borrow_mut().push(ev);
+            self.schedule_flush();
+        }
+        Ok(seq)
+    }
+
+    fn take_pending(&self, stream: Option<&str>) -> Vec<Pending> {
+        let mut pending = self.mem.pending.borrow_mut();
+        let (taken, kept) = std::mem::take(&mut *pending)
+            .into_iter()
+            .partition(|p| stream.is_none_or(|s| p.stream == s));
+        *pending = kept;
+        taken
+    }
+
+    fn schedule_flush(&self) {
+        if self.mem.flush_due.replace(true) {
+            return;
+        }
+        let db = self.clone();
+        wasm_bindgen_futures::spawn_local(async move {
+            Delay::from(Duration::from_millis(FLUSH_AFTER_MS)).await;
+            db.mem.flush_due.set(false);
+            if let Err(e) = db.flush() {
+                crate::log::error!("events not logged: {e}");
+            }
+        });
+    }
+
+    /// Writes every waiting event, one row per stream.
+    pub fn flush(&self) -> Result<()> {
+        let mut all = self.take_pending(None);
+        while !all.is_empty() {
+            let stream = all[0].stream.clone();
+            let (batch, rest): (Vec<_>, Vec<_>) = all.into_iter().partition(|p| p.stream == stream);
+            self.write_batch(&batch)?;
+            all = rest;
+        }
+        Ok(())
+    }
+
+    /// One row holding `batch` (events of one stream, oldest first), keyed by its last event.
+    fn write_batch(&self, batch: &[Pending]) -> Result<()> {
+        let Some(last) = batch.last() else {
+            return Ok(());
+        };
+        let events = serde_json::Value::Array(
+            batch
+                .iter()
+                .map(|p| serde_json::json!([p.seq, p.event, p.data]))
+                .collect(),
+        );
+        self.sql
             .exec(
-                "INSERT INTO events (stream, event, data, at) VALUES (?, ?, ?, ?) RETURNING seq",
+                "INSERT INTO event_log (stream, seq, events, at) VALUES (?, ?, ?, ?)",
                 vec![
-                    stream.into(),
-                    event.into(),
-                    data.into(),
-                    SqlStorageValue::Integer(at_ms),
+                    last.stream.as_str().into(),
+                    SqlStorageValue::Integer(last.seq),
+                    events.to_string().into(),
+                    SqlStorageValue::Integer(last.at),
                 ],
             )
-            .and_then(|c| c.to_array())
-            .map_err(storage_err("append event"))?;
-        rows.into_iter()
-            .next()
-            .map(|r| r.seq)
-            .ok_or_else(|| Error::Storage("session storage: append returned no sequence".into()))
+            .and_then(|c| c.to_array::<serde_json::Value>())
+            .map(drop)
+            .map_err(storage_err("append events"))
     }
 
-    /// At most `limit` events of one stream after `after_seq` and up to `upto_seq`, oldest first:
-    /// one page of a replay, so a resumed stream never loads the whole log at once.
+    /// The events of `stream` after `after_seq` that are not written yet, oldest first: all newer
+    /// than any row of the stream, so they follow a replay that reads up to [`Self::replay_upto`].
+    pub fn pending_after(&self, stream: &str, after_seq: i64) -> Vec<LoggedEvent> {
+        self.mem
+            .pending
+            .borrow()
+            .iter()
+            .filter(|p| p.stream == stream && p.seq > after_seq)
+            .map(|p| LoggedEvent {
+                seq: p.seq,
+                event: p.event.clone(),
+                data: p.data.clone(),
+            })
+            .collect()
+    }
+
+    /// Where a replay of `stream` taken now ends: before its first event not written yet (those
+    /// come from [`Self::pending_after`], and a row written later holds only them and newer), else
+    /// at the last event handed out.
+    pub fn replay_upto(&self, stream: &str) -> Result<i64> {
+        let first_pending = self
+            .mem
+            .pending
+            .borrow()
+            .iter()
+            .find(|p| p.stream == stream)
+            .map(|p| p.seq);
+        match first_pending {
+            Some(seq) => Ok(seq - 1),
+            None => self.last_seq(),
+        }
+    }
+
+    /// At most `limit` rows of one stream's events after `after_seq` and up to `upto_seq`, oldest
+    /// first: one page of a replay, so a resumed stream never loads the whole log at once.
     pub fn replay_page(
         &self,
         stream: &str,
@@ -199,9 +473,10 @@ impl SessionDb {
         upto_seq: i64,
         limit: i64,
     ) -> Result<Vec<LoggedEvent>> {
-        self.sql
+        let rows: Vec<BatchRow> = self
+            .sql
             .exec(
-                "SELECT seq, event, data FROM events WHERE stream = ? AND seq > ? AND seq <= ? ORDER BY seq LIMIT ?",
+                "SELECT events FROM event_log WHERE stream = ? AND seq > ? AND seq <= ? ORDER BY seq LIMIT ?",
                 vec![
                     stream.into(),
                     SqlStorageValue::Integer(after_seq),
@@ -210,25 +485,100 @@ impl SessionDb {
                 ],
             )
             .and_then(|c| c.to_array())
-            .map_err(storage_err("replay events"))
+            .map_err(storage_err("replay events"))?;
+        let mut out = Vec::new();
+        for row in rows {
+            let batch: Vec<(i64, String, String)> = serde_json::from_str(&row.events)
+                .map_err(|e| Error::Storage(format!("session storage, replay events: {e}")))?;
+            out.extend(
+                batch
+                    .into_iter()
+                    .filter(|(seq, _, _)| *seq > after_seq)
+                    .map(|(seq, event, data)| LoggedEvent { seq, event, data }),
+            );
+        }
+        Ok(out)
     }
 
-    /// The newest sequence number in the log (0 when empty).
+    /// The newest sequence number handed out (0 before the first): an upper bound once this
+    /// instance has handed out none, as ids up to the stored reservation may have been.
     pub fn last_seq(&self) -> Result<i64> {
-        let rows: Vec<SeqRow> = self
-            .sql
-            .exec("SELECT COALESCE(MAX(seq), 0) AS seq FROM events", None)
-            .and_then(|c| c.to_array())
-            .map_err(storage_err("read last sequence"))?;
-        Ok(rows.into_iter().next().map(|r| r.seq).unwrap_or(0))
+        match self.mem.seq.get() {
+            Some(seq) => Ok(seq),
+            None => self.stored_reservation(),
+        }
     }
 
-    /// Deletes events older than `before_ms`, and all but the newest `keep` events.
+    /// Deletes events older than `before_ms`, and all but the newest `keep` events. Counted by
+    /// event, not by id, as ids have gaps (an instance reset skips the rest of its block).
     pub fn prune(&self, before_ms: i64, keep: i64) -> Result<()> {
         self.sql
             .exec(
-                "DELETE FROM events WHERE at < ? OR seq <= (SELECT COALESCE(MAX(seq), 0) FROM events) - ?",
-                vec![SqlStorageValue::Integer(before_ms), SqlStorageValue::Integer(keep)],
+                "DELETE FROM event_log WHERE at < ?",
+                vec![SqlStorageValue::Integer(before_ms)],
+            )
+            .and_then(|c| c.to_array::<serde_json::Value>())
+            .map_err(storage_err("prune old events"))?;
+        let rows: Vec<CountRow> = self
+            .sql
+            .exec(
+                "SELECT stream, seq, json_array_length(events) AS n FROM event_log ORDER BY seq DESC",
+                None,
+            )
+            .and_then(|c| c.to_array())
+            .map_err(storage_err("count events"))?;
+        let mut newer = 0;
+        for row in rows {
+            if newer >= keep {
+                return self
+                    .sql
+                    .exec(
+                        "DELETE FROM event_log WHERE seq <= ?",
+                        vec![SqlStorageValue::Integer(row.seq)],
+                    )
+                    .and_then(|c| c.to_array::<serde_json::Value>())
+                    .map(drop)
+                    .map_err(storage_err("prune events"));
+            }
+            if newer + row.n > keep {
+                self.trim(&row, keep - newer)?;
+            }
+            newer += row.n;
+        }
+        Ok(())
+    }
+
+    /// Keeps only the newest `keep` events of one row.
+    fn trim(&self, row: &CountRow, keep: i64) -> Result<()> {
+        let key = || {
+            vec![
+                row.stream.as_str().into(),
+                SqlStorageValue::Integer(row.seq),
+            ]
+        };
+        let rows: Vec<BatchRow> = self
+            .sql
+            .exec(
+                "SELECT events FROM event_log WHERE stream = ? AND seq = ?",
+                key(),
+            )
+            .and_then(|c| c.to_array())
+            .map_err(storage_err("read events to prune"))?;
+        let Some(found) = rows.into_iter().next() else {
+            return Ok(());
+        };
+        let mut events: Vec<serde_json::Value> = serde_json::from_str(&found.events)
+            .map_err(|e| Error::Storage(format!("session storage, prune events: {e}")))?;
+        let cut = events
+            .len()
+            .saturating_sub(usize::try_from(keep).unwrap_or(0));
+        events.drain(..cut);
+        let mut bindings = vec![serde_json::Value::Array(events).to_string().into()];
+        bindings.extend(key());
+        self.sql
+            .exec(
+                "UPDATE event_log SET events = ? WHERE stream = ? AND seq = ?",
+                bindings,
             )
             .and_then(|c| c.to_array::<serde_json::Value>())
             .map(drop)
