@@ -301,7 +301,7 @@ impl Confirmation {
         self.set_state("executing", None)?;
         audit(&ctx, &p, "approved", "").await;
         let started = clock::now_ms();
-        let reply = crate::tools::execute_confirmed(&ctx, &p).await.to_json();
+        let reply = crate::tools::execute_confirmed(&ctx, &p).await;
         self.set_state("done", Some(&reply.to_string()))?;
         let event = if reply["status"] == "success" {
             "executed"

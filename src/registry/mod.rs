@@ -87,9 +87,10 @@ pub struct ToolDef {
     /// How the tool answers a call refused outside its handler; `None`: in plain text, and a
     /// caller whose roles lack it is told "unknown tool".
     pub dialect: Option<&'static Dialect>,
-    /// A call changes nothing itself: it asks the user to confirm the change and waits for their
-    /// decision, so whoever runs the tool for a model (the chat) need not ask the user first too.
-    pub asks_user: bool,
+    /// Carries out the change a call asked the user to confirm, once they have (`src/confirm/`);
+    /// `None`: the tool changes what it changes itself. A tool with one changes nothing when
+    /// called, so whoever runs it for a model (the chat) need not ask the user first too.
+    pub confirmed: Option<Confirmed>,
     /// What the tool keeps in an MCP session, which 2026-07-28 requests do not have.
     pub state: SessionState,
     /// Refused calls lengthen the wait (seed 001: `field_request`'s `progressive_backoff`; see
@@ -100,6 +101,9 @@ pub struct ToolDef {
     pub level: Option<Level>,
     /// Whether and how a call runs as an MCP task for clients that declared tasks.
     pub task: task::TaskSupport,
+    /// The MCP server name seed 003 gives the toolset where it is not `<toolset>-mcp`
+    /// (`google-calendar-mcp`); a chain step may name the tool as `<server>::<tool-name>`.
+    pub seed_server: Option<&'static str>,
 }
 
 /// How far a caller has progressed in FlowMind's progressive authorization (seed 001); ordered,
@@ -189,6 +193,12 @@ pub struct Dialect {
     pub forbidden: fn(&ToolDef, &Caller) -> ToolOutput,
 }
 
+/// Carries out a change the user confirmed: takes the context, the arguments of the call that
+/// asked and the details shown to the user; answers with the JSON the user's decision gets, whose
+/// `status` is `"success"` when the change was made.
+pub type Confirmed =
+    for<'a> fn(&'a dyn ToolContext, &'a Value, &'a Value) -> LocalBoxFuture<'a, Value>;
+
 /// The handler of [`ToolDef::DEFAULTS`]: a declaration that forgot its own is refused, not run.
 fn no_handler(_: &dyn ToolContext, _: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
     Box::pin(async { Err(Error::Internal("this tool declares no handler".into())) })
@@ -197,8 +207,8 @@ fn no_handler(_: &dyn ToolContext, _: Value) -> LocalBoxFuture<'_, Result<ToolOu
 impl ToolDef {
     /// What a declaration leaves out (`..ToolDef::DEFAULTS`): no output schema, 10 s timeout,
     /// never cached, refusals in plain text, no confirmation asked, no session state, no progressive
-    /// backoff, no FlowMind level; the hints MCP assumes when a server gives none (may write and
-    /// destroy, not idempotent, open world). Every declaration
+    /// backoff, no FlowMind level, the seed's usual server name; the hints MCP assumes when a
+    /// server gives none (may write and destroy, not idempotent, open world). Every declaration
     /// names its toolset, name, title, description, input schema, roles and handler.
     pub const DEFAULTS: ToolDef = ToolDef {
         toolset: "",
@@ -218,12 +228,19 @@ impl ToolDef {
         handler: no_handler,
         cache: None,
         dialect: None,
-        asks_user: false,
+        confirmed: None,
         state: SessionState::None,
         progressive_backoff: false,
         level: None,
         task: task::TaskSupport::Forbidden,
+        seed_server: None,
     };
+
+    /// Whether a call asks the user to confirm its change and waits for their decision
+    /// ([`ToolDef::confirmed`]).
+    pub const fn asks_user(&self) -> bool {
+        self.confirmed.is_some()
+    }
 
     /// Whether the tool keeps state in an MCP session ([`SessionState`]).
     pub fn keeps_session_state(&self) -> bool {
@@ -234,27 +251,6 @@ impl ToolDef {
     pub fn id(&self) -> String {
         format!("{}::{}", self.toolset, self.name.replace('_', "-"))
     }
-}
-
-/// The seed's MCP server names whose toolset is not the name without `-mcp` (seed 003 writes
-/// `flights-mcp::search-flights` and `google-calendar-mcp::list-events`). Kept here, not in the
-/// toolsets, so the registry does not import the tools it registers.
-const SEED_SERVERS: &[(&str, &str)] = &[
-    ("flights-mcp", "flights"),
-    ("google-calendar-mcp", "calendar"),
-];
-
-/// The registry id (`calendar::list-events`) of a tool id written as seed 003 writes them, with a
-/// server name for the toolset (`google-calendar-mcp::list-events`, `templates-mcp::process-template`);
-/// `None` for any other name.
-fn seed_id(name: &str) -> Option<String> {
-    let (server, tool) = name.split_once("::")?;
-    let toolset = SEED_SERVERS
-        .iter()
-        .find(|(s, _)| *s == server)
-        .map(|(_, t)| *t)
-        .or_else(|| server.strip_suffix("-mcp"))?;
-    Some(format!("{toolset}::{tool}"))
 }
 
 /// A registered tool with its compiled schemas and its `tools/list` entry.
@@ -457,18 +453,28 @@ impl Registry {
     pub fn get(&self, name: &str) -> Option<&Tool> {
         match self.by_name.get(name) {
             Some(&i) => Some(&self.tools[i]),
-            None => seed_id(name).and_then(|id| self.registry_id(&id)),
+            None => self.seed(name),
         }
     }
 
     /// Finds a tool by its registry id (`toolset::tool-name`) or its seed id with a server name.
     pub fn by_id(&self, id: &str) -> Option<&Tool> {
-        self.registry_id(id)
-            .or_else(|| seed_id(id).and_then(|id| self.registry_id(&id)))
+        self.registry_id(id).or_else(|| self.seed(id))
     }
 
     fn registry_id(&self, id: &str) -> Option<&Tool> {
         self.tools.iter().find(|t| t.def.id() == id)
+    }
+
+    /// The tool of an id written as seed 003 writes them, with a server name for the toolset
+    /// (`google-calendar-mcp::list-events`, `templates-mcp::process-template`).
+    fn seed(&self, id: &str) -> Option<&Tool> {
+        let (server, tool) = id.split_once("::")?;
+        self.tools.iter().find(|t| {
+            let d = t.def;
+            (d.seed_server == Some(server) || server.strip_suffix("-mcp") == Some(d.toolset))
+                && d.name.replace('_', "-") == tool
+        })
     }
 
     /// Finds a tool by MCP name that `caller` may use: a tool the caller's roles do not allow is

@@ -580,7 +580,7 @@ impl Turn {
                 .get_for(name, &self.caller)
                 // A domain write already waits for the user's approval (its confirmation
                 // card), so holding it too would ask twice.
-                .is_some_and(|t| !t.def.annotations.read_only && !t.def.asks_user);
+                .is_some_and(|t| !t.def.annotations.read_only && !t.def.asks_user());
             if asks_first {
                 held.push((id, name.clone(), args.clone()));
                 calls.push(Either::Left(futures::future::ready(Feedback::Held {

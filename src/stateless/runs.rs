@@ -178,6 +178,24 @@ struct Send<'a> {
     signal: Option<&'a AbortSignal>,
 }
 
+impl<'a> Send<'a> {
+    /// To `session` as `caller`, in the default lane and with no signal.
+    fn to(env: &'a Env, session: &'a str, caller: &'a Caller) -> Send<'a> {
+        Send {
+            env,
+            session,
+            caller,
+            lane: Lane::default(),
+            signal: None,
+        }
+    }
+
+    /// To the same object as the same caller, in the default lane and with no signal.
+    fn plain(&self) -> Send<'a> {
+        Send::to(self.env, self.session, self.caller)
+    }
+}
+
 /// Sends one 2025 message to a run or own object as `caller` (`create`: the `initialize` that
 /// opens it).
 async fn send(to: &Send<'_>, body: &Value, create: bool) -> Result<Response> {
@@ -203,11 +221,7 @@ async fn request(to: &Send<'_>, op: &Op, body: Option<&Value>) -> Result<Respons
 /// Opens an object for `to.caller` and turns its log messages off (a 2026 reply carries them only
 /// when asked, and nothing reads the object's own streams).
 async fn open(to: &Send<'_>) -> Result<()> {
-    let bare = Send {
-        lane: Lane::default(),
-        signal: None,
-        ..*to
-    };
+    let bare = to.plain();
     let init = json!({ "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
         "protocolVersion": version::LATEST, "capabilities": {},
         "clientInfo": { "name": "mcp-edge 2026-07-28 runs", "version": SERVER_VERSION }
@@ -541,11 +555,9 @@ struct Job {
 impl Job {
     fn to<'a>(&'a self, env: &'a Env, lane: Lane, signal: Option<&'a AbortSignal>) -> Send<'a> {
         Send {
-            env,
-            session: &self.session,
-            caller: &self.caller,
             lane,
             signal,
+            ..Send::to(env, &self.session, &self.caller)
         }
     }
 
@@ -555,11 +567,7 @@ impl Job {
         let Some(result) = body.get_mut("result") else {
             return Ok((status, body));
         };
-        let plain = Send {
-            lane: Lane::default(),
-            signal: None,
-            ..*to
-        };
+        let plain = to.plain();
         let paused = match execution_in(result) {
             Some(execution) if self.pauses && self.sampling => {
                 Some(paused_steps(&plain, &self.id, &execution).await?)
@@ -641,13 +649,7 @@ pub async fn create_task(
 ) -> Result<Value> {
     let id = crate::server::tasks::new_id()?;
     let session = task_object(&id);
-    let to = Send {
-        env,
-        session: &session,
-        caller,
-        lane: Lane::default(),
-        signal: None,
-    };
+    let to = Send::to(env, &session, caller);
     open(&to).await?;
     let params = json!({ "taskId": id, "name": name, "arguments": arguments, "answers": answers });
     task_request(&to, &id, crate::server::tasks::OBJECT_CREATE, params).await
@@ -673,13 +675,7 @@ pub async fn create_chain_task(
             .unwrap_or_else(|| json!({})),
     );
     let target = target_of(platform, user, name, &arguments).await?;
-    let to = Send {
-        env,
-        session: &target.session,
-        caller,
-        lane: Lane::default(),
-        signal: None,
-    };
+    let to = Send::to(env, &target.session, caller);
     let (_, mut reply) = call_tool(&to, &r.id, name, arguments, json!({}), None).await?;
     let Some(result) = reply.get_mut("result") else {
         return Ok(reply);
@@ -714,13 +710,7 @@ pub async fn task(
         None if task_id_form(id) => task_object(id),
         _ => return Err(crate::server::tasks::unknown(id)),
     };
-    let to = Send {
-        env,
-        session: &session,
-        caller,
-        lane: Lane::default(),
-        signal: None,
-    };
+    let to = Send::to(env, &session, caller);
     let mut params = r.params.clone();
     params.remove("_meta");
     task_request(&to, id, method, Value::Object(params)).await

@@ -23,24 +23,16 @@ use serde_json::Value;
 use crate::error::{Error, Result};
 use crate::registry::{ToolContext, ToolDef};
 
-/// A toolset as a catalog serves it: its tools, and what the server calls on it besides them. A
-/// toolset declares its own (`hr::SET`, `chains::SET`), so adding one means adding it to
-/// [`TOOLSETS`], never editing a dispatch.
+/// A toolset as a catalog serves it: its tools, and the jobs the server runs for it. A toolset
+/// with jobs declares its own (`chains::SET`), so adding one means adding it to [`TOOLSETS`],
+/// never editing a dispatch.
 #[derive(Debug)]
 pub struct Toolset {
     /// Its tools, in one or more declaration lists.
     pub tools: &'static [&'static [ToolDef]],
-    /// Carries out a write one of its tools asked the user to confirm (`domain::confirm`).
-    pub confirmed: Option<Confirmed>,
     /// The background jobs it runs.
     pub jobs: Option<Jobs>,
 }
-
-/// Carries out a confirmed write, as [`execute_confirmed`] calls it.
-pub type Confirmed = for<'a> fn(
-    &'a dyn ToolContext,
-    &'a domain::confirm::Pending,
-) -> LocalBoxFuture<'a, domain::Reply>;
 
 /// A job hook: the context it runs in and the job's id.
 pub type JobHook = for<'a> fn(&'a dyn ToolContext, &'a str) -> LocalBoxFuture<'a, Result<()>>;
@@ -61,18 +53,7 @@ pub struct Jobs {
 impl Toolset {
     /// A toolset of `tools` and nothing else.
     pub const fn of(tools: &'static [&'static [ToolDef]]) -> Toolset {
-        Toolset {
-            tools,
-            confirmed: None,
-            jobs: None,
-        }
-    }
-
-    fn declares(&self, name: &str) -> bool {
-        self.tools
-            .iter()
-            .flat_map(|t| t.iter())
-            .any(|d| d.name == name)
+        Toolset { tools, jobs: None }
     }
 }
 
@@ -82,10 +63,10 @@ static TOOLSETS: &[&Toolset] = &[
     &Toolset::of(&[templates::TOOLS]),
     &chains::SET,
     &Toolset::of(&[domain::TOOLS]),
-    &hr::SET,
-    &finance::SET,
-    &sales::SET,
-    &support::SET,
+    &Toolset::of(&[hr::TOOLS]),
+    &Toolset::of(&[finance::TOOLS, finance::writes::TOOLS]),
+    &Toolset::of(&[sales::TOOLS, sales::writes::TOOLS]),
+    &Toolset::of(&[support::TOOLS, support::writes::TOOLS]),
     &Toolset::of(&[flights::TOOLS]),
     &Toolset::of(&[calendar::TOOLS]),
     &Toolset::of(&[epic_tide::TOOLS]),
@@ -114,43 +95,37 @@ pub async fn run_job(ctx: &dyn ToolContext, kind: &str, id: &str) -> Result<()> 
     (jobs(kind)?.run)(ctx, id).await
 }
 
-/// Carries out a confirmed domain write (`src/confirm/`), if the deciding user's current roles
-/// still allow the tool that asked for it.
-pub async fn execute_confirmed(
-    ctx: &dyn ToolContext,
-    p: &domain::confirm::Pending,
-) -> domain::Reply {
+/// Carries out a confirmed domain write (`src/confirm/`) with its tool's
+/// [`ToolDef::confirmed`], if the deciding user's current roles still allow the tool; answers
+/// with the decision's JSON.
+pub async fn execute_confirmed(ctx: &dyn ToolContext, p: &domain::confirm::Pending) -> Value {
     let caller = ctx.caller();
-    if ctx
-        .platform()
-        .registry()
-        .get_for(&p.action, &caller)
-        .is_none()
-    {
-        return domain::Reply::failure(
-            domain::Code::InsufficientPermissions,
-            format!(
-                "Your roles no longer allow {}; nothing was changed.",
-                p.action
-            ),
-            "Ask someone with the right role to make the change.",
-        );
-    }
-    let confirmed = TOOLSETS
-        .iter()
-        .find(|s| s.declares(&p.action))
-        .and_then(|s| s.confirmed);
+    let confirmed = match ctx.platform().registry().get_for(&p.action, &caller) {
+        Some(tool) => tool.def.confirmed,
+        None => {
+            return domain::Reply::failure(
+                domain::Code::InsufficientPermissions,
+                format!(
+                    "Your roles no longer allow {}; nothing was changed.",
+                    p.action
+                ),
+                "Ask someone with the right role to make the change.",
+            )
+            .to_json()
+        }
+    };
     let reply = match confirmed {
-        Some(execute) => execute(ctx, p).await,
+        Some(carry_out) => carry_out(ctx, &p.arguments, &p.data).await,
         None => domain::Reply::failure(
             domain::Code::OperationFailed,
             format!("no writes are defined for {}", p.server),
             "Ask for the change again.",
-        ),
+        )
+        .to_json(),
     };
     // Writes reach across domains (deleting an employee deletes their expense reports), so every
     // cached read goes; a failure here would serve stale reads, so it is logged loudly.
-    if matches!(reply, domain::Reply::Success { .. }) {
+    if reply["status"] == "success" {
         if let Err(e) = domain::invalidate(ctx).await {
             crate::log::error!(
                 "{}",

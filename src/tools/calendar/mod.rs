@@ -291,6 +291,7 @@ pub static TOOLS: &[ToolDef] = &[ToolDef {
         per_caller: true,
         generation: Some(allowed_generation),
     }),
+    seed_server: Some("google-calendar-mcp"),
     ..ToolDef::DEFAULTS
 }];
 

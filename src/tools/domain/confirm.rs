@@ -419,12 +419,17 @@ mod tests {
         let enumerated = &schema["$defs"]["ConfirmationData"]["properties"]["action"]["enum"];
         assert_eq!(enumerated, &json!(ACTIONS), "the schema's actions");
         let all = crate::tools::catalog(crate::tools::Catalog::Production);
-        let asking: Vec<&str> = all.iter().filter(|d| d.asks_user).map(|d| d.name).collect();
+        let asking: Vec<&str> = all
+            .iter()
+            .filter(|d| d.asks_user())
+            .map(|d| d.name)
+            .collect();
         assert_eq!(asking.len(), ACTIONS.len(), "{asking:?}");
         assert!(asking.iter().all(|a| ACTIONS.contains(a)), "{asking:?}");
         for def in all.iter().filter(|d| d.dialect.is_some()) {
             assert_eq!(
-                def.asks_user, !def.annotations.read_only,
+                def.asks_user(),
+                !def.annotations.read_only,
                 "{}: a domain tool that is not read-only must ask the user, and only those",
                 def.name
             );

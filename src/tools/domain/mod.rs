@@ -245,6 +245,14 @@ pub fn answer<'a>(
     Box::pin(async move { Ok(body.await.unwrap_or_else(|r| r).into_output()) })
 }
 
+/// Runs a confirmed write's body ([`crate::registry::Confirmed`]), whose early returns are
+/// answers too; answers with the decision's JSON.
+pub fn carried_out<'a>(
+    body: futures::future::LocalBoxFuture<'a, Result<Reply, Reply>>,
+) -> futures::future::LocalBoxFuture<'a, Value> {
+    Box::pin(async move { body.await.unwrap_or_else(|r| r).to_json() })
+}
+
 /// How the executor caches every domain read (`registry::cache`): per caller, since rows and
 /// masking depend on the caller's user and roles; five minutes, or until a confirmed write bumps
 /// the data generation ([`invalidate`]).
@@ -305,11 +313,11 @@ pub const TOOL: ToolDef = ToolDef {
     ..ToolDef::DEFAULTS
 };
 
-/// What a domain write's declaration shares (`..domain::WRITE`): a call asks the user to confirm
-/// the change ([`confirm`]) and may wait for their answer in a form, so it may take long.
+/// What a domain write's declaration shares (`..domain::WRITE`, beside its own
+/// `confirmed`): a call asks the user to confirm the change ([`confirm`]) and may wait for their
+/// answer in a form, so it may take long.
 pub const WRITE: ToolDef = ToolDef {
     timeout_ms: 150_000,
-    asks_user: true,
     ..TOOL
 };
 

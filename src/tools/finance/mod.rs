@@ -492,12 +492,6 @@ async fn missing_report(ctx: &dyn ToolContext, id: &str, month: &str, all: i64, 
     )
 }
 
-/// The toolset: its tools, and the writes they ask the user to confirm.
-pub static SET: super::Toolset = super::Toolset {
-    confirmed: Some(writes::execute),
-    ..super::Toolset::of(&[TOOLS, writes::TOOLS])
-};
-
 /// The toolset's tools.
 pub static TOOLS: &[ToolDef] = &[
     ToolDef {

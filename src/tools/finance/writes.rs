@@ -141,84 +141,82 @@ fn approve_budget(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Resu
     }))
 }
 
-/// Carries out a confirmed finance write.
-pub(super) fn execute<'a>(
+/// Deletes the confirmed invoice, unless it was paid meanwhile.
+fn invoice_deleted<'a>(
     ctx: &'a dyn ToolContext,
-    p: &'a confirm::Pending,
-) -> LocalBoxFuture<'a, Reply> {
-    Box::pin(async move {
-        let a = &p.arguments;
-        match p.action.as_str() {
-            "delete_invoice" => {
-                let id = a["invoice_id"].as_str().unwrap_or_default();
-                match ctx
-                    .query(
-                        "DELETE FROM finance_invoices WHERE id = ?1 AND status <> 'paid' RETURNING id",
-                        vec![json!(id)],
-                    )
-                    .await
-                {
-                    Ok(rows) if !rows.is_empty() => Reply::Success {
-                        summary: format!("Invoice {id} has been deleted."),
-                        data: json!({ "deleted": true, "invoiceId": id, "message": format!("Invoice {id} from {} has been deleted.", p.data["vendorName"].as_str().unwrap_or("")) }),
-                        page: None,
-                    },
-                    Ok(_) => match ctx
-                        .query(
-                            "SELECT status FROM finance_invoices WHERE id = ?1",
-                            vec![json!(id)],
-                        )
-                        .await
-                    {
-                        Ok(r) if !r.is_empty() => paid(id),
-                        Ok(_) => invoice_not_found(id),
-                        Err(e) => domain::db(e),
-                    },
-                    Err(e) => domain::db(e),
-                }
-            }
-            "approve_budget" => {
-                let id = a["budget_id"].as_str().unwrap_or_default();
-                let cents = (a["amount"].as_f64().unwrap_or(0.0) * 100.0).round() as i64;
-                let approver = ctx.caller().user.unwrap_or_default();
-                match ctx
-                    .query(
-                        "UPDATE finance_budgets SET status = 'approved', allocated_cents = ?2, approved_by = ?3,
-                           approved_at = strftime('%Y-%m-%dT%H:%M:%SZ', 'now'), notes = COALESCE(?4, notes),
-                           updated_at = strftime('%Y-%m-%dT%H:%M:%SZ', 'now')
-                         WHERE id = ?1 AND status IN ('draft', 'pending_approval') RETURNING id",
-                        vec![json!(id), json!(cents), json!(approver), a["notes"].clone()],
-                    )
-                    .await
-                {
-                    Ok(rows) if !rows.is_empty() => {
-                        let text = format!(
-                            "The {} budget for fiscal year {} is approved at {}.",
-                            p.data["department"].as_str().unwrap_or(""),
-                            p.data["fiscalYear"],
-                            domain::money(cents)
-                        );
-                        Reply::Success {
-                            summary: text.clone(),
-                            data: json!({ "approved": true, "budgetId": id, "approvedAmount": domain::dollars(&json!(cents)), "message": text }),
-                            page: None,
-                        }
-                    }
-                    Ok(_) => Reply::failure(
-                        Code::BudgetNotFound,
-                        "The budget is no longer waiting for approval (approved or removed meanwhile); nothing was changed.",
-                        "Use get_budget to see its current state.",
-                    ),
-                    Err(e) => domain::db(e),
-                }
-            }
-            other => Reply::failure(
-                Code::OperationFailed,
-                format!("unknown finance action {other}"),
-                "Ask for the change again.",
-            ),
+    a: &'a Value,
+    data: &'a Value,
+) -> LocalBoxFuture<'a, Value> {
+    domain::carried_out(Box::pin(async move {
+        let id = a["invoice_id"].as_str().unwrap_or_default();
+        let rows = ctx
+            .query(
+                "DELETE FROM finance_invoices WHERE id = ?1 AND status <> 'paid' RETURNING id",
+                vec![json!(id)],
+            )
+            .await
+            .map_err(domain::db)?;
+        if rows.is_empty() {
+            let left = ctx
+                .query(
+                    "SELECT status FROM finance_invoices WHERE id = ?1",
+                    vec![json!(id)],
+                )
+                .await
+                .map_err(domain::db)?;
+            return Err(if left.is_empty() {
+                invoice_not_found(id)
+            } else {
+                paid(id)
+            });
         }
-    })
+        Ok(Reply::Success {
+            summary: format!("Invoice {id} has been deleted."),
+            data: json!({ "deleted": true, "invoiceId": id, "message": format!("Invoice {id} from {} has been deleted.", data["vendorName"].as_str().unwrap_or("")) }),
+            page: None,
+        })
+    }))
+}
+
+/// Approves the confirmed budget, unless it was approved or removed meanwhile.
+fn budget_approved<'a>(
+    ctx: &'a dyn ToolContext,
+    a: &'a Value,
+    data: &'a Value,
+) -> LocalBoxFuture<'a, Value> {
+    domain::carried_out(Box::pin(async move {
+        let id = a["budget_id"].as_str().unwrap_or_default();
+        let cents = (a["amount"].as_f64().unwrap_or(0.0) * 100.0).round() as i64;
+        let approver = ctx.caller().user.unwrap_or_default();
+        let rows = ctx
+            .query(
+                "UPDATE finance_budgets SET status = 'approved', allocated_cents = ?2, approved_by = ?3,
+                   approved_at = strftime('%Y-%m-%dT%H:%M:%SZ', 'now'), notes = COALESCE(?4, notes),
+                   updated_at = strftime('%Y-%m-%dT%H:%M:%SZ', 'now')
+                 WHERE id = ?1 AND status IN ('draft', 'pending_approval') RETURNING id",
+                vec![json!(id), json!(cents), json!(approver), a["notes"].clone()],
+            )
+            .await
+            .map_err(domain::db)?;
+        if rows.is_empty() {
+            return Err(Reply::failure(
+                Code::BudgetNotFound,
+                "The budget is no longer waiting for approval (approved or removed meanwhile); nothing was changed.",
+                "Use get_budget to see its current state.",
+            ));
+        }
+        let text = format!(
+            "The {} budget for fiscal year {} is approved at {}.",
+            data["department"].as_str().unwrap_or(""),
+            data["fiscalYear"],
+            domain::money(cents)
+        );
+        Ok(Reply::Success {
+            summary: text.clone(),
+            data: json!({ "approved": true, "budgetId": id, "approvedAmount": domain::dollars(&json!(cents)), "message": text }),
+            page: None,
+        })
+    }))
 }
 
 /// The toolset's write tools.
@@ -232,6 +230,7 @@ pub static TOOLS: &[ToolDef] = &[
         input_schema: include_str!("../../../schema/finance/delete_invoice.input.json"),
         roles: WRITERS,
         handler: delete_invoice,
+        confirmed: Some(invoice_deleted),
         ..domain::WRITE
     },
     ToolDef {
@@ -243,6 +242,7 @@ pub static TOOLS: &[ToolDef] = &[
         input_schema: include_str!("../../../schema/finance/approve_budget.input.json"),
         roles: WRITERS,
         handler: approve_budget,
+        confirmed: Some(budget_approved),
         ..domain::WRITE
     },
 ];

@@ -586,82 +586,85 @@ fn update_salary(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Resul
     }))
 }
 
-/// Carries out a confirmed HR write.
-fn execute<'a>(
+/// The answer to a confirmed write whose employee is gone.
+fn gone(id: &str) -> Reply {
+    Reply::failure(
+        Code::EmployeeNotFound,
+        format!("Employee {id} no longer exists; nothing was changed."),
+        "Use list_employees to check the current employees.",
+    )
+}
+
+/// Deletes the confirmed employee, unless they gained direct reports meanwhile.
+fn employee_deleted<'a>(
     ctx: &'a dyn ToolContext,
-    p: &'a domain::confirm::Pending,
-) -> LocalBoxFuture<'a, Reply> {
-    Box::pin(async move {
-        let id = p.arguments["employee_id"].as_str().unwrap_or_default();
-        let gone = || {
-            Reply::failure(
-                Code::EmployeeNotFound,
-                format!("Employee {id} no longer exists; nothing was changed."),
-                "Use list_employees to check the current employees.",
+    a: &'a Value,
+    data: &'a Value,
+) -> LocalBoxFuture<'a, Value> {
+    domain::carried_out(Box::pin(async move {
+        let id = a["employee_id"].as_str().unwrap_or_default();
+        let rows = ctx
+            .query(
+                "DELETE FROM hr_employees WHERE id = ?1 RETURNING id",
+                vec![json!(id)],
             )
-        };
-        match p.action.as_str() {
-            "delete_employee" => {
-                match ctx
-                    .query(
-                        "DELETE FROM hr_employees WHERE id = ?1 RETURNING id",
-                        vec![json!(id)],
-                    )
-                    .await
-                {
-                    Ok(rows) if rows.is_empty() => gone(),
-                    Ok(_) => Reply::Success {
-                        summary: format!(
-                            "{} has been permanently deleted.",
-                            p.data["employeeName"].as_str().unwrap_or(id)
-                        ),
-                        data: json!({ "deleted": true, "employeeId": id, "employeeName": p.data["employeeName"],
-                                      "message": format!("Employee {} has been permanently deleted.", p.data["employeeName"].as_str().unwrap_or(id)) }),
-                        page: None,
-                    },
-                    Err(e) if e.to_string().contains("FOREIGN KEY") => Reply::failure(
+            .await
+            .map_err(|e| {
+                if e.to_string().contains("FOREIGN KEY") {
+                    Reply::failure(
                         Code::ValidationError,
                         "The employee now has direct reports, so the record was not deleted.",
                         "Reassign their reports first, then ask again.",
-                    ),
-                    Err(e) => domain::db(e),
-                }
-            }
-            "update_salary" => {
-                let cents =
-                    (p.arguments["new_salary"].as_f64().unwrap_or(0.0) * 100.0).round() as i64;
-                match ctx
-                    .query(
-                        "UPDATE hr_employees SET salary_cents = ?2, updated_at = strftime('%Y-%m-%dT%H:%M:%SZ', 'now') WHERE id = ?1 RETURNING salary_cents",
-                        vec![json!(id), json!(cents)],
                     )
-                    .await
-                {
-                    Ok(rows) if rows.is_empty() => gone(),
-                    Ok(_) => Reply::Success {
-                        summary: format!("The salary of {} is now {}.", p.data["employeeName"].as_str().unwrap_or(id), domain::money(cents)),
-                        data: json!({ "updated": true, "employeeId": id, "employeeName": p.data["employeeName"],
-                                      "newSalary": domain::dollars(&json!(cents)),
-                                      "message": format!("The salary of {} is now {}.", p.data["employeeName"].as_str().unwrap_or(id), domain::money(cents)) }),
-                        page: None,
-                    },
-                    Err(e) => domain::db(e),
+                } else {
+                    domain::db(e)
                 }
-            }
-            other => Reply::failure(
-                Code::OperationFailed,
-                format!("unknown HR action {other}"),
-                "Ask for the change again.",
-            ),
+            })?;
+        if rows.is_empty() {
+            return Err(gone(id));
         }
-    })
+        let name = data["employeeName"].as_str().unwrap_or(id);
+        Ok(Reply::Success {
+            summary: format!("{name} has been permanently deleted."),
+            data: json!({ "deleted": true, "employeeId": id, "employeeName": data["employeeName"],
+                          "message": format!("Employee {name} has been permanently deleted.") }),
+            page: None,
+        })
+    }))
 }
 
-/// The toolset: its tools, and the writes they ask the user to confirm.
-pub static SET: super::Toolset = super::Toolset {
-    confirmed: Some(execute),
-    ..super::Toolset::of(&[TOOLS])
-};
+/// Sets the confirmed salary, unless the employee is gone.
+fn salary_updated<'a>(
+    ctx: &'a dyn ToolContext,
+    a: &'a Value,
+    data: &'a Value,
+) -> LocalBoxFuture<'a, Value> {
+    domain::carried_out(Box::pin(async move {
+        let id = a["employee_id"].as_str().unwrap_or_default();
+        let cents = (a["new_salary"].as_f64().unwrap_or(0.0) * 100.0).round() as i64;
+        let rows = ctx
+            .query(
+                "UPDATE hr_employees SET salary_cents = ?2, updated_at = strftime('%Y-%m-%dT%H:%M:%SZ', 'now') WHERE id = ?1 RETURNING salary_cents",
+                vec![json!(id), json!(cents)],
+            )
+            .await
+            .map_err(domain::db)?;
+        if rows.is_empty() {
+            return Err(gone(id));
+        }
+        let text = format!(
+            "The salary of {} is now {}.",
+            data["employeeName"].as_str().unwrap_or(id),
+            domain::money(cents)
+        );
+        Ok(Reply::Success {
+            summary: text.clone(),
+            data: json!({ "updated": true, "employeeId": id, "employeeName": data["employeeName"],
+                          "newSalary": domain::dollars(&json!(cents)), "message": text }),
+            page: None,
+        })
+    }))
+}
 
 /// The toolset's tools.
 pub static TOOLS: &[ToolDef] = &[
@@ -722,6 +725,7 @@ pub static TOOLS: &[ToolDef] = &[
         input_schema: include_str!("../../../schema/hr/delete_employee.input.json"),
         roles: WRITERS,
         handler: delete_employee,
+        confirmed: Some(employee_deleted),
         ..domain::WRITE
     },
     ToolDef {
@@ -733,6 +737,7 @@ pub static TOOLS: &[ToolDef] = &[
         input_schema: include_str!("../../../schema/hr/update_salary.input.json"),
         roles: WRITERS,
         handler: update_salary,
+        confirmed: Some(salary_updated),
         ..domain::WRITE
     },
 ];

@@ -350,12 +350,6 @@ fn get_pipeline(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result
     }))
 }
 
-/// The toolset: its tools, and the writes they ask the user to confirm.
-pub static SET: super::Toolset = super::Toolset {
-    confirmed: Some(writes::execute),
-    ..super::Toolset::of(&[TOOLS, writes::TOOLS])
-};
-
 /// The toolset's tools.
 pub static TOOLS: &[ToolDef] = &[
     ToolDef {

@@ -126,88 +126,83 @@ fn close_deal(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<T
     }))
 }
 
-/// Carries out a confirmed sales write.
-pub(super) fn execute<'a>(
+/// Deletes the confirmed customer, with what belongs to them.
+fn customer_deleted<'a>(
     ctx: &'a dyn ToolContext,
-    p: &'a confirm::Pending,
-) -> LocalBoxFuture<'a, Reply> {
-    Box::pin(async move {
-        let a = &p.arguments;
-        match p.action.as_str() {
-            "delete_customer" => {
-                let id = a["customer_id"].as_str().unwrap_or_default();
-                match ctx
-                    .query(
-                        "DELETE FROM sales_customers WHERE id = ?1 RETURNING id",
-                        vec![json!(id)],
-                    )
-                    .await
-                {
-                    Ok(rows) if rows.is_empty() => customer_not_found(id),
-                    Ok(_) => {
-                        let text = format!(
-                            "Customer {} has been deleted.",
-                            p.data["customerName"].as_str().unwrap_or(id)
-                        );
-                        Reply::Success {
-                            summary: text.clone(),
-                            data: json!({ "deleted": true, "customerId": id, "message": text }),
-                            page: None,
-                        }
-                    }
-                    Err(e) => domain::db(e),
-                }
-            }
-            "close_deal" => {
-                let id = a["deal_id"].as_str().unwrap_or_default();
-                let won = a["outcome"] == "won";
-                let value = a["actual_value"]
-                    .as_f64()
-                    .map(|v| (v * 100.0).round() as i64);
-                match ctx
-                    .query(
-                        "UPDATE sales_deals SET stage = ?2, probability = ?3, value_cents = COALESCE(?4, value_cents),
-                           loss_reason = ?5, notes = COALESCE(?6, notes), closed_at = strftime('%Y-%m-%dT%H:%M:%SZ', 'now'),
-                           updated_at = strftime('%Y-%m-%dT%H:%M:%SZ', 'now')
-                         WHERE id = ?1 AND stage NOT IN ('CLOSED_WON', 'CLOSED_LOST') RETURNING id",
-                        vec![
-                            json!(id),
-                            json!(if won { "CLOSED_WON" } else { "CLOSED_LOST" }),
-                            json!(if won { 100 } else { 0 }),
-                            json!(value),
-                            if won { Value::Null } else { a["loss_reason"].clone() },
-                            a["notes"].clone(),
-                        ],
-                    )
-                    .await
-                {
-                    Ok(rows) if !rows.is_empty() => {
-                        let text = format!(
-                            "Deal {} is closed as {}.",
-                            p.data["dealName"].as_str().unwrap_or(id),
-                            if won { "won" } else { "lost" }
-                        );
-                        Reply::Success {
-                            summary: text.clone(),
-                            data: json!({ "closed": true, "dealId": id, "outcome": a["outcome"], "message": text }),
-                            page: None,
-                        }
-                    }
-                    Ok(_) => Reply::failure(
-                        Code::ValidationError,
-                        format!("Deal {id} was closed or removed meanwhile; nothing was changed."),
-                        "Use list_deals to see its current stage.",
-                    ),
-                    Err(e) => domain::db(e),
-                }
-            }
-            other => Reply::failure(
-                Code::OperationFailed,
-                format!("unknown sales action {other}"),
-                "Ask for the change again.",
-            ),
+    a: &'a Value,
+    data: &'a Value,
+) -> LocalBoxFuture<'a, Value> {
+    domain::carried_out(Box::pin(async move {
+        let id = a["customer_id"].as_str().unwrap_or_default();
+        let rows = ctx
+            .query(
+                "DELETE FROM sales_customers WHERE id = ?1 RETURNING id",
+                vec![json!(id)],
+            )
+            .await
+            .map_err(domain::db)?;
+        if rows.is_empty() {
+            return Err(customer_not_found(id));
         }
-    })
+        let text = format!(
+            "Customer {} has been deleted.",
+            data["customerName"].as_str().unwrap_or(id)
+        );
+        Ok(Reply::Success {
+            summary: text.clone(),
+            data: json!({ "deleted": true, "customerId": id, "message": text }),
+            page: None,
+        })
+    }))
+}
+
+/// Closes the confirmed deal, unless it was closed or removed meanwhile.
+fn deal_closed<'a>(
+    ctx: &'a dyn ToolContext,
+    a: &'a Value,
+    data: &'a Value,
+) -> LocalBoxFuture<'a, Value> {
+    domain::carried_out(Box::pin(async move {
+        let id = a["deal_id"].as_str().unwrap_or_default();
+        let won = a["outcome"] == "won";
+        let value = a["actual_value"]
+            .as_f64()
+            .map(|v| (v * 100.0).round() as i64);
+        let rows = ctx
+            .query(
+                "UPDATE sales_deals SET stage = ?2, probability = ?3, value_cents = COALESCE(?4, value_cents),
+                   loss_reason = ?5, notes = COALESCE(?6, notes), closed_at = strftime('%Y-%m-%dT%H:%M:%SZ', 'now'),
+                   updated_at = strftime('%Y-%m-%dT%H:%M:%SZ', 'now')
+                 WHERE id = ?1 AND stage NOT IN ('CLOSED_WON', 'CLOSED_LOST') RETURNING id",
+                vec![
+                    json!(id),
+                    json!(if won { "CLOSED_WON" } else { "CLOSED_LOST" }),
+                    json!(if won { 100 } else { 0 }),
+                    json!(value),
+                    if won { Value::Null } else { a["loss_reason"].clone() },
+                    a["notes"].clone(),
+                ],
+            )
+            .await
+            .map_err(domain::db)?;
+        if rows.is_empty() {
+            return Err(Reply::failure(
+                Code::ValidationError,
+                format!("Deal {id} was closed or removed meanwhile; nothing was changed."),
+                "Use list_deals to see its current stage.",
+            ));
+        }
+        let text = format!(
+            "Deal {} is closed as {}.",
+            data["dealName"].as_str().unwrap_or(id),
+            if won { "won" } else { "lost" }
+        );
+        Ok(Reply::Success {
+            summary: text.clone(),
+            data: json!({ "closed": true, "dealId": id, "outcome": a["outcome"], "message": text }),
+            page: None,
+        })
+    }))
 }
 
 /// The toolset's write tools.
@@ -221,6 +216,7 @@ pub static TOOLS: &[ToolDef] = &[
         input_schema: include_str!("../../../schema/sales/delete_customer.input.json"),
         roles: WRITERS,
         handler: delete_customer,
+        confirmed: Some(customer_deleted),
         ..domain::WRITE
     },
     ToolDef {
@@ -232,6 +228,7 @@ pub static TOOLS: &[ToolDef] = &[
         input_schema: include_str!("../../../schema/sales/close_deal.input.json"),
         roles: WRITERS,
         handler: close_deal,
+        confirmed: Some(deal_closed),
         ..domain::WRITE
     },
 ];

@@ -362,12 +362,6 @@ async fn unknown_category(ctx: &dyn ToolContext, given: &str) -> std::result::Re
     ))
 }
 
-/// The toolset: its tools, and the writes they ask the user to confirm.
-pub static SET: super::Toolset = super::Toolset {
-    confirmed: Some(writes::execute),
-    ..super::Toolset::of(&[TOOLS, writes::TOOLS])
-};
-
 /// The toolset's tools.
 pub static TOOLS: &[ToolDef] = &[
     ToolDef {

@@ -54,22 +54,15 @@ fn close_ticket(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result
     }))
 }
 
-/// Carries out a confirmed support write.
-pub(super) fn execute<'a>(
+/// Closes the confirmed ticket, unless it was closed meanwhile.
+fn ticket_closed<'a>(
     ctx: &'a dyn ToolContext,
-    p: &'a confirm::Pending,
-) -> LocalBoxFuture<'a, Reply> {
-    Box::pin(async move {
-        let a = &p.arguments;
+    a: &'a Value,
+    _: &'a Value,
+) -> LocalBoxFuture<'a, Value> {
+    domain::carried_out(Box::pin(async move {
         let id = a["ticket_id"].as_str().unwrap_or_default();
-        if p.action != "close_ticket" {
-            return Reply::failure(
-                Code::OperationFailed,
-                format!("unknown support action {}", p.action),
-                "Ask for the change again.",
-            );
-        }
-        match ctx
+        let rows = ctx
             .query(
                 "UPDATE support_tickets SET status = 'closed', resolution = ?2, resolution_type = ?3,
                    resolved_at = COALESCE(resolved_at, strftime('%Y-%m-%dT%H:%M:%SZ', 'now')),
@@ -78,27 +71,32 @@ pub(super) fn execute<'a>(
                 vec![json!(id), a["resolution"].clone(), json!(a["resolution_type"].as_str().unwrap_or("solved"))],
             )
             .await
-        {
-            Ok(rows) if !rows.is_empty() => {
-                let text = format!("Ticket {id} is closed.");
-                Reply::Success {
-                    summary: text.clone(),
-                    data: json!({ "closed": true, "ticketId": id, "message": text }),
-                    page: None,
-                }
-            }
-            Ok(_) => match ctx.query("SELECT 1 AS ok FROM support_tickets WHERE id = ?1", vec![json!(id)]).await {
-                Ok(r) if !r.is_empty() => Reply::failure(
+            .map_err(domain::db)?;
+        if rows.is_empty() {
+            let left = ctx
+                .query(
+                    "SELECT 1 AS ok FROM support_tickets WHERE id = ?1",
+                    vec![json!(id)],
+                )
+                .await
+                .map_err(domain::db)?;
+            return Err(if left.is_empty() {
+                not_found(id)
+            } else {
+                Reply::failure(
                     Code::ValidationError,
                     format!("Ticket {id} was closed meanwhile; nothing was changed."),
                     "Use search_tickets to see it.",
-                ),
-                Ok(_) => not_found(id),
-                Err(e) => domain::db(e),
-            },
-            Err(e) => domain::db(e),
+                )
+            });
         }
-    })
+        let text = format!("Ticket {id} is closed.");
+        Ok(Reply::Success {
+            summary: text.clone(),
+            data: json!({ "closed": true, "ticketId": id, "message": text }),
+            page: None,
+        })
+    }))
 }
 
 /// The toolset's write tools.
@@ -111,5 +109,6 @@ pub static TOOLS: &[ToolDef] = &[ToolDef {
     input_schema: include_str!("../../../schema/support/close_ticket.input.json"),
     roles: WRITERS,
     handler: close_ticket,
+    confirmed: Some(ticket_closed),
     ..domain::WRITE
 }];

@@ -12,6 +12,7 @@ use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 
 use futures::future::LocalBoxFuture;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 
@@ -20,7 +21,7 @@ use crate::engine::output::{self, Format};
 use crate::engine::template::{RenderOptions, Template};
 use crate::engine::variables::{self, Schema};
 use crate::error::{Error, Result};
-use crate::registry::{Annotations, ToolContext, ToolDef, ToolOutput};
+use crate::registry::{self, Annotations, ToolContext, ToolDef, ToolOutput};
 use crate::tools::ownership::{name_clash, sharing_params, Principal, Sharing};
 use crate::tools::{not_found_listing, opt_bool, refuse_if_any};
 
@@ -428,26 +429,50 @@ fn answer(text: String, format: &str, missing: &[String], fallback: bool) -> Val
     })
 }
 
-async fn process(ctx: &dyn ToolContext, args: &Value) -> Result<Value> {
-    let name = args["template_name"].as_str().unwrap_or_default();
-    let opts = args
-        .get("processing_options")
-        .cloned()
-        .unwrap_or_else(|| json!({}));
+/// `process_template`'s arguments.
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ProcessTemplate {
+    template_name: String,
+    /// An object (the schema says so); the stored template's own schema checks its fields.
+    variables: Value,
+    processing_options: Option<ProcessingOptions>,
+    /// `agent_info` and `session_info`, as [`context`] reads them.
+    context_data: Option<Value>,
+}
+
+/// `process_template`'s `processing_options`.
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ProcessingOptions {
+    output_format: Option<String>,
+    validate_variables: Option<bool>,
+    apply_security: Option<bool>,
+    use_cache: Option<bool>,
+    include_metadata: Option<bool>,
+    strict: Option<bool>,
+    fallback_content: Option<String>,
+}
+
+async fn process(ctx: &dyn ToolContext, args: &ProcessTemplate) -> Result<Value> {
+    let name = args.template_name.as_str();
+    let opts = args.processing_options.as_ref();
+    let opt =
+        |o: fn(&ProcessingOptions) -> Option<bool>, default| opts.and_then(o).unwrap_or(default);
     let format_name = opts
-        .get("output_format")
-        .and_then(Value::as_str)
+        .and_then(|o| o.output_format.as_deref())
         .unwrap_or("text");
     let format = Format::parse(format_name).unwrap_or(Format::Text);
-    let secure = opt_bool(&opts, "apply_security", true);
-    let use_cache = opt_bool(&opts, "use_cache", true);
-    let with_metadata = opt_bool(&opts, "include_metadata", false);
-    let strict = opt_bool(&opts, "strict", false);
+    let secure = opt(|o| o.apply_security, true);
+    let use_cache = opt(|o| o.use_cache, true);
+    let with_metadata = opt(|o| o.include_metadata, false);
+    let strict = opt(|o| o.strict, false);
 
     let stored = Stored::load(ctx, name).await?;
     let row = &stored.row;
-    let vars = stored.variables(&args["context_data"], &args["variables"]);
-    if opt_bool(&opts, "validate_variables", true) {
+    let context_data = args.context_data.as_ref().unwrap_or(&Value::Null);
+    let vars = stored.variables(context_data, &args.variables);
+    if opt(|o| o.validate_variables, true) {
         stored.validate(&vars)?;
     }
 
@@ -474,10 +499,7 @@ async fn process(ctx: &dyn ToolContext, args: &Value) -> Result<Value> {
     let elapsed = clock::now_ms() - started;
 
     if with_metadata {
-        let session = args
-            .pointer("/context_data/session_info/session_id")
-            .cloned()
-            .unwrap_or(Value::Null);
+        let session = context_data["session_info"]["session_id"].clone();
         ctx.query(
             "INSERT INTO template_processings (template_id, template_revision, output_format, variables_provided, processed_content, processing_time_ms, session_id)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
@@ -517,34 +539,32 @@ async fn process(ctx: &dyn ToolContext, args: &Value) -> Result<Value> {
 
 fn process_template(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
     Box::pin(async move {
+        let args: ProcessTemplate = registry::typed("process_template", args)?;
         let value = match process(ctx, &args).await {
             Ok(value) => value,
-            Err(e) => match args
-                .pointer("/processing_options/fallback_content")
-                .and_then(Value::as_str)
-            {
-                Some(fallback) => {
-                    let format = args
-                        .pointer("/processing_options/output_format")
-                        .and_then(Value::as_str)
-                        .unwrap_or("text");
-                    let mut value = answer(
-                        format!(
-                            "Template processing failed, using fallback content:\n\n{fallback}\n\n**Error:** {}",
-                            e.public_message()
-                        ),
-                        format,
-                        &[],
-                        true,
-                    );
-                    value["warnings"] = json!([format!(
-                        "the template failed and fallback_content was used: {}",
+            Err(e) => {
+                let opts = args.processing_options.as_ref();
+                let Some(fallback) = opts.and_then(|o| o.fallback_content.as_deref()) else {
+                    return Err(e);
+                };
+                let format = opts
+                    .and_then(|o| o.output_format.as_deref())
+                    .unwrap_or("text");
+                let mut value = answer(
+                    format!(
+                        "Template processing failed, using fallback content:\n\n{fallback}\n\n**Error:** {}",
                         e.public_message()
-                    )]);
-                    value
-                }
-                None => return Err(e),
-            },
+                    ),
+                    format,
+                    &[],
+                    true,
+                );
+                value["warnings"] = json!([format!(
+                    "the template failed and fallback_content was used: {}",
+                    e.public_message()
+                )]);
+                value
+            }
         };
         let summary = value["text"].as_str().unwrap_or_default().to_string();
         Ok(ToolOutput::Described { value, summary })
@@ -583,6 +603,20 @@ pub static TOOLS: &[ToolDef] = &[
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_args_structs_are_the_schemas_properties() {
+        registry::assert_args_match::<ProcessTemplate>(include_str!(
+            "../../../schema/templates/process_template.input.json"
+        ));
+        let options: Value = serde_json::from_str(include_str!(
+            "../../../schema/templates/process_template.input.json"
+        ))
+        .expect("the schema is JSON");
+        registry::assert_args_match::<ProcessingOptions>(
+            &options["properties"]["processing_options"].to_string(),
+        );
+    }
 
     #[test]
     fn declared_paths_cover_prefixes_extensions_and_context() {
