@@ -5,6 +5,9 @@
 //   - the 30 largest functions and the largest crates by code bytes, read from the symbolized copy
 //     that scripts/build.sh keeps (target/wasm/index_bg.symbols.wasm: the same code with its `name`
 //     section, which the shipped wasm does not carry);
+//   - the 30 largest generic families: one function monomorphised many times (its instances' names
+//     differ only in type arguments and hash), summed, which is where a generic helper or a `dyn`
+//     argument would share code;
 //   - the 30 largest data segments with a printable preview (what is compiled in as data).
 // Writes the same as JSON to bench/results/size-<time>.json (git-ignored, like run.js's results), or
 // to the file given with --out.
@@ -144,6 +147,15 @@ export function crateOf(symbol) {
   return "(other)";
 }
 
+/** A function's name with its hash and type arguments erased: the instances of one generic share it. */
+export function familyOf(symbol) {
+  let s = symbol.replace(/::h[0-9a-f]{16}$/, "").replace(/\[[0-9a-f]+\]/g, "");
+  // Innermost brackets first; `<T as Trait>` names an impl, not type arguments, so it stays (held in
+  // « » while the outer brackets are erased).
+  for (let prev = ""; prev !== s; ) (prev = s), (s = s.replace(/<([^<>]*)>/g, (_, inner) => (inner.includes(" as ") ? `«${inner}»` : "<_>")));
+  return s.replace(/«/g, "<").replace(/»/g, ">");
+}
+
 /** A short printable preview of a data segment: its longest runs of text. */
 function preview(seg) {
   const text = Buffer.from(seg.subarray(0, 4096)).toString("latin1").replace(/[^\x20-\x7e]+/g, " ").trim();
@@ -160,6 +172,7 @@ export function sizeReport({ shipped = join(root, "build", "index_bg.wasm"), js 
     sections: wasm.sections.map((s) => ({ name: s.name, raw: s.size, gzip: gz(s.bytes) })),
     top_functions: [],
     crates: [],
+    generic_families: [],
     top_data: [],
   };
   for (const [name, file] of [["index_bg.wasm", shipped], ["index.js", js]]) {
@@ -182,6 +195,15 @@ export function sizeReport({ shipped = join(root, "build", "index_bg.wasm"), js 
     report.code_bytes = fns.reduce((a, f) => a + f.size, 0);
     report.top_functions = fns.sort((a, b) => b.size - a.size).slice(0, TOP);
     report.crates = [...crates.values()].sort((a, b) => b.size - a.size).slice(0, TOP);
+    const families = new Map();
+    for (const fn of fns) {
+      const f = familyOf(fn.name);
+      const e = families.get(f) ?? { family: f, size: 0, instances: 0 };
+      e.size += fn.size;
+      e.instances++;
+      families.set(f, e);
+    }
+    report.generic_families = [...families.values()].filter((e) => e.instances > 1).sort((a, b) => b.size - a.size).slice(0, TOP);
   }
   report.data_bytes = wasm.segments.reduce((a, s) => a + s.length, 0);
   report.top_data = wasm.segments
@@ -204,6 +226,8 @@ export function printSize(report) {
     for (const c of report.crates) console.log(`  ${c.crate.slice(0, 40).padEnd(40)} ${kib(c.size).padStart(11)} ${pct(c.size, report.code_bytes)}  ${String(c.functions).padStart(5)} fns`);
     console.log(`\n  ${TOP} largest functions`);
     for (const fn of report.top_functions) console.log(`  ${kib(fn.size).padStart(10)}  ${fn.name.length > 110 ? `${fn.name.slice(0, 107)}...` : fn.name}`);
+    console.log(`\n  ${TOP} largest generic families (instances differing only in type arguments, summed)`);
+    for (const g of report.generic_families) console.log(`  ${kib(g.size).padStart(10)} ${String(g.instances).padStart(4)}x  ${g.family.length > 100 ? `${g.family.slice(0, 97)}...` : g.family}`);
   } else {
     console.log("\n  (no symbolized copy: per-function figures need target/wasm/index_bg.symbols.wasm from scripts/build.sh)");
   }

@@ -38,9 +38,10 @@ else
 fi
 worker-build "--$profile"
 if [ "$profile" = release ]; then
-  # worker-build's wasm-opt keeps the `name` section (function names: ~0.15 MiB gzipped). The
-  # shipped wasm goes without it; the symbolized copy stays in target/ for bench/size.js and for
-  # reading a stack trace (docs/decisions.md, "The name section").
+  # wasm-bindgen's output keeps the `name` section (function names: ~0.2 MiB gzipped). The shipped
+  # wasm goes without it; the symbolized copy stays in target/ for bench/size.js and for reading a
+  # stack trace (docs/decisions.md, "The name section"). This wasm-opt run strips custom sections
+  # only: no optimization pass (Cargo.toml, `wasm-opt = false`; docs/decisions.md, "No wasm-opt").
   mkdir -p "$CARGO_TARGET_DIR"
   cp build/index_bg.wasm "$CARGO_TARGET_DIR/index_bg.symbols.wasm"
   features=(--enable-mutable-globals --enable-sign-ext --enable-nontrapping-float-to-int
