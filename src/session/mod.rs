@@ -465,7 +465,8 @@ impl Session {
     /// Records a new session of `caller` (its owner from now on) with `details`, in one statement
     /// so a failure leaves no half-created session, and starts its housekeeping alarm.
     async fn open(&self, core: &Rc<Core>, caller: &Caller, details: &[(&str, &str)]) -> Result<()> {
-        let now = (clock::now_ms() as i64).to_string();
+        let now_ms = clock::now_ms() as i64;
+        let now = now_ms.to_string();
         let roles = stored_roles(caller);
         let mut meta = details.to_vec();
         meta.extend([
@@ -475,7 +476,7 @@ impl Session {
             ("created_at", now.as_str()),
         ]);
         core.db.set_all(&meta)?;
-        core.seen.set(now.parse().unwrap_or(0));
+        core.seen.set(now_ms);
         self.schedule_housekeeping(core).await
     }
 
