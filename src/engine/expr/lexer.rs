@@ -290,9 +290,9 @@ mod tests {
         assert_eq!(
             toks("a.b >= 1.5e2 && 'x\\'y\\n' != \"z\""),
             vec![
-                Tok::Ident("a".into()),
+                Tok::Ident("a"),
                 Tok::Op("."),
-                Tok::Ident("b".into()),
+                Tok::Ident("b"),
                 Tok::Op(">="),
                 Tok::Num(150.0),
                 Tok::Op("&&"),
