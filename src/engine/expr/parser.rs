@@ -67,8 +67,15 @@ impl Expr {
     pub fn number_roots(&mut self, slots: &mut HashMap<String, u32>) {
         match self {
             Expr::Var(name, _, slot) => {
-                let next = u32::try_from(slots.len()).unwrap_or(NO_SLOT);
-                *slot = *slots.entry(name.clone()).or_insert(next);
+                // Most names repeat across placeholders: look up before paying for a key.
+                *slot = match slots.get(name.as_str()) {
+                    Some(&s) => s,
+                    None => {
+                        let next = u32::try_from(slots.len()).unwrap_or(NO_SLOT);
+                        slots.insert(name.clone(), next);
+                        next
+                    }
+                };
             }
             Expr::Lit(_) => {}
             Expr::Member(t, _, _) | Expr::Unary(_, t, _) => t.number_roots(slots),
@@ -132,14 +139,14 @@ pub enum Filter {
     Date(String, Vec<super::dates::FormatPart>),
 }
 
-struct Parser {
-    toks: Vec<(Tok, Pos)>,
+struct Parser<'s> {
+    toks: Vec<(Tok<'s>, Pos)>,
     at: usize,
     depth: usize,
 }
 
 /// Parses a whole expression.
-pub fn parse(toks: Vec<(Tok, Pos)>) -> Result<Expr, ExprError> {
+pub fn parse(toks: Vec<(Tok<'_>, Pos)>) -> Result<Expr, ExprError> {
     let mut p = Parser {
         toks,
         at: 0,
@@ -172,8 +179,8 @@ fn describe(t: &Tok) -> String {
     }
 }
 
-impl Parser {
-    fn peek(&self) -> &Tok {
+impl<'s> Parser<'s> {
+    fn peek(&self) -> &Tok<'s> {
         &self.toks[self.at].0
     }
 
@@ -182,7 +189,7 @@ impl Parser {
     }
 
     /// Takes the current token and moves on; the last one (the end) stays in place.
-    fn next(&mut self) -> (Tok, Pos) {
+    fn next(&mut self) -> (Tok<'s>, Pos) {
         if self.at + 1 < self.toks.len() {
             self.at += 1;
             let (tok, pos) = &mut self.toks[self.at - 1];
@@ -233,8 +240,8 @@ impl Parser {
             self.next();
             let filter = match self.next() {
                 (Tok::Str(s), _) => match super::dates::date_format(&s) {
-                    Some(parts) => Filter::Date(s, parts),
-                    None => Filter::Literal(s),
+                    Some(parts) => Filter::Date(s.into_owned(), parts),
+                    None => Filter::Literal(s.into_owned()),
                 },
                 (Tok::Ident(name), _) => {
                     let mut args = Vec::new();
@@ -247,7 +254,7 @@ impl Parser {
                             self.expect(",")?;
                         }
                     }
-                    Filter::Named(name, args)
+                    Filter::Named(name.to_string(), args)
                 }
                 (t, p) => {
                     return Err(ExprError::at(
@@ -341,7 +348,7 @@ impl Parser {
             }
             if self.eat(".") || self.eat("?.") {
                 let name = match self.next() {
-                    (Tok::Ident(n), _) => n,
+                    (Tok::Ident(n), _) => n.to_string(),
                     // `a.0.b`: a whole number after a dot is a list index, as `a[0].b`.
                     (Tok::Num(n), p) => {
                         e = Expr::Index(Box::new(e), Box::new(Expr::Lit(super::num(n))), p);
@@ -402,7 +409,7 @@ impl Parser {
     fn lambda_params(&self) -> Option<(String, Option<String>, usize)> {
         let tok = |k: usize| self.toks.get(self.at + k).map(|(t, _)| t);
         let ident = |k: usize| match tok(k) {
-            Some(Tok::Ident(n)) => Some(n.clone()),
+            Some(Tok::Ident(n)) => Some(n.to_string()),
             _ => None,
         };
         let op = |k: usize, o: &str| matches!(tok(k), Some(Tok::Op(x)) if *x == o);
@@ -425,7 +432,7 @@ impl Parser {
     /// `currency(x)`, `upper(x)`, `join(list, ', ')`: a filter called as a function is the filter
     /// applied to its first argument. Anything else called by name is an error that says what to
     /// write instead.
-    fn function(&mut self, name: String, pos: Pos) -> Result<Expr, ExprError> {
+    fn function(&mut self, name: &str, pos: Pos) -> Result<Expr, ExprError> {
         if !NAMED.iter().any(|(n, _, _)| *n == name) {
             let names: Vec<&str> = NAMED.iter().map(|(n, _, _)| *n).collect();
             return Err(ExprError::at(
@@ -456,7 +463,7 @@ impl Parser {
         let value = args.remove(0);
         Ok(Expr::Filter(
             Box::new(value),
-            Filter::Named(name, args),
+            Filter::Named(name.to_string(), args),
             pos,
         ))
     }
@@ -465,8 +472,8 @@ impl Parser {
         let (tok, pos) = self.next();
         match tok {
             Tok::Num(n) => Ok(Expr::Lit(super::num(n))),
-            Tok::Str(s) => Ok(Expr::Lit(Value::String(s))),
-            Tok::Ident(name) => Ok(match name.as_str() {
+            Tok::Str(s) => Ok(Expr::Lit(Value::String(s.into_owned()))),
+            Tok::Ident(name) => Ok(match name {
                 "true" => Expr::Lit(Value::Bool(true)),
                 "false" => Expr::Lit(Value::Bool(false)),
                 "null" | "undefined" => Expr::Lit(Value::Null),
@@ -484,7 +491,7 @@ impl Parser {
                     self.depth -= 1;
                     return e;
                 }
-                _ => Expr::Var(name, pos, NO_SLOT),
+                _ => Expr::Var(name.to_string(), pos, NO_SLOT),
             }),
             // `{path}` inside an expression is the path itself, as chain conditions write
             // `{validation_status} == 'approved'`.
