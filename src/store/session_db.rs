@@ -240,13 +240,18 @@ impl SessionDb {
         self.mem.meta.borrow_mut().insert(key.to_string(), value);
     }
 
-    /// Removes a meta value.
+    /// Removes a meta value, from memory too (an ended session is told apart by its missing
+    /// `created_at`, so a remembered value would keep answering for it).
     pub fn remove(&self, key: &str) -> Result<()> {
-        self.sql
+        let removed = self
+            .sql
             .exec("DELETE FROM meta WHERE key = ?", vec![key.into()])
             .and_then(|c| c.to_array::<serde_json::Value>())
             .map(drop)
-            .map_err(storage_err("remove meta"))
+            .map_err(storage_err("remove meta"));
+        // Whether or not the delete landed, storage answers the next read.
+        self.mem.meta.borrow_mut().remove(key);
+        removed
     }
 
     /// Writes a meta value.
