@@ -723,7 +723,7 @@ pub fn step_outputs<'a>(
                     wanted.join(", ")
                 ))
             })?;
-        let answer = crate::tools::chains::json_object_in(text).ok_or_else(|| {
+        let answer = crate::engine::chat::parser::json_object_in(text).ok_or_else(|| {
             Error::InvalidParams(format!(
                 "Invalid params: inputResponses[{key:?}].content.text must hold a JSON object with {}",
                 wanted.join(", ")

@@ -410,6 +410,18 @@ pub fn merge_text(items: Vec<Item>) -> Vec<Item> {
     out
 }
 
+/// The JSON object a model wrote in its reply: from the first `{` to the last `}`, parsed, so
+/// prose or a code fence around it does not matter. Chain steps read a model step's outputs this
+/// way, and so do the answers to a paused chain task's questions.
+pub fn json_object_in(text: &str) -> Option<serde_json::Map<String, Value>> {
+    let start = text.find('{')?;
+    let end = text.rfind('}')?;
+    match serde_json::from_str(text.get(start..=end)?) {
+        Ok(Value::Object(m)) => Some(m),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

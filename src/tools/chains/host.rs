@@ -52,6 +52,7 @@ use super::steps::{self, first_output, invalid, pick, Change, JournalRow, Record
 use super::type_name;
 use crate::clock;
 use crate::engine::chain::{Ask, RecordAction, RollbackAction, StepDef, StepType};
+use crate::engine::chat::parser::json_object_in;
 use crate::engine::output::Format;
 use crate::engine::run::{
     codes, ErrorClass, RunReport, StepError, StepHost, StepOutcome, StepReport, StepState,
@@ -338,16 +339,6 @@ fn reported_error(step: &StepDef, answer: &Map<String, Value>) -> Option<StepErr
             step.name
         ),
     ))
-}
-
-/// The first `{…}` block of a model's reply, parsed.
-pub(crate) fn json_object_in(text: &str) -> Option<Map<String, Value>> {
-    let start = text.find('{')?;
-    let end = text.rfind('}')?;
-    match serde_json::from_str(text.get(start..=end)?) {
-        Ok(Value::Object(m)) => Some(m),
-        _ => None,
-    }
 }
 
 impl ChainHost<'_> {

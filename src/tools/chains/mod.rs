@@ -5,7 +5,6 @@
 mod executions;
 mod guard;
 mod host;
-pub(crate) use host::json_object_in;
 mod steps;
 
 use std::collections::BTreeSet;
