@@ -36,7 +36,9 @@ test("npm run bench: prints every table, and every peer answers what we answer",
   // The counter reaches each store: Durable Object rows on both servers' session lanes, D1 rows
   // where our stateless process_template reads the template.
   assert.match(r.stdout, /^McpAgent get_mode_indicator\s+[\d.]+\s+[1-9][\d.]*/m, "McpAgent's rows written per call are counted");
-  assert.match(r.stdout, /^ours 2025 get_mode_indicator\s+[1-9][\d.]*\s+[1-9][\d.]*/m, "our session object's rows are counted");
+  // Ours reads nothing per call (meta is kept in memory) and writes its batched events behind the
+  // answer, which the bench waits for: some rows are written, if fewer than one a call.
+  assert.match(r.stdout, /^ours 2025 get_mode_indicator\s+[\d.]+\s+(?!0\.0\s)\d+\.\d/m, "our session object's rows written are counted");
   assert.match(r.stdout, /^ours 2026 process_template \(no cache\)(\s+[\d.]+){2}\s+[1-9][\d.]*/m, "D1 rows read are counted");
   assert.match(r.stdout, /^call\s+conc\s+ours rps/m);
   assert.match(r.stdout, /^get_mode_indicator\s+2\s+\d+/m);
