@@ -6,18 +6,16 @@
 // over HTTP, where each run lives in a run object of its own. Tasks are bound to their owner.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { CallToolResultSchema, CreateTaskResultSchema, TaskStatusNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 import { startWorker } from "./support/worker.js";
 import { post } from "./support/mcp.js";
+import { settle, tasksClient } from "./support/tasks.js";
 import { hs256 } from "../scripts/token.js";
 
 const MODERN = "2026-07-28";
 const EXTENSION = "io.modelcontextprotocol/tasks";
 const SECRET = "chain-tasks-secret";
 const UNKNOWN = "exec-00000000000000000000000000000000";
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const textOf = (r) => r.content.map((c) => c.text).join("\n");
 const step = (id, name, extra = {}) => ({ id, name, type: "data_transformation", input_variables: [], output_variables: [], ...extra });
 let w;
@@ -43,21 +41,8 @@ const CHAINS = [
 const bearer = (sub) => ({ authorization: `Bearer ${hs256({ sub, roles: [], aud: new URL("/mcp", w.url).href, exp: Math.floor(Date.now() / 1000) + 600 }, SECRET)}` });
 
 /** A 2025-11-25 SDK client of its own session, signed in as `sub`, that declares tasks (unless `tasks` is false). */
-async function legacyClient(sub, { tasks = true } = {}) {
-  const client = new Client({ name: "chain-tasks-test", version: "1.0.0" }, { capabilities: tasks ? { tasks: { requests: {} } } : {} });
-  await client.connect(new StreamableHTTPClientTransport(new URL(w.mcpUrl), { requestInit: { headers: bearer(sub) } }));
-  return client;
-}
+const legacyClient = (sub, { tasks = true } = {}) => tasksClient(w.mcpUrl, bearer(sub), { name: "chain-tasks-test", tasks });
 
-/** Polls until `get()` answers a task whose status `until` accepts. */
-async function settle(get, until = (t) => t.status !== "working") {
-  for (let i = 0; i < 150; i++) {
-    const t = await get();
-    if (until(t)) return t;
-    await sleep(100);
-  }
-  throw new Error("the task did not settle");
-}
 
 before(async () => {
   w = await startWorker({ JWT_SECRET: SECRET }, { quiet: true });

@@ -7,17 +7,15 @@
 // paused steps' questions. A client that did not declare tasks keeps the synchronous answer.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { CallToolResultSchema, CreateTaskResultSchema } from "@modelcontextprotocol/sdk/types.js";
 import { startWorker } from "./support/worker.js";
 import { post } from "./support/mcp.js";
+import { settle, tasksClient } from "./support/tasks.js";
 import { hs256 } from "../scripts/token.js";
 
 const MODERN = "2026-07-28";
 const EXTENSION = "io.modelcontextprotocol/tasks";
 const SECRET = "workflow-tasks-secret";
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const review = { workflow_uri: "workflow://code-review", initial_variables: { technology: "Rust", code_reference: "PR 7 (src/main.rs)" } };
 /** What each of code-review's three steps is answered with. */
 const OUTPUTS = [{ change_summary: "adds a cache" }, { review_comments: ["nit: naming"] }, { review_summary: "fine", merge_recommendation: "merge" }];
@@ -26,21 +24,8 @@ let w;
 const bearer = (sub) => ({ authorization: `Bearer ${hs256({ sub, roles: [], aud: new URL("/mcp", w.url).href, exp: Math.floor(Date.now() / 1000) + 600 }, SECRET)}` });
 
 /** A 2025-11-25 SDK client of its own session, signed in as `sub`, that declares tasks (unless `tasks` is false). */
-async function legacyClient(sub, { tasks = true } = {}) {
-  const client = new Client({ name: "workflow-tasks-test", version: "1.0.0" }, { capabilities: tasks ? { tasks: { requests: {} } } : {} });
-  await client.connect(new StreamableHTTPClientTransport(new URL(w.mcpUrl), { requestInit: { headers: bearer(sub) } }));
-  return client;
-}
+const legacyClient = (sub, { tasks = true } = {}) => tasksClient(w.mcpUrl, bearer(sub), { name: "workflow-tasks-test", tasks });
 
-/** Polls until `get()` answers a task whose status `until` accepts. */
-async function settle(get, until = (t) => t.status !== "working") {
-  for (let i = 0; i < 150; i++) {
-    const t = await get();
-    if (until(t)) return t;
-    await sleep(100);
-  }
-  throw new Error("the task did not settle");
-}
 
 /** A workflow answer without what differs between any two calls (timings and what is drawn from them). */
 function comparable(structured) {
