@@ -188,14 +188,18 @@ impl Core {
             .and_then(|v| v.parse::<i64>().ok())
             .unwrap_or(0);
         let moved = now - stored > self.seen_slack_ms();
-        let roles_changed = self.db.get("roles")?.as_deref() != Some(roles);
         let now = now.to_string();
-        match (moved, roles_changed) {
-            (false, false) => Ok(()),
-            (true, false) => self.db.set("last_seen", &now),
-            (false, true) => self.db.set("roles", roles),
-            (true, true) => self.db.set_all(&[("last_seen", &now), ("roles", roles)]),
+        let mut changed = Vec::new();
+        if moved {
+            changed.push(("last_seen", now.as_str()));
         }
+        if self.db.get("roles")?.as_deref() != Some(roles) {
+            changed.push(("roles", roles));
+        }
+        if changed.is_empty() {
+            return Ok(());
+        }
+        self.db.set_all(&changed)
     }
 
     fn version(&self) -> String {
