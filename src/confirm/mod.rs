@@ -28,8 +28,8 @@ use worker::{durable_object, DurableObject, Env, Request, Response, SqlStorage, 
 use crate::clock;
 use crate::edge::config::Config;
 use crate::error::{Error, Result};
+use crate::registry::call::CallContext;
 use crate::registry::{Caller, ToolContext};
-use crate::server::call::CallContext;
 use crate::store::services::{Detached, Services};
 use crate::tools::domain::confirm::{audit, Pending};
 use crate::tools::domain::{Code, Reply};

@@ -6,6 +6,7 @@
 //! (`toolset::tool-name`) is derived from the toolset and the MCP name, never written down twice.
 
 pub mod cache;
+pub mod call;
 mod context;
 mod executor;
 pub mod limits;

@@ -1,7 +1,7 @@
 //! The MCP server, once for both protocol eras: every method that is answered at once (`ping`,
 //! `server/discover`, `tools/list`, `logging/setLevel`, `resources/*`, `prompts/*`,
 //! `completion/complete`) is handled here ([`answer`]), and `tools/call` starts here
-//! ([`prepare_call`]) before a lane runs it with its [`call::CallContext`].
+//! ([`prepare_call`]) before a lane runs it with its `registry::call::CallContext`.
 //!
 //! The era is a value ([`Era`]) read through a small [`Policy`] (list TTLs, `resultType`, error
 //! codes), not a folder. What differs between the lanes that serve the eras (a 2025 session object
@@ -11,7 +11,6 @@
 //! Also here, shared by both lanes: how replies stream ([`stream`]), FlowMind's progressive
 //! authorization ([`levels`]) and the `subscriptions/listen` streams ([`listen`]).
 
-pub mod call;
 pub mod levels;
 pub mod listen;
 pub mod stream;

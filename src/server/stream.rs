@@ -18,6 +18,7 @@ use crate::clock;
 use crate::edge::http::EVENT_STREAM;
 use crate::error::{Error, Result};
 use crate::mcp::sse::{self, unnumbered_frame, EventId, KEEPALIVE};
+use crate::registry::call::Outlet;
 use crate::store::session_db::SessionDb;
 
 /// Events replayed per page: a page is read from storage only when the client has taken the one
@@ -234,6 +235,17 @@ impl<L: Line> Outbox<L> {
             Ok(()) => self.line.detach(),
             Err(e) => crate::log::error!("connection not ended: {e}"),
         }
+    }
+}
+
+/// A client's call reports on its reply (`registry::call`'s outlet of an attended call).
+impl<L: Line> Outlet for Outbox<L> {
+    fn send(&self, msg: &Value) -> Result<()> {
+        Outbox::send(self, msg)
+    }
+
+    fn end_connection(&self) {
+        Outbox::end_connection(self);
     }
 }
 

@@ -21,8 +21,8 @@ use worker::Delay;
 use super::Core;
 use crate::error::{Error, Result};
 use crate::mcp::message::server_request;
+use crate::registry::call::{capability_of, Ask, Question};
 use crate::registry::ToolContext;
-use crate::server::call::{capability_of, Ask, Question};
 use crate::server::stream::Line;
 
 /// The line of a session call's reply: logged in the session, resumable.

@@ -52,8 +52,8 @@ use crate::engine::chat::{
 };
 use crate::error::{Error, Result};
 use crate::mcp::sse::unnumbered_frame;
+use crate::registry::call::CallContext;
 use crate::registry::{execute, Caller, EnvServices};
-use crate::server::call::CallContext;
 use crate::server::levels;
 use crate::server::stream::{sse_response, StreamPlan};
 

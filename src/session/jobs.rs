@@ -18,7 +18,7 @@ use serde_json::json;
 use super::Core;
 use crate::clock;
 use crate::error::{Error, Result};
-use crate::server::call::CallContext;
+use crate::registry::call::CallContext;
 
 /// Failures in a row after which a job is no longer tracked.
 pub const MAX_JOB_FAILURES: i64 = 3;

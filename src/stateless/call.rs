@@ -34,8 +34,8 @@ use crate::mcp::message::{error_response, response, RequestId};
 use crate::mcp::modern::{self, Mirrored, Request};
 use crate::mcp::request_state::{self, arguments_hash, Binding, State};
 use crate::random;
+use crate::registry::call::{capability_of, Ask, CallContext, Question};
 use crate::registry::{execute, Caller, Platform, Statement, ToolContext};
-use crate::server::call::{capability_of, Ask, CallContext, Question};
 use crate::server::stream::{sse_response, Direct, First, Outbox, StreamPlan};
 use crate::server::{levels, Host};
 

@@ -31,11 +31,11 @@ pub use db::Db;
 use crate::error::{Error, Result};
 use crate::limiter::leases::{self, Held, LeaseAnswer, LeaseRequest};
 use crate::mcp::logging::LogLevel;
+use crate::registry::call::{Ask, CallContext, Outlet, Question};
 use crate::registry::limits::{Admission, Limit};
 use crate::registry::{
     self, Caller, EnvServices, Inbound, JobMode, Outbound, Platform, Registry, Statement,
 };
-use crate::server::call::{Ask, CallContext, Outlet, Question};
 use crate::tools::{self, Catalog};
 
 /// The production catalog's registry, compiled once per test binary.

@@ -62,7 +62,8 @@ use crate::engine::variables::{self, get_path, set_path, VarType};
 use crate::error::{Error, Result};
 use crate::mcp::logging::LogLevel;
 use crate::random;
-use crate::registry::{self, Caller, Heartbeat, Platform, ToolContext};
+use crate::registry::call::CallContext;
+use crate::registry::{self, Heartbeat, ToolContext};
 use crate::tools::flowmind::levels::{self, Level, Thresholds};
 use crate::tools::model_provider;
 use crate::tools::ownership::Principal;
@@ -245,45 +246,6 @@ impl<'a> ChainHost<'a> {
     }
 }
 
-/// The context a step runs in: the chain call's, except that it acts as the step's caller (the
-/// rights both the chain's author and its runner hold, `guard::step_caller`), and that a tool it
-/// calls cannot report progress (the chain reports one unit per step, and a nested tool's counts
-/// would break that sequence) or end the caller's connection (that is the chain's decision).
-struct StepContext<'a> {
-    inner: &'a dyn ToolContext,
-    caller: Caller,
-}
-
-impl ToolContext for StepContext<'_> {
-    fn platform(&self) -> &dyn Platform {
-        self.inner.platform()
-    }
-
-    fn progress(&self, _progress: f64, _total: Option<f64>, _message: Option<&str>) {}
-
-    fn log(&self, level: LogLevel, data: Value) {
-        self.inner.log(level, data);
-    }
-
-    fn ask_client<'a>(
-        &'a self,
-        method: &'a str,
-        params: Value,
-    ) -> LocalBoxFuture<'a, Result<Value>> {
-        self.inner.ask_client(method, params)
-    }
-
-    fn end_connection(&self) {}
-
-    fn caller(&self) -> Caller {
-        self.caller.clone()
-    }
-
-    fn client_capabilities(&self) -> Value {
-        self.inner.client_capabilities()
-    }
-}
-
 fn classify(e: Error) -> StepError {
     let class = match &e {
         Error::Timeout(_) => ErrorClass::Transient(codes::API_TIMEOUT.into()),
@@ -357,7 +319,7 @@ impl ChainHost<'_> {
         }
     }
 
-    async fn template(&self, sc: &StepContext<'_>, step: &StepDef, vars: &Value) -> StepOutcome {
+    async fn template(&self, sc: &CallContext<'_>, step: &StepDef, vars: &Value) -> StepOutcome {
         let name = step.template_id.as_deref().unwrap_or_default();
         let what = format!("step '{}': template {name}", step.name);
         let stored = Stored::load(sc, name)
@@ -378,7 +340,7 @@ impl ChainHost<'_> {
     /// for `vendor_options` answering with a list, say) into text (`steps::as_text`), noting it in
     /// the step's report. Reading the rules is best effort: without them the template's own
     /// validation still names the field.
-    async fn fit_text(&self, sc: &StepContext<'_>, step: &StepDef, name: &str, vars: &mut Value) {
+    async fn fit_text(&self, sc: &CallContext<'_>, step: &StepDef, name: &str, vars: &mut Value) {
         let Ok(rows) = sc
             .query(
                 "SELECT variables_schema FROM template_definitions WHERE name = ?1",
@@ -579,11 +541,11 @@ const ANONYMOUS_SUCCESSES: &str = "flowmind_successes";
 
 impl ChainHost<'_> {
     /// The context a step acts in now: the rights both the chain's author and its runner hold.
-    fn step_context(&self) -> StepContext<'_> {
-        StepContext {
-            inner: self.ctx,
-            caller: guard::step_caller(self.author.as_ref(), &self.ctx.caller()),
-        }
+    fn step_context(&self) -> CallContext<'_> {
+        CallContext::within(
+            self.ctx,
+            guard::step_caller(self.author.as_ref(), &self.ctx.caller()),
+        )
     }
 
     /// Why the step's rights are narrower than the runner's, when they are.
@@ -607,12 +569,12 @@ impl ChainHost<'_> {
     /// runner cannot use either reads as unknown, as in `tools/list`.
     fn tool_for(
         &self,
-        sc: &StepContext<'_>,
+        sc: &CallContext<'_>,
         what: &str,
         name: &str,
     ) -> Result<&registry::Tool, StepError> {
         let registry = self.ctx.platform().registry();
-        steps::resolve_tool(registry, name, &sc.caller).map_err(|e| {
+        steps::resolve_tool(registry, name, sc.caller_ref()).map_err(|e| {
             let runner = self.ctx.caller();
             match (
                 steps::resolve_tool(registry, name, &runner),
@@ -700,7 +662,7 @@ impl ChainHost<'_> {
 
     async fn external(
         &self,
-        sc: &StepContext<'_>,
+        sc: &CallContext<'_>,
         step: &StepDef,
         input: Option<String>,
     ) -> StepOutcome {
@@ -721,7 +683,7 @@ impl ChainHost<'_> {
 
     async fn record(
         &self,
-        sc: &StepContext<'_>,
+        sc: &CallContext<'_>,
         step: &StepDef,
         input: Option<String>,
     ) -> StepOutcome {

@@ -340,8 +340,8 @@ async fn ask_user(ctx: &dyn ToolContext, p: &Pending) -> Option<Reply> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::registry::call::CallContext;
     use crate::registry::Caller;
-    use crate::server::call::CallContext;
     use crate::testkit::TestPlatform;
 
     /// `approve_url` of confirmation `abc` with these settings, outside a session.

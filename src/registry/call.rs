@@ -1,43 +1,41 @@
-//! The one [`ToolContext`]: [`CallContext`], what a tool sees while it runs, in either era and
-//! for work nobody waits on.
+//! The one [`ToolContext`]: [`CallContext`], what a tool sees while it runs, in either era, for
+//! work nobody waits on, and as a chain step.
 //!
-//! A context is put together from two parts the lanes provide:
+//! A context is put together from two parts its maker provides:
 //! - an [`Outlet`], where progress and log messages go before the result: a session's logged,
-//!   resumable stream, a request's own reply, or nowhere (unattended work);
+//!   resumable stream, a request's own reply (both `server::stream::Outbox`), the enclosing call
+//!   (a chain step's tool), or nowhere (unattended work);
 //! - an [`Ask`], how a question to the client is answered: a live server→client request on the
-//!   session's stream, the multi-round `input_required` of a 2026-07-28 request, or nobody.
+//!   session's stream, the multi-round `input_required` of a 2026-07-28 request, the enclosing
+//!   call's own asking (a chain step's tool), or nobody.
 //!
 //! Everything else (the caller, the client's capabilities, `progressToken`, the log level, the
-//! cache directive) is the same in every case and lives here once.
+//! cache directive) is the same in every case and lives here once. It lives in `registry`, beside
+//! the trait, so that a toolset (chains) can make one for the tools its steps call without
+//! importing the server above it.
 
 use std::rc::Rc;
 
 use futures::future::LocalBoxFuture;
 use serde_json::{json, Value};
 
-use super::stream::{Line, Outbox};
+use super::{cache, Caller, Platform, ToolContext};
 use crate::error::{Error, Result};
 use crate::mcp::logging::LogLevel;
 use crate::mcp::message::{log_message, Progress};
-use crate::registry::{cache, Caller, Platform, ToolContext};
 
 /// Where a call's messages go before its result.
 pub trait Outlet {
     /// Sends a notification or server request.
     fn send(&self, msg: &Value) -> Result<()>;
 
+    /// Sends a log message of `tool` (one the call's log level lets through).
+    fn log(&self, tool: &str, level: LogLevel, data: Value) -> Result<()> {
+        self.send(&log_message(tool, level, data))
+    }
+
     /// Ends the HTTP connection and leaves the reply to be resumed, where that is possible.
     fn end_connection(&self);
-}
-
-impl<L: Line> Outlet for Outbox<L> {
-    fn send(&self, msg: &Value) -> Result<()> {
-        Outbox::send(self, msg)
-    }
-
-    fn end_connection(&self) {
-        Outbox::end_connection(self);
-    }
 }
 
 /// A question to the client, on its way.
@@ -87,6 +85,33 @@ impl Ask for Nobody {
                 self.0, q.method
             )))
         })
+    }
+}
+
+/// The call a chain step runs in, for the tool the step calls: its log lines are the enclosing
+/// call's (under that call's log level and tool name, as the client asked to hear them), and its
+/// questions are asked as the enclosing call asks (without a key: a step's question is not one of
+/// the call's own `input_required` rounds). Nothing else is sent: a step's tool has no
+/// `progressToken` (the chain reports one unit per step, and a nested tool's counts would break
+/// that sequence), and ending the connection is the chain's decision, not its step's.
+struct Enclosing<'a>(&'a dyn ToolContext);
+
+impl Outlet for Enclosing<'_> {
+    fn send(&self, _msg: &Value) -> Result<()> {
+        Ok(())
+    }
+
+    fn log(&self, _tool: &str, level: LogLevel, data: Value) -> Result<()> {
+        self.0.log(level, data);
+        Ok(())
+    }
+
+    fn end_connection(&self) {}
+}
+
+impl Ask for Enclosing<'_> {
+    fn ask<'a>(&'a self, q: Question<'a>) -> LocalBoxFuture<'a, Result<Value>> {
+        self.0.ask_client(q.method, q.params)
     }
 }
 
@@ -169,6 +194,24 @@ impl<'a> CallContext<'a> {
         }
     }
 
+    /// The context of a tool a chain step calls within the call `enclosing` (see [`Enclosing`]),
+    /// acting for `caller`: the rights both the chain's author and its runner hold.
+    pub fn within(enclosing: &'a dyn ToolContext, caller: Caller) -> Self {
+        let to = Rc::new(Enclosing(enclosing));
+        CallContext {
+            platform: Held::Borrowed(enclosing.platform()),
+            caller,
+            capabilities: enclosing.client_capabilities(),
+            tool: String::new(),
+            progress: Progress::of(&Value::Null),
+            // The enclosing call's level decides.
+            log_level: Some(LogLevel::Debug),
+            cache_bypass: false,
+            outlet: Some(to.clone()),
+            asker: to,
+        }
+    }
+
     /// Sends a message before the result, on the call's outlet.
     pub fn send(&self, msg: &Value) -> Result<()> {
         match &self.outlet {
@@ -232,7 +275,10 @@ impl ToolContext for CallContext<'_> {
         if self.log_level.is_none_or(|min| level < min) {
             return;
         }
-        if let Err(e) = self.send(&log_message(&self.tool, level, data)) {
+        let Some(outlet) = &self.outlet else {
+            return;
+        };
+        if let Err(e) = outlet.log(&self.tool, level, data) {
             crate::log::error!("log message not sent: {e}");
         }
     }
