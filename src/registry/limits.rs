@@ -9,45 +9,21 @@
 //! tool's MCP name or `*` for every tool not named; `<period>` is `s`, `m`, `h` or a number of them
 //! (`30s`, `5m`); `off` instead of `<count>/<period>` removes the limit. Example:
 //! `*=120/60s, search_flights=10/1m, get_mode_indicator=off`. Unset or empty: [`DEFAULT_LIMIT`]
-//! for every tool.
+//! for every tool but those that declare a limit of their own (`ToolDef::rate_limit`, seed 001's
+//! table: `field_request` 60 a minute with bursts of 10, `evaluate_semantic_condition` 100 a
+//! minute, `execute_workflow` 20 a minute), which keep it unless the setting names them or has a
+//! `*` entry.
 
 use std::fmt;
 
 use super::per_tool::PerTool;
+use super::Registry;
 
 /// The limit of every tool that `RATE_LIMITS` does not name: 120 calls per minute.
 pub const DEFAULT_LIMIT: Limit = Limit {
     capacity: 120,
     period_ms: 60_000,
 };
-
-/// Limits the product gives tools whose specification sets one (seed 001's table), unless
-/// `RATE_LIMITS` names the tool or has a `*` entry: `field_request` 60 a minute with bursts of 10
-/// (a bucket of 10 refilled in 10 s is the same token bucket), `evaluate_semantic_condition` 100 a
-/// minute, `execute_workflow` 20 a minute.
-pub const BUILT_IN: [(&str, Limit); 3] = [
-    (
-        "execute_workflow",
-        Limit {
-            capacity: 20,
-            period_ms: 60_000,
-        },
-    ),
-    (
-        "field_request",
-        Limit {
-            capacity: 10,
-            period_ms: 10_000,
-        },
-    ),
-    (
-        "evaluate_semantic_condition",
-        Limit {
-            capacity: 100,
-            period_ms: 60_000,
-        },
-    ),
-];
 
 /// Most calls one entry may allow per period (a larger burst is no limit at all).
 const MAX_CAPACITY: u32 = 1_000_000;
@@ -161,11 +137,7 @@ pub type RateLimits = PerTool<Option<Limit>>;
 
 impl Default for RateLimits {
     fn default() -> Self {
-        let mut limits = PerTool::all(Some(DEFAULT_LIMIT));
-        for (tool, limit) in BUILT_IN {
-            limits.unless_set(tool, Some(limit));
-        }
-        limits
+        PerTool::all(Some(DEFAULT_LIMIT))
     }
 }
 
@@ -173,22 +145,21 @@ impl RateLimits {
     /// Parses `RATE_LIMITS` (see the module documentation). The error names the bad entry and
     /// says what was expected.
     pub fn parse_setting(text: &str) -> Result<RateLimits, String> {
-        let mut limits = PerTool::parse(
+        PerTool::parse(
             "RATE_LIMITS",
             text,
             Some(DEFAULT_LIMIT),
             "<tool>=<count>/<period> (for example search_flights=10/60s), <tool>=off, or *=<count>/<period> for every other tool",
             parse_limit,
-        )?;
-        for (tool, limit) in BUILT_IN {
-            limits.unless_set(tool, Some(limit));
-        }
-        Ok(limits)
+        )
     }
 
-    /// The limit of the tool with this MCP name; `None` when it is unlimited.
-    pub fn for_tool(&self, name: &str) -> Option<Limit> {
-        *self.get(name)
+    /// The limit of the tool with this MCP name in `registry`: the setting's, else the one the
+    /// tool declares ([`crate::registry::ToolDef::rate_limit`]) unless the setting has a `*`
+    /// entry, else the default; `None` when it is unlimited.
+    pub fn for_tool(&self, registry: &Registry, name: &str) -> Option<Limit> {
+        let own = registry.get(name).and_then(|t| t.def.rate_limit);
+        self.get_declared(name, own.map(Some))
     }
 }
 
@@ -249,6 +220,12 @@ fn parse_limit(value: &str) -> Result<Option<Limit>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tools::{catalog, Catalog};
+
+    /// The tools as deployed, whose declarations give some of them limits of their own.
+    fn registry() -> Registry {
+        Registry::new(catalog(Catalog::Production)).expect("the production registry builds")
+    }
 
     const THREE_PER_MINUTE: Limit = Limit {
         capacity: 3,
@@ -300,17 +277,18 @@ mod tests {
 
     #[test]
     fn built_in_limits_yield_to_the_setting() {
+        let r = registry();
         let field = |text: &str| {
             RateLimits::parse_setting(text)
                 .unwrap()
-                .for_tool("field_request")
+                .for_tool(&r, "field_request")
         };
         let seed = Some(Limit {
             capacity: 10,
             period_ms: 10_000,
         });
         assert_eq!(field(""), seed, "60 a minute, bursts of 10");
-        assert_eq!(RateLimits::default().for_tool("field_request"), seed);
+        assert_eq!(RateLimits::default().for_tool(&r, "field_request"), seed);
         assert_eq!(field("search_flights=1/m"), seed);
         assert_eq!(
             field("field_request=5/1m"),
@@ -328,7 +306,7 @@ mod tests {
         assert_eq!(
             RateLimits::parse_setting("")
                 .unwrap()
-                .for_tool("evaluate_semantic_condition"),
+                .for_tool(&r, "evaluate_semantic_condition"),
             Some(Limit {
                 capacity: 100,
                 period_ms: 60_000
@@ -337,7 +315,7 @@ mod tests {
         assert_eq!(
             RateLimits::parse_setting("")
                 .unwrap()
-                .for_tool("switch_mode"),
+                .for_tool(&r, "switch_mode"),
             Some(DEFAULT_LIMIT)
         );
     }
@@ -415,37 +393,40 @@ mod tests {
 
     #[test]
     fn the_setting_names_a_default_and_exceptions() {
+        let r = registry();
         let l = RateLimits::parse_setting(
             " *=10/30s, search_flights=2/m , get_mode_indicator=OFF,x=5/2h",
         )
         .unwrap();
         assert_eq!(
-            l.for_tool("anything"),
+            l.for_tool(&r, "anything"),
             Some(Limit {
                 capacity: 10,
                 period_ms: 30_000
             })
         );
         assert_eq!(
-            l.for_tool("search_flights"),
+            l.for_tool(&r, "search_flights"),
             Some(Limit {
                 capacity: 2,
                 period_ms: 60_000
             })
         );
-        assert_eq!(l.for_tool("get_mode_indicator"), None);
-        assert_eq!(l.for_tool("x").map(|l| l.period_ms), Some(7_200_000));
+        assert_eq!(l.for_tool(&r, "get_mode_indicator"), None);
+        assert_eq!(l.for_tool(&r, "x").map(|l| l.period_ms), Some(7_200_000));
         assert_eq!(l.unknown_tools(|n| n != "x"), vec!["x".to_string()]);
         assert_eq!(
             RateLimits::parse_setting("").unwrap(),
             RateLimits::default()
         );
         assert_eq!(
-            RateLimits::parse_setting("*=off").unwrap().for_tool("any"),
+            RateLimits::parse_setting("*=off")
+                .unwrap()
+                .for_tool(&r, "any"),
             None,
             "no limit at all"
         );
-        assert_eq!(RateLimits::default().for_tool("t"), Some(DEFAULT_LIMIT));
+        assert_eq!(RateLimits::default().for_tool(&r, "t"), Some(DEFAULT_LIMIT));
         assert_eq!(DEFAULT_LIMIT.to_string(), "120 calls per 60 s");
     }
 

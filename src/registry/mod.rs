@@ -97,6 +97,9 @@ pub struct ToolDef {
     /// Refused calls lengthen the wait (seed 001: `field_request`'s `progressive_backoff`; see
     /// `limits::Bucket::take_or_owe`).
     pub progressive_backoff: bool,
+    /// The rate limit the product gives the tool (seed 001's table) where `RATE_LIMITS` neither
+    /// names it nor has a `*` entry; `None`: the deployment's default (`limits::RateLimits`).
+    pub rate_limit: Option<limits::Limit>,
     /// The level of FlowMind's progressive authorization (seed 001) from which a caller sees and
     /// may call the tool; `None`: the tool is not gated (`server::levels` applies it).
     pub level: Option<Level>,
@@ -208,7 +211,7 @@ fn no_handler(_: &dyn ToolContext, _: Value) -> LocalBoxFuture<'_, Result<ToolOu
 impl ToolDef {
     /// What a declaration leaves out (`..ToolDef::DEFAULTS`): no output schema, 10 s timeout,
     /// never cached, refusals in plain text, no confirmation asked, no session state, no progressive
-    /// backoff, no FlowMind level, the seed's usual server name; the hints MCP assumes when a
+    /// backoff, no rate limit of its own, no FlowMind level, the seed's usual server name; the hints MCP assumes when a
     /// server gives none (may write and destroy, not idempotent, open world). Every declaration
     /// names its toolset, name, title, description, input schema, roles and handler.
     pub const DEFAULTS: ToolDef = ToolDef {
@@ -232,6 +235,7 @@ impl ToolDef {
         confirmed: None,
         state: SessionState::None,
         progressive_backoff: false,
+        rate_limit: None,
         level: None,
         task: task::TaskSupport::Forbidden,
         seed_server: None,
@@ -251,6 +255,24 @@ impl ToolDef {
     /// The registry id, `toolset::tool-name`.
     pub fn id(&self) -> String {
         format!("{}::{}", self.toolset, self.name.replace('_', "-"))
+    }
+
+    /// Whether `id` is [`ToolDef::id`], compared without building it (lookups by id try every
+    /// tool).
+    pub fn is_id(&self, id: &str) -> bool {
+        id.strip_prefix(self.toolset)
+            .and_then(|rest| rest.strip_prefix("::"))
+            .is_some_and(|tool| self.is_dashed_name(tool))
+    }
+
+    /// Whether `tool` is the MCP name with `-` for each `_` (`tool-name`, as ids write it).
+    fn is_dashed_name(&self, tool: &str) -> bool {
+        self.name.len() == tool.len()
+            && self
+                .name
+                .bytes()
+                .zip(tool.bytes())
+                .all(|(n, t)| if n == b'_' { t == b'-' } else { n == t })
     }
 }
 
@@ -464,7 +486,7 @@ impl Registry {
     }
 
     fn registry_id(&self, id: &str) -> Option<&Tool> {
-        self.tools.iter().find(|t| t.def.id() == id)
+        self.tools.iter().find(|t| t.def.is_id(id))
     }
 
     /// The tool of an id written as seed 003 writes them, with a server name for the toolset
@@ -474,7 +496,7 @@ impl Registry {
         self.tools.iter().find(|t| {
             let d = t.def;
             (d.seed_server == Some(server) || server.strip_suffix("-mcp") == Some(d.toolset))
-                && d.name.replace('_', "-") == tool
+                && d.is_dashed_name(tool)
         })
     }
 
@@ -635,6 +657,27 @@ mod tests {
             r.get("switch_mode").unwrap().def.id(),
             "instructions::switch-mode"
         );
+    }
+
+    #[test]
+    fn an_id_is_recognised_without_being_built() {
+        let r = registry();
+        for t in r.tools() {
+            let id = t.def.id();
+            assert!(t.def.is_id(&id), "{id}");
+            assert!(!t.def.is_id(&format!("{id}x")), "{id}x");
+            assert!(!t.def.is_id(&id[..id.len() - 1]), "{id} shortened");
+            assert!(!t.def.is_id(&format!("x{id}")), "x{id}");
+            if t.def.name.contains('_') {
+                let underscored = format!("{}::{}", t.def.toolset, t.def.name);
+                assert!(!t.def.is_id(&underscored), "{underscored}");
+            }
+        }
+        assert_eq!(
+            r.get("templates-mcp::process-template").map(|t| t.def.name),
+            Some("process_template")
+        );
+        assert!(r.get("templates-mcp::process_template").is_none());
     }
 
     #[test]

@@ -57,17 +57,23 @@ impl<T> PerTool<T> {
         Ok(out)
     }
 
-    /// Gives `name` the value `v` unless the setting said otherwise: it named the tool, or gave
-    /// every tool not named a value with `*` (so `*=off` switches off built-in values too).
-    pub fn unless_set(&mut self, name: &str, v: T) {
-        if !self.star && !self.tools.contains_key(name) {
-            self.tools.insert(name.to_string(), v);
-        }
-    }
-
     /// The value of the tool with this MCP name.
     pub fn get(&self, name: &str) -> &T {
         self.tools.get(name).unwrap_or(&self.default)
+    }
+
+    /// The value of the tool `name`, which declares `own` as its value: `own` unless the setting
+    /// said otherwise, by naming the tool or by giving every tool not named a value with `*` (so
+    /// `*=off` switches off declared values too).
+    pub fn get_declared(&self, name: &str, own: Option<T>) -> T
+    where
+        T: Clone,
+    {
+        match (self.tools.get(name), own) {
+            (Some(v), _) => v.clone(),
+            (None, Some(own)) if !self.star => own,
+            _ => self.default.clone(),
+        }
     }
 
     /// The tool names the setting mentions that `known` does not accept (a typo would otherwise

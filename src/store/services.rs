@@ -195,7 +195,7 @@ impl EnvServices for Services {
         tool: &'a str,
     ) -> LocalBoxFuture<'a, Result<Option<(Limit, Admission)>>> {
         Box::pin(async move {
-            let Some(limit) = self.limits.for_tool(tool) else {
+            let Some(limit) = self.limits.for_tool(&self.registry, tool) else {
                 return Ok(None);
             };
             let request = Take {

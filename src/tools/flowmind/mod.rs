@@ -28,6 +28,7 @@ use serde_json::{json, Value};
 use self::catalog::Context;
 use crate::clock;
 use crate::error::Result;
+use crate::registry::limits::Limit;
 use crate::registry::task::{TaskRun, TaskSupport};
 use crate::registry::{
     Annotations, Caller, Level, Registry, SessionState, ToolContext, ToolDef, ToolOutput,
@@ -315,6 +316,8 @@ pub static TOOLS: &[ToolDef] = &[
         roles: &[],
         handler: field_request_enhanced,
         progressive_backoff: true,
+        // 60 a minute with bursts of 10: a bucket of 10 refilled in 10 s is the same token bucket.
+        rate_limit: Some(Limit { capacity: 10, period_ms: 10_000 }),
         level: Some(Level::Beginner),
         ..ToolDef::DEFAULTS
     },
@@ -357,6 +360,7 @@ pub static TOOLS: &[ToolDef] = &[
         timeout_ms: 5_000,
         roles: &[],
         handler: evaluate_semantic_condition,
+        rate_limit: Some(Limit { capacity: 100, period_ms: 60_000 }),
         level: Some(Level::Intermediate),
         ..ToolDef::DEFAULTS
     },
@@ -372,6 +376,7 @@ pub static TOOLS: &[ToolDef] = &[
         roles: &[],
         handler: execute_workflow,
         state: SessionState::Run { starts: true, drives: true, pauses: false, addressed_by: Some("session_id") },
+        rate_limit: Some(Limit { capacity: 20, period_ms: 60_000 }),
         level: Some(Level::Intermediate),
         task: TaskSupport::Optional(TaskRun::Linked(workflow_task_answer)),
         ..ToolDef::DEFAULTS
