@@ -4,6 +4,10 @@
 //! live in `schema/<toolset>/<tool>.{input,output}.json` and are compiled here once per wasm instance;
 //! the same compiled schemas validate calls and are what `tools/list` shows. The registry id
 //! (`toolset::tool-name`) is derived from the toolset and the MCP name, never written down twice.
+//!
+//! Also here, because toolsets use them and the server builds on them: what a handler sees while it
+//! runs (the traits in `context`, and `call::CallContext`, their one implementation), the executor,
+//! the result cache's keys and the rate limits' arithmetic.
 
 pub mod cache;
 pub mod call;

@@ -9,7 +9,8 @@
 //! | `database_operation` | applies `operation.action` (`create`, `update`, `delete`, `get`) to one record of the collection `operation.collection` in D1. The rendered `input_template` is a JSON object: `id` names the record (a create without one gets `rec-<32 hex>`), the other fields are its data (`update` merges them into the record, top level only; `delete` and `get` ignore them). The first output variable gets the record, `{id, ...fields}` (for `delete`, as it was) |
 //!
 //! **Rights.** Every step that reaches data acts as `guard::step_caller`: the roles both the chain's
-//! author and its runner hold, decided again at each attempt; FlowMind tools meet the level gate a
+//! author and its runner hold, decided again at each attempt, in a `CallContext::within` the chain
+//! call's (its logs and questions go to that call; it reports no progress of its own); FlowMind tools meet the level gate a
 //! direct call meets. Events show nothing a step's tool marks `x-sensitive` (`guard::hidden_steps`),
 //! and a step's outputs and the run's kept inputs and outputs are bounded so the execution's record
 //! fits one D1 row.
