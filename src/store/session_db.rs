@@ -491,18 +491,7 @@ impl SessionDb {
             )
             .and_then(|c| c.to_array())
             .map_err(storage_err("replay events"))?;
-        let mut out = Vec::new();
-        for row in rows {
-            let batch: Vec<(i64, String, String)> = serde_json::from_str(&row.events)
-                .map_err(|e| Error::Storage(format!("session storage, replay events: {e}")))?;
-            out.extend(
-                batch
-                    .into_iter()
-                    .filter(|(seq, _, _)| *seq > after_seq)
-                    .map(|(seq, event, data)| LoggedEvent { seq, event, data }),
-            );
-        }
-        Ok(out)
+        page_of(rows.into_iter().map(|r| Ok(r.events)), after_seq, limit)
     }
 
     /// The newest sequence number handed out (0 before the first): an upper bound once this
@@ -735,4 +724,25 @@ impl SessionDb {
             .map_err(storage_err("read job leases"))?;
         Ok(rows.into_iter().next().and_then(|r| r.lease_until))
     }
+}
+
+/// One page of a replay: the events after `after_seq` in the first `limit` of `rows` (the
+/// `events` of `event_log` rows of one stream, oldest first: each a batch keyed by its last event).
+fn page_of(
+    rows: impl Iterator<Item = Result<String>>,
+    after_seq: i64,
+    limit: i64,
+) -> Result<Vec<LoggedEvent>> {
+    let mut out = Vec::new();
+    for row in rows.take(usize::try_from(limit).unwrap_or(0)) {
+        let batch: Vec<(i64, String, String)> = serde_json::from_str(&row?)
+            .map_err(|e| Error::Storage(format!("session storage, replay events: {e}")))?;
+        out.extend(
+            batch
+                .into_iter()
+                .filter(|(seq, _, _)| *seq > after_seq)
+                .map(|(seq, event, data)| LoggedEvent { seq, event, data }),
+        );
+    }
+    Ok(out)
 }
