@@ -99,12 +99,17 @@ fn addressed(state: SessionState, arguments: &Value) -> Option<String> {
         .map(str::to_string)
 }
 
-/// The SQL of "the run object named `object` (a `run_objects.session` column) holds execution
-/// `e`": it is the execution's owner, or was until it ended idle and handed the run over
-/// (`tools::chains::ENDED_OWNER`, a signed-in caller's paused run), so the execution id still
-/// leads back to the run's own object and its row is no unused object's.
-fn holds(object: &str) -> String {
-    format!("e.owner IN ({object}, '{ENDED_OWNER}' || {object})")
+/// A run object holds an execution it owns, and one it handed over when it ended idle
+/// (`tools::chains::ENDED_OWNER`, a signed-in caller's paused run): the execution id still leads
+/// back to the run's own object, and that object's row is no unused object's. The SQL of the
+/// sessions that may hold `chain_executions e`, for `run_objects.session IN (…)`: so written, the
+/// lookup stays on the key (`e.owner IN (r.session, 'ended:' || r.session)` scans `run_objects`).
+fn holders_of_e() -> String {
+    let len = ENDED_OWNER.len();
+    format!(
+        "e.owner, CASE WHEN substr(e.owner, 1, {len}) = '{ENDED_OWNER}' THEN substr(e.owner, {}) END",
+        len + 1
+    )
 }
 
 /// The run object of `execution`, when `user` owns it.
@@ -116,9 +121,9 @@ async fn run_object_of(
     let rows = platform
         .query(
             &format!(
-                "SELECT r.session FROM chain_executions e JOIN run_objects r ON {}
+                "SELECT r.session FROM chain_executions e JOIN run_objects r ON r.session IN ({})
                  WHERE e.id = ?1 AND r.user = ?2",
-                holds("r.session")
+                holders_of_e()
             ),
             vec![json!(execution), json!(user)],
         )
@@ -136,10 +141,12 @@ async fn new_run_object(platform: &dyn Platform, user: &str) -> Result<String> {
     platform
         .batch(vec![
             Statement::new(
+                // An object that handed its run over is not unused ([`holders_of_e`]); the owner
+                // index answers both probes.
                 format!(
                     "DELETE FROM run_objects WHERE created_ms < ?1
-                     AND NOT EXISTS (SELECT 1 FROM chain_executions e WHERE {})",
-                    holds("run_objects.session")
+                     AND NOT EXISTS (SELECT 1 FROM chain_executions e
+                       WHERE e.owner IN (run_objects.session, '{ENDED_OWNER}' || run_objects.session))"
                 ),
                 vec![json!((now - UNUSED_RUN_OBJECT_MS) as i64)],
             ),
