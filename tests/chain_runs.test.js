@@ -443,3 +443,99 @@ describe("a background run outlives its MCP session (official SDK client)", () =
     provider.release();
   });
 });
+
+describe("2026-07-28 run objects that end idle (SESSION_IDLE_SECONDS)", () => {
+  const SECRET = "run-objects-secret";
+  const MODERN = "2026-07-28";
+  const TASKS = "io.modelcontextprotocol/tasks";
+  let w, db;
+  before(async () => {
+    w = await startWorker({ JWT_SECRET: SECRET, SESSION_IDLE_SECONDS: "3", HOUSEKEEPING_SECONDS: "1" }, { quiet: true });
+    db = await w.mf.getD1Database("DB");
+    const created = await modern("tools/call", { name: "create_chain", arguments: { chain_definition: approvalChain("idle-run"), creation_options: { overwrite_existing: true, visibility: "public" } } });
+    assert.equal(created.result.isError, undefined, JSON.stringify(created));
+  });
+  after(() => w?.stop());
+
+  let n = 1;
+  /** A 2026-07-28 request as `sub` (anonymous when null), declaring `capabilities`; the final JSON-RPC message. */
+  async function modern(method, params, { sub = "rio", capabilities = {} } = {}) {
+    const id = n++;
+    const p = { ...params, _meta: { "io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientCapabilities": capabilities } };
+    const auth = sub ? { authorization: `Bearer ${hs256({ sub, roles: [], aud: w.mcpUrl, exp: Math.floor(Date.now() / 1000) + 600 }, SECRET)}` } : {};
+    const res = await post(w.mcpUrl, { jsonrpc: "2.0", id, method, params: p }, { headers: { "mcp-protocol-version": MODERN, "mcp-method": method, "mcp-name": p.name ?? p.taskId, ...auth } });
+    if ((res.headers.get("content-type") ?? "").startsWith("text/event-stream")) {
+      const blocks = (await res.text()).split("\n\n").map((b) => b.split("\n").filter((l) => l.startsWith("data: ")).map((l) => l.slice(6)).join("\n"));
+      return blocks.filter(Boolean).map((d) => JSON.parse(d)).find((m) => m.id === id);
+    }
+    return res.json();
+  }
+  const tool = async (name, args, opts) => (await modern("tools/call", { name, arguments: args }, opts)).result;
+  const paused = async (name, opts) => {
+    const r = await tool("execute_chain", { chain_name: "idle-run", variables: { name } }, opts);
+    assert.match(textOf(r), /awaiting_input/, JSON.stringify(r));
+    return idIn(r);
+  };
+  const record = (id) => db.prepare("SELECT status, owner, json_extract(report, '$.error') AS error FROM chain_executions WHERE id = ?1").bind(id).first();
+  const runObjectOf = async (id) => (await db.prepare("SELECT r.session FROM chain_executions e JOIN run_objects r ON r.session = e.owner WHERE e.id = ?1").bind(id).first())?.session;
+  /** Polls D1 (which reaches no object, so the objects stay idle) until `pred(record)` holds for every id. */
+  async function untilRecords(ids, pred) {
+    const end = Date.now() + 60_000;
+    for (;;) {
+      const rows = await Promise.all(ids.map(record));
+      if (rows.every(pred)) return rows;
+      if (Date.now() > end) assert.fail(`records stayed ${JSON.stringify(rows)}`);
+      await sleep(250);
+    }
+  }
+
+  test("a signed-in caller's paused runs outlive their idle run objects: their execution ids still read, resume (in the run's own object), answer as tasks and cancel them", async () => {
+    const [resumed, cancelled] = [await paused("Ada"), await paused("Bo")];
+    const task = await tool("execute_chain", { chain_name: "idle-run", variables: { name: "Cy" } }, { capabilities: { extensions: { [TASKS]: {} } } });
+    assert.equal(task.resultType, "task", JSON.stringify(task));
+    const ids = [resumed, cancelled, task.taskId];
+    await untilRecords([task.taskId], (r) => r.status === "awaiting_input");
+    const objects = await Promise.all(ids.map(runObjectOf));
+    assert.ok(objects.every(Boolean) && new Set(objects).size === 3, "three runs, three run objects");
+
+    // Nothing reaches the objects now: each ends idle and hands its paused run over.
+    const ended = await untilRecords(ids, (r) => r.owner.startsWith("ended:"));
+    assert.deepEqual(ended.map((r) => [r.status, r.owner]), objects.map((o) => ["awaiting_input", `ended:${o}`]));
+
+    const status = await tool("get_chain_status", { execution_id: resumed });
+    assert.equal(status.structuredContent?.status, "awaiting_input", JSON.stringify(status));
+    const stranger = await tool("get_chain_status", { execution_id: resumed }, { sub: "someone-else" });
+    assert.equal(stranger.isError, true, "another caller still cannot see it");
+
+    const done = await tool("resume_chain", { execution_id: resumed, outputs: { status: "approved", note: "late" } });
+    assert.match(textOf(done), /completed successfully[\s\S]*ADA:approved/, JSON.stringify(done));
+    assert.equal((await record(resumed)).owner, objects[0], "the run went on in its own object, not in the caller's mode object");
+
+    const asked = await modern("tasks/get", { taskId: task.taskId }, { capabilities: { extensions: { [TASKS]: {} } } });
+    assert.equal(asked.result?.status, "input_required", JSON.stringify(asked));
+    const answer = { role: "assistant", content: { type: "text", text: '{"status":"approved","note":"as a task"}' }, model: "m" };
+    const ack = await modern("tasks/update", { taskId: task.taskId, inputResponses: { "step-2": answer } }, { capabilities: { extensions: { [TASKS]: {} } } });
+    assert.deepEqual(ack.result, { resultType: "complete" }, JSON.stringify(ack));
+    assert.deepEqual(await untilRecords([task.taskId], (r) => r.status !== "running" && r.status !== "awaiting_input").then((r) => r.map((x) => [x.status, x.owner])), [["completed", objects[2]]]);
+
+    const stop = await tool("cancel_chain", { execution_id: cancelled, reason: "not needed" });
+    assert.equal(stop.structuredContent?.status, "cancelled", JSON.stringify(stop));
+  });
+
+  test("a handed-over run's run object is not pruned as unused: its id still finds it a day later", async () => {
+    const id = await paused("Di");
+    const object = await runObjectOf(id);
+    await untilRecords([id], (r) => r.owner === `ended:${object}`);
+    await db.prepare("UPDATE run_objects SET created_ms = created_ms - 2 * 86400000 WHERE session = ?1").bind(object).run();
+    await paused("Ed"); // a new run object prunes the unused ones
+    assert.ok(await db.prepare("SELECT 1 FROM run_objects WHERE session = ?1").bind(object).first(), "the object of a handed-over run is kept");
+    const stop = await tool("cancel_chain", { execution_id: id });
+    assert.equal(stop.structuredContent?.status, "cancelled", JSON.stringify(stop));
+  });
+
+  test("an anonymous caller's paused run is cancelled when its run object ends idle", async () => {
+    const id = await paused("Fay", { sub: null });
+    const [row] = await untilRecords([id], (r) => r.status !== "awaiting_input");
+    assert.deepEqual([row.status, row.error], ["cancelled", "the session ended"]);
+  });
+});

@@ -111,3 +111,26 @@ test("who may watch: the session's user for a token session; unknown ids are 404
   const bad = await watch(session, { ...alice, "last-event-id": "r1-1" });
   assert.equal(bad.status, 400, "an id of another stream");
 });
+
+test("a replay from any Last-Event-ID gives exactly the later events, where a page of 100 ends inside a batch written together too", async () => {
+  const { session } = await initialize(w.mcpUrl);
+  // Calls whose chain steps publish their events together: the log keeps them in few rows, many
+  // events each, so replay pages (100 events) end inside rows.
+  const steps = Array.from({ length: 20 }, (_, i) => ({ id: i + 1, name: `step${i + 1}`, type: "data_transformation", input_template: `{${i} + 1}`, input_variables: [], output_variables: [`v${i + 1}`] }));
+  const created = await call(session, "create_chain", { chain_definition: { name: "many-steps", title: "Many steps", category: "custom", steps }, creation_options: { overwrite_existing: true } });
+  assert.equal(created.result.isError, undefined, JSON.stringify(created));
+  for (let i = 0; i < 5; i++) {
+    const ran = await call(session, "execute_chain", { chain_name: "many-steps", variables: {} });
+    assert.match(ran.result.content[0].text, /completed successfully/, JSON.stringify(ran).slice(0, 500));
+  }
+  const replay = async (last) => (await readSse(await watch(session, { "last-event-id": last }), { timeoutMs: 2000 })).filter((e) => e.event).map((e) => e.id);
+  // The live stream is not replayed: wait until the log holds the events (they are written behind the answer).
+  let all = [];
+  for (let i = 0; i < 50 && all.length < 180; i++) all = await replay("g-0");
+  assert.ok(all.length >= 180, `${all.length} events`);
+  const seqs = all.map((id) => Number(id.split("-").at(-1)));
+  assert.deepEqual(seqs, [...new Set(seqs)].sort((a, b) => a - b), "each once, in order");
+  for (const cut of [0, 37, 98, 99, 100, 150, all.length - 2]) {
+    assert.deepEqual(await replay(all[cut]), all.slice(cut + 1), `after ${all[cut]}`);
+  }
+});

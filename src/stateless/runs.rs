@@ -46,6 +46,7 @@ use crate::mcp::{version, SERVER_VERSION};
 use crate::random;
 use crate::registry::{Caller, Platform, SessionState, Statement};
 use crate::server::stream::{sse_response, StreamPlan};
+use crate::tools::chains::ENDED_OWNER;
 use crate::wire::{Lane, ObjectRequest, Op};
 
 /// Seconds between keepalive comments on a run call's stream. workerd notices that the client
@@ -98,6 +99,19 @@ fn addressed(state: SessionState, arguments: &Value) -> Option<String> {
         .map(str::to_string)
 }
 
+/// A run object holds an execution it owns, and one it handed over when it ended idle
+/// (`tools::chains::ENDED_OWNER`, a signed-in caller's paused run): the execution id still leads
+/// back to the run's own object, and that object's row is no unused object's. The SQL of the
+/// sessions that may hold `chain_executions e`, for `run_objects.session IN (…)`: so written, the
+/// lookup stays on the key (`e.owner IN (r.session, 'ended:' || r.session)` scans `run_objects`).
+fn holders_of_e() -> String {
+    let len = ENDED_OWNER.len();
+    format!(
+        "e.owner, CASE WHEN substr(e.owner, 1, {len}) = '{ENDED_OWNER}' THEN substr(e.owner, {}) END",
+        len + 1
+    )
+}
+
 /// The run object of `execution`, when `user` owns it.
 async fn run_object_of(
     platform: &dyn Platform,
@@ -106,8 +120,11 @@ async fn run_object_of(
 ) -> Result<Option<String>> {
     let rows = platform
         .query(
-            "SELECT r.session FROM chain_executions e JOIN run_objects r ON r.session = e.owner
-             WHERE e.id = ?1 AND r.user = ?2",
+            &format!(
+                "SELECT r.session FROM chain_executions e JOIN run_objects r ON r.session IN ({})
+                 WHERE e.id = ?1 AND r.user = ?2",
+                holders_of_e()
+            ),
             vec![json!(execution), json!(user)],
         )
         .await?;
@@ -124,8 +141,13 @@ async fn new_run_object(platform: &dyn Platform, user: &str) -> Result<String> {
     platform
         .batch(vec![
             Statement::new(
-                "DELETE FROM run_objects WHERE created_ms < ?1
-                 AND NOT EXISTS (SELECT 1 FROM chain_executions e WHERE e.owner = run_objects.session)",
+                // An object that handed its run over is not unused ([`holders_of_e`]); the owner
+                // index answers both probes.
+                format!(
+                    "DELETE FROM run_objects WHERE created_ms < ?1
+                     AND NOT EXISTS (SELECT 1 FROM chain_executions e
+                       WHERE e.owner IN (run_objects.session, '{ENDED_OWNER}' || run_objects.session))"
+                ),
                 vec![json!((now - UNUSED_RUN_OBJECT_MS) as i64)],
             ),
             Statement::new(
@@ -617,9 +639,21 @@ fn task_id_form(id: &str) -> bool {
 
 /// Sends task object request `method(params)` as `to.caller`; its result, or the error it
 /// answered (an object that does not exist, or belongs to another caller, is an unknown task).
-async fn task_request(to: &Send<'_>, id: &str, method: &str, params: Value) -> Result<Value> {
+/// `reopen`: the object is a run object the caller's ownership was checked for in D1, opened
+/// again when it ended idle (as [`call_tool`] does), since its run outlives it.
+async fn task_request(
+    to: &Send<'_>,
+    id: &str,
+    method: &str,
+    params: Value,
+    reopen: bool,
+) -> Result<Value> {
     let body = json!({ "jsonrpc": "2.0", "id": 1, "method": method, "params": params });
-    let resp = send(to, &body, false).await?;
+    let mut resp = send(to, &body, false).await?;
+    if reopen && resp.status_code() == 404 {
+        open(to).await?;
+        resp = send(to, &body, false).await?;
+    }
     if resp.status_code() != 200 {
         drain(resp).await;
         return Err(crate::server::tasks::unknown(id));
@@ -652,7 +686,7 @@ pub async fn create_task(
     let to = Send::to(env, &session, caller);
     open(&to).await?;
     let params = json!({ "taskId": id, "name": name, "arguments": arguments, "answers": answers });
-    task_request(&to, &id, crate::server::tasks::OBJECT_CREATE, params).await
+    task_request(&to, &id, crate::server::tasks::OBJECT_CREATE, params, false).await
 }
 
 /// Runs `execute_chain` (`r`, a `tools/call`) as a 2026-07-28 task for `user`: the execution
@@ -685,7 +719,14 @@ pub async fn create_chain_task(
         return Ok(reply);
     };
     let params = json!({ "taskId": execution });
-    let detailed = task_request(&to, &execution, crate::server::tasks::OBJECT_GET, params).await?;
+    let detailed = task_request(
+        &to,
+        &execution,
+        crate::server::tasks::OBJECT_GET,
+        params,
+        true,
+    )
+    .await?;
     Ok(response(&r.id, crate::server::tasks::created_of(detailed)))
 }
 
@@ -701,19 +742,20 @@ pub async fn task(
     let id = crate::server::tasks::task_id(&r.params)?;
     let method = crate::server::tasks::object_method(&r.method)
         .ok_or_else(|| Error::MethodNotFound(format!("{} is not a tasks method", r.method)))?;
-    let session = match runner {
-        Some((platform, user)) if crate::server::tasks::is_chain_task(id) => {
+    let (session, run) = match runner {
+        Some((platform, user)) if crate::server::tasks::is_chain_task(id) => (
             run_object_of(platform, user, id)
                 .await?
-                .ok_or_else(|| crate::server::tasks::unknown(id))?
-        }
-        None if task_id_form(id) => task_object(id),
+                .ok_or_else(|| crate::server::tasks::unknown(id))?,
+            true,
+        ),
+        None if task_id_form(id) => (task_object(id), false),
         _ => return Err(crate::server::tasks::unknown(id)),
     };
     let to = Send::to(env, &session, caller);
     let mut params = r.params.clone();
     params.remove("_meta");
-    task_request(&to, id, method, Value::Object(params)).await
+    task_request(&to, id, method, Value::Object(params), run).await
 }
 
 #[cfg(test)]

@@ -469,8 +469,9 @@ impl SessionDb {
         }
     }
 
-    /// At most `limit` rows of one stream's events after `after_seq` and up to `upto_seq`, oldest
-    /// first: one page of a replay, so a resumed stream never loads the whole log at once.
+    /// At most `limit` of one stream's events after `after_seq` and up to `upto_seq`, oldest
+    /// first: one page of a replay, so a resumed stream never loads the whole log at once. Rows are
+    /// read only until the page is full ([`page_of`]).
     pub fn replay_page(
         &self,
         stream: &str,
@@ -478,7 +479,9 @@ impl SessionDb {
         upto_seq: i64,
         limit: i64,
     ) -> Result<Vec<LoggedEvent>> {
-        let rows: Vec<BatchRow> = self
+        // Each row holds at least one event after `after_seq` (its key), so `limit` rows fill a
+        // page.
+        let cursor = self
             .sql
             .exec(
                 "SELECT events FROM event_log WHERE stream = ? AND seq > ? AND seq <= ? ORDER BY seq LIMIT ?",
@@ -489,20 +492,11 @@ impl SessionDb {
                     SqlStorageValue::Integer(limit),
                 ],
             )
-            .and_then(|c| c.to_array())
             .map_err(storage_err("replay events"))?;
-        let mut out = Vec::new();
-        for row in rows {
-            let batch: Vec<(i64, String, String)> = serde_json::from_str(&row.events)
-                .map_err(|e| Error::Storage(format!("session storage, replay events: {e}")))?;
-            out.extend(
-                batch
-                    .into_iter()
-                    .filter(|(seq, _, _)| *seq > after_seq)
-                    .map(|(seq, event, data)| LoggedEvent { seq, event, data }),
-            );
-        }
-        Ok(out)
+        let rows = cursor
+            .next::<BatchRow>()
+            .map(|r| r.map(|r| r.events).map_err(storage_err("replay events")));
+        page_of(rows, after_seq, limit)
     }
 
     /// The newest sequence number handed out (0 before the first): an upper bound once this
@@ -734,5 +728,84 @@ impl SessionDb {
             .and_then(|c| c.to_array())
             .map_err(storage_err("read job leases"))?;
         Ok(rows.into_iter().next().and_then(|r| r.lease_until))
+    }
+}
+
+/// One page of a replay: at most `limit` events after `after_seq`, oldest first, from `rows` (the
+/// `events` of `event_log` rows of one stream, oldest first: each a batch keyed by its last event).
+/// A row holds as many events as were written together, so a page may end inside one; the next
+/// page, after that page's last event, reads the row again (its key is later) and goes on there.
+fn page_of(
+    mut rows: impl Iterator<Item = Result<String>>,
+    after_seq: i64,
+    limit: i64,
+) -> Result<Vec<LoggedEvent>> {
+    let limit = usize::try_from(limit).unwrap_or(0);
+    let mut out = Vec::new();
+    while out.len() < limit {
+        let Some(row) = rows.next() else { break };
+        let batch: Vec<(i64, String, String)> = serde_json::from_str(&row?)
+            .map_err(|e| Error::Storage(format!("session storage, replay events: {e}")))?;
+        let room = limit - out.len();
+        out.extend(
+            batch
+                .into_iter()
+                .filter(|(seq, _, _)| *seq > after_seq)
+                .take(room)
+                .map(|(seq, event, data)| LoggedEvent { seq, event, data }),
+        );
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An `event_log` row: a batch of events with these ids, oldest first.
+    fn row(seqs: &[i64]) -> Result<String> {
+        let events = seqs
+            .iter()
+            .map(|s| serde_json::json!([s, "tool_call", format!("d{s}")]))
+            .collect();
+        Ok(serde_json::Value::Array(events).to_string())
+    }
+
+    /// The ids of each page of a replay of `rows` after `after`, `limit` a page, read as
+    /// `replay_page` reads them for `server::stream::Replay`: each page from the first row whose
+    /// key (its last event) is after the last event of the page before.
+    fn pages(rows: &[&[i64]], mut after: i64, limit: i64) -> Vec<Vec<i64>> {
+        let mut out = Vec::new();
+        loop {
+            let from = rows
+                .iter()
+                .filter(|r| r.last().is_some_and(|l| *l > after))
+                .map(|r| row(r));
+            let page = page_of(from, after, limit).expect("the rows parse");
+            let Some(last) = page.last() else { return out };
+            after = last.seq;
+            out.push(page.iter().map(|e| e.seq).collect());
+        }
+    }
+
+    #[test]
+    fn a_replay_page_holds_at_most_limit_events_and_the_next_goes_on_after_its_last() {
+        // Rows as the log writes them: a chain run's events in one batch, single events between.
+        let rows: &[&[i64]] = &[&[1, 2, 3, 4, 5, 6, 7], &[8], &[9, 10, 11, 12, 13], &[14]];
+        assert_eq!(
+            pages(rows, 0, 3),
+            vec![
+                vec![1, 2, 3],
+                vec![4, 5, 6],
+                vec![7, 8, 9],
+                vec![10, 11, 12],
+                vec![13, 14]
+            ]
+        );
+        assert_eq!(
+            pages(rows, 5, 4),
+            vec![vec![6, 7, 8, 9], vec![10, 11, 12, 13], vec![14]]
+        );
+        assert!(pages(rows, 14, 4).is_empty());
     }
 }

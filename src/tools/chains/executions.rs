@@ -30,7 +30,7 @@ const MAX_RUNS: i64 = 3;
 /// The prefix of an execution's `owner` once the session that held it has ended and nothing runs
 /// it (it is paused, or its background run could not go on): a signed-in user's run outlives its
 /// session, and any of their sessions may take it up (`resume_chain`) or cancel it.
-const ENDED_OWNER: &str = "ended:";
+pub const ENDED_OWNER: &str = "ended:";
 
 /// Where an execution runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -24,7 +24,7 @@ use crate::tools::{not_found_listing, opt_bool, refuse_if_any};
 pub use executions::Lease;
 pub use executions::{
     abandon, cancel, resume, resume_here, run_background, session_ending, started_execution,
-    status, task_state,
+    status, task_state, ENDED_OWNER,
 };
 use executions::{Mode, Options, Run};
 
