@@ -178,8 +178,10 @@ impl Core {
     }
 
     /// Records a use of the session: in memory, and in storage when the stored time lags by more
-    /// than the slack or the caller's roles changed.
-    fn touch(&self, roles: &str) -> Result<()> {
+    /// than the slack or the caller's roles changed (`None`: a caller without roles to keep, an
+    /// anonymous session's). Every lane that uses the session (MCP, chat, relayed events) records
+    /// it here, so none writes `last_seen` more often than the others.
+    fn touch(&self, roles: Option<&str>) -> Result<()> {
         let now = clock::now_ms() as i64;
         self.seen.set(now);
         let stored = self
@@ -193,8 +195,10 @@ impl Core {
         if moved {
             changed.push(("last_seen", now.as_str()));
         }
-        if self.db.get("roles")?.as_deref() != Some(roles) {
-            changed.push(("roles", roles));
+        if let Some(roles) = roles {
+            if self.db.get("roles")?.as_deref() != Some(roles) {
+                changed.push(("roles", roles));
+            }
         }
         if changed.is_empty() {
             return Ok(());
@@ -426,7 +430,7 @@ impl Session {
                 "Forbidden: this session was started by another user (or without a token); send initialize without Mcp-Session-Id to start your own session".into(),
             ));
         }
-        core.touch(&stored_roles(caller))
+        core.touch(Some(&stored_roles(caller)))
     }
 
     /// `initialize` without a session id: the Worker minted the id; store the session's state.
