@@ -6,7 +6,7 @@
 // over HTTP, where each run lives in a run object of its own. Tasks are bound to their owner.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { CallToolResultSchema, CreateTaskResultSchema, TaskStatusNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
+import { CallToolResultSchema, CreateMessageRequestSchema, CreateTaskResultSchema, ElicitRequestSchema, TaskStatusNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 import { startWorker } from "./support/worker.js";
 import { post } from "./support/mcp.js";
 import { settle, tasksClient } from "./support/tasks.js";
@@ -41,7 +41,7 @@ const CHAINS = [
 const bearer = (sub) => ({ authorization: `Bearer ${hs256({ sub, roles: [], aud: new URL("/mcp", w.url).href, exp: Math.floor(Date.now() / 1000) + 600 }, SECRET)}` });
 
 /** A 2025-11-25 SDK client of its own session, signed in as `sub`, that declares tasks (unless `tasks` is false). */
-const legacyClient = (sub, { tasks = true } = {}) => tasksClient(w.mcpUrl, bearer(sub), { name: "chain-tasks-test", tasks });
+const legacyClient = (sub, { tasks = true, capabilities } = {}) => tasksClient(w.mcpUrl, bearer(sub), { name: "chain-tasks-test", tasks, capabilities });
 
 
 before(async () => {
@@ -193,6 +193,101 @@ describe("2025-11-25: execute_chain as a task, through the official SDK client",
       await other.close();
     }
     assert.equal((await client.experimental.tasks.getTask(task.taskId)).status, "input_required", "the stranger changed nothing");
+  });
+});
+
+describe("2025-11-25: tasks/result asks a paused task's question on its stream (multi-round composition)", () => {
+  const RELATED = "io.modelcontextprotocol/related-task";
+  /** A client of `sub` declaring `capabilities`, the requests it was sent, and a task-call helper. */
+  async function asked(sub, capabilities) {
+    const client = await legacyClient(sub, { capabilities });
+    const start = async (chain_name, variables) =>
+      (await client.request({ method: "tools/call", params: { name: "execute_chain", arguments: { chain_name, variables }, task: { ttl: 60_000 } } }, CreateTaskResultSchema)).task.taskId;
+    const paused = async (id) => assert.equal((await settle(() => client.experimental.tasks.getTask(id))).status, "input_required");
+    return { client, start, paused };
+  }
+
+  test("a step waiting for outputs is asked by elicitation/create through tasks/result when the client elicits but does not sample; a declined form leaves it waiting, an accepted one completes it", async () => {
+    const { client, start, paused } = await asked("user-a", { elicitation: {} });
+    const seen = [];
+    let reply = { action: "decline" };
+    client.setRequestHandler(ElicitRequestSchema, async (req) => (seen.push(req.params), reply));
+    try {
+      const id = await start("task-approval", { name: "Ada" });
+      await paused(id);
+      await assert.rejects(client.experimental.tasks.getTaskResult(id, CallToolResultSchema), (e) => e.code === -32600 && /did not accept[\s\S]*decline[\s\S]*still waits/.test(e.message));
+      assert.equal((await client.experimental.tasks.getTask(id)).status, "input_required", "declining is not cancelling");
+      reply = { action: "accept", content: { status: "signed" } };
+      const result = await client.experimental.tasks.getTaskResult(id, CallToolResultSchema);
+      assert.match(textOf(result), /completed successfully[\s\S]*ADA:signed/);
+      assert.equal(result._meta?.[RELATED]?.taskId, id);
+      assert.equal((await client.experimental.tasks.getTask(id)).status, "completed");
+      assert.equal(seen.length, 2, "asked once per tasks/result while it waited");
+      const q = seen[1];
+      assert.equal(q._meta?.[RELATED]?.taskId, id, "the question is tagged with its task");
+      assert.deepEqual(q.requestedSchema.required, ["status"]);
+      assert.equal(q.requestedSchema.properties.status.type, "string");
+      assert.match(q.message, /Approve ADA\?$/);
+    } finally {
+      await client.close();
+    }
+  });
+
+  test("a model step is asked by sampling/createMessage through tasks/result, and its JSON answer resumes the run", async () => {
+    const { client, start, paused } = await asked("user-a", { sampling: {} });
+    const seen = [];
+    client.setRequestHandler(CreateMessageRequestSchema, async (req) => {
+      seen.push(req.params);
+      return { role: "assistant", content: { type: "text", text: '{"status": "sampled"}' }, model: "test-model" };
+    });
+    try {
+      const id = await start("task-approval", { name: "Bea" });
+      await paused(id);
+      const result = await client.experimental.tasks.getTaskResult(id, CallToolResultSchema);
+      assert.match(textOf(result), /completed successfully[\s\S]*BEA:sampled/);
+      assert.equal(seen.length, 1);
+      assert.equal(seen[0]._meta?.[RELATED]?.taskId, id);
+      assert.match(seen[0].systemPrompt, /Its keys: status\.$/);
+      assert.equal(seen[0].messages[0].content.text, "Approve BEA?");
+      const status = await client.callTool({ name: "get_chain_status", arguments: { execution_id: id } });
+      assert.equal(status.structuredContent.status, "completed");
+    } finally {
+      await client.close();
+    }
+  });
+
+  test("a client that declared neither sampling nor elicitation gets the actionable error, and the task still waits", async () => {
+    const { client, start, paused } = await asked("user-a", {});
+    try {
+      const id = await start("task-approval", { name: "Cal" });
+      await paused(id);
+      await assert.rejects(client.experimental.tasks.getTaskResult(id, CallToolResultSchema), (e) => e.code === -32600 && /waits for input: declare the client capability sampling or elicitation[\s\S]*resume_chain/.test(e.message));
+      assert.equal((await client.experimental.tasks.getTask(id)).status, "input_required");
+      await client.experimental.tasks.cancelTask(id);
+    } finally {
+      await client.close();
+    }
+  });
+
+  test("another caller's task id answers tasks/result like an unknown one, and nobody is asked", async () => {
+    const owner = await asked("user-a", { elicitation: {} });
+    const stranger = await asked("user-b", { elicitation: {} });
+    let asks = 0;
+    stranger.client.setRequestHandler(ElicitRequestSchema, async () => (asks++, { action: "accept", content: { status: "stolen" } }));
+    try {
+      const id = await owner.start("task-approval", { name: "Dot" });
+      await owner.paused(id);
+      const theirs = await stranger.client.experimental.tasks.getTaskResult(id, CallToolResultSchema).catch((e) => e);
+      const unknown = await stranger.client.experimental.tasks.getTaskResult(UNKNOWN, CallToolResultSchema).catch((e) => e);
+      assert.equal(theirs.code, -32602);
+      assert.equal(theirs.message.replace(id, "ID"), unknown.message.replace(UNKNOWN, "ID"));
+      assert.equal(asks, 0);
+      assert.equal((await owner.client.experimental.tasks.getTask(id)).status, "input_required", "the stranger changed nothing");
+      await owner.client.experimental.tasks.cancelTask(id);
+    } finally {
+      await owner.client.close();
+      await stranger.client.close();
+    }
   });
 });
 

@@ -7,7 +7,7 @@
 // paused steps' questions. A client that did not declare tasks keeps the synchronous answer.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { CallToolResultSchema, CreateTaskResultSchema } from "@modelcontextprotocol/sdk/types.js";
+import { CallToolResultSchema, CreateMessageRequestSchema, CreateTaskResultSchema, ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 import { startWorker } from "./support/worker.js";
 import { post } from "./support/mcp.js";
 import { settle, tasksClient } from "./support/tasks.js";
@@ -24,7 +24,7 @@ let w;
 const bearer = (sub) => ({ authorization: `Bearer ${hs256({ sub, roles: [], aud: new URL("/mcp", w.url).href, exp: Math.floor(Date.now() / 1000) + 600 }, SECRET)}` });
 
 /** A 2025-11-25 SDK client of its own session, signed in as `sub`, that declares tasks (unless `tasks` is false). */
-const legacyClient = (sub, { tasks = true } = {}) => tasksClient(w.mcpUrl, bearer(sub), { name: "workflow-tasks-test", tasks });
+const legacyClient = (sub, { tasks = true, capabilities } = {}) => tasksClient(w.mcpUrl, bearer(sub), { name: "workflow-tasks-test", tasks, capabilities });
 
 
 /** A workflow answer without what differs between any two calls (timings and what is drawn from them). */
@@ -72,6 +72,57 @@ describe("2025-11-25: execute_workflow as a task, through the official SDK clien
     const status = await client.callTool({ name: "get_chain_status", arguments: { execution_id: id } });
     assert.equal(status.structuredContent.mode, "async", "the task ran as a background execution");
     assert.equal(status.structuredContent.chain, "wf-code-review");
+  });
+
+  test("one tasks/result asks each paused step by sampling on its stream, in turn, and answers the workflow's result", async () => {
+    const sampler = await legacyClient("wf-user-a", { capabilities: { sampling: {} } });
+    const all = Object.assign({}, ...OUTPUTS);
+    const asked = [];
+    sampler.setRequestHandler(CreateMessageRequestSchema, async (req) => {
+      const keys = req.params.systemPrompt.match(/Its keys: (.*)\.$/)[1].split(", ");
+      asked.push({ keys, task: req.params._meta?.["io.modelcontextprotocol/related-task"]?.taskId });
+      return { role: "assistant", content: { type: "text", text: JSON.stringify(Object.fromEntries(keys.map((k) => [k, all[k]]))) }, model: "test-model" };
+    });
+    try {
+      const { task } = await sampler.request({ method: "tools/call", params: { name: "execute_workflow", arguments: review, task: { ttl: 60_000 } } }, CreateTaskResultSchema);
+      assert.equal((await settle(() => sampler.experimental.tasks.getTask(task.taskId))).status, "input_required");
+      const result = await sampler.experimental.tasks.getTaskResult(task.taskId, CallToolResultSchema);
+      assert.deepEqual(asked.map((a) => a.keys), OUTPUTS.map(Object.keys), "each step asked once, in order");
+      assert.ok(asked.every((a) => a.task === task.taskId));
+      assert.equal(result.structuredContent.result.status, "completed", JSON.stringify(result.structuredContent));
+      assert.deepEqual(result.structuredContent.result.outputs, all);
+      assert.equal(result.content[0].text, "workflow://code-review: completed (3 steps)");
+    } finally {
+      await sampler.close();
+    }
+  });
+
+  test("an approval the call asked for is asked of the user by elicitation, never of the model; the steps by sampling", async () => {
+    const client = await legacyClient("wf-user-a", { capabilities: { sampling: {}, elicitation: {} } });
+    const all = Object.assign({}, ...OUTPUTS);
+    const asked = [];
+    client.setRequestHandler(CreateMessageRequestSchema, async (req) => {
+      const keys = req.params.systemPrompt.match(/Its keys: (.*)\.$/)[1].split(", ");
+      asked.push(`sample ${keys}`);
+      return { role: "assistant", content: { type: "text", text: JSON.stringify(Object.fromEntries(keys.map((k) => [k, all[k]]))) }, model: "test-model" };
+    });
+    client.setRequestHandler(ElicitRequestSchema, async (req) => {
+      const keys = req.params.requestedSchema.required;
+      asked.push(`elicit ${keys}`);
+      return { action: "accept", content: Object.fromEntries(keys.map((k) => [k, "approved"])) };
+    });
+    try {
+      const confirmed = { ...review, confidence_level: 0.7, confidence_override: { require_confirmation_below: 0.9 } };
+      const { task } = await client.request({ method: "tools/call", params: { name: "execute_workflow", arguments: confirmed, task: { ttl: 60_000 } } }, CreateTaskResultSchema);
+      assert.equal((await settle(() => client.experimental.tasks.getTask(task.taskId))).status, "input_required");
+      const result = await client.experimental.tasks.getTaskResult(task.taskId, CallToolResultSchema);
+      assert.deepEqual(asked, [
+        "elicit approval_1", "sample change_summary", "elicit approval_2", "sample review_comments", "elicit approval_3", "sample review_summary,merge_recommendation",
+      ]);
+      assert.equal(result.structuredContent.result.status, "completed", JSON.stringify(result.structuredContent));
+    } finally {
+      await client.close();
+    }
   });
 
   test("tasks/cancel cancels the run; a refused start answers its refusal, not a task", async () => {

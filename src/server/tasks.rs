@@ -663,6 +663,10 @@ pub struct StepQuestion {
     pub request: Value,
     /// The output variables the answer must hold.
     pub outputs: Vec<String>,
+    /// Whether only the caller's user may answer (an `explicit` step: an approval), never a model.
+    pub human: bool,
+    /// The step's instructions and input, as a person reads them.
+    pub message: String,
 }
 
 /// The questions of the steps a `get_chain_status` view shows paused in `awaiting_input`: one
@@ -698,8 +702,89 @@ pub fn step_questions(view: &Value) -> Vec<StepQuestion> {
             Some(StepQuestion {
                 key: format!("step-{}", step["id"]),
                 request,
+                human: awaiting["ask"] == "explicit",
+                message: format!(
+                    "{}\n\n{}",
+                    awaiting["instructions"].as_str().unwrap_or(""),
+                    awaiting["input"].as_str().unwrap_or("")
+                )
+                .trim()
+                .to_string(),
                 outputs,
             })
+        })
+        .collect()
+}
+
+/// How a 2025-11-25 `tasks/result` puts a paused step's question to a client that declared
+/// `capabilities`, tagged as task `task_id`'s: `sampling/createMessage` (the 2026-07-28 lane's
+/// request) when a model may answer and the client samples, else `elicitation/create` with a form
+/// of the step's outputs when the client elicits; `None` when it can do neither.
+pub fn legacy_question(
+    q: &StepQuestion,
+    capabilities: &Value,
+    task_id: &str,
+) -> Option<(&'static str, Value)> {
+    let (method, mut params) = if !q.human && capabilities.get("sampling").is_some() {
+        ("sampling/createMessage", q.request["params"].clone())
+    } else if capabilities.get("elicitation").is_some() {
+        let properties: Map<String, Value> = q
+            .outputs
+            .iter()
+            .map(|name| (name.clone(), json!({ "type": "string", "title": name })))
+            .collect();
+        let params = json!({
+            "message": q.message,
+            "requestedSchema": { "type": "object", "properties": properties, "required": q.outputs },
+        });
+        ("elicitation/create", params)
+    } else {
+        return None;
+    };
+    params["_meta"] = json!({ RELATED_TASK: { "taskId": task_id } });
+    Some((method, params))
+}
+
+/// The outputs the client's answer to [`legacy_question`]'s `method` supplies for step `q`: a
+/// sampled message whose text holds a JSON object with them, or an accepted form. A declined or
+/// cancelled form supplies none: the step still waits (docs/decisions.md).
+pub fn answered_outputs(
+    q: &StepQuestion,
+    method: &str,
+    answer: &Value,
+) -> Result<Map<String, Value>> {
+    let wanted = q.outputs.join(", ");
+    let given = if method == "elicitation/create" {
+        match answer["action"].as_str() {
+            Some("accept") => answer["content"].as_object().cloned().unwrap_or_default(),
+            action => {
+                return Err(Error::InvalidRequest(format!(
+                    "Invalid Request: the user did not accept the question of {} ({}); the task still waits for input: call tasks/result again to be asked again, supply {wanted} with resume_chain, or cancel the task",
+                    q.key,
+                    action.unwrap_or("no action")
+                )))
+            }
+        }
+    } else {
+        answer
+            .pointer("/content/text")
+            .and_then(Value::as_str)
+            .and_then(crate::engine::chat::parser::json_object_in)
+            .ok_or_else(|| {
+                Error::Client(format!(
+                    "the client's sampling answer to {} holds no JSON object with {wanted}; the task still waits for input",
+                    q.key
+                ))
+            })?
+    };
+    q.outputs
+        .iter()
+        .map(|name| match given.get(name) {
+            Some(v) => Ok((name.clone(), v.clone())),
+            None => Err(Error::Client(format!(
+                "the client's answer to {} lacks the output {name:?} (wanted: {wanted}); the task still waits for input",
+                q.key
+            ))),
         })
         .collect()
 }
@@ -1117,6 +1202,69 @@ mod tests {
             let e = step_outputs([("step-2", &wanted[..])], Some(&bad)).unwrap_err();
             assert_eq!(e.rpc_code(), code::INVALID_PARAMS);
         }
+    }
+
+    fn question(ask: &str) -> StepQuestion {
+        let mut v = view("awaiting_input", None);
+        v["steps"][1]["awaiting"]["ask"] = json!(ask);
+        step_questions(&v).remove(0)
+    }
+
+    #[test]
+    fn a_2025_question_is_sampled_when_a_model_may_answer_and_elicited_of_the_user_otherwise() {
+        let both = json!({ "sampling": {}, "elicitation": {} });
+        let (method, params) = legacy_question(&question("model"), &both, "exec-1").unwrap();
+        assert_eq!(method, "sampling/createMessage");
+        assert_eq!(params["_meta"][RELATED_TASK]["taskId"], "exec-1");
+        assert_eq!(params["messages"][0]["content"]["text"], "Approve ADA?");
+        let (method, params) = legacy_question(&question("explicit"), &both, "exec-1").unwrap();
+        assert_eq!(method, "elicitation/create", "only the user approves");
+        assert_eq!(
+            params["requestedSchema"]["required"],
+            json!(["status", "note"])
+        );
+        assert_eq!(params["message"], "Decide\n\nApprove ADA?");
+        assert_eq!(params["_meta"][RELATED_TASK]["taskId"], "exec-1");
+        let elicits = json!({ "elicitation": {} });
+        assert_eq!(
+            legacy_question(&question("client"), &elicits, "e").map(|q| q.0),
+            Some("elicitation/create")
+        );
+        let samples = json!({ "sampling": {} });
+        assert!(legacy_question(&question("explicit"), &samples, "e").is_none());
+        assert!(legacy_question(&question("model"), &json!({}), "e").is_none());
+    }
+
+    #[test]
+    fn a_2025_answer_must_accept_and_hold_every_output() {
+        let q = question("explicit");
+        let form = |v: Value| answered_outputs(&q, "elicitation/create", &v);
+        let ok = form(json!({ "action": "accept", "content": { "status": "ok", "note": "n" } }))
+            .unwrap();
+        assert_eq!(
+            (ok["status"].as_str(), ok["note"].as_str()),
+            (Some("ok"), Some("n"))
+        );
+        for declined in ["decline", "cancel"] {
+            let e = form(json!({ "action": declined })).unwrap_err();
+            assert_eq!(e.rpc_code(), code::INVALID_REQUEST);
+            assert!(e.to_string().contains(declined) && e.to_string().contains("still waits"));
+        }
+        assert!(
+            form(json!({ "action": "accept", "content": { "status": "ok" } }))
+                .unwrap_err()
+                .to_string()
+                .contains("\"note\"")
+        );
+        let sampled = |text: &str| {
+            answered_outputs(
+                &q,
+                "sampling/createMessage",
+                &json!({ "content": { "type": "text", "text": text } }),
+            )
+        };
+        assert_eq!(sampled("{\"status\": 1, \"note\": 2}").unwrap()["note"], 2);
+        assert!(sampled("no JSON").is_err());
     }
 
     #[test]

@@ -239,9 +239,8 @@ pub(super) fn acting_caller(core: &Core, caller: &Caller) -> Result<Caller> {
         return Err(Error::SessionNotFound);
     }
     let owner = core.db.get("user")?.unwrap_or_default();
-    let now = (clock::now_ms() as i64).to_string();
     if owner.is_empty() {
-        core.db.set("last_seen", &now)?;
+        core.touch(None)?;
         return Ok(Caller::anonymous());
     }
     if caller.user.as_deref() != Some(owner.as_str()) {
@@ -249,8 +248,7 @@ pub(super) fn acting_caller(core: &Core, caller: &Caller) -> Result<Caller> {
             "Forbidden: this session was started by another user (or you sent no token); use a session of your own (POST /sessions)".into(),
         ));
     }
-    core.db
-        .set_all(&[("last_seen", &now), ("roles", &super::stored_roles(caller))])?;
+    core.touch(Some(&super::stored_roles(caller)))?;
     Ok(caller.clone())
 }
 

@@ -271,7 +271,7 @@ pub async fn tasks_request(
 ) -> Option<Result<serde_json::Value>> {
     use crate::server::tasks;
     let owner = caller.user.as_deref().unwrap_or("");
-    if let Some(answer) = chain_task_request(core, caller, method, params).await {
+    if let Some(answer) = chain_task_request(core, caller, method, params, None).await {
         return Some(answer);
     }
     if let Some(answer) = tasks::object(&**core, &core.deployment.registry, owner, method, params) {
@@ -288,12 +288,14 @@ pub async fn tasks_request(
 /// A `tasks/*` request about a chain execution (`server::tasks::is_chain_task`; `None`: not
 /// one): the task is the execution record, read with `get_chain_status`'s view, cancelled as
 /// `cancel_chain` cancels, and (2026-07-28 `tasks/update`) continued as `resume_chain` continues
-/// it. An execution this caller cannot see is an unknown task.
-async fn chain_task_request(
+/// it. An execution this caller cannot see is an unknown task. `asker`: the context whose
+/// client a 2025-11-25 `tasks/result` puts a paused step's question to ([`chain_task_result`]).
+pub async fn chain_task_request(
     core: &Rc<Core>,
     caller: &crate::registry::Caller,
     method: &str,
     params: &serde_json::Map<String, serde_json::Value>,
+    asker: Option<&CallContext<'_>>,
 ) -> Option<Result<serde_json::Value>> {
     use crate::server::tasks;
     let modern = match method {
@@ -301,31 +303,20 @@ async fn chain_task_request(
         "tasks/get" | "tasks/cancel" | "tasks/result" => false,
         _ => return None,
     };
-    let id = params
-        .get("taskId")
-        .and_then(serde_json::Value::as_str)
-        .filter(|id| tasks::is_chain_task(id))?
-        .to_string();
+    let id = chain_task_id(params)?;
     let ctx = unattended_for(core, caller);
     let owner = caller.user.as_deref().unwrap_or("");
-    let read = || async {
-        crate::tools::chains::task_state(&ctx, &id)
-            .await
-            .map_err(|e| match e {
-                Error::NoSuchRecord(_) => tasks::unknown(&id),
-                e => e,
-            })
-    };
-    let state = || async {
-        let (view, result) = read().await?;
-        Ok::<_, Error>(tasks::chain_task(owner, &view, result, clock::now_ms()))
+    let chain = ChainTask {
+        ctx: &ctx,
+        id: &id,
+        owner,
     };
     let ack = || json!({ "resultType": "complete" });
     Some(match method {
-        tasks::OBJECT_GET => state().await.map(|t| t.modern_detailed()),
-        "tasks/get" => state().await.map(|t| t.legacy_task()),
+        tasks::OBJECT_GET => chain.state().await.map(|t| t.modern_detailed()),
+        "tasks/get" => chain.state().await.map(|t| t.legacy_task()),
         tasks::OBJECT_CANCEL | "tasks/cancel" => {
-            let task = match state().await {
+            let task = match chain.state().await {
                 Ok(t) => t,
                 Err(e) => return Some(Err(e)),
             };
@@ -345,13 +336,13 @@ async fn chain_task_request(
             match cancelled {
                 Err(e) => Err(e),
                 Ok(_) if modern => Ok(ack()),
-                Ok(_) => state().await.map(|t| t.legacy_task()),
+                Ok(_) => chain.state().await.map(|t| t.legacy_task()),
             }
         }
         tasks::OBJECT_UPDATE => {
             (async {
                 // Only a paused execution has questions; answers to any other change nothing.
-                let questions = tasks::step_questions(&read().await?.0);
+                let questions = tasks::step_questions(&chain.read().await?.0);
                 if questions.is_empty() {
                     return Ok(ack());
                 }
@@ -366,32 +357,96 @@ async fn chain_task_request(
             })
             .await
         }
-        _ => chain_task_result(&state, &id).await,
+        _ => chain_task_result(&chain, asker).await,
     })
 }
 
+/// The chain execution a `tasks/*` request names, if it names one.
+pub fn chain_task_id(params: &serde_json::Map<String, serde_json::Value>) -> Option<String> {
+    params
+        .get("taskId")
+        .and_then(serde_json::Value::as_str)
+        .filter(|id| crate::server::tasks::is_chain_task(id))
+        .map(str::to_string)
+}
+
+/// A chain execution as a caller's task.
+struct ChainTask<'a> {
+    ctx: &'a CallContext<'a>,
+    id: &'a str,
+    owner: &'a str,
+}
+
+impl ChainTask<'_> {
+    /// Its `get_chain_status` view and result; one the caller cannot see is an unknown task.
+    async fn read(&self) -> Result<(serde_json::Value, Option<serde_json::Value>)> {
+        crate::tools::chains::task_state(self.ctx, self.id)
+            .await
+            .map_err(|e| match e {
+                Error::NoSuchRecord(_) => crate::server::tasks::unknown(self.id),
+                e => e,
+            })
+    }
+
+    /// The task it is now.
+    async fn state(&self) -> Result<crate::server::tasks::Task> {
+        let (view, result) = self.read().await?;
+        Ok(crate::server::tasks::chain_task(
+            self.owner,
+            &view,
+            result,
+            clock::now_ms(),
+        ))
+    }
+}
+
 /// 2025-11-25 `tasks/result` of a chain task: its result once the execution ended (waiting up to
-/// the same bound as a scripted task's); a paused execution is answered with how to continue it.
-async fn chain_task_result<F, Fut>(state: &F, id: &str) -> Result<serde_json::Value>
-where
-    F: Fn() -> Fut,
-    Fut: std::future::Future<Output = Result<crate::server::tasks::Task>>,
-{
+/// the same bound as a scripted task's). A paused execution's question goes to the client of
+/// `asker` on this request's stream (`server::tasks::legacy_question`), and its answer resumes the
+/// run as `resume_chain` would; the wait then goes on, to the result or the next question. A
+/// client that can answer neither way is told how to continue it.
+async fn chain_task_result(
+    chain: &ChainTask<'_>,
+    asker: Option<&CallContext<'_>>,
+) -> Result<serde_json::Value> {
+    use crate::registry::ToolContext;
     use crate::server::tasks::{self, Status};
-    let began = clock::now_ms();
+    let id = chain.id;
+    let mut began = clock::now_ms();
     loop {
-        let task = state().await?;
+        let (view, result) = chain.read().await?;
+        let task = tasks::chain_task(chain.owner, &view, result, clock::now_ms());
         match task.legacy_result() {
             Some(Ok(result)) => return Ok(result),
             Some(Err(e)) => {
                 return Err(Error::InvalidRequest(
-                    e["message"].as_str().unwrap_or("the task ended without a result").to_string(),
+                    e["message"]
+                        .as_str()
+                        .unwrap_or("the task ended without a result")
+                        .to_string(),
                 ))
             }
             None if task.status == Status::InputRequired => {
-                return Err(Error::InvalidRequest(format!(
-                    "Invalid Request: task {id:?} (chain execution {id}) waits for input: supply the outputs its paused step waits for with resume_chain {{\"execution_id\": \"{id}\", \"outputs\": {{…}}}} (a FlowMind workflow's run: execute_workflow {{\"workflow_uri\": …, \"session_id\": \"{id}\", \"step_outputs\": {{…}}}}; get_chain_status shows what it waits for), then call tasks/result again; or cancel it"
-                )))
+                let questions = tasks::step_questions(&view);
+                let asked: Option<Vec<_>> = asker.and_then(|a| {
+                    let capabilities = a.client_capabilities();
+                    questions
+                        .iter()
+                        .map(|q| tasks::legacy_question(q, &capabilities, id).map(|m| (q, m)))
+                        .collect()
+                });
+                let (Some(asker), Some(asked)) = (asker, asked.filter(|a| !a.is_empty())) else {
+                    return Err(Error::InvalidRequest(format!(
+                        "Invalid Request: task {id:?} (chain execution {id}) waits for input: declare the client capability sampling or elicitation in initialize and call tasks/result again to be asked for it, or supply the outputs its paused step waits for with resume_chain {{\"execution_id\": \"{id}\", \"outputs\": {{…}}}} (a FlowMind workflow's run: execute_workflow {{\"workflow_uri\": …, \"session_id\": \"{id}\", \"step_outputs\": {{…}}}}; get_chain_status shows what it waits for), then call tasks/result again; or cancel it"
+                    )));
+                };
+                let mut outputs = serde_json::Map::new();
+                for (q, (method, params)) in asked {
+                    let answer = asker.ask_client(method, params).await?;
+                    outputs.extend(tasks::answered_outputs(q, method, &answer)?);
+                }
+                crate::tools::chains::resume(chain.ctx, id, &outputs, true).await?;
+                began = clock::now_ms();
             }
             None if clock::now_ms() - began > tasks::RESULT_WAIT_MS => {
                 return Err(Error::Unavailable(format!(

@@ -178,8 +178,10 @@ impl Core {
     }
 
     /// Records a use of the session: in memory, and in storage when the stored time lags by more
-    /// than the slack or the caller's roles changed.
-    fn touch(&self, roles: &str) -> Result<()> {
+    /// than the slack or the caller's roles changed (`None`: a caller without roles to keep, an
+    /// anonymous session's). Every lane that uses the session (MCP, chat, relayed events) records
+    /// it here, so none writes `last_seen` more often than the others.
+    fn touch(&self, roles: Option<&str>) -> Result<()> {
         let now = clock::now_ms() as i64;
         self.seen.set(now);
         let stored = self
@@ -193,8 +195,10 @@ impl Core {
         if moved {
             changed.push(("last_seen", now.as_str()));
         }
-        if self.db.get("roles")?.as_deref() != Some(roles) {
-            changed.push(("roles", roles));
+        if let Some(roles) = roles {
+            if self.db.get("roles")?.as_deref() != Some(roles) {
+                changed.push(("roles", roles));
+            }
         }
         if changed.is_empty() {
             return Ok(());
@@ -426,7 +430,7 @@ impl Session {
                 "Forbidden: this session was started by another user (or without a token); send initialize without Mcp-Session-Id to start your own session".into(),
             ));
         }
-        core.touch(&stored_roles(caller))
+        core.touch(Some(&stored_roles(caller)))
     }
 
     /// `initialize` without a session id: the Worker minted the id; store the session's state.
@@ -525,6 +529,13 @@ impl Session {
                     Err(e) => error_response_for(&e, Some(&id)),
                 }
             }
+            Incoming::Request { id, method, params }
+                if method == "tasks/result"
+                    && jobs::chain_task_id(&params_object(params.as_ref())).is_some() =>
+            {
+                self.chain_task_result(core, id, params, signal, caller)
+                    .await
+            }
             Incoming::Request { id, method, params } => {
                 let params = params_object(params.as_ref());
                 let answer = match jobs::tasks_request(core, caller, &method, &params).await {
@@ -621,6 +632,64 @@ impl Session {
             core2.relay.flush().await;
             outbox.finish(reply, 200);
         });
+        Self::reply(core, first).await
+    }
+
+    /// 2025-11-25 `tasks/result` of a chain task, answered as a tool call is: JSON, or an SSE
+    /// stream once a paused step's question goes to the client on it (the task's multi-round
+    /// composition, `jobs::chain_task_request`), its answer matched by the same [`Live`] asking
+    /// a tool's questions uses.
+    async fn chain_task_result(
+        &self,
+        core: &Rc<Core>,
+        id: RequestId,
+        params: Option<Value>,
+        signal: Option<AbortSignal>,
+        caller: &Caller,
+    ) -> Result<Response> {
+        let params = params_object(params.as_ref());
+        let (outbox, first) = Outbox::new(Logged::new(core.clone(), signal));
+        let outbox = Rc::new(outbox);
+        let asker = CallContext::attended(
+            core.clone(),
+            caller.clone(),
+            core.client_capabilities(),
+            "tasks/result",
+            &Value::Null,
+            None,
+            outbox.clone(),
+            Rc::new(Live(core.clone())),
+        )?;
+        let core2 = core.clone();
+        let caller = caller.clone();
+        wasm_bindgen_futures::spawn_local(async move {
+            let answer =
+                jobs::chain_task_request(&core2, &caller, "tasks/result", &params, Some(&asker))
+                    .await
+                    .unwrap_or_else(|| Err(Error::Internal("not a chain task".into())));
+            // An error here is an answer about the task (still working, waiting, declined), not
+            // a refusal of the transport: the client's SDK reads it as the request's JSON-RPC
+            // error only with 200, as it does once the reply is a stream.
+            let reply = match answer {
+                Ok(result) => response(&id, result),
+                Err(e) => {
+                    if !e.is_public() {
+                        crate::log::error!("{}", json!({ "error": e.to_string() }));
+                    }
+                    error_response(Some(&id), &e)
+                }
+            };
+            outbox.finish(reply, 200);
+        });
+        Self::reply(core, first).await
+    }
+
+    /// The HTTP response of a reply that began as `first`: JSON, or an SSE stream (primed where
+    /// the session's protocol version wants it).
+    async fn reply(
+        core: &Core,
+        first: futures::channel::oneshot::Receiver<First>,
+    ) -> Result<Response> {
         match first.await {
             Ok(First::Json(v, status)) => json_response(&v, status),
             Ok(First::Stream(stream, rx)) => {

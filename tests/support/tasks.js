@@ -5,9 +5,12 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-/** A 2025-11-25 SDK client of its own session at `mcpUrl`, sending `headers`, that declares tasks (unless `tasks` is false). */
-export async function tasksClient(mcpUrl, headers, { name, tasks = true }) {
-  const client = new Client({ name, version: "1.0.0" }, { capabilities: tasks ? { tasks: { requests: {} } } : {} });
+/**
+ * A 2025-11-25 SDK client of its own session at `mcpUrl`, sending `headers`, that declares tasks
+ * (unless `tasks` is false) and the other `capabilities` given (sampling, elicitation).
+ */
+export async function tasksClient(mcpUrl, headers, { name, tasks = true, capabilities = {} }) {
+  const client = new Client({ name, version: "1.0.0" }, { capabilities: { ...(tasks ? { tasks: { requests: {} } } : {}), ...capabilities } });
   await client.connect(new StreamableHTTPClientTransport(new URL(mcpUrl), { requestInit: { headers } }));
   return client;
 }

@@ -452,10 +452,17 @@ impl ChainHost<'_> {
                     step.output_variables.join(", ")
                 ),
             );
+            // `ask` tells a 2025-11-25 tasks/result whom to put the question to: only the
+            // caller's user answers an explicit step, never a model.
             e.prompt = Some(json!({
                 "instructions": content,
                 "input": prompt,
                 "output_variables": step.output_variables,
+                "ask": match step.ask {
+                    Ask::Model => "model",
+                    Ask::Client => "client",
+                    Ask::Explicit => "explicit",
+                },
             }));
             return Err(e);
         } else {
