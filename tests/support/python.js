@@ -19,9 +19,16 @@ if (missing && process.env.CI === "true") throw new Error(missing);
  * rejects with its output.
  */
 export function pythonClient(scenario, mcpUrl, mode, { token, args } = {}) {
+  return pythonScript("python_client.py", [scenario, mcpUrl, mode, token ?? "-", JSON.stringify(args ?? null)]);
+}
+
+/**
+ * Runs tests/support/`script` with `argv`; resolves with the JSON of its last stdout line and its
+ * stderr, or rejects with its output.
+ */
+export function pythonScript(script, argv) {
   return new Promise((resolve, reject) => {
-    const argv = [join(root, "tests", "support", "python_client.py"), scenario, mcpUrl, mode, token ?? "-", JSON.stringify(args ?? null)];
-    const child = spawn(python, argv);
+    const child = spawn(python, [join(root, "tests", "support", script), ...argv]);
     let out = "";
     let err = "";
     child.stdout.on("data", (d) => (out += d));
