@@ -10,5 +10,6 @@ pub mod matcher;
 pub mod output;
 pub mod run;
 pub mod schema;
+pub mod sort;
 pub mod template;
 pub mod variables;

@@ -484,12 +484,12 @@ impl RunReport {
             if self.steps[i].state != StepState::AwaitingInput {
                 continue;
             }
-            let mut out: Map<String, Value> = s
-                .def
-                .output_variables
-                .iter()
-                .filter_map(|k| outputs.get(k).map(|v| (k.clone(), v.clone())))
-                .collect();
+            let mut out = crate::engine::sort::object(
+                s.def
+                    .output_variables
+                    .iter()
+                    .filter_map(|k| outputs.get(k).map(|v| (k.clone(), v.clone()))),
+            );
             let converted = normalize_answer(&mut out);
             self.steps[i].warnings.extend(converted);
             self.steps[i].prompt = None;
@@ -1033,7 +1033,7 @@ pub async fn rollback(plan: &Plan, report: &mut RunReport, host: &dyn StepHost) 
     let mut done: Vec<usize> = (0..report.steps.len())
         .filter(|&i| report.steps[i].completed.is_some())
         .collect();
-    done.sort_by_key(|&i| std::cmp::Reverse(report.steps[i].completed));
+    crate::engine::sort::sort_by_key(&mut done, |&i| std::cmp::Reverse(report.steps[i].completed));
     for i in done {
         let step = &plan.steps[i].def;
         let wrote = step.kind == StepType::DatabaseOperation

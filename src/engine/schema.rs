@@ -739,7 +739,7 @@ impl Compiler<'_> {
                         let s = self.node(sub, p)?;
                         n.properties.push((name.clone(), s));
                     }
-                    n.properties.sort_by(|a, b| a.0.cmp(&b.0));
+                    crate::engine::sort::sort_by(&mut n.properties, |a, b| a.0.cmp(&b.0));
                 }
                 "required" => {
                     let names = val.as_array().ok_or_else(|| bad(k, "must be an array"))?;

@@ -179,7 +179,9 @@ impl Index {
                 matched,
             })
             .collect();
-        hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.doc.cmp(&b.doc)));
+        crate::engine::sort::sort_by(&mut hits, |a, b| {
+            b.score.total_cmp(&a.score).then(a.doc.cmp(&b.doc))
+        });
         hits.truncate(limit);
         hits
     }

@@ -217,7 +217,7 @@ impl Matcher {
                 }
             })
             .collect();
-        out.sort_by(|a, b| b.confidence.total_cmp(&a.confidence));
+        crate::engine::sort::sort_by(&mut out, |a, b| b.confidence.total_cmp(&a.confidence));
         out.truncate(limit);
         out
     }
@@ -243,7 +243,7 @@ impl Matcher {
                 matched: hit.matched,
             })
             .collect();
-        out.sort_by(|a, b| b.confidence.total_cmp(&a.confidence));
+        crate::engine::sort::sort_by(&mut out, |a, b| b.confidence.total_cmp(&a.confidence));
         out.truncate(limit);
         out
     }

@@ -117,7 +117,7 @@ fn confirm_question(args: &Value) -> Value {
 fn confirm_delete_script(args: &Value, answers: &Map<String, Value>) -> Step {
     match answers.get("confirm") {
         Some(answer) => Step::After(0, Outcome::Result(deleted(args, Some(answer)))),
-        None => Step::Ask(Map::from_iter([(
+        None => Step::Ask(crate::engine::sort::object([(
             "confirm".to_string(),
             confirm_question(args),
         )])),
@@ -132,11 +132,12 @@ fn multi_input_questions() -> [(&'static str, Value); 2] {
 }
 
 fn multi_input_script(_: &Value, answers: &Map<String, Value>) -> Step {
-    let open: Map<String, Value> = multi_input_questions()
-        .into_iter()
-        .filter(|(k, _)| !answers.contains_key(*k))
-        .map(|(k, q)| (k.to_string(), q))
-        .collect();
+    let open = crate::engine::sort::object(
+        multi_input_questions()
+            .into_iter()
+            .filter(|(k, _)| !answers.contains_key(*k))
+            .map(|(k, q)| (k.to_string(), q)),
+    );
     if !open.is_empty() {
         return Step::Ask(open);
     }
@@ -160,7 +161,7 @@ fn greeting(answers: &Map<String, Value>) -> Option<String> {
 fn with_task_script(_: &Value, answers: &Map<String, Value>) -> Step {
     match greeting(answers) {
         Some(hello) => Step::After(0, Outcome::Result(text_result(&hello))),
-        None => Step::Rounds(Map::from_iter([(
+        None => Step::Rounds(crate::engine::sort::object([(
             "user_name".to_string(),
             form("What is your name?", "name", "string"),
         )])),

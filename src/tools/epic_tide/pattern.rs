@@ -1,8 +1,6 @@
 //! What complete-tide decides: the next action after a tide, and the pattern of a domain and tag
 //! set derived from its paths' completed tides. Both rules are documented in docs/epic-tide.md.
 
-use std::collections::BTreeMap;
-
 use serde_json::{json, Map, Value};
 
 /// A completed tide, as the rules see it.
@@ -112,7 +110,7 @@ pub fn derive(tides: &[Completed]) -> Option<Pattern> {
     if wins.is_empty() {
         return None;
     }
-    wins.sort_by_key(|t| t.completed_ms);
+    crate::engine::sort::sort_by_key(&mut wins, |t| t.completed_ms);
     // Most runs first, then the most recent run.
     let mut runs: Vec<(&Vec<String>, usize, i64)> = Vec::new();
     for t in &wins {
@@ -124,9 +122,9 @@ pub fn derive(tides: &[Completed]) -> Option<Pattern> {
             None => runs.push((&t.sequence, 1, t.completed_ms)),
         }
     }
-    runs.sort_by(|a, b| b.1.cmp(&a.1).then(b.2.cmp(&a.2)));
+    crate::engine::sort::sort_by(&mut runs, |a, b| b.1.cmp(&a.1).then(b.2.cmp(&a.2)));
     let (common, support, _) = runs[0];
-    let mut proven: BTreeMap<String, Value> = BTreeMap::new();
+    let mut proven = Map::new();
     for t in &wins {
         for a in &t.adaptations {
             let action = a["action"].as_str().unwrap_or_default();
@@ -146,7 +144,7 @@ pub fn derive(tides: &[Completed]) -> Option<Pattern> {
     Some(Pattern {
         common_sequence: common.clone(),
         sequence_support: share(support, wins.len()),
-        proven_adaptations: Value::Object(proven.into_iter().collect::<Map<_, _>>()),
+        proven_adaptations: Value::Object(proven),
         success_rate: share(wins.len(), tides.len()),
         successful_tides: wins.len(),
         completed_tides: tides.len(),

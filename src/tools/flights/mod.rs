@@ -195,7 +195,7 @@ fn normalize(reply: &Value) -> Result<Value> {
             .and_then(|p| p.parse::<f64>().ok())
             .unwrap_or(f64::INFINITY)
     };
-    flights.sort_by(|a, b| price(a).total_cmp(&price(b)));
+    crate::engine::sort::sort_by(&mut flights, |a, b| price(a).total_cmp(&price(b)));
     let total = flights.len();
     flights.truncate(MAX_OFFERS);
     Ok(json!({

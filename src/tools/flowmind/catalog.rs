@@ -213,17 +213,19 @@ impl Context {
     /// holds the run to the same confidence rules `activation.can_execute` reported; `None` when
     /// there is no request to take it from.
     pub fn next_action(&self, variables: &Map<String, Value>, confidence: Option<f64>) -> Value {
-        let initial: Map<String, Value> = variables
-            .iter()
-            .filter(|(k, _)| self.variables().any(|v| v == *k) || k.as_str() == "urgency")
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
+        let initial = crate::engine::sort::object(
+            variables
+                .iter()
+                .filter(|(k, _)| self.variables().any(|v| v == *k) || k.as_str() == "urgency")
+                .map(|(k, v)| (k.clone(), v.clone())),
+        );
         match self.uri.strip_prefix("tool://") {
             Some(tool) => {
-                let params: Map<String, Value> = initial
-                    .into_iter()
-                    .filter(|(k, _)| self.variables().any(|v| v == k))
-                    .collect();
+                let params = crate::engine::sort::object(
+                    initial
+                        .into_iter()
+                        .filter(|(k, _)| self.variables().any(|v| v == k)),
+                );
                 json!({ "tool": tool, "parameters": params })
             }
             None => {

@@ -23,7 +23,7 @@
 use std::collections::BTreeSet;
 
 use futures::future::LocalBoxFuture;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 use super::catalog::{self, Context};
 use super::workflow::{self, Mode};
@@ -250,11 +250,12 @@ pub fn context(
     steps: Vec<Value>,
     variables: Option<&Value>,
 ) -> Context {
-    let produced: BTreeSet<String> = steps
-        .iter()
-        .flat_map(|s| s["outputs"].as_array().cloned().unwrap_or_default())
-        .filter_map(|v| v.as_str().map(str::to_string))
-        .collect();
+    let produced = crate::engine::sort::set(
+        steps
+            .iter()
+            .flat_map(|s| s["outputs"].as_array().cloned().unwrap_or_default())
+            .filter_map(|v| v.as_str().map(str::to_string)),
+    );
     let strings = |v: Option<&Value>| -> Option<Vec<String>> {
         v.and_then(Value::as_array).map(|a| {
             a.iter()
@@ -486,11 +487,11 @@ pub fn compose_workflow(
             }
             catalog::bump(ctx).await?;
         }
-        let initial: Map<String, Value> = c
-            .required
-            .iter()
-            .map(|v| (v.clone(), json!(format!("<{v}>"))))
-            .collect();
+        let initial = crate::engine::sort::object(
+            c.required
+                .iter()
+                .map(|v| (v.clone(), json!(format!("<{v}>")))),
+        );
         let next = if save {
             json!({ "tool": "execute_workflow", "reason": format!("Run {}", c.uri), "parameters": { "workflow_uri": c.uri, "initial_variables": initial } })
         } else {

@@ -78,7 +78,7 @@ pub fn list(
             _ => relevance(a, now_ms).total_cmp(&relevance(b, now_ms)),
         }
     };
-    found.sort_by(|a, b| {
+    crate::engine::sort::sort_by(&mut found, |a, b| {
         let o = key(a, b);
         let o = if order == "asc" { o } else { o.reverse() };
         // Ties read A to Z whatever the order, so pages are stable.

@@ -630,7 +630,7 @@ async fn continue_run(
             .to_string();
         match approval {
             Some("approve") => {
-                let outputs: Map<String, Value> = [(var, json!(APPROVED))].into_iter().collect();
+                let outputs = crate::engine::sort::object([(var, json!(APPROVED))]);
                 chains::resume_here(ctx, id, &outputs).await?;
             }
             Some(_) => {
@@ -719,10 +719,9 @@ async fn answer(
             let names: Vec<&str> = paused.iter().filter_map(|s| s["name"].as_str()).collect();
             let name = names.join("', '");
             let wanted = awaited(&paused);
-            let template: Map<String, Value> = wanted
-                .iter()
-                .map(|v| (v.clone(), json!(format!("<{v}>"))))
-                .collect();
+            let template = crate::engine::sort::object(
+                wanted.iter().map(|v| (v.clone(), json!(format!("<{v}>")))),
+            );
             let step = paused[0];
             result["awaiting"] = json!({
                 "kind": "input",
