@@ -9,6 +9,7 @@
 //! always refused, and so is a token in the URL.
 
 use std::cell::RefCell;
+use std::collections::HashSet;
 
 use serde_json::Value;
 use wasm_bindgen_futures::JsFuture;
@@ -27,9 +28,18 @@ const JWKS_TTL_MS: f64 = 600_000.0;
 /// Fewest milliseconds between two fetches of the JWKS (an unknown `kid` asks for a refetch).
 const JWKS_MIN_REFETCH_MS: f64 = 60_000.0;
 
+/// Most verified signatures kept per wasm instance; past it the set starts again empty.
+const VERIFIED_MAX: usize = 256;
+
 thread_local! {
     /// The last JWKS fetched from `JWKS_URL`: (url, fetched at, keys).
     static JWKS: RefCell<Option<(String, f64, Value)>> = const { RefCell::new(None) };
+    /// Signatures this instance has verified, as `(key, token)` ([`Key::fingerprint`]): a client
+    /// sends the same token with every request, and checking it again (importing the key into
+    /// WebCrypto, then verifying, two promises) gives the same answer for the same bytes under
+    /// the same key. Only the signature is remembered; the claims (expiry, audience) are checked
+    /// on every request.
+    static VERIFIED: RefCell<HashSet<(String, String)>> = RefCell::new(HashSet::new());
 }
 
 fn invalid(message: impl Into<String>) -> Error {
@@ -82,8 +92,18 @@ pub async fn authenticate(req: &Request, env: &Env, cfg: &Config) -> Result<Call
         .ok_or_else(|| invalid("the Authorization header must be 'Bearer <JWT>'"))?;
     let jwt = jwt::parse(token).map_err(invalid)?;
     let key = key_for(&jwt, env, cfg).await?;
-    if !verify(jwt.alg, &key, &jwt.signature, jwt.signing_input.as_bytes()).await? {
-        return Err(invalid("the token's signature does not verify"));
+    let seen = (key.fingerprint(jwt.alg), token.to_string());
+    if !VERIFIED.with(|v| v.borrow().contains(&seen)) {
+        if !verify(jwt.alg, &key, &jwt.signature, jwt.signing_input.as_bytes()).await? {
+            return Err(invalid("the token's signature does not verify"));
+        }
+        VERIFIED.with(|v| {
+            let mut v = v.borrow_mut();
+            if v.len() >= VERIFIED_MAX {
+                v.clear();
+            }
+            v.insert(seen);
+        });
     }
     let audience = resource_url(req, cfg);
     let identity = jwt::check_claims(
@@ -113,6 +133,22 @@ pub async fn authenticate(req: &Request, env: &Env, cfg: &Config) -> Result<Call
 enum Key {
     Secret(Vec<u8>),
     Jwk(Value),
+}
+
+impl Key {
+    /// A SHA-256 of the algorithm and the key material, naming the key in [`VERIFIED`] without
+    /// keeping a copy of the secret there.
+    fn fingerprint(&self, alg: Alg) -> String {
+        use sha2::{Digest, Sha256};
+        let mut h = Sha256::new();
+        h.update(alg.as_str());
+        h.update([0]);
+        match self {
+            Key::Secret(bytes) => h.update(bytes),
+            Key::Jwk(jwk) => h.update(jwk.to_string()),
+        }
+        h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+    }
 }
 
 fn setting(env: &Env, name: &str) -> Option<String> {

@@ -214,9 +214,19 @@ impl Config {
         Ok(())
     }
 
-    /// Reads the config from the Worker's environment.
+    /// Reads the config from the Worker's environment, once per wasm instance: a Worker's vars
+    /// are fixed for the life of its isolate (a new deployment or setting starts new isolates),
+    /// and reading them costs a crossing into JavaScript per variable, some 25 a request.
     pub fn from_env(env: &worker::Env) -> Config {
-        Config::from_lookup(|name| env.var(name).ok().map(|v| v.to_string()))
+        thread_local! {
+            static READ: std::cell::OnceCell<Config> = const { std::cell::OnceCell::new() };
+        }
+        READ.with(|read| {
+            read.get_or_init(|| {
+                Config::from_lookup(|name| env.var(name).ok().map(|v| v.to_string()))
+            })
+            .clone()
+        })
     }
 
     /// Whether a request with this `Origin` header may proceed.

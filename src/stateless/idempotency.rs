@@ -45,7 +45,9 @@ pub fn key(
         }
     };
     let round = request_state.map(Value::to_string).unwrap_or_default();
-    let digest = Sha256::digest(canonical_json(&json!([user, tool, what, round])).as_bytes());
+    // An array of strings is already canonical: written directly, not copied into a `Value` and
+    // walked again (the bytes, hence the key, are those of `canonical_json` of the same array).
+    let digest = Sha256::digest(serde_json::to_string(&[user, tool, &what, &round])?.as_bytes());
     Ok(digest.iter().map(|b| format!("{b:02x}")).collect())
 }
 
@@ -172,6 +174,23 @@ mod tests {
         ] {
             assert!(!succeeded(&failed), "{failed}");
         }
+    }
+
+    #[test]
+    fn keys_are_those_written_before_so_retries_across_a_deploy_still_match() {
+        let meta = serde_json::Map::new();
+        let args = json!({"b": "x\"y", "a": [1, {"d": null, "c": 2.5}]});
+        let state = json!("sealed.state");
+        let what = format!("args:{}", canonical_json(&args));
+        let before = canonical_json(&json!(["u1", "close_ticket", what, state.to_string()]));
+        let hex: String = Sha256::digest(before.as_bytes())
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        assert_eq!(
+            key("u1", "close_ticket", &meta, &args, Some(&state)).unwrap(),
+            hex
+        );
     }
 
     #[test]

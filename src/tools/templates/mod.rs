@@ -1,8 +1,11 @@
 //! Text templates stored in D1: `create_template` defines one, `process_template` renders one into
 //! `text`, `markdown` or `html` (seed 000). Syntax and semantics: docs/templates.md.
 //!
-//! Compiled templates are kept per wasm instance, keyed by template id and revision (every update
-//! bumps the revision, so a cached compile is never stale). Processed results are cached in KV for
+//! Compiled templates, and each template's parsed `variables_schema` and `default_values`, are kept
+//! per wasm instance, keyed by template id and revision (every update bumps the revision, so a
+//! cached parse is never stale). `use_cache: false` skips the compiled template and the result
+//! cache, as its schema says; the parsed rules are kept either way, since no caller can tell them
+//! from a fresh parse of the same revision. Processed results are cached in KV for
 //! five minutes under a SHA-256 of everything that determines them. That is not the executor's
 //! result cache (`registry::cache`), which keys on the arguments alone: a result also depends on
 //! the template's revision and today's date, and `include_metadata` writes to D1.
@@ -33,8 +36,15 @@ const RESULT_TTL_SECS: u64 = 300;
 /// Names every template may use without declaring them: the processing context.
 const CONTEXT_ROOTS: [&str; 3] = ["agent", "session", "current_date"];
 
+/// Most templates whose parsed rules are kept per wasm instance.
+const RULES_MAX: usize = 64;
+
 thread_local! {
     static COMPILED: RefCell<HashMap<(i64, i64), Rc<Template>>> = RefCell::new(HashMap::new());
+    /// Parsed `variables_schema` and `default_values` by template id and revision: parsing them
+    /// (JSON, then every rule, with a regular expression compiled to check each `pattern`) cost
+    /// more than rendering the seed's trip confirmation.
+    static RULES: RefCell<HashMap<(i64, i64), Rc<Rules>>> = RefCell::new(HashMap::new());
 }
 
 /// The agent every template sees unless its own `default_values` or the caller's `agent_info` say
@@ -298,10 +308,7 @@ fn create_template(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Res
 
 /// The compiled template of a stored row, and whether it came from this instance's cache.
 fn compiled(row: &Value, use_cache: bool) -> Result<(Rc<Template>, bool)> {
-    let key = (
-        row["id"].as_i64().unwrap_or(0),
-        row["revision"].as_i64().unwrap_or(0),
-    );
+    let key = version_of(row);
     if use_cache {
         if let Some(t) = COMPILED.with(|c| c.borrow().get(&key).cloned()) {
             return Ok((t, true));
@@ -335,11 +342,47 @@ fn cache_key(row: &Value, vars: &Value, format: &str, secure: bool, strict: bool
     format!("template-result:{digest}")
 }
 
+/// A template's parsed `variables_schema` and `default_values`.
+struct Rules {
+    schema: Schema,
+    defaults: Map<String, Value>,
+}
+
+/// The id and revision of a stored row: what names one version of a template.
+fn version_of(row: &Value) -> (i64, i64) {
+    (
+        row["id"].as_i64().unwrap_or(0),
+        row["revision"].as_i64().unwrap_or(0),
+    )
+}
+
+/// The parsed rules of a stored row, from this instance's cache when it parsed that revision
+/// before.
+fn rules_of(row: &Value) -> Result<Rc<Rules>> {
+    let key = version_of(row);
+    if let Some(rules) = RULES.with(|c| c.borrow().get(&key).cloned()) {
+        return Ok(rules);
+    }
+    let schema = schema_of(&parse_json_column(row, "variables_schema")?)?;
+    let defaults = match parse_json_column(row, "default_values")? {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    };
+    let rules = Rc::new(Rules { schema, defaults });
+    RULES.with(|c| {
+        let mut c = c.borrow_mut();
+        if c.len() >= RULES_MAX {
+            c.clear();
+        }
+        c.insert(key, rules.clone());
+    });
+    Ok(rules)
+}
+
 /// A stored, active template with its parsed rules.
 pub struct Stored {
     row: Value,
-    schema: Schema,
-    defaults: Map<String, Value>,
+    rules: Rc<Rules>,
 }
 
 impl Stored {
@@ -362,16 +405,8 @@ impl Stored {
         let Some(row) = rows.into_iter().next() else {
             return Err(not_found_listing(ctx, "Template", name, "template_definitions").await?);
         };
-        let schema = schema_of(&parse_json_column(&row, "variables_schema")?)?;
-        let defaults = match parse_json_column(&row, "default_values")? {
-            Value::Object(m) => m,
-            _ => Map::new(),
-        };
-        Ok(Stored {
-            row,
-            schema,
-            defaults,
-        })
+        let rules = rules_of(&row)?;
+        Ok(Stored { row, rules })
     }
 
     /// The variables the template sees: built-in agent < the template's defaults < context <
@@ -379,8 +414,8 @@ impl Stored {
     pub fn variables(&self, context_data: &Value, variables: &Value) -> Value {
         variables::merge_over(
             builtins(),
-            &self.defaults,
-            &self.schema,
+            &self.rules.defaults,
+            &self.rules.schema,
             &context(context_data),
             variables,
         )
@@ -390,7 +425,7 @@ impl Stored {
     pub fn validate(&self, vars: &Value) -> Result<()> {
         refuse_if_any(
             "Template variable validation failed",
-            &variables::validate(vars, &self.schema),
+            &variables::validate(vars, &self.rules.schema),
         )
     }
 
@@ -476,9 +511,10 @@ async fn process(ctx: &dyn ToolContext, args: &ProcessTemplate) -> Result<Value>
         stored.validate(&vars)?;
     }
 
-    let key = cache_key(row, &vars, format_name, secure, strict);
-    if use_cache && !with_metadata {
-        if let Ok(Some(hit)) = ctx.cache_get(&key).await {
+    // The key is a SHA-256 of the variables: computed only when the result cache is used.
+    let key = use_cache.then(|| cache_key(row, &vars, format_name, secure, strict));
+    if let (Some(key), false) = (&key, with_metadata) {
+        if let Ok(Some(hit)) = ctx.cache_get(key).await {
             if let Ok(answer @ Value::Object(_)) = serde_json::from_str::<Value>(&hit) {
                 return Ok(answer);
             }
@@ -523,9 +559,9 @@ async fn process(ctx: &dyn ToolContext, args: &ProcessTemplate) -> Result<Value>
         return Ok(answer(text, format_name, &rendered.missing, false));
     }
     let answer = answer(text, format_name, &rendered.missing, false);
-    if use_cache {
+    if let Some(key) = &key {
         if let Err(e) = ctx
-            .cache_put(&key, &answer.to_string(), RESULT_TTL_SECS)
+            .cache_put(key, &answer.to_string(), RESULT_TTL_SECS)
             .await
         {
             ctx.log(
