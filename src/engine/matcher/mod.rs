@@ -291,14 +291,14 @@ impl Default for Model {
     /// (`tools::flowmind::measure`) fails when these drift from the fit. Never fitted on the
     /// held-out split; figures in `docs/flowmind.md`. Text decides (a request sharing no
     /// vocabulary with a context stays below 0.01 whatever its variables say), extracted variables
-    /// weigh about as much as the text, and a matching domain adds a little (+1.10 on the logit).
+    /// weigh about as much as the text, and a matching domain adds a little (+1.14 on the logit).
     fn default() -> Self {
         Model {
-            bias: -13.364,
-            similarity: 6.244,
-            relative: 11.337,
-            alignment: 6.506,
-            domain: 1.099,
+            bias: -13.943,
+            similarity: 6.299,
+            relative: 11.893,
+            alignment: 6.767,
+            domain: 1.139,
         }
     }
 }
@@ -366,7 +366,7 @@ impl Default for Thresholds {
     fn default() -> Self {
         Thresholds {
             success: 0.6,
-            no_match: 0.34,
+            no_match: 0.32,
             ambiguity_gap: 0.02,
         }
     }
