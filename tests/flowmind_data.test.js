@@ -1,18 +1,21 @@
-// The FlowMind context catalog (issue 6): the committed migration is what the generator writes from
-// data/flowmind/contexts.json, the catalog keeps the invariants field_request and execute_workflow
+// The FlowMind context catalog (issue 6): the committed migrations are what the generator writes from
+// data/flowmind/ (0016 from the frozen snapshot contexts_0016.json, 0028 the rewording that turns it
+// into contexts.json), the catalog keeps the invariants field_request and execute_workflow
 // rely on, and the labelled requests of the matching measurement (tests/data/flowmind_requests.json,
 // read by src/engine/matcher/eval.rs) refer to real contexts. Needs no Worker.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const MIGRATION = join(root, "migrations", "0016_flowmind_contexts.sql");
+const WORDING = join(root, "migrations", "0028_flowmind_catalog_wording.sql");
 const contexts = JSON.parse(readFileSync(join(root, "data", "flowmind", "contexts.json"), "utf8"));
+const snapshot = JSON.parse(readFileSync(join(root, "data", "flowmind", "contexts_0016.json"), "utf8"));
 const requests = JSON.parse(readFileSync(join(root, "tests", "data", "flowmind_requests.json"), "utf8"));
 const byUri = new Map(contexts.map((c) => [c.uri, c]));
 
@@ -25,19 +28,47 @@ const KEBAB = /^[a-z0-9]+(-[a-z0-9]+)*$/;
 const sentences = (text) => text.split(/[.!?](\s|$)/).filter((s) => s && s.trim()).length;
 const words = (text) => new Set(text.toLowerCase().split(/[^a-z0-9]+/).filter((w) => w.length > 2));
 
-test("regenerating the catalog migration reproduces the committed file byte for byte", () => {
+test("regenerating the catalog migrations reproduces the committed files byte for byte", () => {
   const dir = mkdtempSync(join(tmpdir(), "flowmind-data-"));
   try {
-    const out = join(dir, "contexts.sql");
-    execFileSync(process.execPath, [join(root, "scripts", "flowmind-data.js"), "--out", out], { stdio: "pipe" });
-    assert.ok(readFileSync(out).equals(readFileSync(MIGRATION)), "run `npm run flowmind-data` and commit the result");
+    execFileSync(process.execPath, [join(root, "scripts", "flowmind-data.js"), "--out-dir", dir], { stdio: "pipe" });
+    for (const committed of [MIGRATION, WORDING]) {
+      const name = committed.split("/").pop();
+      assert.ok(readFileSync(join(dir, name)).equals(readFileSync(committed)), `${name}: run \`npm run flowmind-data\` and commit the result`);
+    }
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
 });
 
-test("no statement of the migration reaches D1's 100 KB limit", () => {
-  for (const stmt of readFileSync(MIGRATION, "utf8").split(";\n")) assert.ok(Buffer.byteLength(stmt) < 100_000, stmt.slice(0, 80));
+test("the generator refuses a catalog that differs from the 0016 snapshot in more than wording", () => {
+  const dir = mkdtempSync(join(tmpdir(), "flowmind-data-"));
+  try {
+    // A copy of the generator beside data whose contexts.json is the snapshot with one change.
+    mkdirSync(join(dir, "scripts"));
+    for (const f of ["flowmind-data.js", "sql.js"]) cpSync(join(root, "scripts", f), join(dir, "scripts", f));
+    cpSync(join(root, "data", "flowmind"), join(dir, "data", "flowmind"), { recursive: true });
+    const run = (edit) => {
+      const changed = structuredClone(snapshot);
+      edit(changed[0]);
+      writeFileSync(join(dir, "data", "flowmind", "contexts.json"), JSON.stringify(changed));
+      execFileSync(process.execPath, [join(dir, "scripts", "flowmind-data.js"), "--out-dir", dir], { stdio: "pipe" });
+      return readFileSync(join(dir, "0028_flowmind_catalog_wording.sql"), "utf8");
+    };
+    assert.throws(() => run((c) => c.required_variables.push("extra_variable")),
+      (e) => /only the wording .* may differ from contexts_0016\.json/.test(e.stderr.toString()));
+    const wording = run((c) => (c.description += " Reworded."));
+    assert.equal(wording.match(/^UPDATE contexts /gm).length, 1);
+    assert.match(wording, new RegExp(`^UPDATE contexts SET description = '[^\\n]* Reworded\\.'\nWHERE uri = '${snapshot[0].uri}';$`, "m"));
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("no statement of the migrations reaches D1's 100 KB limit", () => {
+  for (const file of [MIGRATION, WORDING]) {
+    for (const stmt of readFileSync(file, "utf8").split(";\n")) assert.ok(Buffer.byteLength(stmt) < 100_000, stmt.slice(0, 80));
+  }
 });
 
 test("at least 60 contexts, at least 8 per domain, of all three catalog types, with unique valid URIs", () => {
@@ -200,4 +231,27 @@ test("the migration applies to SQLite and its CHECK constraints refuse malformed
   }
   insert("tool://list_events", "tool");
   insert("workflow://team/onboarding", "workflow");
+});
+
+test("0016 then 0028 leave in SQLite exactly the catalog of contexts.json, the one the native measurement reads", async (t) => {
+  let sqlite;
+  try {
+    sqlite = await import("node:sqlite");
+  } catch {
+    t.skip("node:sqlite is not available in this Node version");
+    return;
+  }
+  const db = new sqlite.DatabaseSync(":memory:");
+  for (const file of [MIGRATION, join(root, "migrations", "0018_flowmind_generation.sql"), WORDING]) db.exec(readFileSync(file, "utf8"));
+  const rows = db.prepare("SELECT uri, description, tags, example_requests, activation_condition, required_variables, steps FROM contexts").all();
+  assert.equal(rows.length, contexts.length);
+  for (const r of rows) {
+    const c = byUri.get(r.uri);
+    assert.ok(c, r.uri);
+    assert.deepEqual([r.description, JSON.parse(r.tags), JSON.parse(r.example_requests), r.activation_condition, JSON.parse(r.required_variables)],
+      [c.description, c.tags, c.example_requests, c.activation_condition, c.required_variables], r.uri);
+    assert.deepEqual(r.steps === null ? undefined : JSON.parse(r.steps), c.steps, r.uri);
+  }
+  // Instances that built their index from 0016's wording rebuild it.
+  assert.equal(db.prepare("SELECT generation FROM flowmind_generation").get().generation, 1);
 });

@@ -291,14 +291,14 @@ impl Default for Model {
     /// (`tools::flowmind::measure`) fails when these drift from the fit. Never fitted on the
     /// held-out split; figures in `docs/flowmind.md`. Text decides (a request sharing no
     /// vocabulary with a context stays below 0.01 whatever its variables say), extracted variables
-    /// weigh about as much as the text, and a matching domain adds a little (+0.56 on the logit).
+    /// weigh about as much as the text, and a matching domain adds a little (+1.14 on the logit).
     fn default() -> Self {
         Model {
-            bias: -10.942,
-            similarity: 6.053,
-            relative: 8.740,
-            alignment: 6.745,
-            domain: 0.558,
+            bias: -13.943,
+            similarity: 6.299,
+            relative: 11.893,
+            alignment: 6.767,
+            domain: 1.139,
         }
     }
 }
@@ -359,15 +359,15 @@ impl Default for Thresholds {
     /// gap chosen by grid search (steps of 0.02; `tools::flowmind::measure::tune`) for the most
     /// useful statuses on the training split under the default model: the deserved status scores
     /// 1, a hedge that still shows a right match ½ (as does refinement for an out-of-scope
-    /// request: nothing is run), acting on a wrong match −1.5. The wide gap means a runner-up at
-    /// 0.4 or more within 0.38 of the best asks the caller to choose: on the
-    /// training split such pairs are as often two halves of one request as a clear winner and its
-    /// neighbour. Figures in `docs/flowmind.md`.
+    /// request: nothing is run), acting on a wrong match −1.5. Since the catalog's wording says
+    /// what each context is for in users' words (migration 0028), the best match usually leads its
+    /// neighbours clearly, and the grid keeps disambiguation for near-ties (within 0.02). Figures
+    /// in `docs/flowmind.md`.
     fn default() -> Self {
         Thresholds {
             success: 0.6,
-            no_match: 0.28,
-            ambiguity_gap: 0.38,
+            no_match: 0.32,
+            ambiguity_gap: 0.02,
         }
     }
 }

@@ -403,8 +403,8 @@ mod tests {
                 "workflow://root-cause-analysis",
             ),
             (
-                "queries on the orders table crawl once we pass a million rows",
-                "workflow://performance-tuning",
+                "how to add a non-null column to a 500GB table in prod without locking it",
+                "workflow://database-migration",
             ),
         ] {
             let (o, uris) = first(query, None);
