@@ -1,6 +1,6 @@
 //! What a tool declares about running as an MCP task (`ToolDef::task`): whether it may or must,
-//! what runs the task, and (for a chain run) how the call's arguments ask for the background run. The task itself (its record, states and wire shapes) is
-//! `server::tasks`'.
+//! what runs the task, and (for a chain run) how the call's arguments ask for the background run.
+//! The task itself (its record, states and wire shapes) is `server::tasks`'.
 
 use futures::future::LocalBoxFuture;
 use serde_json::{Map, Value};
