@@ -1,6 +1,6 @@
 //! What a tool declares about running as an MCP task (`ToolDef::task`): whether it may or must,
-//! and what runs the task. The task itself (its record, states and wire shapes) is
-//! `server::tasks`'.
+//! what runs the task, and (for a chain run) how the call's arguments ask for the background run.
+//! The task itself (its record, states and wire shapes) is `server::tasks`'.
 
 use futures::future::LocalBoxFuture;
 use serde_json::{Map, Value};
@@ -44,15 +44,20 @@ impl TaskSupport {
 pub enum TaskRun {
     /// A chain execution in the background: the task is the execution record, its id the
     /// execution id (`execute_chain`, `resume_chain`).
-    Chain,
+    Chain(Background),
     /// Like [`TaskRun::Chain`], for a chain the tool's toolset built and runs itself
     /// (`tools::chains::run_linked`: FlowMind's `execute_workflow`), whose ended task's result is
-    /// the toolset's own answer, rendered by this hook.
-    Linked(Render),
+    /// the toolset's own answer, rendered by the [`Render`] hook.
+    Linked(Background, Render),
     /// A script: what the task does next, from the call's arguments and the answers it has
     /// (the conformance fixtures, whose work is a wait and whose results are known up front).
     Script(Script),
 }
+
+/// A chain tool's call arguments rewritten for a call as a task: the run goes on in the
+/// background and is tracked, whatever the call asked, because the task is the execution record.
+/// Each tool says it in its own schema's terms, so the rewrite is declared with the tool.
+pub type Background = fn(Value) -> Value;
 
 /// How a toolset answers for an ended execution of a chain it linked (`TaskRun::Linked`): from
 /// the context, the execution id and what the toolset kept with the run when it started it

@@ -388,7 +388,7 @@ pub fn find(store: &dyn TaskStore, id: &str, owner: &str, now: f64) -> Result<Ta
 pub fn script_of(registry: &Registry, name: &str) -> Option<Script> {
     match registry.get(name)?.def.task.run()? {
         TaskRun::Script(script) => Some(script),
-        TaskRun::Chain | TaskRun::Linked(_) => None,
+        TaskRun::Chain(_) | TaskRun::Linked(..) => None,
     }
 }
 

@@ -494,21 +494,16 @@ pub async fn task_call(
         None => Ok(None),
         // A chain runs as a task only for a client that declared tasks at initialize; any other
         // gets the synchronous call it always got.
-        Some(TaskRun::Chain | TaskRun::Linked(_))
+        Some(TaskRun::Chain(_) | TaskRun::Linked(..))
             if core.client_capabilities().get("tasks").is_none() =>
         {
             Ok(None)
         }
-        Some(TaskRun::Chain | TaskRun::Linked(_)) => {
+        Some(TaskRun::Chain(background) | TaskRun::Linked(background, _)) => {
             // The execution starts in the background as execute_chain's async_execution would,
             // under the session's job lease; its id is the task's.
             let ctx = unattended_for(core, caller);
-            let done = crate::registry::execute(
-                tool,
-                &ctx,
-                crate::tools::chains::as_task(tool.def.name, args.clone()),
-            )
-            .await;
+            let done = crate::registry::execute(tool, &ctx, background(args.clone())).await;
             let Some(id) = crate::tools::chains::started_execution(&done.result) else {
                 return Ok(Some(done.result));
             };

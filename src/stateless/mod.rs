@@ -206,12 +206,12 @@ async fn tasks_answer(
     let script = match support.run() {
         Some(TaskRun::Script(script)) => script,
         // A retry with a requestState continues the rounds of a call that was not a task.
-        Some(TaskRun::Chain | TaskRun::Linked(_))
+        Some(TaskRun::Chain(background) | TaskRun::Linked(background, _))
             if declared && !r.params.contains_key("requestState") =>
         {
             let answer = match owner_of(req, env, host, caller, r).await {
                 Ok((platform, owner)) => {
-                    runs::create_chain_task(env, &platform, caller, &owner, r).await
+                    runs::create_chain_task(env, &platform, caller, &owner, background, r).await
                 }
                 Err(e) => Err(e),
             };

@@ -689,20 +689,21 @@ pub async fn create_task(
     task_request(&to, &id, crate::server::tasks::OBJECT_CREATE, params, false).await
 }
 
-/// Runs `execute_chain` (`r`, a `tools/call`) as a 2026-07-28 task for `user`: the execution
-/// starts in the background in a run object of its own, as `async_execution` would, and its id is
-/// the task's. Answers the JSON-RPC reply: the `CreateTaskResult`, or the call's own answer when no
-/// run started (a refusal, a chain that does not validate).
+/// Runs a chain tool (`r`, a `tools/call`) as a 2026-07-28 task for `user`: the execution
+/// starts in the background in a run object of its own, with the arguments rewritten by the
+/// tool's declared `background` (`registry::task::TaskRun`), and its id is the task's. Answers the
+/// JSON-RPC reply: the `CreateTaskResult`, or the call's own answer when no run started (a
+/// refusal, a chain that does not validate).
 pub async fn create_chain_task(
     env: &Env,
     platform: &StatelessPlatform,
     caller: &Caller,
     user: &str,
+    background: crate::registry::task::Background,
     r: &Request,
 ) -> Result<Value> {
     let name = crate::mcp::message::required_str(&r.params, "name")?;
-    let arguments = crate::tools::chains::as_task(
-        name,
+    let arguments = background(
         r.params
             .get("arguments")
             .cloned()

@@ -1125,7 +1125,7 @@ async fn linked_result(ctx: &dyn ToolContext, rec: &Record) -> Result<Option<Val
     }
     let registry = ctx.platform().registry();
     let Some((tool, render)) = registry.tools().find_map(|t| match t.def.task.run() {
-        Some(crate::registry::task::TaskRun::Linked(render)) => Some((t, render)),
+        Some(crate::registry::task::TaskRun::Linked(_, render)) => Some((t, render)),
         _ => None,
     }) else {
         return Ok(None);

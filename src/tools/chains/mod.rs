@@ -518,17 +518,10 @@ fn execute_chain(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Resul
     })
 }
 
-/// The arguments of chain tool `name` (`execute_chain`, `resume_chain`, and FlowMind's
-/// `execute_workflow`) for a call as an MCP task
-/// (`server::tasks`): the run goes on in the background and is tracked, whatever the call asked,
-/// because the task is the execution record.
-pub fn as_task(name: &str, mut args: Value) -> Value {
+/// `execute_chain`'s arguments as a task ([`TaskRun::Chain`]): `async_execution` and
+/// `track_progress` on, its other `execution_options` kept.
+pub fn execute_chain_as_task(mut args: Value) -> Value {
     if !args.is_object() {
-        return args;
-    }
-    if name != "execute_chain" {
-        // resume_chain continues, execute_workflow starts, in the background.
-        args["in_background"] = json!(true);
         return args;
     }
     let mut opts = args
@@ -539,6 +532,16 @@ pub fn as_task(name: &str, mut args: Value) -> Value {
     opts.insert("async_execution".into(), json!(true));
     opts.insert("track_progress".into(), json!(true));
     args["execution_options"] = Value::Object(opts);
+    args
+}
+
+/// The arguments as a task of a tool with an `in_background` argument (`resume_chain`
+/// continues, FlowMind's `execute_workflow` starts, in the background).
+pub fn in_background_as_task(mut args: Value) -> Value {
+    if !args.is_object() {
+        return args;
+    }
+    args["in_background"] = json!(true);
     args
 }
 
@@ -734,7 +737,7 @@ pub static TOOLS: &[ToolDef] = &[ToolDef {
     roles: &[],
     handler: execute_chain,
     state: SessionState::Run { starts: true, drives: true, pauses: true, addressed_by: None },
-    task: TaskSupport::Optional(TaskRun::Chain),
+    task: TaskSupport::Optional(TaskRun::Chain(execute_chain_as_task)),
     ..ToolDef::DEFAULTS
 }, ToolDef {
     toolset: TOOLSET,
@@ -759,7 +762,7 @@ pub static TOOLS: &[ToolDef] = &[ToolDef {
     roles: &[],
     handler: resume_chain,
     state: SessionState::Run { starts: false, drives: true, pauses: true, addressed_by: Some("execution_id") },
-    task: TaskSupport::Optional(TaskRun::Chain),
+    task: TaskSupport::Optional(TaskRun::Chain(in_background_as_task)),
     ..ToolDef::DEFAULTS
 }, ToolDef {
     toolset: TOOLSET,
@@ -797,6 +800,18 @@ mod tests {
         registry::assert_args_match::<CreateChain>(include_str!(
             "../../../schema/chains/create_chain.input.json"
         ));
+    }
+
+    /// Tool `name`'s arguments as a task, by its declaration.
+    fn as_task(name: &str, args: Value) -> Value {
+        match TOOLS
+            .iter()
+            .find(|t| t.name == name)
+            .and_then(|t| t.task.run())
+        {
+            Some(TaskRun::Chain(background)) => background(args),
+            _ => panic!("{name} runs as a chain task"),
+        }
     }
 
     #[test]

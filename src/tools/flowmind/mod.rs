@@ -378,7 +378,10 @@ pub static TOOLS: &[ToolDef] = &[
         state: SessionState::Run { starts: true, drives: true, pauses: false, addressed_by: Some("session_id") },
         rate_limit: Some(Limit { capacity: 20, period_ms: 60_000 }),
         level: Some(Level::Intermediate),
-        task: TaskSupport::Optional(TaskRun::Linked(workflow_task_answer)),
+        task: TaskSupport::Optional(TaskRun::Linked(
+            crate::tools::chains::in_background_as_task,
+            workflow_task_answer,
+        )),
         ..ToolDef::DEFAULTS
     },
     ToolDef {
