@@ -10,6 +10,8 @@ import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } f
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+// The toolchain pins a Node with node:sqlite; a missing module fails the file instead of skipping checks.
+import { DatabaseSync } from "node:sqlite";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const MIGRATION = join(root, "migrations", "0016_flowmind_contexts.sql");
@@ -206,15 +208,8 @@ test("the labelled requests are mostly not copies of the catalog's example reque
   assert.ok(close.length <= requests.length * 0.2, `${close.length} near-copies: ${close.map((r) => r.query).join(" | ")}`);
 });
 
-test("the migration applies to SQLite and its CHECK constraints refuse malformed contexts", async (t) => {
-  let sqlite;
-  try {
-    sqlite = await import("node:sqlite");
-  } catch {
-    t.skip("node:sqlite is not available in this Node version");
-    return;
-  }
-  const db = new sqlite.DatabaseSync(":memory:");
+test("the migration applies to SQLite and its CHECK constraints refuse malformed contexts", () => {
+  const db = new DatabaseSync(":memory:");
   db.exec(readFileSync(MIGRATION, "utf8"));
   assert.equal(db.prepare("SELECT COUNT(*) n FROM contexts").get().n, contexts.length);
   const row = db.prepare("SELECT * FROM contexts WHERE uri = 'workflow://incident-response'").get();
@@ -233,15 +228,8 @@ test("the migration applies to SQLite and its CHECK constraints refuse malformed
   insert("workflow://team/onboarding", "workflow");
 });
 
-test("0016 then 0028 leave in SQLite exactly the catalog of contexts.json, the one the native measurement reads", async (t) => {
-  let sqlite;
-  try {
-    sqlite = await import("node:sqlite");
-  } catch {
-    t.skip("node:sqlite is not available in this Node version");
-    return;
-  }
-  const db = new sqlite.DatabaseSync(":memory:");
+test("0016 then 0028 leave in SQLite exactly the catalog of contexts.json, the one the native measurement reads", () => {
+  const db = new DatabaseSync(":memory:");
   for (const file of [MIGRATION, join(root, "migrations", "0018_flowmind_generation.sql"), WORDING]) db.exec(readFileSync(file, "utf8"));
   const rows = db.prepare("SELECT uri, description, tags, example_requests, activation_condition, required_variables, steps FROM contexts").all();
   assert.equal(rows.length, contexts.length);
