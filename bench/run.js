@@ -16,7 +16,8 @@
 // Settings: BENCH_SECONDS (per level, default 5), BENCH_LEVELS (default 1,8,32), BENCH_CALLS
 // (sequential calls per seed target, default 200), BENCH_CONTEXTS (default 10000), BENCH_NATIVE=0
 // skips criterion, BENCH_COST_CALLS (calls per lane counted for the cost per call, default 20),
-// BENCH_ONLY=side|targets|native|cost runs one part (side includes cost).
+// BENCH_ONLY=side|targets|native|cost runs one part (side includes cost); BENCH_ONLY=field_request
+// runs only the field_request seed target (our Worker alone: load the contexts, warm up, measure).
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, relative } from "node:path";
@@ -38,6 +39,8 @@ const NATIVE = process.env.BENCH_NATIVE !== "0";
 const COST_CALLS = Number(process.env.BENCH_COST_CALLS ?? 20);
 const ONLY = process.env.BENCH_ONLY;
 const part = (name) => !ONLY || ONLY === name;
+// The one seed target whose figure issue 23 sets, measured without the rest of the run.
+const FIELD_REQUEST_ONLY = ONLY === "field_request";
 const REFERENCE = join(root, "target", "reference", "index.js");
 const MCP_AGENT = join(root, "target", "anchors", "mcp-agent", "mcp-agent.js");
 const MCP_HANDLER = join(root, "target", "anchors", "create-mcp-handler", "create-mcp-handler.js");
@@ -366,6 +369,7 @@ async function targets(ours) {
   console.log(row(["call", "p50 ms", "p99 ms", "target ms", "seed"], widths));
   let contextsLoaded = false;
   for (const t of TARGETS) {
+    if (FIELD_REQUEST_ONLY && t.tool !== "field_request") continue;
     if (!available.has(t.tool)) {
       console.log(`${t.label.padEnd(widths[0])}  not available (no ${t.tool} in tools/list)`);
       results.targets.push({ call: t.label, available: false });
@@ -449,6 +453,14 @@ console.log(`mcp-edge bench, ${new Date().toISOString()}, ${process.env.BENCH_MA
 sizes();
 const model = await modelStandIn();
 try {
+  if (FIELD_REQUEST_ONLY) {
+    const ours = await startWorker(ourVars(model), { quiet: true });
+    try {
+      await targets(ours);
+    } finally {
+      await ours.stop();
+    }
+  }
   if (part("side") || part("targets")) await startTimes(model);
   if (part("side") || part("targets")) {
     // All servers run at once, as the issue asks: none gets the machine to itself.

@@ -11,7 +11,7 @@
 
 use std::collections::HashMap;
 
-use super::text::terms;
+use super::text::terms as terms_of;
 
 /// The fields of a document, in the order of [`Document::fields`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,100 +75,132 @@ pub struct Hit {
     pub matched: Vec<String>,
 }
 
+/// The documents containing one term, in document order, each with its share of a score.
+#[derive(Debug, Clone, Default)]
+struct Postings {
+    /// The documents, ascending.
+    docs: Vec<u32>,
+    /// What the term adds to each document's score, `idf · tf / (k1 + tf)`: it depends on the
+    /// document and the term only, so it is computed once, when the index is built.
+    scores: Vec<f64>,
+    /// The largest of `scores`: no document gains more from this term (MaxScore's bound).
+    bound: f64,
+}
+
 /// An inverted index over a fixed list of documents.
+///
+/// A search scores only the documents that contain a query term, walking the terms' posting
+/// lists in document order, and skips those that cannot enter the first `limit` whatever they
+/// contain (MaxScore: Turtle & Flood, "Query evaluation: strategies and optimizations", 1995).
+/// Results are those of scoring every document: the same documents, the same scores to the bit
+/// (a test compares them with the straightforward scorer).
 #[derive(Debug, Clone)]
 pub struct Index {
-    params: Params,
-    /// term → (document, occurrences in each field).
-    postings: HashMap<String, Vec<(u32, [u16; FIELDS])>>,
-    /// Terms per field of each document.
-    lengths: Vec<[u32; FIELDS]>,
-    /// Mean of `lengths` per field (at least 1, so empty fields never divide by zero).
-    average: [f64; FIELDS],
+    /// Term → its position in `postings`.
+    terms: HashMap<String, u32>,
+    postings: Vec<Postings>,
+    /// How many documents are indexed.
+    len: usize,
 }
+
+/// Relative slack on the MaxScore bounds: a sum of rounded shares may exceed the sum of their
+/// rounded bounds by a few units in the last place, and a document is only skipped when it
+/// surely scores below the current last of the first `limit`.
+const SLACK: f64 = 1e-9;
 
 impl Index {
     /// Indexes `docs` with `params`.
     pub fn build(docs: &[Document], params: Params) -> Index {
-        let mut postings: HashMap<String, Vec<(u32, [u16; FIELDS])>> = HashMap::new();
+        let mut terms: HashMap<String, u32> = HashMap::new();
+        // Per term: (document, occurrences in each field), in document order.
+        let mut counts: Vec<Vec<(u32, [u16; FIELDS])>> = Vec::new();
         let mut lengths = Vec::with_capacity(docs.len());
         let mut totals = [0f64; FIELDS];
         for (i, doc) in docs.iter().enumerate() {
-            let mut counts: HashMap<String, [u16; FIELDS]> = HashMap::new();
+            let mut own: HashMap<u32, [u16; FIELDS]> = HashMap::new();
             let mut length = [0u32; FIELDS];
             for (f, text) in doc.fields.iter().enumerate() {
-                for term in terms(text) {
-                    let slot = counts.entry(term).or_default();
+                for term in terms_of(text) {
+                    let next = terms.len() as u32;
+                    let id = *terms.entry(term).or_insert(next);
+                    let slot = own.entry(id).or_default();
                     slot[f] = slot[f].saturating_add(1);
                     length[f] += 1;
                 }
                 totals[f] += f64::from(length[f]);
             }
-            for (term, c) in counts {
-                postings.entry(term).or_default().push((i as u32, c));
+            counts.resize(terms.len(), Vec::new());
+            for (id, c) in own {
+                counts[id as usize].push((i as u32, c));
             }
             lengths.push(length);
         }
         let n = docs.len().max(1) as f64;
         let average = totals.map(|t| (t / n).max(1.0));
+        let p = &params;
+        let postings = counts
+            .into_iter()
+            .map(|list| {
+                let idf = idf(docs.len(), list.len());
+                let mut out = Postings::default();
+                for (doc, c) in list {
+                    let length = &lengths[doc as usize];
+                    let tf: f64 = (0..FIELDS)
+                        .map(|f| {
+                            let norm = 1.0 - p.b[f] + p.b[f] * f64::from(length[f]) / average[f];
+                            p.weights[f] * f64::from(c[f]) / norm
+                        })
+                        .sum();
+                    let score = idf * tf / (p.k1 + tf);
+                    out.bound = out.bound.max(score);
+                    out.docs.push(doc);
+                    out.scores.push(score);
+                }
+                out
+            })
+            .collect();
         Index {
-            params,
+            terms,
             postings,
-            lengths,
-            average,
+            len: docs.len(),
         }
     }
 
     /// How many documents are indexed.
     pub fn len(&self) -> usize {
-        self.lengths.len()
+        self.len
     }
 
     /// Whether no document is indexed.
     pub fn is_empty(&self) -> bool {
-        self.lengths.is_empty()
+        self.len == 0
     }
 
     /// Inverse document frequency, the always-positive variant `ln(1 + (N - df + 0.5) / (df + 0.5))`.
     pub fn idf(&self, term: &str) -> f64 {
-        let n = self.len() as f64;
-        let df = self.postings.get(term).map_or(0, Vec::len) as f64;
-        (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
+        let df = self
+            .terms
+            .get(term)
+            .map_or(0, |&id| self.postings[id as usize].docs.len());
+        idf(self.len, df)
     }
 
     /// The documents matching any term of `query` that `keep` accepts, best first (ties by
     /// position), at most `limit`.
     pub fn search(&self, query: &str, keep: impl Fn(usize) -> bool, limit: usize) -> Vec<Hit> {
-        let mut unique = terms(query);
+        let mut unique = terms_of(query);
         unique.sort();
         unique.dedup();
         let information: f64 = unique.iter().map(|t| self.idf(t)).sum();
-        let mut found: HashMap<u32, (f64, Vec<String>)> = HashMap::new();
-        let p = &self.params;
-        for term in &unique {
-            let Some(list) = self.postings.get(term) else {
-                continue;
-            };
-            let idf = self.idf(term);
-            for (doc, counts) in list {
-                if !keep(*doc as usize) {
-                    continue;
-                }
-                let length = &self.lengths[*doc as usize];
-                let tf: f64 = (0..FIELDS)
-                    .map(|f| {
-                        let norm = 1.0 - p.b[f] + p.b[f] * f64::from(length[f]) / self.average[f];
-                        p.weights[f] * f64::from(counts[f]) / norm
-                    })
-                    .sum();
-                let entry = found.entry(*doc).or_default();
-                entry.0 += idf * tf / (p.k1 + tf);
-                entry.1.push(term.clone());
-            }
-        }
-        let mut hits: Vec<Hit> = found
-            .into_iter()
-            .map(|(doc, (score, matched))| Hit {
+        // The query's terms the index knows, in the order of `unique`: a document's score adds
+        // their shares in this order, as the straightforward scorer does.
+        let lists: Vec<(&String, &Postings)> = unique
+            .iter()
+            .filter_map(|t| Some((t, &self.postings[*self.terms.get(t)? as usize])))
+            .collect();
+        let top = self.top(&lists, &keep, limit);
+        top.into_iter()
+            .map(|(score, doc)| Hit {
                 doc: doc as usize,
                 score,
                 similarity: if information > 0.0 {
@@ -176,15 +208,100 @@ impl Index {
                 } else {
                     0.0
                 },
-                matched,
+                matched: lists
+                    .iter()
+                    .filter(|(_, p)| p.docs.binary_search(&doc).is_ok())
+                    .map(|(t, _)| (*t).clone())
+                    .collect(),
             })
-            .collect();
-        crate::engine::sort::sort_by(&mut hits, |a, b| {
-            b.score.total_cmp(&a.score).then(a.doc.cmp(&b.doc))
-        });
-        hits.truncate(limit);
-        hits
+            .collect()
     }
+
+    /// The first `limit` (score, document) of the documents in `lists` that `keep` accepts, by
+    /// score, ties by position.
+    ///
+    /// Documents come in ascending order from a merge of the lists. Once `limit` are held, the
+    /// last one's score is a threshold a document must exceed (a tie loses: the held ones come
+    /// first). The lists whose bounds add up to less than the threshold are "non-essential": a
+    /// document found only in them cannot pass it, so only the other lists propose documents, and
+    /// the non-essential ones are looked up (binary search) for a proposed document whose bound
+    /// still passes.
+    fn top(
+        &self,
+        lists: &[(&String, &Postings)],
+        keep: &dyn Fn(usize) -> bool,
+        limit: usize,
+    ) -> Vec<(f64, u32)> {
+        let mut held: Vec<(f64, u32)> = Vec::with_capacity(limit + 1);
+        if limit == 0 {
+            return held;
+        }
+        // Lists by bound, smallest first; `below[i]` bounds what the first i lists can add.
+        let mut order: Vec<usize> = (0..lists.len()).collect();
+        order.sort_by(|&a, &b| lists[a].1.bound.total_cmp(&lists[b].1.bound));
+        let mut below = vec![0.0; order.len() + 1];
+        for (i, &l) in order.iter().enumerate() {
+            below[i + 1] = below[i] + lists[l].1.bound;
+        }
+        let mut at = vec![0usize; lists.len()];
+        let mut shares: Vec<Option<f64>> = vec![None; lists.len()];
+        // `order[..skip]` are the non-essential lists.
+        let mut skip = 0;
+        let mut threshold = f64::NEG_INFINITY;
+        loop {
+            let essential = &order[skip..];
+            let Some(doc) = essential
+                .iter()
+                .filter_map(|&l| lists[l].1.docs.get(at[l]).copied())
+                .min()
+            else {
+                break;
+            };
+            let mut bound = below[skip];
+            for &l in essential {
+                let p = lists[l].1;
+                shares[l] = None;
+                if p.docs.get(at[l]) == Some(&doc) {
+                    shares[l] = Some(p.scores[at[l]]);
+                    bound += p.scores[at[l]];
+                    at[l] += 1;
+                }
+            }
+            if !keep(doc as usize) || bound * (1.0 + SLACK) < threshold {
+                continue;
+            }
+            for &l in &order[..skip] {
+                let p = lists[l].1;
+                let from = at[l];
+                let i = from + p.docs[from..].partition_point(|&d| d < doc);
+                at[l] = i;
+                shares[l] = (p.docs.get(i) == Some(&doc)).then(|| p.scores[i]);
+            }
+            let mut score = 0.0;
+            for share in shares.iter().flatten() {
+                score += share;
+            }
+            if held.len() == limit && score <= threshold {
+                continue;
+            }
+            let place = held.partition_point(|&(s, _)| s >= score);
+            held.insert(place, (score, doc));
+            held.truncate(limit);
+            if held.len() == limit {
+                threshold = held[limit - 1].0;
+                while skip < order.len() && below[skip + 1] * (1.0 + SLACK) < threshold {
+                    skip += 1;
+                }
+            }
+        }
+        held
+    }
+}
+
+/// The always-positive idf of a term found in `df` of `n` documents.
+fn idf(n: usize, df: usize) -> f64 {
+    let (n, df) = (n as f64, df as f64);
+    (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
 }
 
 #[cfg(test)]
@@ -224,6 +341,178 @@ mod tests {
                 "Review data processing for GDPR compliance and list the gaps.",
             ),
         ]
+    }
+
+    /// The scorer before MaxScore: every posting of every query term into a map of scores.
+    struct Straightforward {
+        params: Params,
+        postings: HashMap<String, Vec<(u32, [u16; FIELDS])>>,
+        lengths: Vec<[u32; FIELDS]>,
+        average: [f64; FIELDS],
+    }
+
+    impl Straightforward {
+        fn build(docs: &[Document], params: Params) -> Straightforward {
+            let mut postings: HashMap<String, Vec<(u32, [u16; FIELDS])>> = HashMap::new();
+            let mut lengths = Vec::new();
+            let mut totals = [0f64; FIELDS];
+            for (i, doc) in docs.iter().enumerate() {
+                let mut counts: HashMap<String, [u16; FIELDS]> = HashMap::new();
+                let mut length = [0u32; FIELDS];
+                for (f, text) in doc.fields.iter().enumerate() {
+                    for term in terms_of(text) {
+                        let slot = counts.entry(term).or_default();
+                        slot[f] = slot[f].saturating_add(1);
+                        length[f] += 1;
+                    }
+                    totals[f] += f64::from(length[f]);
+                }
+                for (term, c) in counts {
+                    postings.entry(term).or_default().push((i as u32, c));
+                }
+                lengths.push(length);
+            }
+            let average = totals.map(|t| (t / docs.len().max(1) as f64).max(1.0));
+            Straightforward {
+                params,
+                postings,
+                lengths,
+                average,
+            }
+        }
+
+        fn idf(&self, term: &str) -> f64 {
+            let n = self.lengths.len() as f64;
+            let df = self.postings.get(term).map_or(0, Vec::len) as f64;
+            (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
+        }
+
+        fn search(&self, query: &str, keep: impl Fn(usize) -> bool, limit: usize) -> Vec<Hit> {
+            let mut unique = terms_of(query);
+            unique.sort();
+            unique.dedup();
+            let information: f64 = unique.iter().map(|t| self.idf(t)).sum();
+            let mut found: HashMap<u32, (f64, Vec<String>)> = HashMap::new();
+            let p = &self.params;
+            for term in &unique {
+                let Some(list) = self.postings.get(term) else {
+                    continue;
+                };
+                let idf = self.idf(term);
+                for (doc, counts) in list {
+                    if !keep(*doc as usize) {
+                        continue;
+                    }
+                    let length = &self.lengths[*doc as usize];
+                    let tf: f64 = (0..FIELDS)
+                        .map(|f| {
+                            let norm =
+                                1.0 - p.b[f] + p.b[f] * f64::from(length[f]) / self.average[f];
+                            p.weights[f] * f64::from(counts[f]) / norm
+                        })
+                        .sum();
+                    let entry = found.entry(*doc).or_default();
+                    entry.0 += idf * tf / (p.k1 + tf);
+                    entry.1.push(term.clone());
+                }
+            }
+            let mut hits: Vec<Hit> = found
+                .into_iter()
+                .map(|(doc, (score, matched))| Hit {
+                    doc: doc as usize,
+                    score,
+                    similarity: if information > 0.0 {
+                        (score / information).clamp(0.0, 1.0)
+                    } else {
+                        0.0
+                    },
+                    matched,
+                })
+                .collect();
+            hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.doc.cmp(&b.doc)));
+            hits.truncate(limit);
+            hits
+        }
+    }
+
+    /// A generated corpus of `n` documents over a small vocabulary (so terms are shared and
+    /// scores tie), every 7th a copy of an earlier one.
+    fn generated(n: usize, seed: u64) -> Vec<Document> {
+        let vocab: Vec<String> = (0..150).map(|i| format!("w{i}x")).collect();
+        let mut state = seed;
+        let mut next = move |k: usize| {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((state >> 33) as usize) % k
+        };
+        let mut docs: Vec<Document> = Vec::new();
+        for i in 0..n {
+            if i % 7 == 6 {
+                let copy = docs[next(i)].clone();
+                docs.push(copy);
+                continue;
+            }
+            // Skewed draws, so some terms are in most documents and others in few.
+            let mut words = |k: usize| {
+                (0..k)
+                    .map(|_| {
+                        let spread = next(vocab.len()) + 1;
+                        vocab[next(spread)].as_str()
+                    })
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            };
+            let fields = [
+                words(1 + i % 3),
+                words(2 + i % 4),
+                words(4 + i % 9),
+                words(6 + i % 25),
+            ];
+            docs.push(Document { fields });
+        }
+        docs
+    }
+
+    #[test]
+    fn maxscore_returns_what_scoring_every_document_returns_to_the_bit() {
+        let params = [
+            Params::default(),
+            Params {
+                k1: 0.5,
+                weights: [1.0, 0.0, 2.0, 0.25],
+                b: [0.0, 1.0, 0.5, 0.75],
+            },
+        ];
+        let mut checked = 0;
+        for (c, p) in params.iter().enumerate() {
+            let docs = generated(1500, 7 + c as u64);
+            let index = Index::build(&docs, *p);
+            let reference = Straightforward::build(&docs, *p);
+            let mut state = 99u64 + c as u64;
+            for q in 0..200 {
+                state = state.wrapping_mul(6364136223846793005).wrapping_add(1);
+                let k = 1 + (state >> 40) as usize % 9;
+                let query: Vec<String> = (0..k)
+                    .map(|j| format!("w{}x", (state >> (j * 5 % 40)) as usize % 160))
+                    .collect();
+                let query = query.join(" ");
+                for limit in [1, 3, 20, 50, 5000] {
+                    let keep = |d: usize| q % 3 != 0 || d % 4 != 1;
+                    let fast = index.search(&query, keep, limit);
+                    let slow = reference.search(&query, keep, limit);
+                    assert_eq!(fast.len(), slow.len(), "{query} limit {limit}");
+                    for (a, b) in fast.iter().zip(&slow) {
+                        assert_eq!(a.doc, b.doc, "{query} limit {limit}");
+                        assert_eq!(a.score.to_bits(), b.score.to_bits(), "{query}");
+                        assert_eq!(a.similarity.to_bits(), b.similarity.to_bits(), "{query}");
+                        assert_eq!(a.matched, b.matched, "{query}");
+                    }
+                    checked += fast.len();
+                }
+            }
+        }
+        assert!(checked > 10_000, "the queries hit documents: {checked}");
     }
 
     #[test]
