@@ -72,7 +72,7 @@ pub struct Decision {
 /// held, or always when `admitted`.
 pub fn decide(held: &[Held], id: &str, max: u32, admitted: bool, now_ms: f64) -> Decision {
     let mut live: Vec<&Held> = held.iter().filter(|h| h.expires_ms > now_ms).collect();
-    live.sort_by(|a, b| a.taken_ms.total_cmp(&b.taken_ms));
+    crate::engine::sort::sort_by(&mut live, |a, b| a.taken_ms.total_cmp(&b.taken_ms));
     let mut holders: Vec<String> = live.iter().map(|h| h.id.clone()).collect();
     if holders.iter().any(|h| h == id) {
         return Decision {

@@ -948,15 +948,15 @@ pub fn summary(run: &Run, report: &RunReport, hidden: &Hidden) -> Result<ToolOut
                     p["input"].as_str().unwrap_or(""),
                 ));
             }
-            let awaited: serde_json::Map<String, Value> = run
-                .plan
-                .steps
-                .iter()
-                .zip(&report.steps)
-                .filter(|(_, r)| r.state == StepState::AwaitingInput)
-                .flat_map(|(s, _)| s.def.output_variables.iter())
-                .map(|k| (k.clone(), json!("…")))
-                .collect();
+            let awaited = crate::engine::sort::object(
+                run.plan
+                    .steps
+                    .iter()
+                    .zip(&report.steps)
+                    .filter(|(_, r)| r.state == StepState::AwaitingInput)
+                    .flat_map(|(s, _)| s.def.output_variables.iter())
+                    .map(|k| (k.clone(), json!("…"))),
+            );
             t.push_str(&format!(
                 "\n\nProduce the outputs, then call resume_chain({}) to continue, or cancel_chain to stop.",
                 json!({ "execution_id": run.id, "outputs": awaited })

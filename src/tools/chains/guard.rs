@@ -197,7 +197,9 @@ pub fn hidden_steps(plan: &Plan, registry: &Registry) -> Hidden {
 
 /// Every output variable of a hidden step, its value replaced.
 pub fn hide(outputs: &Map<String, Value>) -> Value {
-    Value::Object(outputs.keys().map(|k| (k.clone(), json!(HIDDEN))).collect())
+    Value::Object(crate::engine::sort::object(
+        outputs.keys().map(|k| (k.clone(), json!(HIDDEN))),
+    ))
 }
 
 /// A step's rendered input as events show it: as is for a step that is not hidden; for a step

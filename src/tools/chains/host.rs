@@ -127,12 +127,13 @@ pub fn kept(report: &RunReport) -> (usize, BTreeSet<u32>) {
                 + serde_json::to_string(&s.outputs).map_or(0, |t| t.len())
         })
         .sum();
-    let counted = report
-        .steps
-        .iter()
-        .filter(|s| s.input.is_some())
-        .map(|s| s.id)
-        .collect();
+    let counted = crate::engine::sort::set(
+        report
+            .steps
+            .iter()
+            .filter(|s| s.input.is_some())
+            .map(|s| s.id),
+    );
     (bytes, counted)
 }
 

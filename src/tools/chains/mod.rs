@@ -166,7 +166,7 @@ async fn missing(
             params,
         )
         .await?;
-    let found: BTreeSet<&str> = rows.iter().filter_map(|r| r["name"].as_str()).collect();
+    let found = crate::engine::sort::set(rows.iter().filter_map(|r| r["name"].as_str()));
     Ok(wanted
         .iter()
         .filter(|w| !found.contains(w.as_str()))

@@ -142,11 +142,11 @@ pub fn pick(step: &StepDef, obj: &Map<String, Value>) -> Result<Map<String, Valu
     if !missing.is_empty() {
         return Err(missing);
     }
-    Ok(step
-        .output_variables
-        .iter()
-        .map(|k| (k.clone(), obj[k].clone()))
-        .collect())
+    Ok(crate::engine::sort::object(
+        step.output_variables
+            .iter()
+            .map(|k| (k.clone(), obj[k].clone())),
+    ))
 }
 
 /// The text blocks of a `CallToolResult`, joined by newlines.
