@@ -6,7 +6,7 @@ use serde_json::{json, Value};
 
 use super::cache::{self, CachePolicy};
 use super::limits::Admission;
-use super::{Tool, ToolContext, ToolOutput};
+use super::{Tool, ToolContext, ToolError, ToolOutput, ToolResult};
 use crate::clock;
 use crate::error::{Error, Result};
 
@@ -81,59 +81,45 @@ pub async fn execute(tool: &Tool, ctx: &dyn ToolContext, args: Value) -> CallOut
             }
         }
         Err(e) => {
-            let label = match e {
-                Error::InvalidArguments(_) => "invalid_arguments",
-                Error::RateLimited(_) => "rate_limited",
-                Error::Timeout(_) => "timeout",
-                Error::Storage(_) | Error::Internal(_) | Error::Client(_) => "unavailable",
-                _ => "tool_error",
-            };
-            let text = e.public_message();
-            let shown = tool.redact_output(&secret_args, &json!(text));
+            let shown = tool.redact_output(&secret_args, &json!(e.public_message()));
             events(
                 "error",
                 json!({ "tool": name, "duration_ms": duration_ms,
                         "message": format!("Tool execution error: {}", shown.as_str().unwrap_or_default()),
                         "error": shown }),
             );
-            let dialect = tool.def.dialect.filter(|_| {
-                matches!(
-                    e,
-                    Error::InvalidArguments(_) | Error::RateLimited(_) | Error::Timeout(_)
-                )
-            });
-            if let Some(dialect) = dialect {
-                // A tool with a dialect of its own answers in it even when refused around its
-                // handler, so a client reads one shape for every answer.
-                return CallOutcome {
-                    result: refused(tool, (dialect.refused)(tool.def, &e)),
-                    outcome: label,
-                    duration_ms,
-                };
-            }
-            let mut result =
-                json!({ "content": [{ "type": "text", "text": text }], "isError": true });
-            // A coded refusal is also structured, for clients that branch on the code; only in
-            // the shape the tool's outputSchema admits, as clients validate structured content.
-            if let Some(structured) = e.structured().filter(|s| tool.check_output(s).is_ok()) {
-                result["structuredContent"] = structured;
-            }
             CallOutcome {
-                result,
-                outcome: label,
+                result: render(tool, &e),
+                outcome: e.label(),
                 duration_ms,
             }
         }
     }
 }
 
+/// The `CallToolResult` (`isError: true`) of a call of `tool` that ended in `e`: in the tool's
+/// dialect when it has one, so a client reads one shape for every answer; else the error's text,
+/// with `structuredContent.error` for a coded one in the shape the tool's outputSchema admits
+/// (clients validate structured content).
+pub fn render(tool: &Tool, e: &ToolError) -> Value {
+    if let Some(dialect) = tool.def.dialect {
+        return refused(tool, (dialect.render)(tool.def, e));
+    }
+    let mut result =
+        json!({ "content": [{ "type": "text", "text": e.public_message() }], "isError": true });
+    if let Some(structured) = e.structured().filter(|s| tool.check_output(s).is_ok()) {
+        result["structuredContent"] = structured;
+    }
+    result
+}
+
 /// Takes a rate-limit token for this call. Buckets belong to the caller, not the MCP session: a
 /// signed-in user shares them across sessions (and with background runs acting for them); an
 /// anonymous caller, who has no identity beyond the session, gets the session's.
-async fn admit(tool: &Tool, ctx: &dyn ToolContext) -> Result<()> {
+async fn admit(tool: &Tool, ctx: &dyn ToolContext) -> ToolResult<()> {
     let owner = crate::limiter::owner(&ctx.caller(), &ctx.session_id());
     match ctx.platform().rate_limit(&owner, tool.def.name).await {
-        Ok(Some((limit, Admission::Refused { retry_after_secs }))) => Err(Error::RateLimited(format!(
+        Ok(Some((limit, Admission::Refused { retry_after_secs }))) => Err(ToolError::RateLimited(format!(
             "Rate limit reached for tool {}: {limit} per caller. Try again in {retry_after_secs} s.{}",
             tool.def.name,
             if tool.def.progressive_backoff {
@@ -162,7 +148,7 @@ async fn cached(
     ctx: &dyn ToolContext,
     args: Value,
     policy: CachePolicy,
-) -> Result<(Value, bool)> {
+) -> ToolResult<(Value, bool)> {
     let key = match cache_key(tool, ctx, &args, policy).await {
         Ok(k) => Some(k),
         Err(e) => {
@@ -221,7 +207,7 @@ fn log_cache_fault(op: &str, e: &Error) {
 /// Runs the handler under the tool's timeout (the deployment's `TOOL_TIMEOUTS`, else the one it
 /// declares) and shapes its output; also says whether the result's first text block is a summary
 /// line.
-async fn run(tool: &Tool, ctx: &dyn ToolContext, args: Value) -> Result<(Value, bool)> {
+async fn run(tool: &Tool, ctx: &dyn ToolContext, args: Value) -> ToolResult<(Value, bool)> {
     let name = tool.def.name;
     let limit = ctx
         .platform()
@@ -230,7 +216,7 @@ async fn run(tool: &Tool, ctx: &dyn ToolContext, args: Value) -> Result<(Value, 
     let out = match select((tool.def.handler)(ctx, args), ctx.sleep(limit)).await {
         Either::Left((r, _)) => r?,
         Either::Right(_) => {
-            return Err(Error::Timeout(format!(
+            return Err(ToolError::Timeout(format!(
                 "tool {name} did not finish within {limit} ms and was stopped; try again, or narrow the request"
             )))
         }

@@ -12,6 +12,7 @@
 pub mod cache;
 pub mod call;
 mod context;
+mod error;
 mod executor;
 pub mod limits;
 pub mod per_tool;
@@ -29,7 +30,8 @@ pub use context::{
     Caller, EnvServices, Handler, Heartbeat, Inbound, JobMode, Outbound, Platform, Statement,
     ToolContext, ToolOutput,
 };
-pub use executor::{execute, refused, result_of, CallOutcome};
+pub use error::{ToolError, ToolResult};
+pub use executor::{execute, refused, render, result_of, CallOutcome};
 use redact::Sensitive;
 #[cfg(test)]
 pub use validate::assert_args_match;
@@ -189,13 +191,14 @@ impl SessionState {
     }
 }
 
-/// How a toolset answers calls refused outside its handlers, when not in plain text (the domain
-/// toolsets answer every call in seed 002's union, refusals included).
+/// How a toolset answers calls that end in an error, when not in plain text (the domain toolsets
+/// answer every call in seed 002's union, refusals included).
 #[derive(Debug)]
 pub struct Dialect {
-    /// The answer to a call refused around the handler: arguments that fail the input schema, a
-    /// rate limit, a timeout (sent with `isError: true` instead of the error's text).
-    pub refused: fn(&ToolDef, &Error) -> ToolOutput,
+    /// The answer to a call that ended in a [`ToolError`], whether its handler returned it or the
+    /// executor refused the call around it (arguments that fail the input schema, a rate limit, a
+    /// timeout); sent with `isError: true` instead of the error's text.
+    pub render: fn(&ToolDef, &ToolError) -> ToolOutput,
     /// The answer to a caller whose roles lack the tool: it stays out of their `tools/list`, but a
     /// direct call is told why instead of "unknown tool".
     pub forbidden: fn(&ToolDef, &Caller) -> ToolOutput,
@@ -308,13 +311,14 @@ impl Tool {
     }
 
     /// Checks call arguments against the input schema; the error names each failing field and rule.
-    pub fn check_input(&self, args: &Value) -> Result<()> {
-        self.input.check(args).map_err(|problems| {
-            Error::InvalidArguments(format!(
+    pub fn check_input(&self, args: &Value) -> ToolResult<()> {
+        self.input.check(args).map_err(|problems| ToolError::Invalid {
+            message: format!(
                 "Invalid arguments for tool {}: {}. Fix the arguments to match the tool's inputSchema and call again.",
                 self.def.name,
                 problems.join("; ")
-            ))
+            ),
+            fix: None,
         })
     }
 

@@ -335,21 +335,21 @@ pub static TOOLS: &[ToolDef] = &[ToolDef {
     ..TOOL
 }];
 
-/// Seed 002's union as the dialect of refusals made outside a domain tool's handler: by the
-/// executor ([`refusal`]) or by the server for a caller whose roles lack the tool ([`forbidden`]).
+/// Seed 002's union as the dialect of every error a domain tool's call ends in ([`refusal`]), and
+/// of the server's answer to a caller whose roles lack the tool ([`forbidden`]).
 pub static UNION: Dialect = Dialect {
-    refused: refusal,
+    render: refusal,
     forbidden,
 };
 
-/// The seed's union answer for a call of `def` refused around its handler: arguments that fail
-/// the input schema (`INVALID_INPUT`), a rate limit or a timeout (`OPERATION_FAILED`, saying when
-/// to retry), a storage fault (`DATABASE_ERROR`). The executor sends it as the result (with
-/// `isError: true`) instead of the error's plain text.
-pub fn refusal(def: &ToolDef, e: &crate::error::Error) -> ToolOutput {
-    use crate::error::Error;
+/// The seed's union answer for a call of `def` that ended in `e`: arguments that fail the input
+/// schema (`INVALID_INPUT`), a rate limit or a timeout (`OPERATION_FAILED`, saying when to retry),
+/// a storage fault (`DATABASE_ERROR`). The executor sends it as the result (with `isError: true`)
+/// instead of the error's plain text.
+pub fn refusal(def: &ToolDef, e: &crate::registry::ToolError) -> ToolOutput {
+    use crate::registry::ToolError;
     let reply = match e {
-        Error::InvalidArguments(_) => Reply::failure(
+        ToolError::Invalid { .. } => Reply::failure(
             Code::InvalidInput,
             e.public_message(),
             format!(
@@ -357,12 +357,12 @@ pub fn refusal(def: &ToolDef, e: &crate::error::Error) -> ToolOutput {
                 def.name
             ),
         ),
-        Error::RateLimited(m) => Reply::failure(
+        ToolError::RateLimited(m) => Reply::failure(
             Code::OperationFailed,
             m.clone(),
             "Wait the time given before calling it again; tell the user the answer is delayed.",
         ),
-        other => Reply::from_error(other),
+        other => Reply::from_error(&other.clone().into()),
     };
     reply.into_output()
 }
@@ -454,12 +454,13 @@ mod tests {
     #[test]
     fn executor_refusals_of_domain_tools_are_the_union() {
         use crate::error::Error;
+        let refusal = |d, e: Error| refusal(d, &e.into());
         let d = def("list_employees");
         assert!(d.dialect.is_some());
         assert!(def("get_help").dialect.is_none());
         let (_, v) = structured(refusal(
             d,
-            &Error::InvalidArguments(
+            Error::InvalidArguments(
                 "Invalid arguments for tool list_employees: limit: must be at most 50".into(),
             ),
         ));
@@ -472,7 +473,7 @@ mod tests {
             .contains("list_employees"));
         let (_, v) = structured(refusal(
             d,
-            &Error::RateLimited(
+            Error::RateLimited(
                 "Rate limit reached for tool list_employees: 2 per caller. Try again in 30 s."
                     .into(),
             ),
@@ -481,10 +482,10 @@ mod tests {
         assert!(v["message"].as_str().unwrap().contains("30 s"));
         let (_, v) = structured(refusal(
             d,
-            &Error::Timeout("tool list_employees did not finish within 10000 ms".into()),
+            Error::Timeout("tool list_employees did not finish within 10000 ms".into()),
         ));
         assert_eq!(v["code"], "OPERATION_FAILED");
-        let (_, v) = structured(refusal(d, &Error::Storage("D1: disk I/O".into())));
+        let (_, v) = structured(refusal(d, Error::Storage("D1: disk I/O".into())));
         assert_eq!(v["code"], "DATABASE_ERROR");
         assert!(
             !v.to_string().contains("disk I/O"),

@@ -1,0 +1,274 @@
+//! What a tool answers when it cannot do what was asked: one [`ToolError`], whichever toolset
+//! refuses, rendered into a `CallToolResult` by the executor in the tool's own dialect
+//! ([`super::Dialect::render`]) or, for tools without one, as text plus a coded
+//! `structuredContent.error`.
+//!
+//! MCP reports tool failures to the model as results (`isError: true`), never as JSON-RPC errors
+//! (2025-11-25, SEP-1303); [`crate::error::Error`] stays the transport's and the protocol's.
+
+use std::fmt;
+
+use serde_json::{json, Value};
+
+use crate::error::Error;
+
+/// What a handler returns: its answer, or why there is none.
+pub type ToolResult<T = super::ToolOutput> = std::result::Result<T, ToolError>;
+
+/// Why a tool call has no answer. The text of every variant but [`ToolError::Internal`] is for the
+/// model: what was wrong and what to do.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ToolError {
+    /// The arguments are wrong (schema failures found by the executor included).
+    Invalid {
+        /// What is wrong with them.
+        message: String,
+        /// How to correct them, when the message does not say.
+        fix: Option<String>,
+    },
+    /// A record the caller named does not exist.
+    NotFound {
+        /// A stable code a client may branch on (`PATH_NOT_FOUND`); `None`: text only.
+        code: Option<&'static str>,
+        /// Which record is missing.
+        message: String,
+        /// Where to find the right name, when the message does not say.
+        fix: Option<String>,
+    },
+    /// A rule of the toolset said no, with a stable, machine-readable code.
+    Refused {
+        /// The code the toolset declares (`NO_ACTIVE_TIDE`, …).
+        code: &'static str,
+        /// What was refused and why.
+        message: String,
+        /// What to do instead, when the message does not say.
+        fix: Option<String>,
+        /// Further fields of the structured error (the unknown works, the active tide's id): an
+        /// object, or `Null` for none.
+        details: Value,
+    },
+    /// The tool could not do it (an upstream service failed or refused).
+    Failed {
+        /// What failed and what to do about it.
+        message: String,
+    },
+    /// The call did not finish within its time limit.
+    Timeout(String),
+    /// The caller used up the tool's rate limit; the text says which limit and when to retry.
+    RateLimited(String),
+    /// The client did not answer a server-to-client request, or declined it.
+    Client(String),
+    /// A fault on our side (storage, a bug) or a protocol error raised inside the handler; shown as
+    /// the error's public message only ([`Error::public_message`]).
+    Internal(Error),
+}
+
+impl ToolError {
+    /// A refusal with `code` and no details or fix: the common case.
+    pub fn refused(code: &'static str, message: impl Into<String>) -> ToolError {
+        ToolError::Refused {
+            code,
+            message: message.into(),
+            fix: None,
+            details: Value::Null,
+        }
+    }
+
+    /// The code a client may branch on, for the variants that carry one.
+    pub fn code(&self) -> Option<&'static str> {
+        match self {
+            ToolError::Refused { code, .. } => Some(code),
+            ToolError::NotFound { code, .. } => *code,
+            _ => None,
+        }
+    }
+
+    /// The outcome in the invocation log: `invalid_arguments`, `rate_limited`, `timeout`,
+    /// `unavailable` (storage, internal or client faults: worth another try) or `tool_error`.
+    pub fn label(&self) -> &'static str {
+        match self {
+            ToolError::Invalid { .. } => "invalid_arguments",
+            ToolError::RateLimited(_) => "rate_limited",
+            ToolError::Timeout(_) => "timeout",
+            ToolError::Client(_) => "unavailable",
+            ToolError::Internal(e) if !e.is_public() => "unavailable",
+            _ => "tool_error",
+        }
+    }
+
+    /// The text a client sees; an internal fault's details stay in the logs.
+    pub fn public_message(&self) -> String {
+        match self {
+            ToolError::Internal(e) => e.public_message(),
+            other => other.to_string(),
+        }
+    }
+
+    /// The structured content of a coded error, `{"error": {"code", "message", "fix"?,
+    /// …details}}`; `None` for errors without a code.
+    pub fn structured(&self) -> Option<Value> {
+        let code = self.code()?;
+        let (message, fix, details) = match self {
+            ToolError::Refused {
+                message,
+                fix,
+                details,
+                ..
+            } => (message, fix, details),
+            ToolError::NotFound { message, fix, .. } => (message, fix, &Value::Null),
+            _ => return None,
+        };
+        let mut error = json!({ "code": code, "message": message });
+        if let (Some(fix), Some(e)) = (fix, error.as_object_mut()) {
+            e.insert("fix".into(), json!(fix));
+        }
+        if let (Some(e), Some(extra)) = (error.as_object_mut(), details.as_object()) {
+            for (k, v) in extra {
+                e.entry(k.clone()).or_insert_with(|| v.clone());
+            }
+        }
+        Some(json!({ "error": error }))
+    }
+}
+
+impl fmt::Display for ToolError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (code, message, fix) = match self {
+            ToolError::Invalid { message, fix } => (None, message, fix),
+            ToolError::NotFound { code, message, fix } => (*code, message, fix),
+            ToolError::Refused {
+                code, message, fix, ..
+            } => (Some(*code), message, fix),
+            ToolError::Failed { message }
+            | ToolError::Timeout(message)
+            | ToolError::RateLimited(message)
+            | ToolError::Client(message) => (None, message, &None),
+            ToolError::Internal(e) => return e.fmt(f),
+        };
+        if let Some(code) = code {
+            write!(f, "{code}: ")?;
+        }
+        f.write_str(message)?;
+        match fix {
+            Some(fix) => write!(f, " {fix}"),
+            None => Ok(()),
+        }
+    }
+}
+
+impl std::error::Error for ToolError {}
+
+/// `?` on a platform call in a handler: a tool-level [`Error`] keeps its kind, anything else is
+/// [`ToolError::Internal`].
+impl From<Error> for ToolError {
+    fn from(e: Error) -> Self {
+        match e {
+            Error::InvalidArguments(message) => ToolError::Invalid { message, fix: None },
+            Error::NoSuchRecord(message) => ToolError::NotFound {
+                code: None,
+                message,
+                fix: None,
+            },
+            Error::ToolFailed(message) => ToolError::Failed { message },
+            Error::Coded {
+                code,
+                message,
+                details,
+            } => ToolError::Refused {
+                code,
+                message,
+                fix: None,
+                details,
+            },
+            Error::Timeout(m) => ToolError::Timeout(m),
+            Error::RateLimited(m) => ToolError::RateLimited(m),
+            Error::Client(m) => ToolError::Client(m),
+            other => ToolError::Internal(other),
+        }
+    }
+}
+
+/// The way back, for a tool's error that travels where only [`Error`] goes (a task's stored
+/// failure, a confirmed write): the same text, code and structure.
+impl From<ToolError> for Error {
+    fn from(e: ToolError) -> Self {
+        let with_fix = |message: String, fix: Option<String>| match fix {
+            Some(fix) => format!("{message} {fix}"),
+            None => message,
+        };
+        match e {
+            ToolError::Invalid { message, fix } => Error::InvalidArguments(with_fix(message, fix)),
+            ToolError::NotFound {
+                code: None,
+                message,
+                fix,
+            } => Error::NoSuchRecord(with_fix(message, fix)),
+            ToolError::NotFound {
+                code: Some(code),
+                message,
+                fix,
+            } => Error::Coded {
+                code,
+                message: with_fix(message, fix),
+                details: Value::Null,
+            },
+            ToolError::Refused {
+                code,
+                message,
+                fix,
+                details,
+            } => Error::Coded {
+                code,
+                message: with_fix(message, fix),
+                details,
+            },
+            ToolError::Failed { message } => Error::ToolFailed(message),
+            ToolError::Timeout(m) => Error::Timeout(m),
+            ToolError::RateLimited(m) => Error::RateLimited(m),
+            ToolError::Client(m) => Error::Client(m),
+            ToolError::Internal(e) => e,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_tool_error_survives_the_round_trip_through_error() {
+        for e in [
+            Error::InvalidArguments("bad".into()),
+            Error::NoSuchRecord("gone".into()),
+            Error::ToolFailed("upstream".into()),
+            Error::Coded {
+                code: "PATH_NOT_FOUND",
+                message: "no".into(),
+                details: json!({ "path_name": "x" }),
+            },
+            Error::Timeout("slow".into()),
+            Error::RateLimited("later".into()),
+            Error::Client("declined".into()),
+            Error::Storage("D1: secret".into()),
+        ] {
+            let tool = ToolError::from(e.clone());
+            assert_eq!(tool.public_message(), e.public_message());
+            assert_eq!(tool.structured(), e.structured());
+            assert_eq!(Error::from(tool), e);
+        }
+    }
+
+    #[test]
+    fn labels_tell_retryable_faults_from_refusals() {
+        assert_eq!(
+            ToolError::from(Error::Storage("x".into())).label(),
+            "unavailable"
+        );
+        assert_eq!(
+            ToolError::from(Error::Forbidden("x".into())).label(),
+            "tool_error"
+        );
+        assert_eq!(ToolError::refused("NO", "x").label(), "tool_error");
+        assert_eq!(ToolError::refused("NO", "x").to_string(), "NO: x");
+    }
+}
