@@ -1,19 +1,20 @@
 //! Reads a stored [`RunReport`] (the `chain_executions.report` column) back, by hand from the
 //! parsed `Value` instead of through `#[derive(Deserialize)]`. The derive compiled a reader of its
-//! own for each of the eight report types over serde_json's text reader (about 20 KiB of wasm,
-//! docs/decisions.md, "Size of the Worker"); these reuse the one `Value` parser the Worker already
+//! own for each of the eight report types over serde_json's text reader (23 KiB more wasm,
+//! docs/decisions.md, "Derived readers"); these reuse the one `Value` parser the Worker already
 //! has. What they accept is what the derive accepted from the text this crate writes: a missing
 //! `Option` field or `null` is `None`, a missing `#[serde(default)]` field is its default, unknown
 //! fields are ignored, and a missing or mistyped required field is an error naming it.
 
-use serde::de::Error as _;
 use serde_json::{Map, Value};
 
 use super::{
     Attempt, ErrorClass, Rollback, RunReport, RunStatus, StepError, StepReport, StepState,
 };
 
-type Read<T> = Result<T, serde_json::Error>;
+use crate::engine::read::{
+    defaulted, f64, list, object, optional, required, string, u32, u64, unknown, usize, Read,
+};
 
 /// The report stored as `text`.
 pub fn report(text: &str) -> Read<RunReport> {
@@ -120,81 +121,6 @@ fn step_state(v: Value) -> Read<StepState> {
         "not_run" => StepState::NotRun,
         other => return Err(unknown(other, "a step state")),
     })
-}
-
-fn required(m: &mut Map<String, Value>, name: &'static str) -> Read<Value> {
-    m.remove(name)
-        .ok_or_else(|| serde_json::Error::missing_field(name))
-}
-
-/// An `Option` field: missing and `null` are both `None`.
-fn optional<T>(
-    m: &mut Map<String, Value>,
-    name: &str,
-    read: fn(Value) -> Read<T>,
-) -> Read<Option<T>> {
-    match m.remove(name) {
-        None | Some(Value::Null) => Ok(None),
-        Some(v) => read(v).map(Some),
-    }
-}
-
-/// A `#[serde(default)]` number: missing is 0.
-fn defaulted<T: Default>(
-    m: &mut Map<String, Value>,
-    name: &str,
-    read: fn(Value) -> Read<T>,
-) -> Read<T> {
-    m.remove(name).map_or(Ok(T::default()), read)
-}
-
-fn object(v: Value, what: &str) -> Read<Map<String, Value>> {
-    match v {
-        Value::Object(m) => Ok(m),
-        other => Err(mistyped(&other, what)),
-    }
-}
-
-fn list<T>(v: Value, read: fn(Value) -> Read<T>) -> Read<Vec<T>> {
-    match v {
-        Value::Array(items) => items.into_iter().map(read).collect(),
-        other => Err(mistyped(&other, "a sequence")),
-    }
-}
-
-fn string(v: Value) -> Read<String> {
-    match v {
-        Value::String(s) => Ok(s),
-        other => Err(mistyped(&other, "a string")),
-    }
-}
-
-fn u64(v: Value) -> Read<u64> {
-    v.as_u64().ok_or_else(|| mistyped(&v, "u64"))
-}
-
-fn u32(v: Value) -> Read<u32> {
-    v.as_u64()
-        .and_then(|n| u32::try_from(n).ok())
-        .ok_or_else(|| mistyped(&v, "u32"))
-}
-
-fn usize(v: Value) -> Read<usize> {
-    v.as_u64()
-        .and_then(|n| usize::try_from(n).ok())
-        .ok_or_else(|| mistyped(&v, "usize"))
-}
-
-fn f64(v: Value) -> Read<f64> {
-    v.as_f64().ok_or_else(|| mistyped(&v, "f64"))
-}
-
-fn mistyped(v: &Value, expected: &str) -> serde_json::Error {
-    serde_json::Error::custom(format!("invalid value: {v}, expected {expected}"))
-}
-
-fn unknown(name: &str, expected: &str) -> serde_json::Error {
-    serde_json::Error::custom(format!("unknown variant `{name}`, expected {expected}"))
 }
 
 #[cfg(test)]
