@@ -8,6 +8,7 @@ pub mod chat;
 pub mod expr;
 pub mod matcher;
 pub mod output;
+pub mod read;
 pub mod run;
 pub mod schema;
 pub mod sort;

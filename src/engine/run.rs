@@ -1100,5 +1100,6 @@ fn fallback_def(step: &StepDef) -> StepDef {
     def
 }
 
+pub mod stored;
 #[cfg(test)]
 mod tests;

@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
+use crate::engine::read;
 use crate::error::{Error, Result};
 
 /// How long a paused request can be resumed by default, in milliseconds (the 5 minutes of write
@@ -105,6 +106,33 @@ pub fn seal(key: &[u8], state: &State) -> Result<String> {
     Ok(format!("{body}.{tag}"))
 }
 
+/// The state in `bytes`, read by hand from the parsed `Value` (the one parser of JSON bytes the
+/// Worker has) rather than by a derived reader of its own (docs/decisions.md, "Derived readers").
+fn state_of(bytes: &[u8]) -> read::Read<State> {
+    let mut m = read::object(serde_json::from_slice(bytes)?, "State")?;
+    Ok(State {
+        v: read::u8(read::required(&mut m, "v")?)?,
+        nonce: read::string(read::required(&mut m, "nonce")?)?,
+        exchange: read::string(read::required(&mut m, "exchange")?)?,
+        user: read::string(read::required(&mut m, "user")?)?,
+        call: read::string(read::required(&mut m, "call")?)?,
+        args: read::string(read::required(&mut m, "args")?)?,
+        exp: read::f64(read::required(&mut m, "exp")?)?,
+        answers: read::object(read::required(&mut m, "answers")?, "a map")?,
+        asked: read::defaulted(&mut m, "asked", |v| read::list(v, read::string))?,
+        steps: read::defaulted(&mut m, "steps", |v| read::list(v, paused_step))?,
+    })
+}
+
+fn paused_step(v: Value) -> read::Read<PausedStep> {
+    let mut m = read::object(v, "PausedStep")?;
+    Ok(PausedStep {
+        key: read::string(read::required(&mut m, "key")?)?,
+        execution: read::string(read::required(&mut m, "execution")?)?,
+        outputs: read::list(read::required(&mut m, "outputs")?, read::string)?,
+    })
+}
+
 fn rejected(why: &str) -> Error {
     Error::InvalidParams(format!(
         "Invalid params: requestState rejected ({why}); send the original request again without requestState and inputResponses to start over"
@@ -127,8 +155,7 @@ pub fn open(key: &[u8], token: &str, expect: &Binding, now_ms: f64) -> Result<St
     let bytes = URL_SAFE_NO_PAD
         .decode(body)
         .map_err(|_| rejected("not a state this server issued"))?;
-    let state: State =
-        serde_json::from_slice(&bytes).map_err(|_| rejected("not a state this server issued"))?;
+    let state = state_of(&bytes).map_err(|_| rejected("not a state this server issued"))?;
     if state.v != 1 {
         return Err(rejected("issued by another version of this server"));
     }
@@ -152,6 +179,60 @@ mod tests {
     use serde_json::json;
 
     const KEY: &[u8] = b"test key";
+
+    /// The hand reader takes what the derived `Deserialize` takes, and refuses what it refuses:
+    /// states with and without the defaulted fields, and each required field missing or mistyped.
+    #[test]
+    fn state_reader_reads_what_the_derive_reads() {
+        let full = json!({
+            "v": 1, "nonce": "n", "exchange": "x", "user": "u", "call": "c", "args": "a",
+            "exp": 1.5e12, "answers": { "q": { "action": "accept" } }, "asked": ["q"],
+            "steps": [{ "key": "k", "execution": "e", "outputs": ["o", "p"] }], "other": 1,
+        });
+        let mut cases = vec![full.clone()];
+        for key in ["asked", "steps"] {
+            let mut c = full.clone();
+            c.as_object_mut().unwrap().remove(key);
+            cases.push(c);
+        }
+        let mut c = full.clone();
+        c["exp"] = json!(1700000000000u64);
+        cases.push(c);
+        let good = cases.len();
+        for key in [
+            "v", "nonce", "exchange", "user", "call", "args", "exp", "answers",
+        ] {
+            let mut c = full.clone();
+            c.as_object_mut().unwrap().remove(key);
+            cases.push(c);
+            let mut c = full.clone();
+            c[key] = json!([1]);
+            cases.push(c);
+        }
+        for (key, value) in [
+            ("v", json!(256)),
+            ("asked", json!(null)),
+            ("steps", json!([{}])),
+        ] {
+            let mut c = full.clone();
+            c[key] = value;
+            cases.push(c);
+        }
+        let mut c = full.clone();
+        c["steps"][0]["outputs"] = json!("o");
+        cases.push(c);
+        for (n, case) in cases.iter().enumerate() {
+            let bytes = serde_json::to_vec(case).unwrap();
+            let ours = state_of(&bytes).ok();
+            assert_eq!(
+                ours,
+                serde_json::from_slice::<State>(&bytes).ok(),
+                "case {n}: {case}"
+            );
+            assert_eq!(ours.is_some(), n < good, "case {n}: {case}");
+        }
+        assert!(state_of(b"[1]").is_err() && state_of(b"{").is_err());
+    }
 
     fn binding() -> Binding {
         Binding {

@@ -236,7 +236,7 @@ async fn load(ctx: &dyn ToolContext, id: &str, scope: Scope) -> Result<Record> {
         status: text("status"),
         variables: json_of("variables")?,
         report: match row["report"].as_str() {
-            Some(r) => Some(serde_json::from_str(r)?),
+            Some(r) => Some(crate::engine::run::stored::report(r)?),
             None => None,
         },
         started_at: row["started_at"].clone(),
