@@ -106,27 +106,12 @@ pub enum Error {
     /// A tool could not do what was asked; the text tells the model why (a tool result with
     /// `isError: true`).
     ToolFailed(String),
-    /// A tool refused the call for a reason it names with a stable, machine-readable code (EPIC-TIDE's
-    /// `PATH_NOT_FOUND`, …): a tool result with `isError: true` whose structured content is
-    /// `{"error": {"code", "message", …details}}`, so a client can branch on the code.
-    Coded {
-        /// The code, e.g. `PATH_NOT_FOUND`.
-        code: &'static str,
-        /// What was wrong and what to do about it.
-        message: String,
-        /// Further fields of the error object (the unknown works, the active tide's id); an
-        /// object, or `Null` for none.
-        details: serde_json::Value,
-    },
     /// The operation did not finish in time.
     Timeout(String),
     /// The resource is busy with another request, such as a chat turn already running (HTTP 409).
     Conflict(String),
     /// A service this request needs is not configured, such as a model provider (HTTP 503).
     Unavailable(String),
-    /// The caller used up a tool's rate limit; the text says which limit and when to try again
-    /// (a tool result with `isError: true`).
-    RateLimited(String),
     /// A deployment setting is invalid; the text names it and what is expected (HTTP 500). Shown
     /// to clients, since it holds no secret and tells the operator what to fix.
     Misconfigured(String),
@@ -167,9 +152,7 @@ impl Error {
             | Error::Unavailable(_) => code::SERVER_ERROR,
             Error::NoSuchRecord(_)
             | Error::ToolFailed(_)
-            | Error::Coded { .. }
             | Error::Timeout(_)
-            | Error::RateLimited(_)
             | Error::Client(_)
             | Error::Misconfigured(_)
             | Error::Storage(_)
@@ -207,9 +190,7 @@ impl Error {
             | Error::InvalidArguments(_)
             | Error::NoSuchRecord(_)
             | Error::ToolFailed(_)
-            | Error::Coded { .. }
             | Error::Timeout(_)
-            | Error::RateLimited(_)
             | Error::Client(_) => 200,
             Error::Misconfigured(_) | Error::Storage(_) | Error::Internal(_) => 500,
         }
@@ -229,26 +210,6 @@ impl Error {
             "internal error: the server could not complete the request; it was logged, try again later"
                 .to_string()
         }
-    }
-
-    /// The structured content of a tool result reporting this error: `{"error": {"code",
-    /// "message", …details}}` for a [`Error::Coded`] refusal, `None` for errors that carry no code.
-    pub fn structured(&self) -> Option<serde_json::Value> {
-        let Error::Coded {
-            code,
-            message,
-            details,
-        } = self
-        else {
-            return None;
-        };
-        let mut error = serde_json::json!({ "code": code, "message": message });
-        if let (Some(e), Some(extra)) = (error.as_object_mut(), details.as_object()) {
-            for (k, v) in extra {
-                e.entry(k.clone()).or_insert_with(|| v.clone());
-            }
-        }
-        Some(serde_json::json!({ "error": error }))
     }
 
     /// The JSON-RPC `error` object for this error.
@@ -293,7 +254,6 @@ impl fmt::Display for Error {
             | Error::Timeout(m)
             | Error::Conflict(m)
             | Error::Unavailable(m)
-            | Error::RateLimited(m)
             | Error::Client(m)
             | Error::Misconfigured(m)
             | Error::Storage(m)
@@ -311,7 +271,6 @@ impl fmt::Display for Error {
             Error::Parse(m) => write!(f, "Parse error: body is not valid JSON ({m})"),
             Error::MethodNotFound(m) => write!(f, "Method not found: {m}"),
             Error::Cancelled => f.write_str("Request cancelled by the client"),
-            Error::Coded { code, message, .. } => write!(f, "{code}: {message}"),
             Error::UnsupportedVersion { requested } => write!(
                 f,
                 "Unsupported protocol version {requested:?}: this endpoint serves {} per request, and {} through initialize",
@@ -368,21 +327,6 @@ mod tests {
         assert_eq!(Error::InvalidParams("x".into()).rpc_code(), -32602);
         assert_eq!(Error::Conflict("x".into()).http_status(), 409);
         assert_eq!(Error::Unavailable("x".into()).http_status(), 503);
-    }
-
-    #[test]
-    fn coded_refusals_carry_their_code_in_text_and_structure() {
-        let e = Error::Coded {
-            code: "PATH_NOT_FOUND",
-            message: "PATH 'x' does not exist.".into(),
-            details: serde_json::json!({ "path_name": "x", "code": "overridden?" }),
-        };
-        assert_eq!(e.to_string(), "PATH_NOT_FOUND: PATH 'x' does not exist.");
-        assert_eq!(e.http_status(), 200);
-        let s = e.structured().unwrap();
-        assert_eq!(s["error"]["code"], "PATH_NOT_FOUND");
-        assert_eq!(s["error"]["path_name"], "x");
-        assert!(Error::ToolFailed("x".into()).structured().is_none());
     }
 
     #[test]

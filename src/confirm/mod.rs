@@ -91,7 +91,7 @@ impl DurableObject for Confirmation {
             Ok((status, body)) => json_answer(status, &body),
             Err(e) => {
                 crate::log::error!("{}", json!({ "confirmation_error": e.to_string() }));
-                json_answer(500, &Reply::from_error(&e).to_json())
+                json_answer(500, &Reply::from_error(&e.into()).to_json())
             }
         }
     }

@@ -385,4 +385,4 @@ pub enum ToolOutput {
 }
 
 /// A tool's code: takes the context and the validated arguments.
-pub type Handler = for<'a> fn(&'a dyn ToolContext, Value) -> LocalBoxFuture<'a, Result<ToolOutput>>;
+pub type Handler = for<'a> fn(&'a dyn ToolContext, Value) -> LocalBoxFuture<'a, super::ToolResult>;

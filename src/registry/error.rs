@@ -170,63 +170,31 @@ impl From<Error> for ToolError {
                 fix: None,
             },
             Error::ToolFailed(message) => ToolError::Failed { message },
-            Error::Coded {
-                code,
-                message,
-                details,
-            } => ToolError::Refused {
-                code,
-                message,
-                fix: None,
-                details,
-            },
             Error::Timeout(m) => ToolError::Timeout(m),
-            Error::RateLimited(m) => ToolError::RateLimited(m),
             Error::Client(m) => ToolError::Client(m),
             other => ToolError::Internal(other),
         }
     }
 }
 
-/// The way back, for a tool's error that travels where only [`Error`] goes (a task's stored
-/// failure, a confirmed write): the same text, code and structure.
+impl From<serde_json::Error> for ToolError {
+    fn from(e: serde_json::Error) -> Self {
+        ToolError::Internal(e.into())
+    }
+}
+
+/// The way back, for a tool's error that ends a protocol request rather than a tool call (a
+/// `tasks/*` request resuming a chain): the same text, and the JSON-RPC code and HTTP status the
+/// tool variants of [`Error`] carry.
 impl From<ToolError> for Error {
     fn from(e: ToolError) -> Self {
-        let with_fix = |message: String, fix: Option<String>| match fix {
-            Some(fix) => format!("{message} {fix}"),
-            None => message,
-        };
         match e {
-            ToolError::Invalid { message, fix } => Error::InvalidArguments(with_fix(message, fix)),
-            ToolError::NotFound {
-                code: None,
-                message,
-                fix,
-            } => Error::NoSuchRecord(with_fix(message, fix)),
-            ToolError::NotFound {
-                code: Some(code),
-                message,
-                fix,
-            } => Error::Coded {
-                code,
-                message: with_fix(message, fix),
-                details: Value::Null,
-            },
-            ToolError::Refused {
-                code,
-                message,
-                fix,
-                details,
-            } => Error::Coded {
-                code,
-                message: with_fix(message, fix),
-                details,
-            },
-            ToolError::Failed { message } => Error::ToolFailed(message),
+            ToolError::Invalid { .. } => Error::InvalidArguments(e.to_string()),
+            ToolError::NotFound { code: None, .. } => Error::NoSuchRecord(e.to_string()),
             ToolError::Timeout(m) => Error::Timeout(m),
-            ToolError::RateLimited(m) => Error::RateLimited(m),
             ToolError::Client(m) => Error::Client(m),
             ToolError::Internal(e) => e,
+            other => Error::ToolFailed(other.to_string()),
         }
     }
 }
@@ -236,26 +204,35 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_tool_error_survives_the_round_trip_through_error() {
-        for e in [
-            Error::InvalidArguments("bad".into()),
-            Error::NoSuchRecord("gone".into()),
-            Error::ToolFailed("upstream".into()),
-            Error::Coded {
-                code: "PATH_NOT_FOUND",
-                message: "no".into(),
-                details: json!({ "path_name": "x" }),
-            },
-            Error::Timeout("slow".into()),
-            Error::RateLimited("later".into()),
-            Error::Client("declined".into()),
-            Error::Storage("D1: secret".into()),
+    fn errors_from_the_platform_keep_their_text_and_kind() {
+        for (e, label) in [
+            (Error::InvalidArguments("bad".into()), "invalid_arguments"),
+            (Error::NoSuchRecord("gone".into()), "tool_error"),
+            (Error::ToolFailed("upstream".into()), "tool_error"),
+            (Error::Timeout("slow".into()), "timeout"),
+            (Error::Client("declined".into()), "unavailable"),
+            (Error::Storage("D1: secret".into()), "unavailable"),
         ] {
             let tool = ToolError::from(e.clone());
             assert_eq!(tool.public_message(), e.public_message());
-            assert_eq!(tool.structured(), e.structured());
+            assert_eq!(tool.label(), label);
+            assert!(tool.structured().is_none());
             assert_eq!(Error::from(tool), e);
         }
+    }
+
+    #[test]
+    fn coded_refusals_carry_their_code_in_text_and_structure() {
+        let e = ToolError::Refused {
+            code: "PATH_NOT_FOUND",
+            message: "PATH 'x' does not exist.".into(),
+            fix: None,
+            details: json!({ "path_name": "x", "code": "overridden?" }),
+        };
+        assert_eq!(e.to_string(), "PATH_NOT_FOUND: PATH 'x' does not exist.");
+        let s = e.structured().unwrap();
+        assert_eq!(s["error"]["code"], "PATH_NOT_FOUND");
+        assert_eq!(s["error"]["path_name"], "x");
     }
 
     #[test]

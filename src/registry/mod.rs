@@ -211,8 +211,12 @@ pub type Confirmed =
     for<'a> fn(&'a dyn ToolContext, &'a Value, &'a Value) -> LocalBoxFuture<'a, Value>;
 
 /// The handler of [`ToolDef::DEFAULTS`]: a declaration that forgot its own is refused, not run.
-fn no_handler(_: &dyn ToolContext, _: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
-    Box::pin(async { Err(Error::Internal("this tool declares no handler".into())) })
+fn no_handler(_: &dyn ToolContext, _: Value) -> LocalBoxFuture<'_, ToolResult> {
+    Box::pin(async {
+        Err(ToolError::Internal(Error::Internal(
+            "this tool declares no handler".into(),
+        )))
+    })
 }
 
 impl ToolDef {
@@ -771,10 +775,7 @@ mod tests {
         assert!(t.check_input(&json!({"mode": "mobile-mode"})).is_ok());
     }
 
-    fn nothing(
-        _: &dyn ToolContext,
-        _: Value,
-    ) -> futures::future::LocalBoxFuture<'_, Result<ToolOutput>> {
+    fn nothing(_: &dyn ToolContext, _: Value) -> futures::future::LocalBoxFuture<'_, ToolResult> {
         Box::pin(async { Ok(ToolOutput::Content(vec![])) })
     }
 

@@ -5,8 +5,7 @@
 use futures::future::LocalBoxFuture;
 use serde_json::{Map, Value};
 
-use crate::error::Result;
-use crate::registry::{ToolContext, ToolOutput};
+use crate::registry::{ToolContext, ToolResult};
 
 /// Whether and how a tool runs as a task, for clients that declared tasks (the 2026-07-28
 /// extension `io.modelcontextprotocol/tasks`, or 2025-11-25 `capabilities.tasks`).
@@ -63,7 +62,7 @@ pub type Background = fn(Value) -> Value;
 /// the context, the execution id and what the toolset kept with the run when it started it
 /// (`tools::chains::Linked::kept`), the answer its tool's synchronous call gives.
 pub type Render =
-    for<'a> fn(&'a dyn ToolContext, &'a str, &'a Value) -> LocalBoxFuture<'a, Result<ToolOutput>>;
+    for<'a> fn(&'a dyn ToolContext, &'a str, &'a Value) -> LocalBoxFuture<'a, ToolResult>;
 
 /// A task's script: what the task does next, from the call's arguments and the answers so far.
 pub type Script = fn(&Value, &Map<String, Value>) -> Step;

@@ -19,7 +19,7 @@ use sha2::{Digest, Sha256};
 
 use crate::error::{Error, Result};
 use crate::registry::cache::{CachePolicy, MIN_TTL_SECS};
-use crate::registry::{Annotations, Outbound, ToolContext, ToolDef, ToolOutput};
+use crate::registry::{Annotations, Outbound, ToolContext, ToolDef, ToolOutput, ToolResult};
 use crate::tools::upstream::{encode, Api, FIX_ARGUMENTS};
 
 const TOOLSET: &str = "calendar";
@@ -240,7 +240,7 @@ async fn bearer(ctx: &dyn ToolContext) -> Result<String> {
     }
 }
 
-fn list_events(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+fn list_events(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, ToolResult> {
     Box::pin(async move {
         let query = EventQuery::from_args(&args)?;
         check_allowed(

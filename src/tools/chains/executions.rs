@@ -20,7 +20,7 @@ use crate::engine::run::{self, RunOptions, RunReport, RunStatus, StepState};
 use crate::error::{Error, Result};
 use crate::limiter::leases::LeaseRequest;
 use crate::random;
-use crate::registry::{JobMode, Registry, ToolContext, ToolOutput};
+use crate::registry::{JobMode, Registry, ToolContext, ToolError, ToolOutput, ToolResult};
 use crate::tools::domain::HIDDEN;
 
 /// A background execution whose run is interrupted this many times (since it was started or last
@@ -647,7 +647,7 @@ pub async fn resume(
     id: &str,
     outputs: &serde_json::Map<String, Value>,
     background: bool,
-) -> Result<ToolOutput> {
+) -> ToolResult {
     let (mut run, report) = claim(ctx, id, outputs).await?;
     if background && run.mode == Mode::Sync {
         // Claimed: this session holds it and nothing runs it yet, so the switch races nobody.
@@ -848,7 +848,7 @@ fn shown_prompt(hidden: &Hidden, id: u32, prompt: &Value) -> Value {
 
 /// The answer of a synchronous run: completed, paused for input, or failed (an error result).
 /// The outputs of `hidden` steps are not shown: the answer is also recorded on the event stream.
-pub fn summary(run: &Run, report: &RunReport, hidden: &Hidden) -> Result<ToolOutput> {
+pub fn summary(run: &Run, report: &RunReport, hidden: &Hidden) -> ToolResult {
     let title = &run.title;
     let duration = report.elapsed_ms.round();
     let total = report.steps.len();
@@ -1001,7 +1001,7 @@ pub fn summary(run: &Run, report: &RunReport, hidden: &Hidden) -> Result<ToolOut
                 t.push_str(&format!("\n\n**Warnings:**{}", warnings.concat()));
             }
             t.push_str(&id_line);
-            Err(Error::ToolFailed(t))
+            Err(ToolError::Failed { message: t })
         }
     }
 }
@@ -1133,12 +1133,7 @@ async fn linked_result(ctx: &dyn ToolContext, rec: &Record) -> Result<Option<Val
     let kept = rec.run.options.kept.clone().unwrap_or(Value::Null);
     let out = match render(ctx, &rec.run.id, &kept).await {
         Ok(out) => out,
-        Err(e) => {
-            return Ok(Some(json!({
-                "content": [{ "type": "text", "text": e.public_message() }],
-                "isError": true,
-            })))
-        }
+        Err(e) => return Ok(Some(crate::registry::render(tool, &e))),
     };
     crate::registry::result_of(tool, out).map(Some)
 }

@@ -18,7 +18,9 @@ use crate::error::{Error, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::registry::task::{TaskRun, TaskSupport};
-use crate::registry::{self, Annotations, JobMode, SessionState, ToolContext, ToolDef, ToolOutput};
+use crate::registry::{
+    self, Annotations, JobMode, SessionState, ToolContext, ToolDef, ToolOutput, ToolResult,
+};
 use crate::tools::ownership::{name_clash, sharing_params, Principal, Sharing};
 use crate::tools::{not_found_listing, opt_bool, refuse_if_any};
 pub use executions::Lease;
@@ -194,7 +196,7 @@ struct CreateChain {
     creation_options: Option<Value>,
 }
 
-fn create_chain(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+fn create_chain(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, ToolResult> {
     Box::pin(async move {
         let args: CreateChain = registry::typed("create_chain", args)?;
         let raw = &args.chain_definition;
@@ -253,7 +255,7 @@ fn create_chain(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result
 
         let category = raw["category"].as_str().unwrap_or_default();
         if is_linked_name(&def.name) || category == LINKED_CATEGORY {
-            return Err(linked_refusal("create_chain", &def.name));
+            return Err(linked_refusal("create_chain", &def.name).into());
         }
         let version = raw.get("version").and_then(Value::as_str).unwrap_or("1.0");
         let description = raw.get("description").and_then(Value::as_str).unwrap_or("");
@@ -309,7 +311,8 @@ fn create_chain(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result
                         .then(|| linked_refusal("create_chain", &def.name))
                 },
             )
-            .await);
+            .await
+            .into());
         };
         let updated = saved["revision"].as_i64().unwrap_or(1) > 1;
 
@@ -484,7 +487,7 @@ async fn prepare(ctx: &dyn ToolContext, args: &Value) -> Result<Prepared> {
     })
 }
 
-fn execute_chain(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+fn execute_chain(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, ToolResult> {
     Box::pin(async move {
         let Prepared {
             run,
@@ -664,7 +667,7 @@ fn execution_id(args: &Value) -> &str {
     args["execution_id"].as_str().unwrap_or_default()
 }
 
-fn get_chain_status(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+fn get_chain_status(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, ToolResult> {
     Box::pin(async move {
         Ok(ToolOutput::Structured(
             executions::status(ctx, execution_id(&args)).await?,
@@ -672,11 +675,11 @@ fn get_chain_status(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Re
     })
 }
 
-fn resume_chain(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+fn resume_chain(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, ToolResult> {
     Box::pin(async move {
         let view = executions::status(ctx, execution_id(&args)).await?;
         if let Some(chain) = view["chain"].as_str().filter(|c| is_linked_name(c)) {
-            return Err(linked_refusal("resume_chain", chain));
+            return Err(linked_refusal("resume_chain", chain).into());
         }
         let outputs = args["outputs"].as_object().cloned().unwrap_or_default();
         let background = opt_bool(&args, "in_background", false);
@@ -684,14 +687,11 @@ fn resume_chain(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result
     })
 }
 
-fn list_chain_executions(
-    ctx: &dyn ToolContext,
-    args: Value,
-) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+fn list_chain_executions(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, ToolResult> {
     Box::pin(async move { Ok(ToolOutput::Structured(executions::list(ctx, &args).await?)) })
 }
 
-fn cancel_chain(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+fn cancel_chain(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, ToolResult> {
     Box::pin(async move {
         let reason = args["reason"].as_str().map_or_else(
             || "cancelled by the client".to_string(),

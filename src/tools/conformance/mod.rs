@@ -9,9 +9,10 @@ pub mod tasks;
 use futures::future::LocalBoxFuture;
 use serde_json::{json, Value};
 
-use crate::error::{Error, Result};
 use crate::mcp::logging::LogLevel;
-use crate::registry::{Annotations, Handler, ToolContext, ToolDef, ToolOutput};
+use crate::registry::{
+    Annotations, Handler, ToolContext, ToolDef, ToolError, ToolOutput, ToolResult,
+};
 
 const TOOLSET: &str = "conformance";
 const NO_ARGUMENTS: &str = include_str!("../../../schema/conformance/no_arguments.input.json");
@@ -29,19 +30,19 @@ fn image() -> Value {
     json!({ "type": "image", "data": PNG, "mimeType": "image/png" })
 }
 
-fn content(blocks: Vec<Value>) -> Result<ToolOutput> {
+fn content(blocks: Vec<Value>) -> ToolResult {
     Ok(ToolOutput::Content(blocks))
 }
 
-fn simple_text(_: &dyn ToolContext, _: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+fn simple_text(_: &dyn ToolContext, _: Value) -> LocalBoxFuture<'_, ToolResult> {
     Box::pin(async { content(vec![text("This is a simple text response for testing.")]) })
 }
 
-fn image_content(_: &dyn ToolContext, _: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+fn image_content(_: &dyn ToolContext, _: Value) -> LocalBoxFuture<'_, ToolResult> {
     Box::pin(async { content(vec![image()]) })
 }
 
-fn audio_content(_: &dyn ToolContext, _: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+fn audio_content(_: &dyn ToolContext, _: Value) -> LocalBoxFuture<'_, ToolResult> {
     Box::pin(async {
         content(vec![
             json!({ "type": "audio", "data": WAV, "mimeType": "audio/wav" }),
@@ -49,7 +50,7 @@ fn audio_content(_: &dyn ToolContext, _: Value) -> LocalBoxFuture<'_, Result<Too
     })
 }
 
-fn embedded_resource(_: &dyn ToolContext, _: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+fn embedded_resource(_: &dyn ToolContext, _: Value) -> LocalBoxFuture<'_, ToolResult> {
     Box::pin(async {
         content(vec![json!({ "type": "resource", "resource": {
             "uri": "test://embedded-resource", "mimeType": "text/plain", "text": "This is an embedded resource content."
@@ -57,7 +58,7 @@ fn embedded_resource(_: &dyn ToolContext, _: Value) -> LocalBoxFuture<'_, Result
     })
 }
 
-fn multiple_content_types(_: &dyn ToolContext, _: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+fn multiple_content_types(_: &dyn ToolContext, _: Value) -> LocalBoxFuture<'_, ToolResult> {
     Box::pin(async {
         content(vec![
             text("Multiple content types test:"),
@@ -69,7 +70,7 @@ fn multiple_content_types(_: &dyn ToolContext, _: Value) -> LocalBoxFuture<'_, R
     })
 }
 
-fn tool_with_logging(ctx: &dyn ToolContext, _: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+fn tool_with_logging(ctx: &dyn ToolContext, _: Value) -> LocalBoxFuture<'_, ToolResult> {
     Box::pin(async move {
         ctx.log(LogLevel::Info, json!("Tool execution started"));
         ctx.sleep(50).await;
@@ -80,7 +81,7 @@ fn tool_with_logging(ctx: &dyn ToolContext, _: Value) -> LocalBoxFuture<'_, Resu
     })
 }
 
-fn tool_with_progress(ctx: &dyn ToolContext, _: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+fn tool_with_progress(ctx: &dyn ToolContext, _: Value) -> LocalBoxFuture<'_, ToolResult> {
     Box::pin(async move {
         for (i, p) in [0.0, 50.0, 100.0].into_iter().enumerate() {
             if i > 0 {
@@ -92,15 +93,15 @@ fn tool_with_progress(ctx: &dyn ToolContext, _: Value) -> LocalBoxFuture<'_, Res
     })
 }
 
-fn error_handling(_: &dyn ToolContext, _: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+fn error_handling(_: &dyn ToolContext, _: Value) -> LocalBoxFuture<'_, ToolResult> {
     Box::pin(async {
-        Err(Error::ToolFailed(
-            "This tool intentionally returns an error for testing".into(),
-        ))
+        Err(ToolError::Failed {
+            message: "This tool intentionally returns an error for testing".into(),
+        })
     })
 }
 
-fn sampling(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+fn sampling(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, ToolResult> {
     Box::pin(async move {
         let prompt = args
             .get("prompt")
@@ -120,7 +121,7 @@ fn sampling(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<Too
     })
 }
 
-async fn elicit(ctx: &dyn ToolContext, message: &str, schema: Value) -> Result<ToolOutput> {
+async fn elicit(ctx: &dyn ToolContext, message: &str, schema: Value) -> ToolResult {
     let answer = ctx
         .ask_client(
             "elicitation/create",
@@ -137,7 +138,7 @@ async fn elicit(ctx: &dyn ToolContext, message: &str, schema: Value) -> Result<T
     ))])
 }
 
-fn elicitation(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+fn elicitation(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, ToolResult> {
     Box::pin(async move {
         let message = args
             .get("message")
@@ -155,7 +156,7 @@ fn elicitation(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<
     })
 }
 
-fn elicitation_defaults(ctx: &dyn ToolContext, _: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+fn elicitation_defaults(ctx: &dyn ToolContext, _: Value) -> LocalBoxFuture<'_, ToolResult> {
     Box::pin(async move {
         let schema = json!({
             "type": "object",
@@ -177,7 +178,7 @@ fn elicitation_defaults(ctx: &dyn ToolContext, _: Value) -> LocalBoxFuture<'_, R
     })
 }
 
-fn elicitation_enums(ctx: &dyn ToolContext, _: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+fn elicitation_enums(ctx: &dyn ToolContext, _: Value) -> LocalBoxFuture<'_, ToolResult> {
     Box::pin(async move {
         let schema = json!({
             "type": "object",
@@ -205,7 +206,7 @@ fn elicitation_enums(ctx: &dyn ToolContext, _: Value) -> LocalBoxFuture<'_, Resu
     })
 }
 
-fn reconnection(ctx: &dyn ToolContext, _: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+fn reconnection(ctx: &dyn ToolContext, _: Value) -> LocalBoxFuture<'_, ToolResult> {
     Box::pin(async move {
         ctx.end_connection();
         ctx.sleep(100).await;
@@ -215,7 +216,7 @@ fn reconnection(ctx: &dyn ToolContext, _: Value) -> LocalBoxFuture<'_, Result<To
     })
 }
 
-fn json_schema_tool(_: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+fn json_schema_tool(_: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, ToolResult> {
     Box::pin(async move { content(vec![text(&format!("Received: {args}"))]) })
 }
 

@@ -9,9 +9,8 @@ use futures::future::{join_all, LocalBoxFuture};
 use serde_json::{json, Value};
 
 use super::{content, fixture, text, NO_ARGUMENTS};
-use crate::error::Result;
 use crate::mcp::logging::LogLevel;
-use crate::registry::{ToolContext, ToolDef, ToolOutput};
+use crate::registry::{ToolContext, ToolDef, ToolResult};
 
 fn form(message: &str, field: &str, kind: &str) -> Value {
     json!({
@@ -40,7 +39,7 @@ fn field(answer: &Value, name: &str) -> String {
     }
 }
 
-fn elicitation(ctx: &dyn ToolContext, _: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+fn elicitation(ctx: &dyn ToolContext, _: Value) -> LocalBoxFuture<'_, ToolResult> {
     Box::pin(async move {
         let answer = ctx
             .ask_client_open(
@@ -53,7 +52,7 @@ fn elicitation(ctx: &dyn ToolContext, _: Value) -> LocalBoxFuture<'_, Result<Too
     })
 }
 
-fn sampling(ctx: &dyn ToolContext, _: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+fn sampling(ctx: &dyn ToolContext, _: Value) -> LocalBoxFuture<'_, ToolResult> {
     Box::pin(async move {
         let answer = ctx
             .ask_client_open(
@@ -70,7 +69,7 @@ fn sampling(ctx: &dyn ToolContext, _: Value) -> LocalBoxFuture<'_, Result<ToolOu
     })
 }
 
-fn list_roots(ctx: &dyn ToolContext, _: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+fn list_roots(ctx: &dyn ToolContext, _: Value) -> LocalBoxFuture<'_, ToolResult> {
     Box::pin(async move {
         let answer = ctx
             .ask_client_open("client_roots", "roots/list", json!({}))
@@ -88,7 +87,7 @@ fn list_roots(ctx: &dyn ToolContext, _: Value) -> LocalBoxFuture<'_, Result<Tool
     })
 }
 
-fn confirm(ctx: &dyn ToolContext, _: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+fn confirm(ctx: &dyn ToolContext, _: Value) -> LocalBoxFuture<'_, ToolResult> {
     Box::pin(async move {
         let answer = ctx
             .ask_client_as(
@@ -104,7 +103,7 @@ fn confirm(ctx: &dyn ToolContext, _: Value) -> LocalBoxFuture<'_, Result<ToolOut
     })
 }
 
-fn multiple_inputs(ctx: &dyn ToolContext, _: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+fn multiple_inputs(ctx: &dyn ToolContext, _: Value) -> LocalBoxFuture<'_, ToolResult> {
     Box::pin(async move {
         // Asked together, so one round returns all three questions.
         let answers = join_all([
@@ -140,7 +139,7 @@ fn multiple_inputs(ctx: &dyn ToolContext, _: Value) -> LocalBoxFuture<'_, Result
     })
 }
 
-fn multi_round(ctx: &dyn ToolContext, _: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+fn multi_round(ctx: &dyn ToolContext, _: Value) -> LocalBoxFuture<'_, ToolResult> {
     Box::pin(async move {
         let name = ctx
             .ask_client_as(
@@ -164,7 +163,7 @@ fn multi_round(ctx: &dyn ToolContext, _: Value) -> LocalBoxFuture<'_, Result<Too
     })
 }
 
-fn capabilities(ctx: &dyn ToolContext, _: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+fn capabilities(ctx: &dyn ToolContext, _: Value) -> LocalBoxFuture<'_, ToolResult> {
     Box::pin(async move {
         let caps = ctx.client_capabilities();
         let mut asks = Vec::new();
@@ -192,7 +191,7 @@ fn capabilities(ctx: &dyn ToolContext, _: Value) -> LocalBoxFuture<'_, Result<To
     })
 }
 
-fn missing_capability(ctx: &dyn ToolContext, _: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+fn missing_capability(ctx: &dyn ToolContext, _: Value) -> LocalBoxFuture<'_, ToolResult> {
     Box::pin(async move {
         ctx.ask_client("sampling/createMessage", sample("Say hello", 20))
             .await?;
@@ -200,7 +199,7 @@ fn missing_capability(ctx: &dyn ToolContext, _: Value) -> LocalBoxFuture<'_, Res
     })
 }
 
-fn logging(ctx: &dyn ToolContext, _: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+fn logging(ctx: &dyn ToolContext, _: Value) -> LocalBoxFuture<'_, ToolResult> {
     Box::pin(async move {
         ctx.log(LogLevel::Info, json!("Tool execution started"));
         ctx.log(LogLevel::Info, json!("Tool execution completed"));
@@ -208,10 +207,7 @@ fn logging(ctx: &dyn ToolContext, _: Value) -> LocalBoxFuture<'_, Result<ToolOut
     })
 }
 
-fn streaming_elicitation(
-    ctx: &dyn ToolContext,
-    _: Value,
-) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+fn streaming_elicitation(ctx: &dyn ToolContext, _: Value) -> LocalBoxFuture<'_, ToolResult> {
     Box::pin(async move {
         ctx.progress(0.0, Some(1.0), Some("asking"));
         let answer = ctx
@@ -225,7 +221,7 @@ fn streaming_elicitation(
     })
 }
 
-fn mirrored_header(_: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+fn mirrored_header(_: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, ToolResult> {
     Box::pin(async move { content(vec![text(&format!("Received: {args}"))]) })
 }
 

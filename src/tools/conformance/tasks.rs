@@ -11,9 +11,9 @@ use futures::future::LocalBoxFuture;
 use serde_json::{json, Map, Value};
 
 use super::{content, fixture, text, NO_ARGUMENTS};
-use crate::error::{Error, Result};
+use crate::error::Error;
 use crate::registry::task::{Outcome, Step, TaskRun, TaskSupport};
-use crate::registry::{ToolContext, ToolDef, ToolOutput};
+use crate::registry::{ToolContext, ToolDef, ToolError, ToolResult};
 
 /// The longest `slow_compute` wait, in seconds.
 const MAX_SECONDS: f64 = 3600.0;
@@ -23,7 +23,7 @@ fn text_result(s: &str) -> Value {
 }
 
 /// A text-only `CallToolResult` as the handler's output.
-fn blocks(result: Value) -> Result<ToolOutput> {
+fn blocks(result: Value) -> ToolResult {
     content(result["content"].as_array().cloned().unwrap_or_default())
 }
 
@@ -168,33 +168,33 @@ fn with_task_script(_: &Value, answers: &Map<String, Value>) -> Step {
     }
 }
 
-fn greet(_: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+fn greet(_: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, ToolResult> {
     Box::pin(async move {
         let name = args.get("name").and_then(Value::as_str).unwrap_or("World");
         content(vec![text(&format!("Hello, {name}!"))])
     })
 }
 
-fn slow_compute(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+fn slow_compute(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, ToolResult> {
     Box::pin(async move {
         ctx.sleep((seconds(&args) * 1000.0) as u32).await;
         blocks(computed(&args))
     })
 }
 
-fn failing_job(_: &dyn ToolContext, _: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+fn failing_job(_: &dyn ToolContext, _: Value) -> LocalBoxFuture<'_, ToolResult> {
     Box::pin(async {
-        Err(Error::ToolFailed(
-            "failing_job failed, as it always does".into(),
-        ))
+        Err(ToolError::Failed {
+            message: "failing_job failed, as it always does".into(),
+        })
     })
 }
 
-fn protocol_error_job(_: &dyn ToolContext, _: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
-    Box::pin(async { Err(Error::Internal(PROTOCOL_ERROR.into())) })
+fn protocol_error_job(_: &dyn ToolContext, _: Value) -> LocalBoxFuture<'_, ToolResult> {
+    Box::pin(async { Err(Error::Internal(PROTOCOL_ERROR.into()).into()) })
 }
 
-fn confirm_delete(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+fn confirm_delete(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, ToolResult> {
     Box::pin(async move {
         let q = confirm_question(&args);
         let answer = ctx
@@ -204,7 +204,7 @@ fn confirm_delete(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Resu
     })
 }
 
-fn multi_input(ctx: &dyn ToolContext, _: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+fn multi_input(ctx: &dyn ToolContext, _: Value) -> LocalBoxFuture<'_, ToolResult> {
     Box::pin(async move {
         let mut answers = Map::new();
         for (key, q) in multi_input_questions() {
@@ -215,18 +215,19 @@ fn multi_input(ctx: &dyn ToolContext, _: Value) -> LocalBoxFuture<'_, Result<Too
         }
         match multi_input_script(&Value::Null, &answers) {
             Step::After(_, Outcome::Result(r)) => blocks(r),
-            _ => Err(Error::Internal("multi_input: answers missing".into())),
+            _ => Err(Error::Internal("multi_input: answers missing".into()).into()),
         }
     })
 }
 
 /// The handler of a tool that only runs as a task: never called (the preamble refuses a client
 /// without tasks), and refusing if it were.
-fn task_only(_: &dyn ToolContext, _: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+fn task_only(_: &dyn ToolContext, _: Value) -> LocalBoxFuture<'_, ToolResult> {
     Box::pin(async {
         Err(Error::InvalidRequest(
             "Invalid Request: this tool runs only as a task; declare the io.modelcontextprotocol/tasks extension".into(),
-        ))
+        )
+        .into())
     })
 }
 

@@ -14,7 +14,7 @@ pub mod response;
 use serde_json::{json, Value};
 
 use crate::clock;
-use crate::registry::{CachePolicy, Caller, Dialect, ToolContext, ToolDef, ToolOutput};
+use crate::registry::{CachePolicy, Caller, Dialect, ToolContext, ToolDef, ToolOutput, ToolResult};
 pub use response::{Code, Page, Reply};
 
 /// The tool-level marker for "any caller with a verified token" (`Caller::has_any`).
@@ -241,7 +241,7 @@ pub fn dollars(cents: &Value) -> Value {
 /// Runs a domain tool's body, whose early returns are answers too (`Err(reply)`).
 pub fn answer<'a>(
     body: futures::future::LocalBoxFuture<'a, Result<Reply, Reply>>,
-) -> futures::future::LocalBoxFuture<'a, crate::error::Result<crate::registry::ToolOutput>> {
+) -> futures::future::LocalBoxFuture<'a, ToolResult> {
     Box::pin(async move { Ok(body.await.unwrap_or_else(|r| r).into_output()) })
 }
 
@@ -292,13 +292,13 @@ pub async fn invalidate(ctx: &dyn ToolContext) -> crate::error::Result<()> {
 /// A storage fault as the answer the caller gets; the details go to the logs only.
 pub fn db(e: crate::error::Error) -> Reply {
     crate::log::error!("{}", json!({ "domain_error": e.to_string() }));
-    Reply::from_error(&e)
+    Reply::from_error(&e.into())
 }
 
 fn get_confirmation(
     ctx: &dyn ToolContext,
     args: Value,
-) -> futures::future::LocalBoxFuture<'_, crate::error::Result<ToolOutput>> {
+) -> futures::future::LocalBoxFuture<'_, ToolResult> {
     answer(Box::pin(async move {
         let id = args["confirmation_id"].as_str().unwrap_or_default();
         Ok(confirm::state(ctx, id).await)
@@ -362,7 +362,7 @@ pub fn refusal(def: &ToolDef, e: &crate::registry::ToolError) -> ToolOutput {
             m.clone(),
             "Wait the time given before calling it again; tell the user the answer is delayed.",
         ),
-        other => Reply::from_error(&other.clone().into()),
+        other => Reply::from_error(other),
     };
     reply.into_output()
 }
@@ -453,16 +453,17 @@ mod tests {
 
     #[test]
     fn executor_refusals_of_domain_tools_are_the_union() {
-        use crate::error::Error;
-        let refusal = |d, e: Error| refusal(d, &e.into());
+        use crate::registry::ToolError;
         let d = def("list_employees");
         assert!(d.dialect.is_some());
         assert!(def("get_help").dialect.is_none());
         let (_, v) = structured(refusal(
             d,
-            Error::InvalidArguments(
-                "Invalid arguments for tool list_employees: limit: must be at most 50".into(),
-            ),
+            &ToolError::Invalid {
+                message: "Invalid arguments for tool list_employees: limit: must be at most 50"
+                    .into(),
+                fix: None,
+            },
         ));
         assert_eq!(v["status"], "error");
         assert_eq!(v["code"], "INVALID_INPUT");
@@ -473,7 +474,7 @@ mod tests {
             .contains("list_employees"));
         let (_, v) = structured(refusal(
             d,
-            Error::RateLimited(
+            &ToolError::RateLimited(
                 "Rate limit reached for tool list_employees: 2 per caller. Try again in 30 s."
                     .into(),
             ),
@@ -482,10 +483,13 @@ mod tests {
         assert!(v["message"].as_str().unwrap().contains("30 s"));
         let (_, v) = structured(refusal(
             d,
-            Error::Timeout("tool list_employees did not finish within 10000 ms".into()),
+            &ToolError::Timeout("tool list_employees did not finish within 10000 ms".into()),
         ));
         assert_eq!(v["code"], "OPERATION_FAILED");
-        let (_, v) = structured(refusal(d, Error::Storage("D1: disk I/O".into())));
+        let (_, v) = structured(refusal(
+            d,
+            &ToolError::Internal(crate::error::Error::Storage("D1: disk I/O".into())),
+        ));
         assert_eq!(v["code"], "DATABASE_ERROR");
         assert!(
             !v.to_string().contains("disk I/O"),

@@ -6,8 +6,7 @@
 
 use serde_json::{json, Value};
 
-use crate::error::Error;
-use crate::registry::ToolOutput;
+use crate::registry::{ToolError, ToolOutput};
 
 /// The error codes of the seed's response schema.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -180,14 +179,14 @@ impl Reply {
 
     /// The answer for a fault on our side: the details are logged (by the caller of this), the
     /// caller gets the code and what to do.
-    pub fn from_error(e: &Error) -> Reply {
+    pub fn from_error(e: &ToolError) -> Reply {
         match e {
-            Error::Storage(_) | Error::Internal(_) => Reply::failure(
+            ToolError::Internal(fault) if !fault.is_public() => Reply::failure(
                 Code::DatabaseError,
                 "The data could not be read or written just now.",
                 "Retry in a moment; if it keeps failing, contact support.",
             ),
-            Error::Timeout(m) => Reply::failure(
+            ToolError::Timeout(m) => Reply::failure(
                 Code::OperationFailed,
                 m.clone(),
                 "Retry, or narrow the request.",

@@ -19,9 +19,11 @@ use futures::future::LocalBoxFuture;
 use serde_json::{json, Map, Value};
 
 use crate::clock;
-use crate::error::{Error, Result};
+use crate::error::Error;
 use crate::random;
-use crate::registry::{Annotations, Statement, ToolContext, ToolDef, ToolOutput};
+use crate::registry::{
+    Annotations, Statement, ToolContext, ToolDef, ToolError, ToolOutput, ToolResult,
+};
 use crate::tools::opt_bool;
 use crate::tools::ownership::{sharing_params, Predicate, Principal, Sharing, ADMIN_ROLE};
 use adapt::Refusal;
@@ -107,16 +109,17 @@ impl Code {
     }
 }
 
-fn refuse(code: Code, message: impl Into<String>, details: Value) -> Error {
-    Error::Coded {
+fn refuse(code: Code, message: impl Into<String>, details: Value) -> ToolError {
+    ToolError::Refused {
         code: code.as_str(),
         message: message.into(),
+        fix: None,
         details,
     }
 }
 
 /// A new server-generated id, `<kind>-<32 hex digits>`.
-fn new_id(kind: &str) -> Result<String> {
+fn new_id(kind: &str) -> ToolResult<String> {
     Ok(format!("{kind}-{}", random::hex(16)?))
 }
 
@@ -150,7 +153,7 @@ fn time(row: &Value, column: &str) -> Value {
         .map_or(Value::Null, |ms| json!(clock::iso(ms)))
 }
 
-fn derive_name(what: &str, kind: &str) -> Result<String> {
+fn derive_name(what: &str, kind: &str) -> ToolResult<String> {
     names::derive(what).map_err(|why| {
         refuse(
             Code::InvalidName,
@@ -162,7 +165,7 @@ fn derive_name(what: &str, kind: &str) -> Result<String> {
 
 /// The refusal of a change to `kind` (WORK, PATH) `name` that the caller may not make: it is
 /// another owner's, or shipped. `fix` says what to do instead.
-fn not_owner(kind: &str, name: &str, shipped: bool, fix: &str) -> Error {
+fn not_owner(kind: &str, name: &str, shipped: bool, fix: &str) -> ToolError {
     let whose = if shipped {
         format!("is shipped with the server, and only a caller with the '{ADMIN_ROLE}' role may change it")
     } else {
@@ -200,7 +203,7 @@ fn saved_state(returned: Option<&Value>) -> &'static str {
 /// The work or path (`table`) named `name` that a save did not write, with `mine` (1 when the
 /// caller may change it, else 0) and `shipped`. Its id and version are read only when it is the
 /// caller's: another owner's private record shows no more than that its name is taken.
-async fn held(ctx: &dyn ToolContext, me: &Principal, table: &str, name: &str) -> Result<Value> {
+async fn held(ctx: &dyn ToolContext, me: &Principal, table: &str, name: &str) -> ToolResult<Value> {
     let mine = me.can_write("", 2);
     let mut params = vec![json!(name)];
     params.extend(mine.params);
@@ -221,10 +224,10 @@ async fn held(ctx: &dyn ToolContext, me: &Principal, table: &str, name: &str) ->
         .await?
         .into_iter()
         .next();
-    row.ok_or_else(|| Error::Internal(format!("{table} row {name} vanished while saving")))
+    row.ok_or_else(|| Error::Internal(format!("{table} row {name} vanished while saving")).into())
 }
 
-fn save_work(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+fn save_work(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, ToolResult> {
     Box::pin(async move {
         let what = args["what"].as_str().unwrap_or_default().trim().to_string();
         let name = derive_name(&what, "work")?;
@@ -306,7 +309,7 @@ fn save_work(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<To
     })
 }
 
-fn create_path(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+fn create_path(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, ToolResult> {
     Box::pin(async move {
         let what = args["what"].as_str().unwrap_or_default().trim().to_string();
         let name = derive_name(&what, "path")?;
@@ -430,7 +433,7 @@ fn create_path(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<
 
 /// The error for a path name that does not exist (or that the caller may not read), listing some
 /// the caller may read.
-async fn path_not_found(ctx: &dyn ToolContext, name: &str) -> Result<Error> {
+async fn path_not_found(ctx: &dyn ToolContext, name: &str) -> ToolResult<ToolError> {
     let readable = Principal::of(ctx).can_read("", 1);
     let known: Vec<String> = ctx
         .query(
@@ -456,7 +459,7 @@ async fn path_not_found(ctx: &dyn ToolContext, name: &str) -> Result<Error> {
     ))
 }
 
-fn start_tide(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+fn start_tide(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, ToolResult> {
     Box::pin(async move {
         let path_name = args["path_name"].as_str().unwrap_or_default();
         let adaptations = args["adaptations"].as_array().cloned().unwrap_or_default();
@@ -616,15 +619,17 @@ fn start_tide(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<T
             }
             // Neither started nor blocked: the path changed after it was read. Read it again.
         }
-        Err(Error::ToolFailed(format!(
-            "PATH '{path_name}' kept changing while the tide was starting; call epic-tide-start-tide again."
-        )))
+        Err(ToolError::Failed {
+            message: format!(
+                "PATH '{path_name}' kept changing while the tide was starting; call epic-tide-start-tide again."
+            ),
+        })
     })
 }
 
 /// A tide whose path the caller may read, with its path's name, owner, domain and tags and
 /// whether the caller may change it (`mine`, 0 or 1), or `TIDE_NOT_FOUND`.
-async fn tide(ctx: &dyn ToolContext, me: &Principal, tide_id: &str) -> Result<Value> {
+async fn tide(ctx: &dyn ToolContext, me: &Principal, tide_id: &str) -> ToolResult<Value> {
     let readable = me.can_read("p.", 2);
     let mine = me.can_write("p.", 4);
     let mut params = vec![json!(tide_id)];
@@ -652,7 +657,7 @@ async fn tide(ctx: &dyn ToolContext, me: &Principal, tide_id: &str) -> Result<Va
 }
 
 /// The tide `t` (from [`tide`]) if the caller may change it, else `NOT_OWNER`.
-fn changeable(t: Value) -> Result<Value> {
+fn changeable(t: Value) -> ToolResult<Value> {
     if t["mine"].as_i64() == Some(1) {
         return Ok(t);
     }
@@ -664,7 +669,7 @@ fn changeable(t: Value) -> Result<Value> {
     ))
 }
 
-fn not_active(t: &Value) -> Error {
+fn not_active(t: &Value) -> ToolError {
     let id = t["id"].as_str().unwrap_or_default();
     let path = t["path_name"].as_str().unwrap_or_default();
     refuse(
@@ -678,7 +683,7 @@ fn not_active(t: &Value) -> Error {
     )
 }
 
-fn update_execution(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+fn update_execution(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, ToolResult> {
     Box::pin(async move {
         let tide_id = args["tide_id"].as_str().unwrap_or_default();
         let work = args["work_name"].as_str().unwrap_or_default();
@@ -766,7 +771,7 @@ async fn failing_works(
     ctx: &dyn ToolContext,
     id: &str,
     sequence: &[String],
-) -> Result<Vec<String>> {
+) -> ToolResult<Vec<String>> {
     let rows = ctx
         .query(
             "SELECT e.work_name, e.status FROM epic_executions e
@@ -806,7 +811,7 @@ fn completed_of(row: &Value) -> pattern::Completed {
     }
 }
 
-fn complete_tide(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+fn complete_tide(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, ToolResult> {
     Box::pin(async move {
         let tide_id = args["tide_id"].as_str().unwrap_or_default();
         let outcome = args["outcome"].as_str().unwrap_or_default();
@@ -1004,7 +1009,7 @@ fn complete_tide(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Resul
     })
 }
 
-fn query_patterns(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+fn query_patterns(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, ToolResult> {
     Box::pin(async move {
         let tags = json!(strings(&args["tags"])).to_string();
         let readable = Principal::of(ctx).can_read("p.", 5);
@@ -1083,7 +1088,7 @@ fn execution(sequence: &[String], updates: &[&Value], details: bool) -> Value {
     Value::Object(works)
 }
 
-fn get_history(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+fn get_history(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, ToolResult> {
     Box::pin(async move {
         let name = args["path_name"].as_str().unwrap_or_default();
         let details = opt_bool(&args, "include_execution_details", false);

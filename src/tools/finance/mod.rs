@@ -29,8 +29,7 @@ use serde_json::{json, Value};
 
 use super::domain::{self, Code, Reply, SIGNED_IN};
 use crate::clock;
-use crate::error::Result;
-use crate::registry::{Annotations, ToolContext, ToolDef, ToolOutput};
+use crate::registry::{Annotations, ToolContext, ToolDef, ToolResult};
 
 const TOOLSET: &str = "finance";
 
@@ -77,7 +76,7 @@ const BUDGET_COLUMNS: &str =
     "id, department_id, department, fiscal_year, allocated_cents, spent_cents,
      remaining_cents, status, submitted_by, submitted_at, approved_by, approved_at, notes";
 
-fn get_budget(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+fn get_budget(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, ToolResult> {
     domain::answer(Box::pin(async move {
         let given = args["department"].as_str().unwrap_or_default();
         let dept = domain::department(ctx, given).await?;
@@ -167,10 +166,7 @@ fn versus(allocated: i64, spent: i64, quarter: Option<i64>) -> Value {
     })
 }
 
-fn get_budget_summary(
-    ctx: &dyn ToolContext,
-    args: Value,
-) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+fn get_budget_summary(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, ToolResult> {
     domain::answer(Box::pin(async move {
         let year = args["year"].as_i64().unwrap_or_else(|| this_year().into());
         let quarter = args["quarter"].as_i64();
@@ -247,7 +243,7 @@ fn get_budget_summary(
     }))
 }
 
-fn list_budgets(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+fn list_budgets(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, ToolResult> {
     domain::answer(Box::pin(async move {
         let limit = domain::limit(&args);
         let filters = json!({ "year": args.get("year"), "status": args.get("status") });
@@ -293,7 +289,7 @@ fn list_budgets(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result
     }))
 }
 
-fn list_invoices(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+fn list_invoices(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, ToolResult> {
     domain::answer(Box::pin(async move {
         let limit = domain::limit(&args);
         let filters = json!({
@@ -390,10 +386,7 @@ fn items(text: &Value) -> Value {
         .collect()
 }
 
-fn get_expense_report(
-    ctx: &dyn ToolContext,
-    args: Value,
-) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+fn get_expense_report(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, ToolResult> {
     domain::answer(Box::pin(async move {
         let caller = ctx.caller();
         let all = i64::from(domain::holds(&caller, READERS));

@@ -6,8 +6,7 @@ use futures::future::LocalBoxFuture;
 use serde_json::{json, Value};
 
 use super::TOOLSET;
-use crate::error::Result;
-use crate::registry::{Annotations, ToolContext, ToolDef, ToolOutput};
+use crate::registry::{Annotations, ToolContext, ToolDef, ToolResult};
 use crate::tools::domain::{self, confirm, Code, Reply};
 
 /// Who may change finance records.
@@ -31,7 +30,7 @@ fn paid(id: &str) -> Reply {
     )
 }
 
-fn delete_invoice(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+fn delete_invoice(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, ToolResult> {
     domain::answer(Box::pin(async move {
         let id = args["invoice_id"].as_str().unwrap_or_default();
         let rows = ctx
@@ -107,7 +106,7 @@ async fn budget_to_approve(
     })
 }
 
-fn approve_budget(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+fn approve_budget(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, ToolResult> {
     domain::answer(Box::pin(async move {
         let b = budget_to_approve(ctx, &args).await?;
         if !matches!(b["status"].as_str(), Some("draft" | "pending_approval")) {

@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 
 use crate::error::{Error, Result};
 use crate::registry::cache::CachePolicy;
-use crate::registry::{Annotations, Outbound, ToolContext, ToolDef, ToolOutput};
+use crate::registry::{Annotations, Outbound, ToolContext, ToolDef, ToolOutput, ToolResult};
 use crate::tools::upstream::{Api, FIX_ARGUMENTS};
 
 const TOOLSET: &str = "flights";
@@ -206,7 +206,7 @@ fn normalize(reply: &Value) -> Result<Value> {
     }))
 }
 
-fn search_flights(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+fn search_flights(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, ToolResult> {
     Box::pin(async move {
         let body = offer_request(&args)?;
         let token = DUFFEL.token(ctx)?;

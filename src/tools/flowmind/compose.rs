@@ -30,8 +30,7 @@ use super::workflow::{self, Mode};
 use super::{codes, performance};
 use crate::clock;
 use crate::engine::chain::{self, ChainDef};
-use crate::error::Result;
-use crate::registry::{ToolContext, ToolOutput};
+use crate::registry::{ToolContext, ToolOutput, ToolResult};
 
 /// The most steps a composed workflow may have (a chain's limit).
 pub const MAX_STEPS: usize = 20;
@@ -356,10 +355,7 @@ fn refuse(
 }
 
 /// The `compose_workflow` tool.
-pub fn compose_workflow(
-    ctx: &dyn ToolContext,
-    args: Value,
-) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+pub fn compose_workflow(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, ToolResult> {
     Box::pin(async move {
         let started = clock::now_ms();
         let name = args["name"].as_str().unwrap_or_default();

@@ -36,8 +36,7 @@ use serde_json::{json, Map, Value};
 use super::performance;
 use crate::clock;
 use crate::engine::matcher::text::terms;
-use crate::error::Result;
-use crate::registry::{Platform, ToolContext, ToolOutput};
+use crate::registry::{Platform, ToolContext, ToolOutput, ToolResult};
 use crate::tools::model_provider;
 
 /// How long an evaluation is reused for the same arguments (seed 001: `cache_ttl_ms: 5000`).
@@ -997,7 +996,7 @@ async fn ask_workers_ai(
 pub fn evaluate_semantic_condition(
     ctx: &dyn ToolContext,
     args: Value,
-) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+) -> LocalBoxFuture<'_, ToolResult> {
     Box::pin(async move {
         let started = clock::now_ms();
         let key = args.to_string();

@@ -12,8 +12,7 @@ use super::field_request;
 use super::request::Args;
 use super::{codes, performance, visible_to};
 use crate::clock;
-use crate::error::Result;
-use crate::registry::{Registry, ToolContext, ToolOutput};
+use crate::registry::{Registry, ToolContext, ToolOutput, ToolResult};
 
 /// The half-life, in days, of a context's popularity in the `relevance` order.
 const RELEVANCE_HALF_LIFE_DAYS: f64 = 90.0;
@@ -138,7 +137,7 @@ pub fn list(
 pub fn list_available_contexts(
     ctx: &dyn ToolContext,
     args: Value,
-) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+) -> LocalBoxFuture<'_, ToolResult> {
     Box::pin(async move {
         let started = clock::now_ms();
         let (catalog, _) = catalog::load(ctx).await?;
@@ -628,7 +627,7 @@ pub fn help(
 }
 
 /// `get_help`'s handler.
-pub fn get_help(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+pub fn get_help(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, ToolResult> {
     Box::pin(async move {
         let started = clock::now_ms();
         let (catalog, _) = catalog::load(ctx).await?;

@@ -26,9 +26,9 @@ use serde_json::{json, Map, Value};
 use super::workflow::{self, Mode, APPROVED, CONFIRM_PREFIX};
 use super::{catalog, codes, levels, performance, teach};
 use crate::clock;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::limiter::{self, leases::LeaseRequest};
-use crate::registry::{ToolContext, ToolOutput};
+use crate::registry::{ToolContext, ToolError, ToolOutput, ToolResult};
 use crate::tools::chains;
 
 /// At most this many workflow runs of one caller may be open (running or paused) at once (seed
@@ -176,10 +176,7 @@ fn has_model(ctx: &dyn ToolContext) -> bool {
 }
 
 /// The `execute_workflow` tool.
-pub fn execute_workflow(
-    ctx: &dyn ToolContext,
-    args: Value,
-) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+pub fn execute_workflow(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, ToolResult> {
     Box::pin(async move {
         let started = clock::now_ms();
         let uri = args["workflow_uri"]
@@ -467,7 +464,7 @@ pub fn execute_workflow(
                     crate::log::error!("lease release {id}: {le}");
                 }
             }
-            return Err(e);
+            return Err(e.into());
         }
         let out = answer(ctx, &args, &uri, mode, &id, started).await?;
         Ok(with_result(out, extra))
@@ -477,7 +474,7 @@ pub fn execute_workflow(
 /// The answer of run `id` as it stands, as the call that started it (whose arguments and extra
 /// result fields are `kept`, as [`execute_workflow`] keeps them with the run) would give it: an
 /// `execute_workflow` task's result (`registry::task::Render`).
-pub async fn task_answer(ctx: &dyn ToolContext, id: &str, kept: &Value) -> Result<ToolOutput> {
+pub async fn task_answer(ctx: &dyn ToolContext, id: &str, kept: &Value) -> ToolResult {
     let args = &kept["arguments"];
     let uri = args["workflow_uri"].as_str().unwrap_or_default();
     let mode = Mode::parse(args.get("execution_mode").and_then(Value::as_str));
@@ -597,13 +594,13 @@ async fn continue_run(
     uri: &str,
     id: &str,
     started: f64,
-) -> Result<ToolOutput> {
+) -> ToolResult {
     let view = chains::status(ctx, id).await?;
     let chain = view["chain"].as_str().unwrap_or_default();
     let Some(mode) = Mode::of_chain(uri, chain) else {
-        return Err(Error::ToolFailed(format!(
+        return Err(ToolError::Failed { message: format!(
             "session_id {id} is not a run of {uri} (it runs chain '{chain}'); pass the workflow_uri it was started with"
-        )));
+        ) });
     };
     let approval = args.get("approval").and_then(Value::as_str);
     let supplied = args.get("step_outputs").and_then(Value::as_object);
@@ -611,10 +608,10 @@ async fn continue_run(
         return answer(ctx, args, uri, mode, id, started).await;
     }
     let Some((paused, confirm)) = pause(&view) else {
-        return Err(Error::ToolFailed(format!(
+        return Err(ToolError::Failed { message: format!(
             "session_id {id} is {}, not paused: there is nothing to approve or supply. Call with just workflow_uri and session_id to see its state.",
             view["status"].as_str().unwrap_or("unknown")
-        )));
+        ) });
     };
     // The run goes on: its lease is renewed (taken back if it lapsed), so it keeps its slot.
     let owner = limiter::owner(&ctx.caller(), &ctx.session_id());
@@ -639,18 +636,18 @@ async fn continue_run(
                     .await?;
             }
             None => {
-                return Err(Error::ToolFailed(format!(
+                return Err(ToolError::Failed { message: format!(
                     "session_id {id} waits for approval of step '{}', not for step_outputs: pass approval: \"approve\" to run it or \"reject\" to stop the workflow",
                     name.trim_start_matches(CONFIRM_PREFIX)
-                )))
+                ) })
             }
         }
     } else {
         let Some(outputs) = supplied else {
-            return Err(Error::ToolFailed(format!(
+            return Err(ToolError::Failed { message: format!(
                 "session_id {id} waits for the outputs of step '{name}', not for an approval: pass step_outputs with {}",
                 awaited(&paused).join(", ")
-            )));
+            ) });
         };
         chains::resume_here(ctx, id, outputs).await?;
     }
@@ -665,7 +662,7 @@ async fn answer(
     mode: Mode,
     id: &str,
     started: f64,
-) -> Result<ToolOutput> {
+) -> ToolResult {
     let view = chains::status(ctx, id).await?;
     let status = view["status"].as_str().unwrap_or("unknown").to_string();
     let mut outputs = Map::new();

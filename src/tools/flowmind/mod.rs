@@ -27,11 +27,11 @@ use serde_json::{json, Value};
 
 use self::catalog::Context;
 use crate::clock;
-use crate::error::Result;
 use crate::registry::limits::Limit;
 use crate::registry::task::{TaskRun, TaskSupport};
 use crate::registry::{
     Annotations, Caller, Level, Registry, SessionState, ToolContext, ToolDef, ToolOutput,
+    ToolResult,
 };
 
 const TOOLSET: &str = "flowmind";
@@ -145,7 +145,7 @@ fn with_insights(out: ToolOutput) -> ToolOutput {
 /// A tool's handler that runs `$handler` and adds `_insights` to its answer.
 macro_rules! enhanced {
     ($name:ident, $handler:path) => {
-        fn $name(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+        fn $name(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, ToolResult> {
             Box::pin(async move { $handler(ctx, args).await.map(with_insights) })
         }
     };
@@ -167,11 +167,11 @@ fn workflow_task_answer<'a>(
     ctx: &'a dyn ToolContext,
     id: &'a str,
     kept: &'a Value,
-) -> LocalBoxFuture<'a, Result<ToolOutput>> {
+) -> LocalBoxFuture<'a, ToolResult> {
     Box::pin(async move { execute::task_answer(ctx, id, kept).await.map(with_insights) })
 }
 
-fn field_request(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+fn field_request(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, ToolResult> {
     Box::pin(async move {
         let started = clock::now_ms();
         let registry = ctx.platform().registry();

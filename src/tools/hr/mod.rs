@@ -18,10 +18,9 @@ use futures::future::LocalBoxFuture;
 use serde_json::{json, Map, Value};
 
 use super::domain::{self, Access, Code, Reply, HIDDEN, SIGNED_IN};
-use crate::error::Result;
 use serde::{Deserialize, Serialize};
 
-use crate::registry::{self, Annotations, Caller, ToolContext, ToolDef, ToolOutput};
+use crate::registry::{self, Annotations, Caller, ToolContext, ToolDef, ToolResult};
 
 const TOOLSET: &str = "hr";
 
@@ -170,10 +169,10 @@ struct GetEmployee {
     name: Option<String>,
 }
 
-fn get_employee(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+fn get_employee(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, ToolResult> {
     domain::answer(Box::pin(async move {
         let args: GetEmployee =
-            registry::typed("get_employee", args).map_err(|e| Reply::from_error(&e))?;
+            registry::typed("get_employee", args).map_err(|e| Reply::from_error(&e.into()))?;
         let caller = ctx.caller();
         let access = Access::of(&caller, ALL_EMPLOYEES);
         let id = named_employee(ctx, &access, args).await?;
@@ -217,10 +216,10 @@ struct ListEmployees {
     cursor: Option<String>,
 }
 
-fn list_employees(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+fn list_employees(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, ToolResult> {
     domain::answer(Box::pin(async move {
         let args: ListEmployees =
-            registry::typed("list_employees", args).map_err(|e| Reply::from_error(&e))?;
+            registry::typed("list_employees", args).map_err(|e| Reply::from_error(&e.into()))?;
         let caller = ctx.caller();
         let access = Access::of(&caller, ALL_EMPLOYEES);
         let limit = args
@@ -278,7 +277,7 @@ fn list_employees(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Resu
     }))
 }
 
-fn get_org_chart(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+fn get_org_chart(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, ToolResult> {
     domain::answer(Box::pin(async move {
         let caller = ctx.caller();
         let access = Access::of(&caller, ALL_EMPLOYEES);
@@ -374,10 +373,7 @@ fn org_tree(rows: &[Value], root: &str) -> Value {
         .unwrap_or(Value::Null)
 }
 
-fn get_performance_reviews(
-    ctx: &dyn ToolContext,
-    args: Value,
-) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+fn get_performance_reviews(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, ToolResult> {
     domain::answer(Box::pin(async move {
         let caller = ctx.caller();
         let access = Access::of(&caller, &["hr-write", "executive"]);
@@ -509,7 +505,7 @@ fn full_name(row: &Value) -> String {
     )
 }
 
-fn delete_employee(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+fn delete_employee(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, ToolResult> {
     domain::answer(Box::pin(async move {
         let id = args["employee_id"].as_str().unwrap_or_default();
         let row = target(ctx, id).await?;
@@ -546,7 +542,7 @@ fn delete_employee(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Res
     }))
 }
 
-fn update_salary(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+fn update_salary(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, ToolResult> {
     domain::answer(Box::pin(async move {
         let id = args["employee_id"].as_str().unwrap_or_default();
         let new_cents = (args["new_salary"].as_f64().unwrap_or(0.0) * 100.0).round() as i64;

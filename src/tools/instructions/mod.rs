@@ -9,7 +9,9 @@ use futures::future::LocalBoxFuture;
 use serde_json::{json, Value};
 
 use crate::error::{Error, Result};
-use crate::registry::{Annotations, CachePolicy, SessionState, ToolContext, ToolDef, ToolOutput};
+use crate::registry::{
+    Annotations, CachePolicy, SessionState, ToolContext, ToolDef, ToolOutput, ToolResult,
+};
 
 const TOOLSET: &str = "instructions";
 const MODE_KEY: &str = "mode";
@@ -109,7 +111,7 @@ fn brief(set: &Value) -> Value {
 fn initialize_travel_assistant(
     ctx: &dyn ToolContext,
     args: Value,
-) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+) -> LocalBoxFuture<'_, ToolResult> {
     Box::pin(async move {
         let mode = match mode_arg(&args) {
             Some(m) => {
@@ -141,20 +143,14 @@ fn initialize_travel_assistant(
     })
 }
 
-fn get_instruction_set(
-    ctx: &dyn ToolContext,
-    args: Value,
-) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+fn get_instruction_set(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, ToolResult> {
     Box::pin(async move {
         let name = args.get("name").and_then(Value::as_str).unwrap_or_default();
         Ok(ToolOutput::Structured(load_set(ctx, name).await?))
     })
 }
 
-fn list_instruction_sets(
-    ctx: &dyn ToolContext,
-    args: Value,
-) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+fn list_instruction_sets(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, ToolResult> {
     Box::pin(async move {
         let rows = match args.get("category").and_then(Value::as_str) {
             Some(c) => {
@@ -178,14 +174,11 @@ fn list_instruction_sets(
     })
 }
 
-fn get_mode_indicator(
-    ctx: &dyn ToolContext,
-    _args: Value,
-) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+fn get_mode_indicator(ctx: &dyn ToolContext, _args: Value) -> LocalBoxFuture<'_, ToolResult> {
     Box::pin(async move { Ok(ToolOutput::Structured(current_mode(ctx)?.summary())) })
 }
 
-fn switch_mode(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+fn switch_mode(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, ToolResult> {
     Box::pin(async move {
         let previous = current_mode(ctx)?;
         let mode = mode_arg(&args).ok_or_else(|| {

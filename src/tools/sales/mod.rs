@@ -28,8 +28,7 @@ use serde_json::{json, Value};
 
 use super::domain::{self, Access, Code, Reply, HIDDEN};
 use crate::clock;
-use crate::error::Result;
-use crate::registry::{Annotations, Caller, ToolContext, ToolDef, ToolOutput};
+use crate::registry::{Annotations, Caller, ToolContext, ToolDef, ToolResult};
 
 const TOOLSET: &str = "sales";
 
@@ -104,7 +103,7 @@ fn customer(row: &Value, caller: &Caller) -> Value {
     })
 }
 
-fn get_customer(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+fn get_customer(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, ToolResult> {
     domain::answer(Box::pin(async move {
         let caller = ctx.caller();
         let id = args["customer_id"].as_str().unwrap_or_default();
@@ -150,7 +149,7 @@ const ALL_DEALS: &[&str] = &["sales-write", "executive"];
 const DEAL_VISIBLE: &str = "(?2 = 1 OR d.owner_id IN (SELECT id FROM visible)
       OR c.account_owner_id IN (SELECT id FROM visible))";
 
-fn list_deals(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+fn list_deals(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, ToolResult> {
     domain::answer(Box::pin(async move {
         let access = Access::of(&ctx.caller(), ALL_DEALS);
         let limit = domain::limit(&args);
@@ -305,7 +304,7 @@ fn pipeline(quarter: &str, rows: &[Value]) -> Value {
     })
 }
 
-fn get_pipeline(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+fn get_pipeline(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, ToolResult> {
     domain::answer(Box::pin(async move {
         let q = match args["quarter"].as_str() {
             Some(given) => quarter(given).ok_or_else(|| {

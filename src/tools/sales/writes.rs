@@ -6,8 +6,7 @@ use futures::future::LocalBoxFuture;
 use serde_json::{json, Value};
 
 use super::TOOLSET;
-use crate::error::Result;
-use crate::registry::{Annotations, ToolContext, ToolDef, ToolOutput};
+use crate::registry::{Annotations, ToolContext, ToolDef, ToolResult};
 use crate::tools::domain::{self, confirm, Code, Reply};
 
 /// Who may change customers and deals.
@@ -29,7 +28,7 @@ fn deal_not_found(id: &str) -> Reply {
     )
 }
 
-fn delete_customer(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+fn delete_customer(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, ToolResult> {
     domain::answer(Box::pin(async move {
         let id = args["customer_id"].as_str().unwrap_or_default();
         let rows = ctx
@@ -66,7 +65,7 @@ fn delete_customer(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Res
     }))
 }
 
-fn close_deal(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+fn close_deal(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, ToolResult> {
     domain::answer(Box::pin(async move {
         let id = args["deal_id"].as_str().unwrap_or_default();
         let won = args["outcome"] == "won";

@@ -32,8 +32,7 @@ use futures::future::LocalBoxFuture;
 use serde_json::{json, Value};
 
 use super::domain::{self, Code, Reply, HIDDEN};
-use crate::error::Result;
-use crate::registry::{Annotations, Caller, ToolContext, ToolDef, ToolOutput};
+use crate::registry::{Annotations, Caller, ToolContext, ToolDef, ToolResult};
 
 const TOOLSET: &str = "support";
 
@@ -115,7 +114,7 @@ fn score(rank: &Value) -> Value {
         .unwrap_or(Value::Null)
 }
 
-fn search_tickets(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+fn search_tickets(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, ToolResult> {
     domain::answer(Box::pin(async move {
         let caller = ctx.caller();
         let limit = domain::limit(&args);
@@ -235,10 +234,7 @@ fn article(row: &Value) -> Value {
     a
 }
 
-fn get_knowledge_article(
-    ctx: &dyn ToolContext,
-    args: Value,
-) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+fn get_knowledge_article(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, ToolResult> {
     domain::answer(Box::pin(async move {
         let id = args["article_id"].as_str().unwrap_or_default();
         let rows = ctx
@@ -271,10 +267,7 @@ fn get_knowledge_article(
     }))
 }
 
-fn search_knowledge_base(
-    ctx: &dyn ToolContext,
-    args: Value,
-) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+fn search_knowledge_base(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, ToolResult> {
     domain::answer(Box::pin(async move {
         let limit = domain::limit(&args);
         let filters = json!({ "query": args.get("query"), "category": args.get("category") });

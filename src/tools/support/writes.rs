@@ -5,8 +5,7 @@ use futures::future::LocalBoxFuture;
 use serde_json::{json, Value};
 
 use super::TOOLSET;
-use crate::error::Result;
-use crate::registry::{Annotations, ToolContext, ToolDef, ToolOutput};
+use crate::registry::{Annotations, ToolContext, ToolDef, ToolResult};
 use crate::tools::domain::{self, confirm, Code, Reply};
 
 /// Who may close tickets.
@@ -20,7 +19,7 @@ fn not_found(id: &str) -> Reply {
     )
 }
 
-fn close_ticket(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+fn close_ticket(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, ToolResult> {
     domain::answer(Box::pin(async move {
         let id = args["ticket_id"].as_str().unwrap_or_default();
         let rows = ctx

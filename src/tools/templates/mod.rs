@@ -24,7 +24,7 @@ use crate::engine::output::{self, Format};
 use crate::engine::template::{RenderOptions, Template};
 use crate::engine::variables::{self, Schema};
 use crate::error::{Error, Result};
-use crate::registry::{self, Annotations, ToolContext, ToolDef, ToolOutput};
+use crate::registry::{self, Annotations, ToolContext, ToolDef, ToolError, ToolOutput, ToolResult};
 use crate::tools::ownership::{name_clash, sharing_params, Principal, Sharing};
 use crate::tools::{not_found_listing, opt_bool, refuse_if_any};
 
@@ -124,7 +124,7 @@ fn declared(path: &str, keys: &[&String]) -> bool {
     Declared::new(keys).covers(path)
 }
 
-fn create_template(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+fn create_template(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, ToolResult> {
     Box::pin(async move {
         let def = &args["template_definition"];
         let opts = args
@@ -147,9 +147,11 @@ fn create_template(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Res
             .filter(|k| !variables::valid_path(k))
             .collect();
         if !bad_defaults.is_empty() {
-            return Err(Error::ToolFailed(format!(
-                "default_values keys must be dotted paths like client.tier; not valid: {bad_defaults:?}"
-            )));
+            return Err(ToolError::Failed {
+                message: format!(
+                    "default_values keys must be dotted paths like client.tier; not valid: {bad_defaults:?}"
+                ),
+            });
         }
 
         let mut warnings = Vec::new();
@@ -259,7 +261,8 @@ fn create_template(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Res
                 name,
                 |_| None,
             )
-            .await);
+            .await
+            .into());
         };
         let updated = saved["revision"].as_i64().unwrap_or(1) > 1;
 
@@ -573,7 +576,7 @@ async fn process(ctx: &dyn ToolContext, args: &ProcessTemplate) -> Result<Value>
     Ok(answer)
 }
 
-fn process_template(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Result<ToolOutput>> {
+fn process_template(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, ToolResult> {
     Box::pin(async move {
         let args: ProcessTemplate = registry::typed("process_template", args)?;
         let value = match process(ctx, &args).await {
@@ -581,7 +584,7 @@ fn process_template(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Re
             Err(e) => {
                 let opts = args.processing_options.as_ref();
                 let Some(fallback) = opts.and_then(|o| o.fallback_content.as_deref()) else {
-                    return Err(e);
+                    return Err(e.into());
                 };
                 let format = opts
                     .and_then(|o| o.output_format.as_deref())
