@@ -14,6 +14,7 @@ use worker::wasm_bindgen::JsValue;
 use worker::web_sys::{self, AbortSignal};
 use worker::{Env, Method, Request, Response};
 
+use crate::engine::read;
 use crate::error::{Error, Result};
 use crate::registry::Caller;
 
@@ -58,21 +59,27 @@ pub fn encode_caller(caller: &Caller) -> String {
     URL_SAFE_NO_PAD.encode(json.to_string())
 }
 
+/// The caller fields of [`decode_caller`]'s header, read by hand from the parsed `Value` (the one
+/// parser of JSON bytes the Worker has) rather than by a derived reader of its own
+/// (docs/decisions.md, "Derived readers").
+fn wire_of(bytes: &[u8]) -> read::Read<(Option<String>, Vec<String>)> {
+    let mut m = read::object(serde_json::from_slice(bytes)?, "Wire")?;
+    Ok((
+        read::optional(&mut m, "user", read::string)?,
+        read::list(read::required(&mut m, "roles")?, read::string)?,
+    ))
+}
+
 /// The caller of an internal request, from its [`CALLER_HEADER`] value. Only the Worker sets it
 /// (clients cannot reach the objects); a missing or unreadable value is the anonymous caller, never
 /// a guess.
 pub fn decode_caller(value: Option<&str>) -> Caller {
-    #[derive(serde::Deserialize)]
-    struct Wire {
-        user: Option<String>,
-        roles: Vec<String>,
-    }
     value
         .and_then(|v| URL_SAFE_NO_PAD.decode(v.trim()).ok())
-        .and_then(|bytes| serde_json::from_slice::<Wire>(&bytes).ok())
-        .map_or_else(Caller::anonymous, |w| Caller {
-            user: w.user.filter(|u| !u.is_empty()),
-            roles: w.roles,
+        .and_then(|bytes| wire_of(&bytes).ok())
+        .map_or_else(Caller::anonymous, |(user, roles)| Caller {
+            user: user.filter(|u| !u.is_empty()),
+            roles,
         })
 }
 
@@ -334,6 +341,13 @@ mod tests {
         assert_eq!(decode_caller(Some(&header)), tricky);
         let anonymous = Caller::anonymous();
         assert_eq!(decode_caller(Some(&encode_caller(&anonymous))), anonymous);
+        for (json, user) in [
+            (r#"{"roles":["r"]}"#, None),
+            (r#"{"user":"","roles":["r"]}"#, None),
+        ] {
+            let caller = decode_caller(Some(&URL_SAFE_NO_PAD.encode(json)));
+            assert_eq!((caller.user, caller.roles), (user, vec!["r".to_string()]));
+        }
         for unreadable in [None, Some(""), Some("x,executive"), Some("e30")] {
             assert_eq!(decode_caller(unreadable), anonymous, "{unreadable:?}");
         }

@@ -101,3 +101,8 @@ pub fn u8(v: Value) -> Read<u8> {
         .and_then(|n| u8::try_from(n).ok())
         .ok_or_else(|| mistyped(&v, "u8"))
 }
+
+/// The boolean `v`.
+pub fn bool(v: Value) -> Read<bool> {
+    v.as_bool().ok_or_else(|| mistyped(&v, "a boolean"))
+}

@@ -7,6 +7,8 @@
 
 use serde::Deserialize;
 
+use crate::engine::read;
+
 /// A tool's context text.
 #[derive(Debug, Clone, Default, Deserialize, PartialEq)]
 pub struct ToolText {
@@ -125,7 +127,19 @@ pub fn raw(name: &str) -> Option<&'static str> {
 /// The context text of tool `name`; `None` when it has none or its file does not parse (the
 /// completeness test rules both out for every registered tool).
 pub fn of(name: &str) -> Option<ToolText> {
-    serde_json::from_str(raw(name)?).ok()
+    tool_text(raw(name)?).ok()
+}
+
+/// A context file, read by hand from the parsed `Value` rather than by a derived reader of its own
+/// (docs/decisions.md, "Derived readers").
+fn tool_text(text: &str) -> read::Read<ToolText> {
+    let mut m = read::object(serde_json::from_str(text)?, "ToolText")?;
+    Ok(ToolText {
+        tool: read::string(read::required(&mut m, "tool")?)?,
+        purpose: read::string(read::required(&mut m, "purpose")?)?,
+        synonyms: read::list(read::required(&mut m, "synonyms")?, read::string)?,
+        examples: read::list(read::required(&mut m, "examples")?, read::string)?,
+    })
 }
 
 #[cfg(test)]
@@ -146,6 +160,11 @@ mod tests {
                 });
                 let text: ToolText = serde_json::from_str(raw)
                     .unwrap_or_else(|e| panic!("{name}.context.json: {e}"));
+                assert_eq!(
+                    tool_text(raw).ok().as_ref(),
+                    Some(&text),
+                    "{name}: the hand reader"
+                );
                 assert_eq!(text.tool, name);
                 assert!(
                     text.purpose.split_whitespace().count() >= 6,
