@@ -1,8 +1,12 @@
-//! The one error type of mcp-edge, and the one place that maps it to JSON-RPC codes and HTTP statuses.
+//! The error type of the transport and the protocol, and the one place that maps it to JSON-RPC
+//! codes and HTTP statuses.
 //!
-//! Every failure, from a bad `Accept` header to a missing D1 table, becomes an [`Error`]. Its `Display`
-//! is the message a client sees: short, naming what was wrong and what to do. Internal details (SQL
-//! errors, JS exceptions) are logged by the edge layer and never echoed verbatim to clients.
+//! Every failure, from a bad `Accept` header to a missing D1 table, becomes an [`Error`]; what a
+//! tool call ends in is `registry::ToolError`, which wraps the `Error` a handler's `?` meets (the
+//! few tool variants left here are raised by platform code that still returns `Error`). Its
+//! `Display` is the message a client sees: short, naming what was wrong and what to do. Internal
+//! details (SQL errors, JS exceptions) are logged by the edge layer and never echoed verbatim to
+//! clients.
 
 use std::fmt;
 

@@ -64,16 +64,6 @@ pub enum ToolError {
 }
 
 impl ToolError {
-    /// A refusal with `code` and no details or fix: the common case.
-    pub fn refused(code: &'static str, message: impl Into<String>) -> ToolError {
-        ToolError::Refused {
-            code,
-            message: message.into(),
-            fix: None,
-            details: Value::Null,
-        }
-    }
-
     /// The code a client may branch on, for the variants that carry one.
     pub fn code(&self) -> Option<&'static str> {
         match self {
@@ -212,6 +202,7 @@ mod tests {
             (Error::Timeout("slow".into()), "timeout"),
             (Error::Client("declined".into()), "unavailable"),
             (Error::Storage("D1: secret".into()), "unavailable"),
+            (Error::Forbidden("not yours".into()), "tool_error"),
         ] {
             let tool = ToolError::from(e.clone());
             assert_eq!(tool.public_message(), e.public_message());
@@ -233,19 +224,5 @@ mod tests {
         let s = e.structured().unwrap();
         assert_eq!(s["error"]["code"], "PATH_NOT_FOUND");
         assert_eq!(s["error"]["path_name"], "x");
-    }
-
-    #[test]
-    fn labels_tell_retryable_faults_from_refusals() {
-        assert_eq!(
-            ToolError::from(Error::Storage("x".into())).label(),
-            "unavailable"
-        );
-        assert_eq!(
-            ToolError::from(Error::Forbidden("x".into())).label(),
-            "tool_error"
-        );
-        assert_eq!(ToolError::refused("NO", "x").label(), "tool_error");
-        assert_eq!(ToolError::refused("NO", "x").to_string(), "NO: x");
     }
 }
