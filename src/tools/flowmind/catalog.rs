@@ -280,6 +280,64 @@ pub struct Catalog {
     pub contexts: Vec<Context>,
     /// The index over them (shared by the catalogs of one generation that differ only in usage).
     pub matcher: Rc<Matcher>,
+    /// The contexts other than tools, grouped by type and complexity (shared like `matcher`).
+    pub groups: Rc<Groups>,
+}
+
+/// The contexts of a catalog that are not tools, grouped by type and complexity: what the
+/// filters of a search look at for them (the type filter, and a caller's level by complexity;
+/// roles only ever hide tools). A search decides once per group instead of once per context, so
+/// the filters cost the number of groups and tools, not the catalog's size, and never touch the
+/// contexts themselves (with 10,000 of them, reading each one's type and URI costs more than the
+/// search).
+#[derive(Debug, Default)]
+pub struct Groups {
+    /// Each context's group, or [`Groups::TOOL`] for a tool, decided one by one.
+    pub of: Vec<u16>,
+    /// A context of each group, whose verdict is its group's.
+    pub first: Vec<usize>,
+    /// How many contexts each group has.
+    pub size: Vec<usize>,
+    /// The positions of the tools (and of anything whose URI says `tool://`).
+    pub tools: Vec<usize>,
+}
+
+impl Groups {
+    /// The group of a context decided on its own.
+    pub const TOOL: u16 = u16::MAX;
+
+    fn of(contexts: &[Context]) -> Groups {
+        let mut g = Groups::default();
+        let mut keys: Vec<(&str, &str)> = Vec::new();
+        for (i, c) in contexts.iter().enumerate() {
+            let key = (c.kind.as_str(), c.complexity.as_str());
+            let alone = c.kind == "tool" || c.uri.starts_with("tool://");
+            let found = keys.iter().position(|k| *k == key);
+            match found {
+                // Types and complexities are a handful each; past u16::MAX - 1 groups (never,
+                // with the CHECK constraints) a context is decided on its own.
+                _ if alone => {
+                    g.of.push(Groups::TOOL);
+                    g.tools.push(i);
+                }
+                Some(k) => {
+                    g.of.push(k as u16);
+                    g.size[k] += 1;
+                }
+                None if keys.len() < usize::from(Groups::TOOL) => {
+                    g.of.push(keys.len() as u16);
+                    keys.push(key);
+                    g.first.push(i);
+                    g.size.push(1);
+                }
+                None => {
+                    g.of.push(Groups::TOOL);
+                    g.tools.push(i);
+                }
+            }
+        }
+        g
+    }
 }
 
 impl Catalog {
@@ -294,6 +352,7 @@ impl Catalog {
         Catalog {
             generation,
             matcher: Rc::new(Matcher::new(entries, params)),
+            groups: Rc::new(Groups::of(&contexts)),
             contexts,
         }
     }
@@ -324,6 +383,7 @@ impl Catalog {
             generation: self.generation,
             contexts,
             matcher: self.matcher.clone(),
+            groups: self.groups.clone(),
         }
     }
 

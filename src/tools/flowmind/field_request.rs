@@ -38,16 +38,77 @@ fn request<'a>(args: &'a Args, text: &'a str, provided: &'a [String]) -> Request
     }
 }
 
+/// The contexts a search may return: those passing the type filter and `visible`.
+struct Keep<'a> {
+    catalog: &'a Catalog,
+    args: &'a Args,
+    visible: &'a dyn Fn(&Context) -> bool,
+    /// The verdict of each group of [`Catalog::groups`].
+    groups: Vec<bool>,
+}
+
+impl<'a> Keep<'a> {
+    /// The filters of `args` and `visible` over `catalog`. `visible` may hide any tool, but a
+    /// context that is not a tool only by its type and complexity (as roles and levels do): its
+    /// group's verdict is its own.
+    fn new(catalog: &'a Catalog, args: &'a Args, visible: &'a dyn Fn(&Context) -> bool) -> Self {
+        let mut keep = Keep {
+            catalog,
+            args,
+            visible,
+            groups: Vec::new(),
+        };
+        keep.groups = catalog
+            .groups
+            .first
+            .iter()
+            .map(|&i| keep.alone(i))
+            .collect();
+        keep
+    }
+
+    /// Context `i`'s verdict, decided on its own.
+    fn alone(&self, i: usize) -> bool {
+        let c = &self.catalog.contexts[i];
+        (self.args.types.is_empty() || self.args.types.contains(&c.kind)) && (self.visible)(c)
+    }
+
+    /// Whether context `i` passes.
+    fn keeps(&self, i: usize) -> bool {
+        match self.catalog.groups.of[i] {
+            super::catalog::Groups::TOOL => self.alone(i),
+            g => self.groups[usize::from(g)],
+        }
+    }
+
+    /// How many contexts pass.
+    fn count(&self) -> usize {
+        let groups: usize = self
+            .groups
+            .iter()
+            .zip(&self.catalog.groups.size)
+            .filter(|(kept, _)| **kept)
+            .map(|(_, n)| n)
+            .sum();
+        groups
+            + self
+                .catalog
+                .groups
+                .tools
+                .iter()
+                .filter(|&&i| self.alone(i))
+                .count()
+    }
+}
+
 /// Whether context `i` passes the type filter and `visible`.
 fn keeper<'a>(
     catalog: &'a Catalog,
     args: &'a Args,
     visible: &'a dyn Fn(&Context) -> bool,
 ) -> impl Fn(usize) -> bool + 'a {
-    move |i: usize| {
-        let c = &catalog.contexts[i];
-        (args.types.is_empty() || args.types.contains(&c.kind)) && visible(c)
-    }
+    let keep = Keep::new(catalog, args, visible);
+    move |i: usize| keep.keeps(i)
 }
 
 /// The status of ranked `candidates` for `args`.
@@ -92,13 +153,14 @@ pub fn search_with(
 ) -> Outcome {
     let provided: Vec<String> = args.variables.keys().cloned().collect();
     let text = args.text();
-    let keep = keeper(catalog, args, visible);
-    let searched = (0..catalog.contexts.len()).filter(|&i| keep(i)).count();
+    let filters = Keep::new(catalog, args, visible);
+    let searched = filters.count();
+    let keep = |i: usize| filters.keeps(i);
     let limit = args.max_results.max(2);
     let mut candidates = catalog.matcher.rank(
         &request(args, &text, &provided),
         model,
-        &keep,
+        keep,
         limit.max(TWO_INTENT_DEPTH),
     );
     let mut status = status_with(args, &candidates, t);
@@ -234,8 +296,7 @@ pub fn search_blended(
 ) -> Outcome {
     let provided: Vec<String> = args.variables.keys().cloned().collect();
     let text = args.text();
-    let keep = keeper(catalog, args, visible);
-    let searched = (0..catalog.contexts.len()).filter(|&i| keep(i)).count();
+    let searched = Keep::new(catalog, args, visible).count();
     let candidates = catalog.matcher.rank_blended(
         &request(args, &text, &provided),
         &Model::default(),
@@ -539,6 +600,53 @@ mod tests {
         let rows: Vec<Value> =
             serde_json::from_str(include_str!("../../../data/flowmind/contexts.json")).unwrap();
         Catalog::new(0, rows.iter().map(Context::from_row).collect())
+    }
+
+    #[test]
+    fn filters_decided_per_group_agree_with_each_context_decided_alone() {
+        let mut contexts = catalog().contexts;
+        for (i, name) in ["list_employees", "search_flights", "delete_chain"]
+            .iter()
+            .enumerate()
+        {
+            let mut tool = contexts[i].clone();
+            tool.kind = "tool".into();
+            tool.uri = format!("tool://{name}");
+            tool.complexity = ["simple", "moderate", "complex"][i].into();
+            contexts.push(tool);
+        }
+        let c = Catalog::new(0, contexts);
+        assert!(c.groups.first.len() < 20, "{:?}", c.groups.first);
+        assert_eq!(c.groups.tools.len(), 3);
+        let visibilities: [&dyn Fn(&Context) -> bool; 4] = [
+            &|_| true,
+            &|x| x.uri != "tool://search_flights",
+            &|x| x.complexity != "expert" && x.complexity != "complex",
+            &|x| !x.uri.starts_with("tool://") && x.kind != "agent",
+        ];
+        for types in [
+            json!([]),
+            json!(["workflow"]),
+            json!(["tool"]),
+            json!(["agent", "pattern"]),
+        ] {
+            let a = Args::read(&json!({
+                "query": "The checkout API is returning errors",
+                "confidence_level": 0.5,
+                "context_preferences": { "type_filter": types },
+            }));
+            for visible in visibilities {
+                let keep = Keep::new(&c, &a, visible);
+                let alone: Vec<bool> = (0..c.contexts.len()).map(|i| keep.alone(i)).collect();
+                let grouped: Vec<bool> = (0..c.contexts.len()).map(|i| keep.keeps(i)).collect();
+                assert_eq!(grouped, alone, "{types}");
+                assert_eq!(
+                    keep.count(),
+                    alone.iter().filter(|k| **k).count(),
+                    "{types}"
+                );
+            }
+        }
     }
 
     fn ask(c: &Catalog, args: Value) -> (Outcome, Value) {
