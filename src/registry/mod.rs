@@ -470,7 +470,7 @@ impl Registry {
                     .transpose()?,
             });
         }
-        tools.sort_by(|a, b| a.def.name.cmp(b.def.name));
+        crate::engine::sort::sort_by(&mut tools, |a, b| a.def.name.cmp(b.def.name));
         let mut by_name = HashMap::new();
         for (i, t) in tools.iter().enumerate() {
             if by_name.insert(t.def.name, i).is_some() {

@@ -203,7 +203,7 @@ impl Secrets {
     }
 
     fn scrubber(mut self) -> Scrubber {
-        self.strings.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        crate::engine::sort::sort_by_key(&mut self.strings, |s| std::cmp::Reverse(s.len()));
         self.strings.dedup();
         let literal = if self.strings.is_empty() {
             None

@@ -728,11 +728,11 @@ pub fn legacy_question(
     let (method, mut params) = if !q.human && capabilities.get("sampling").is_some() {
         ("sampling/createMessage", q.request["params"].clone())
     } else if capabilities.get("elicitation").is_some() {
-        let properties: Map<String, Value> = q
-            .outputs
-            .iter()
-            .map(|name| (name.clone(), json!({ "type": "string", "title": name })))
-            .collect();
+        let properties: Map<String, Value> = crate::engine::sort::object(
+            q.outputs
+                .iter()
+                .map(|name| (name.clone(), json!({ "type": "string", "title": name }))),
+        );
         let params = json!({
             "message": q.message,
             "requestedSchema": { "type": "object", "properties": properties, "required": q.outputs },
@@ -777,16 +777,17 @@ pub fn answered_outputs(
                 ))
             })?
     };
-    q.outputs
-        .iter()
-        .map(|name| match given.get(name) {
-            Some(v) => Ok((name.clone(), v.clone())),
-            None => Err(Error::Client(format!(
+    let mut outputs = Map::new();
+    for name in &q.outputs {
+        let Some(v) = given.get(name) else {
+            return Err(Error::Client(format!(
                 "the client's answer to {} lacks the output {name:?} (wanted: {wanted}); the task still waits for input",
                 q.key
-            ))),
-        })
-        .collect()
+            )));
+        };
+        outputs.insert(name.clone(), v.clone());
+    }
+    Ok(outputs)
 }
 
 /// The outputs the client's `responses` supply for paused steps (`key` → the output variables
@@ -853,10 +854,9 @@ pub fn chain_task(owner: &str, view: &Value, result: Option<Value>, now: f64) ->
     match view["status"].as_str() {
         Some("running") => {}
         Some("awaiting_input") => {
-            task.asked = step_questions(view)
-                .into_iter()
-                .map(|q| (q.key, q.request))
-                .collect();
+            task.asked = crate::engine::sort::object(
+                step_questions(view).into_iter().map(|q| (q.key, q.request)),
+            );
             task.status = Status::InputRequired;
         }
         Some("cancelled") => {

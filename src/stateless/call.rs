@@ -151,10 +151,11 @@ async fn resume(p: &dyn Platform, params: &Map<String, Value>, binding: &Binding
     if !redeem(p, &state).await? {
         return Err(replayed());
     }
-    let mut answers: Map<String, Value> = responses
-        .into_iter()
-        .filter(|(key, _)| state.asked.contains(key))
-        .collect();
+    let mut answers: Map<String, Value> = crate::engine::sort::object(
+        responses
+            .into_iter()
+            .filter(|(key, _)| state.asked.contains(key)),
+    );
     answers.extend(state.answers);
     Ok(Round {
         answers,

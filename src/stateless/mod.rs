@@ -236,10 +236,11 @@ async fn tasks_answer(
                 .get("inputResponses")
                 .and_then(Value::as_object)
                 .map(|m| {
-                    m.iter()
-                        .filter(|(_, v)| v.is_object())
-                        .map(|(k, v)| (k.clone(), v.clone()))
-                        .collect()
+                    crate::engine::sort::object(
+                        m.iter()
+                            .filter(|(_, v)| v.is_object())
+                            .map(|(k, v)| (k.clone(), v.clone())),
+                    )
                 })
                 .unwrap_or_default();
             (args, answers)
