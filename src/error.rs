@@ -103,8 +103,6 @@ pub enum Error {
     ResourceNotFound(String),
     /// The request was cancelled by the client (JSON-RPC -32800).
     Cancelled,
-    /// A tool's input failed its JSON Schema: reported as a tool result with `isError: true`.
-    InvalidArguments(String),
     /// A record the caller named does not exist: reported as a tool result with `isError: true`.
     NoSuchRecord(String),
     /// A tool could not do what was asked; the text tells the model why (a tool result with
@@ -134,9 +132,7 @@ impl Error {
             Error::Parse(_) => code::PARSE_ERROR,
             Error::InvalidRequest(_) => code::INVALID_REQUEST,
             Error::MethodNotFound(_) => code::METHOD_NOT_FOUND,
-            Error::InvalidParams(_) | Error::InvalidArguments(_) | Error::BadMeta(_) => {
-                code::INVALID_PARAMS
-            }
+            Error::InvalidParams(_) | Error::BadMeta(_) => code::INVALID_PARAMS,
             Error::HeaderMismatch(_) => code::HEADER_MISMATCH,
             Error::UnsupportedVersion { .. } => code::UNSUPPORTED_VERSION,
             Error::MissingCapability { .. } => code::MISSING_CAPABILITY,
@@ -191,7 +187,6 @@ impl Error {
             | Error::InvalidParams(_)
             | Error::ResourceNotFound(_)
             | Error::Cancelled
-            | Error::InvalidArguments(_)
             | Error::NoSuchRecord(_)
             | Error::ToolFailed(_)
             | Error::Timeout(_)
@@ -252,7 +247,6 @@ impl fmt::Display for Error {
             | Error::BadMeta(m)
             | Error::HeaderMismatch(m)
             | Error::ResourceNotFound(m)
-            | Error::InvalidArguments(m)
             | Error::NoSuchRecord(m)
             | Error::ToolFailed(m)
             | Error::Timeout(m)

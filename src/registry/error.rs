@@ -64,6 +64,14 @@ pub enum ToolError {
 }
 
 impl ToolError {
+    /// Arguments that are wrong, the message saying what and how to correct them.
+    pub fn invalid(message: impl Into<String>) -> Self {
+        ToolError::Invalid {
+            message: message.into(),
+            fix: None,
+        }
+    }
+
     /// The code a client may branch on, for the variants that carry one.
     pub fn code(&self) -> Option<&'static str> {
         match self {
@@ -153,7 +161,6 @@ impl std::error::Error for ToolError {}
 impl From<Error> for ToolError {
     fn from(e: Error) -> Self {
         match e {
-            Error::InvalidArguments(message) => ToolError::Invalid { message, fix: None },
             Error::NoSuchRecord(message) => ToolError::NotFound {
                 code: None,
                 message,
@@ -176,10 +183,13 @@ impl From<serde_json::Error> for ToolError {
 /// The way back, for a tool's error that ends a protocol request rather than a tool call (a
 /// `tasks/*` request resuming a chain): the same text, and the JSON-RPC code and HTTP status the
 /// tool variants of [`Error`] carry.
+/// The way back, for a tool's error that ends a protocol request rather than a tool call (a
+/// `tasks/*` request resuming a chain): the same text, and the JSON-RPC code and HTTP status the
+/// tool variants of [`Error`] carry.
 impl From<ToolError> for Error {
     fn from(e: ToolError) -> Self {
         match e {
-            ToolError::Invalid { .. } => Error::InvalidArguments(e.to_string()),
+            ToolError::Invalid { .. } => Error::InvalidParams(e.to_string()),
             ToolError::NotFound { code: None, .. } => Error::NoSuchRecord(e.to_string()),
             ToolError::Timeout(m) => Error::Timeout(m),
             ToolError::Client(m) => Error::Client(m),
@@ -196,7 +206,6 @@ mod tests {
     #[test]
     fn errors_from_the_platform_keep_their_text_and_kind() {
         for (e, label) in [
-            (Error::InvalidArguments("bad".into()), "invalid_arguments"),
             (Error::NoSuchRecord("gone".into()), "tool_error"),
             (Error::ToolFailed("upstream".into()), "tool_error"),
             (Error::Timeout("slow".into()), "timeout"),
@@ -210,6 +219,9 @@ mod tests {
             assert!(tool.structured().is_none());
             assert_eq!(Error::from(tool), e);
         }
+        let bad = ToolError::invalid("bad");
+        assert_eq!(bad.label(), "invalid_arguments");
+        assert_eq!(Error::from(bad), Error::InvalidParams("bad".into()));
     }
 
     #[test]

@@ -37,9 +37,9 @@ impl Validator {
 /// A handler's arguments as its typed `Args` (`serde`, `deny_unknown_fields`), read after the
 /// input schema has passed them: a field the struct does not know, or of another type, is a bad
 /// call named as such rather than a value read as empty.
-pub fn typed<T: DeserializeOwned>(tool: &str, args: Value) -> Result<T> {
+pub fn typed<T: DeserializeOwned>(tool: &str, args: Value) -> super::ToolResult<T> {
     serde_json::from_value(args).map_err(|e| {
-        Error::InvalidArguments(format!(
+        super::ToolError::invalid(format!(
             "Invalid arguments for tool {tool}: {e}. Fix the arguments to match the tool's inputSchema and call again."
         ))
     })

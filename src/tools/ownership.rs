@@ -17,7 +17,7 @@
 use serde_json::{json, Value};
 
 use crate::error::{Error, Result};
-use crate::registry::{Caller, ToolContext};
+use crate::registry::{Caller, ToolContext, ToolError, ToolResult};
 
 /// The role that may change shipped records (owner `NULL`).
 pub const ADMIN_ROLE: &str = "admin";
@@ -69,7 +69,7 @@ impl Sharing {
     /// What `holder` (an arguments or options object) asks for in `visibility` and
     /// `shared_roles`: `None` when it names neither (a new record is then private, a replaced one
     /// keeps its visibility). `at` names the object in errors (`creation_options.`, or empty).
-    pub fn from_args(holder: &Value, at: &str) -> Result<Option<Sharing>> {
+    pub fn from_args(holder: &Value, at: &str) -> ToolResult<Option<Sharing>> {
         let visibility = holder.get("visibility").and_then(Value::as_str);
         let roles = holder.get("shared_roles");
         if visibility.is_none() && roles.is_none() {
@@ -78,7 +78,7 @@ impl Sharing {
         let visibility = match visibility {
             None => Visibility::Shared,
             Some(v) => Visibility::parse(v).ok_or_else(|| {
-                Error::InvalidArguments(format!(
+                ToolError::invalid(format!(
                     "{at}visibility must be private, shared or public; got {v:?}"
                 ))
             })?,
@@ -95,7 +95,7 @@ impl Sharing {
                             }
                         }
                         _ => {
-                            return Err(Error::InvalidArguments(format!(
+                            return Err(ToolError::invalid(format!(
                                 "{at}shared_roles must list role names (1 to 100 characters each), such as \"hr-read\"; got {item}"
                             )))
                         }
@@ -104,22 +104,22 @@ impl Sharing {
                 out
             }
             Some(other) => {
-                return Err(Error::InvalidArguments(format!(
+                return Err(ToolError::invalid(format!(
                     "{at}shared_roles must be an array of role names; got {other}"
                 )))
             }
         };
         if roles.len() > MAX_SHARED_ROLES {
-            return Err(Error::InvalidArguments(format!(
+            return Err(ToolError::invalid(format!(
                 "{at}shared_roles lists {} roles; at most {MAX_SHARED_ROLES} are allowed",
                 roles.len()
             )));
         }
         match (visibility, roles.is_empty()) {
-            (Visibility::Shared, true) => Err(Error::InvalidArguments(format!(
+            (Visibility::Shared, true) => Err(ToolError::invalid(format!(
                 "{at}visibility \"shared\" needs {at}shared_roles: the roles whose holders may read the record, such as [\"hr-read\"]"
             ))),
-            (Visibility::Private | Visibility::Public, false) => Err(Error::InvalidArguments(format!(
+            (Visibility::Private | Visibility::Public, false) => Err(ToolError::invalid(format!(
                 "{at}shared_roles is only used with {at}visibility \"shared\"; set visibility to \"shared\" or leave shared_roles out"
             ))),
             _ => Ok(Some(Sharing { visibility, roles })),

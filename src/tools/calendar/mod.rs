@@ -19,7 +19,9 @@ use sha2::{Digest, Sha256};
 
 use crate::error::{Error, Result};
 use crate::registry::cache::{CachePolicy, MIN_TTL_SECS};
-use crate::registry::{Annotations, Outbound, ToolContext, ToolDef, ToolOutput, ToolResult};
+use crate::registry::{
+    Annotations, Outbound, ToolContext, ToolDef, ToolError, ToolOutput, ToolResult,
+};
 use crate::tools::upstream::{encode, Api, FIX_ARGUMENTS};
 
 const TOOLSET: &str = "calendar";
@@ -112,9 +114,9 @@ const DEFAULT_MAX_RESULTS: u64 = 25;
 
 /// The value of a field given under its seed name or its earlier name; both at once is refused,
 /// since they could disagree.
-fn either<'a>(args: &'a Value, name: &str, earlier: &str) -> Result<Option<&'a Value>> {
+fn either<'a>(args: &'a Value, name: &str, earlier: &str) -> ToolResult<Option<&'a Value>> {
     match (args.get(name), args.get(earlier)) {
-        (Some(_), Some(_)) => Err(Error::InvalidArguments(format!(
+        (Some(_), Some(_)) => Err(ToolError::invalid(format!(
             "{name} and {earlier} are the same field under two names; give only {name}"
         ))),
         (a, b) => Ok(a.or(b)),
@@ -124,13 +126,13 @@ fn either<'a>(args: &'a Value, name: &str, earlier: &str) -> Result<Option<&'a V
 impl EventQuery {
     /// Reads validated arguments; refuses a window that ends before it starts, which the schema
     /// cannot express.
-    fn from_args(args: &Value) -> Result<EventQuery> {
-        let text = |name: &str, earlier: &str| -> Result<String> {
+    fn from_args(args: &Value) -> ToolResult<EventQuery> {
+        let text = |name: &str, earlier: &str| -> ToolResult<String> {
             either(args, name, earlier)?
                 .and_then(Value::as_str)
                 .map(str::to_string)
                 .ok_or_else(|| {
-                    Error::InvalidArguments(format!(
+                    ToolError::invalid(format!(
                         "{name} is required: an RFC 3339 time like 2025-05-10T00:00:00Z"
                     ))
                 })
@@ -139,13 +141,13 @@ impl EventQuery {
         let time_max = text("timeMax", "time_max")?;
         let parse = |field: &str, text: &str| {
             DateTime::parse_from_rfc3339(text).map_err(|_| {
-                Error::InvalidArguments(format!(
+                ToolError::invalid(format!(
                     "{field} must be an RFC 3339 time like 2025-05-10T00:00:00Z, got {text:?}"
                 ))
             })
         };
         if parse("timeMax", &time_max)? <= parse("timeMin", &time_min)? {
-            return Err(Error::InvalidArguments(format!(
+            return Err(ToolError::invalid(format!(
                 "timeMax {time_max} is not after timeMin {time_min}; give a window that ends after it starts"
             )));
         }
@@ -333,7 +335,7 @@ mod tests {
         let both = json!({"timeMin":"2025-05-10T00:00:00Z","time_min":"2025-05-09T00:00:00Z","timeMax":"2025-05-11T00:00:00Z"});
         assert!(matches!(
             EventQuery::from_args(&both),
-            Err(Error::InvalidArguments(m)) if m == "timeMin and time_min are the same field under two names; give only timeMin"
+            Err(ToolError::Invalid { message: m, .. }) if m == "timeMin and time_min are the same field under two names; give only timeMin"
         ));
     }
 
@@ -361,7 +363,9 @@ mod tests {
         let e = EventQuery::from_args(
             &json!({"timeMin":"2025-05-10T02:00:00+02:00","timeMax":"2025-05-10T00:00:00Z"}),
         );
-        assert!(matches!(e, Err(Error::InvalidArguments(m)) if m.contains("not after timeMin")));
+        assert!(
+            matches!(e, Err(ToolError::Invalid { message: m, .. }) if m.contains("not after timeMin"))
+        );
     }
 
     #[test]

@@ -10,7 +10,9 @@ use serde_json::{json, Value};
 
 use crate::error::{Error, Result};
 use crate::registry::cache::CachePolicy;
-use crate::registry::{Annotations, Outbound, ToolContext, ToolDef, ToolOutput, ToolResult};
+use crate::registry::{
+    Annotations, Outbound, ToolContext, ToolDef, ToolError, ToolOutput, ToolResult,
+};
 use crate::tools::upstream::{Api, FIX_ARGUMENTS};
 
 const TOOLSET: &str = "flights";
@@ -46,21 +48,21 @@ fn duffel_error(body: &Value) -> Option<String> {
 }
 
 /// The date of `field` (the schema checked its format; this parses it for comparison).
-fn date(args: &Value, field: &str) -> Result<NaiveDate> {
+fn date(args: &Value, field: &str) -> ToolResult<NaiveDate> {
     let text = args[field].as_str().unwrap_or_default();
     NaiveDate::parse_from_str(text, "%Y-%m-%d").map_err(|_| {
-        Error::InvalidArguments(format!(
+        ToolError::invalid(format!(
             "{field} must be a date like 2025-05-10, got {text:?}"
         ))
     })
 }
 
 /// Checks what the schema cannot express and builds Duffel's offer request body.
-fn offer_request(args: &Value) -> Result<Value> {
+fn offer_request(args: &Value) -> ToolResult<Value> {
     let origin = args["origin"].as_str().unwrap_or_default();
     let destination = args["destination"].as_str().unwrap_or_default();
     if origin == destination {
-        return Err(Error::InvalidArguments(format!(
+        return Err(ToolError::invalid(format!(
             "origin and destination are both {origin}; give two different airports"
         )));
     }
@@ -74,7 +76,7 @@ fn offer_request(args: &Value) -> Result<Value> {
         let back = date(args, "return_date")?;
         // A same-day return (a day trip) is a real itinerary, so only an earlier date is refused.
         if back < departure {
-            return Err(Error::InvalidArguments(format!(
+            return Err(ToolError::invalid(format!(
                 "return_date {back} is before departure_date {departure}; the return must be on or after the departure"
             )));
         }
@@ -296,12 +298,12 @@ mod tests {
             &json!({"origin":"SFO","destination":"CDG","departure_date":"2025-05-10","return_date":"2025-05-09"}),
         );
         assert!(
-            matches!(e, Err(Error::InvalidArguments(m)) if m.contains("before departure_date"))
+            matches!(e, Err(ToolError::Invalid { message: m, .. }) if m.contains("before departure_date"))
         );
         let e = offer_request(
             &json!({"origin":"SFO","destination":"SFO","departure_date":"2025-05-10"}),
         );
-        assert!(matches!(e, Err(Error::InvalidArguments(_))));
+        assert!(matches!(e, Err(ToolError::Invalid { message: _, .. })));
     }
 
     #[test]

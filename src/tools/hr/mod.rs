@@ -172,7 +172,7 @@ struct GetEmployee {
 fn get_employee(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, ToolResult> {
     domain::answer(Box::pin(async move {
         let args: GetEmployee =
-            registry::typed("get_employee", args).map_err(|e| Reply::from_error(&e.into()))?;
+            registry::typed("get_employee", args).map_err(|e| Reply::from_error(&e))?;
         let caller = ctx.caller();
         let access = Access::of(&caller, ALL_EMPLOYEES);
         let id = named_employee(ctx, &access, args).await?;
@@ -219,7 +219,7 @@ struct ListEmployees {
 fn list_employees(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, ToolResult> {
     domain::answer(Box::pin(async move {
         let args: ListEmployees =
-            registry::typed("list_employees", args).map_err(|e| Reply::from_error(&e.into()))?;
+            registry::typed("list_employees", args).map_err(|e| Reply::from_error(&e))?;
         let caller = ctx.caller();
         let access = Access::of(&caller, ALL_EMPLOYEES);
         let limit = args

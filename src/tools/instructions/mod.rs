@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 
 use crate::error::{Error, Result};
 use crate::registry::{
-    Annotations, CachePolicy, SessionState, ToolContext, ToolDef, ToolOutput, ToolResult,
+    Annotations, CachePolicy, SessionState, ToolContext, ToolDef, ToolError, ToolOutput, ToolResult,
 };
 
 const TOOLSET: &str = "instructions";
@@ -181,9 +181,8 @@ fn get_mode_indicator(ctx: &dyn ToolContext, _args: Value) -> LocalBoxFuture<'_,
 fn switch_mode(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, ToolResult> {
     Box::pin(async move {
         let previous = current_mode(ctx)?;
-        let mode = mode_arg(&args).ok_or_else(|| {
-            Error::InvalidArguments("mode must be mobile-mode or interactive-mode".into())
-        })?;
+        let mode = mode_arg(&args)
+            .ok_or_else(|| ToolError::invalid("mode must be mobile-mode or interactive-mode"))?;
         ctx.platform().session_set(MODE_KEY, mode.as_str())?;
         let mut out = mode.summary();
         out["previous_mode"] = json!(previous.as_str());
