@@ -27,9 +27,11 @@ use worker::{durable_object, DurableObject, Env, Request, Response, SqlStorage, 
 
 use crate::clock;
 use crate::edge::config::Config;
+use crate::engine::read::{self, Read};
 use crate::error::{Error, Result};
 use crate::registry::call::CallContext;
 use crate::registry::{Caller, ToolContext};
+use crate::store::rows::rows;
 use crate::store::services::{Detached, Services};
 use crate::tools::domain::confirm::{audit, Pending};
 use crate::tools::domain::{Code, Reply};
@@ -42,10 +44,22 @@ fn no_session() -> Error {
 }
 
 #[derive(Deserialize)]
+#[cfg_attr(test, derive(Debug, PartialEq))]
 struct Row {
     record: String,
     state: String,
     outcome: Option<String>,
+}
+
+impl Row {
+    fn read(v: Value) -> Read<Self> {
+        let mut m = read::object(v, "struct Row")?;
+        Ok(Self {
+            record: read::string(read::required(&mut m, "record")?)?,
+            state: read::string(read::required(&mut m, "state")?)?,
+            outcome: read::optional(&mut m, "outcome", read::string)?,
+        })
+    }
 }
 
 /// The Durable Object class (`class_name = "Confirmation"` in wrangler.toml).
@@ -70,8 +84,9 @@ impl DurableObject for Confirmation {
 
     async fn fetch(&self, mut req: Request) -> worker::Result<Response> {
         let result = match req.path().as_str() {
-            "/create" => match req.json::<Pending>().await {
-                Ok(p) => self.create(p).await,
+            "/create" => match req.json::<Value>().await.map(Pending::read) {
+                Ok(Ok(p)) => self.create(p).await,
+                Ok(Err(e)) => Err(Error::InvalidRequest(format!("confirmation record: {e}"))),
                 Err(e) => Err(Error::InvalidRequest(format!("confirmation record: {e}"))),
             },
             "/decide" => {
@@ -136,10 +151,14 @@ impl Confirmation {
         let rows: Vec<Row> = self
             .sql()?
             .exec("SELECT record, state, outcome FROM confirmation", None)
-            .and_then(|c| c.to_array())
+            .and_then(|c| rows(c, Row::read))
             .map_err(|e| Error::Storage(format!("confirmation read: {e}")))?;
         match rows.into_iter().next() {
-            Some(r) => Ok(Some((serde_json::from_str(&r.record)?, r.state, r.outcome))),
+            Some(r) => Ok(Some((
+                Pending::read(serde_json::from_str(&r.record)?)?,
+                r.state,
+                r.outcome,
+            ))),
             None => Ok(None),
         }
     }
@@ -351,5 +370,27 @@ impl Confirmation {
             .set_alarm((p.expires_ms + KEEP_MS - now).max(0.0) as i64 + 1000)
             .await
             .map_err(Error::from)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The stored row read by hand accepts exactly what its derive accepts.
+    #[test]
+    fn row_reads_as_its_derive_reads_it() {
+        crate::store::rows::assert_same_as_derive(
+            Row::read,
+            &[
+                json!({ "record": "{}", "state": "pending", "outcome": null }),
+                json!({ "record": "{}", "state": "done", "outcome": "{\"status\":\"success\"}" }),
+                json!({ "record": "{}", "state": "pending" }),
+                json!({ "record": "{}", "state": 1, "outcome": null }),
+                json!({ "state": "pending", "outcome": null }),
+                json!({ "record": "{}", "state": "pending", "outcome": 2 }),
+                json!(null),
+            ],
+        );
     }
 }

@@ -66,6 +66,11 @@ pub fn u64(v: Value) -> Read<u64> {
     v.as_u64().ok_or_else(|| mistyped(&v, "u64"))
 }
 
+/// The signed integer `v`.
+pub fn i64(v: Value) -> Read<i64> {
+    v.as_i64().ok_or_else(|| mistyped(&v, "i64"))
+}
+
 /// The `u32` `v`.
 pub fn u32(v: Value) -> Read<u32> {
     v.as_u64()

@@ -58,6 +58,19 @@ pub struct Held {
     pub expires_ms: f64,
 }
 
+impl Held {
+    /// The lease of a `leases` row, read by hand (see `store::rows`).
+    pub fn read(v: serde_json::Value) -> crate::engine::read::Read<Self> {
+        use crate::engine::read;
+        let mut m = read::object(v, "struct Held")?;
+        Ok(Self {
+            id: read::string(read::required(&mut m, "id")?)?,
+            taken_ms: read::f64(read::required(&mut m, "taken_ms")?)?,
+            expires_ms: read::f64(read::required(&mut m, "expires_ms")?)?,
+        })
+    }
+}
+
 /// What to do with an acquire: whether it is granted, and the holders afterwards.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Decision {
@@ -156,6 +169,23 @@ mod tests {
         assert_eq!(
             back,
             serde_json::json!({ "op": "release", "kind": "k", "id": "i" })
+        );
+    }
+
+    /// A stored lease read by hand accepts exactly what the derive accepts.
+    #[test]
+    fn held_reads_as_its_derive_reads_it() {
+        use serde_json::json;
+        crate::store::rows::assert_same_as_derive(
+            Held::read,
+            &[
+                json!({ "id": "r", "taken_ms": 1, "expires_ms": 2.5 }),
+                json!({ "id": "r", "taken_ms": 1, "expires_ms": 2.5, "kind": "chain" }),
+                json!({ "id": "r", "taken_ms": "1", "expires_ms": 2.5 }),
+                json!({ "id": "r", "expires_ms": 2.5 }),
+                json!({ "id": null, "taken_ms": 1, "expires_ms": 2.5 }),
+                json!(null),
+            ],
         );
     }
 }

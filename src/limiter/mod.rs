@@ -18,8 +18,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use worker::{durable_object, DurableObject, Env, Request, Response, SqlStorage, State};
 
+use crate::store::rows::rows;
+
 use self::leases::{Held, LeaseAnswer, LeaseRequest};
 use crate::clock;
+use crate::engine::read::{self, Read};
 use crate::error::{Error, Result};
 use crate::registry::limits::{Admission, Bucket, Limit};
 
@@ -141,14 +144,41 @@ impl From<Admission> for Taken {
 }
 
 #[derive(Deserialize)]
+#[cfg_attr(test, derive(Debug, PartialEq))]
 struct Row {
     tokens: f64,
     updated_ms: f64,
 }
 
+impl Row {
+    fn read(v: serde_json::Value) -> Read<Self> {
+        let mut m = read::object(v, "struct Row")?;
+        Ok(Self {
+            tokens: read::f64(read::required(&mut m, "tokens")?)?,
+            updated_ms: read::f64(read::required(&mut m, "updated_ms")?)?,
+        })
+    }
+}
+
 #[derive(Deserialize)]
+#[cfg_attr(test, derive(Debug, PartialEq))]
 struct Latest {
     full_at_ms: Option<f64>,
+}
+
+impl Latest {
+    fn read(v: serde_json::Value) -> Read<Self> {
+        let mut m = read::object(v, "struct Latest")?;
+        Ok(Self {
+            full_at_ms: read::optional(&mut m, "full_at_ms", read::f64)?,
+        })
+    }
+}
+
+/// The `id` of a `leases` row.
+fn lease_id(v: serde_json::Value) -> Read<String> {
+    let mut m = read::object(v, "struct Id")?;
+    read::string(read::required(&mut m, "id")?)
 }
 
 /// The Durable Object class (`class_name = "RateLimiter"` in wrangler.toml).
@@ -257,7 +287,7 @@ impl RateLimiter {
                         "SELECT id, taken_ms, expires_ms FROM leases WHERE kind = ?",
                         vec![kind.clone().into()],
                     )
-                    .and_then(|c| c.to_array())
+                    .and_then(|c| rows(c, Held::read))
                     .map_err(fail)?;
                 let d = leases::decide(&held, id, *max, *admitted, now);
                 if !d.granted {
@@ -282,23 +312,19 @@ impl RateLimiter {
                 (kind, Some(expires))
             }
         };
-        #[derive(Deserialize)]
-        struct Id {
-            id: String,
-        }
-        let holders: Vec<Id> = sql
+        let holders: Vec<String> = sql
             .exec(
                 "SELECT id FROM leases WHERE kind = ? AND expires_ms > ? ORDER BY taken_ms",
                 vec![kind.clone().into(), now.into()],
             )
-            .and_then(|c| c.to_array())
+            .and_then(|c| rows(c, lease_id))
             .map_err(fail)?;
         if let (Some(at), false) = (expires, self.armed.get()) {
             self.arm(at).await?;
         }
         Ok(LeaseAnswer {
             allowed: true,
-            holders: holders.into_iter().map(|h| h.id).collect(),
+            holders,
         })
     }
 
@@ -319,7 +345,7 @@ impl RateLimiter {
                 "SELECT tokens, updated_ms FROM buckets WHERE tool = ?",
                 vec![take.tool.clone().into()],
             )
-            .and_then(|c| c.to_array())
+            .and_then(|c| rows(c, Row::read))
             .map_err(|e| Error::Storage(format!("rate limiter read: {e}")))?;
         let mut bucket = match stored.into_iter().next() {
             Some(r) => Bucket {
@@ -384,7 +410,7 @@ impl RateLimiter {
                     None,
                 )
             })
-            .and_then(|c| c.to_array())
+            .and_then(|c| rows(c, Latest::read))
             .map_err(|e| Error::Storage(format!("rate limiter cleanup: {e}")))?;
         match latest.into_iter().next().and_then(|l| l.full_at_ms) {
             Some(at) => self.arm(at).await,
@@ -392,6 +418,56 @@ impl RateLimiter {
                 self.armed.set(false);
                 self.state.storage().delete_all().await.map_err(Error::from)
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::rows::assert_same_as_derive as same;
+    use serde_json::json;
+
+    /// The limiter's rows read by hand accept exactly what their derives accept.
+    #[test]
+    fn rows_read_as_their_derives_read_them() {
+        same(
+            Row::read,
+            &[
+                json!({ "tokens": 2.5, "updated_ms": 1_700_000_000_000_i64 }),
+                json!({ "tokens": 3, "updated_ms": 1.5 }),
+                json!({ "tokens": "3", "updated_ms": 1 }),
+                json!({ "tokens": null, "updated_ms": 1 }),
+                json!({ "updated_ms": 1 }),
+                json!(null),
+                json!([]),
+            ],
+        );
+        same(
+            Latest::read,
+            &[
+                json!({ "full_at_ms": 12.5 }),
+                json!({ "full_at_ms": 12 }),
+                json!({ "full_at_ms": null }),
+                json!({}),
+                json!({ "full_at_ms": "12" }),
+                json!(null),
+            ],
+        );
+        #[derive(Deserialize, Debug, PartialEq)]
+        struct Id {
+            id: String,
+        }
+        let ids = [
+            json!({ "id": "run-1" }),
+            json!({ "id": 1 }),
+            json!({ "id": null }),
+            json!({}),
+            json!(null),
+        ];
+        for row in ids {
+            let derived = serde_json::from_value::<Id>(row.clone()).map(|i| i.id);
+            assert_eq!(lease_id(row.clone()).ok(), derived.ok(), "row {row}");
         }
     }
 }

@@ -2,6 +2,7 @@
 //! Durable Object's SQLite, the env-backed services tools use, and the compiled tool registry.
 
 pub mod d1;
+pub mod rows;
 pub mod services;
 pub mod session_db;
 

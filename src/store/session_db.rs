@@ -13,8 +13,11 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use serde::Deserialize;
+use serde_json::Value;
 use worker::{Delay, SqlStorage, SqlStorageValue};
 
+use super::rows::rows;
+use crate::engine::read::{self, Read};
 use crate::error::{Error, Result};
 
 const SCHEMA: &[&str] = &[
@@ -52,6 +55,7 @@ const FLUSH_AFTER_MS: u64 = 250;
 
 /// One stored chat message (see `engine::chat::Message`).
 #[derive(Debug, Clone, Deserialize)]
+#[cfg_attr(test, derive(PartialEq))]
 pub struct ChatRow {
     /// Position in the conversation.
     pub seq: i64,
@@ -63,8 +67,21 @@ pub struct ChatRow {
     pub at: i64,
 }
 
+impl ChatRow {
+    fn read(v: Value) -> Read<Self> {
+        let mut m = read::object(v, "struct ChatRow")?;
+        Ok(Self {
+            seq: read::i64(read::required(&mut m, "seq")?)?,
+            role: read::string(read::required(&mut m, "role")?)?,
+            content: read::string(read::required(&mut m, "content")?)?,
+            at: read::i64(read::required(&mut m, "at")?)?,
+        })
+    }
+}
+
 /// A tracked job (see `registry::Platform::job_start`).
 #[derive(Debug, Clone, Deserialize)]
+#[cfg_attr(test, derive(PartialEq))]
 pub struct Job {
     /// The job's id (an execution id).
     pub id: String,
@@ -74,14 +91,45 @@ pub struct Job {
     pub background: i64,
 }
 
+impl Job {
+    fn read(v: Value) -> Read<Self> {
+        let mut m = read::object(v, "struct Job")?;
+        Ok(Self {
+            id: read::string(read::required(&mut m, "id")?)?,
+            kind: read::string(read::required(&mut m, "kind")?)?,
+            background: read::i64(read::required(&mut m, "background")?)?,
+        })
+    }
+}
+
 #[derive(Deserialize)]
+#[cfg_attr(test, derive(Debug, PartialEq))]
 struct StopRow {
     stop: Option<String>,
 }
 
+impl StopRow {
+    fn read(v: Value) -> Read<Self> {
+        let mut m = read::object(v, "struct StopRow")?;
+        Ok(Self {
+            stop: read::optional(&mut m, "stop", read::string)?,
+        })
+    }
+}
+
 #[derive(Deserialize)]
+#[cfg_attr(test, derive(Debug, PartialEq))]
 struct LeaseRow {
     lease_until: Option<i64>,
+}
+
+impl LeaseRow {
+    fn read(v: Value) -> Read<Self> {
+        let mut m = read::object(v, "struct LeaseRow")?;
+        Ok(Self {
+            lease_until: read::optional(&mut m, "lease_until", read::i64)?,
+        })
+    }
 }
 
 /// One logged SSE event.
@@ -96,25 +144,67 @@ pub struct LoggedEvent {
 }
 
 #[derive(Deserialize)]
+#[cfg_attr(test, derive(Debug, PartialEq))]
 struct ValueRow {
     value: String,
 }
 
+impl ValueRow {
+    fn read(v: Value) -> Read<Self> {
+        let mut m = read::object(v, "struct ValueRow")?;
+        Ok(Self {
+            value: read::string(read::required(&mut m, "value")?)?,
+        })
+    }
+}
+
 #[derive(Deserialize)]
+#[cfg_attr(test, derive(Debug, PartialEq))]
 struct SeqRow {
     seq: i64,
 }
 
+impl SeqRow {
+    fn read(v: Value) -> Read<Self> {
+        let mut m = read::object(v, "struct SeqRow")?;
+        Ok(Self {
+            seq: read::i64(read::required(&mut m, "seq")?)?,
+        })
+    }
+}
+
 #[derive(Deserialize)]
+#[cfg_attr(test, derive(Debug, PartialEq))]
 struct CountRow {
     stream: String,
     seq: i64,
     n: i64,
 }
 
+impl CountRow {
+    fn read(v: Value) -> Read<Self> {
+        let mut m = read::object(v, "struct CountRow")?;
+        Ok(Self {
+            stream: read::string(read::required(&mut m, "stream")?)?,
+            seq: read::i64(read::required(&mut m, "seq")?)?,
+            n: read::i64(read::required(&mut m, "n")?)?,
+        })
+    }
+}
+
 #[derive(Deserialize)]
+#[cfg_attr(test, derive(Debug, PartialEq))]
 struct BatchRow {
     events: String,
+}
+
+impl BatchRow {
+    fn read(v: Value) -> Read<Self> {
+        let mut m = read::object(v, "struct BatchRow")?;
+        Ok(Self {
+            events: read::string(read::required(&mut m, "events")?)?,
+        })
+    }
 }
 
 /// An event handed out but not written yet.
@@ -194,7 +284,7 @@ impl SessionDb {
         let newest: Vec<SeqRow> = self
             .sql
             .exec("SELECT COALESCE(MAX(seq), 0) AS seq FROM events", None)
-            .and_then(|c| c.to_array())
+            .and_then(|c| rows(c, SeqRow::read))
             .map_err(storage_err("read the old event table"))?;
         // AUTOINCREMENT's counter also covers ids whose rows were pruned; unreadable, the newest
         // row is the best bound there is.
@@ -204,7 +294,7 @@ impl SessionDb {
                 "SELECT seq FROM sqlite_sequence WHERE name = 'events'",
                 None,
             )
-            .and_then(|c| c.to_array())
+            .and_then(|c| rows(c, SeqRow::read))
             .unwrap_or_default();
         let high = newest
             .iter()
@@ -229,7 +319,7 @@ impl SessionDb {
         let rows: Vec<ValueRow> = self
             .sql
             .exec("SELECT value FROM meta WHERE key = ?", vec![key.into()])
-            .and_then(|c| c.to_array())
+            .and_then(|c| rows(c, ValueRow::read))
             .map_err(storage_err("read meta"))?;
         let value = rows.into_iter().next().map(|r| r.value);
         self.remember(key, value.clone());
@@ -295,7 +385,7 @@ impl SessionDb {
                  RETURNING value",
                 vec![key.into()],
             )
-            .and_then(|c| c.to_array())
+            .and_then(|c| rows(c, ValueRow::read))
             .map_err(|e| {
                 self.mem.meta.borrow_mut().remove(key);
                 storage_err("bump counter")(e)
@@ -524,7 +614,7 @@ impl SessionDb {
                 "SELECT stream, seq, json_array_length(events) AS n FROM event_log ORDER BY seq DESC",
                 None,
             )
-            .and_then(|c| c.to_array())
+            .and_then(|c| rows(c, CountRow::read))
             .map_err(storage_err("count events"))?;
         let mut newer = 0;
         for row in rows {
@@ -561,7 +651,7 @@ impl SessionDb {
                 "SELECT events FROM event_log WHERE stream = ? AND seq = ?",
                 key(),
             )
-            .and_then(|c| c.to_array())
+            .and_then(|c| rows(c, BatchRow::read))
             .map_err(storage_err("read events to prune"))?;
         let Some(found) = rows.into_iter().next() else {
             return Ok(());
@@ -618,7 +708,7 @@ impl SessionDb {
                 "SELECT seq, role, content, at FROM chat_messages ORDER BY seq",
                 None,
             )
-            .and_then(|c| c.to_array())
+            .and_then(|c| rows(c, ChatRow::read))
             .map_err(storage_err("read chat messages"))
     }
 
@@ -657,7 +747,7 @@ impl SessionDb {
                 "UPDATE jobs SET lease_until = ? WHERE id = ? RETURNING stop",
                 vec![SqlStorageValue::Integer(lease_until), id.into()],
             )
-            .and_then(|c| c.to_array())
+            .and_then(|c| rows(c, StopRow::read))
             .map_err(storage_err("renew job lease"))?;
         Ok(rows.into_iter().next().map(|r| r.stop))
     }
@@ -670,7 +760,7 @@ impl SessionDb {
                 "UPDATE jobs SET stop = ? WHERE id = ? RETURNING lease_until",
                 vec![reason.into(), id.into()],
             )
-            .and_then(|c| c.to_array())
+            .and_then(|c| rows(c, LeaseRow::read))
             .map_err(storage_err("stop job"))?;
         Ok(rows.into_iter().next().and_then(|r| r.lease_until))
     }
@@ -683,7 +773,7 @@ impl SessionDb {
                 "UPDATE jobs SET stop = ? WHERE background = 0 AND stop IS NULL RETURNING id, kind, background",
                 vec![reason.into()],
             )
-            .and_then(|c| c.to_array())
+            .and_then(|c| rows(c, Job::read))
             .map_err(storage_err("stop attached jobs"))
     }
 
@@ -703,7 +793,7 @@ impl SessionDb {
                 "SELECT id, kind, background FROM jobs WHERE lease_until <= ? ORDER BY lease_until",
                 vec![SqlStorageValue::Integer(now_ms)],
             )
-            .and_then(|c| c.to_array())
+            .and_then(|c| rows(c, Job::read))
             .map_err(storage_err("list lapsed jobs"))
     }
 
@@ -725,7 +815,7 @@ impl SessionDb {
         let rows: Vec<LeaseRow> = self
             .sql
             .exec("SELECT MIN(lease_until) AS lease_until FROM jobs", None)
-            .and_then(|c| c.to_array())
+            .and_then(|c| rows(c, LeaseRow::read))
             .map_err(storage_err("read job leases"))?;
         Ok(rows.into_iter().next().and_then(|r| r.lease_until))
     }
@@ -807,5 +897,89 @@ mod tests {
             vec![vec![6, 7, 8, 9], vec![10, 11, 12, 13], vec![14]]
         );
         assert!(pages(rows, 14, 4).is_empty());
+    }
+
+    /// Each row type read by hand accepts exactly what its derive accepts: the columns present,
+    /// a nullable column `null` or absent, a column missing or of the wrong type, extra columns.
+    #[test]
+    fn rows_read_as_their_derives_read_them() {
+        use crate::store::rows::assert_same_as_derive as same;
+        use serde_json::json;
+        let broken = [json!(null), json!([]), json!("row"), json!({})];
+        same(
+            ChatRow::read,
+            &[
+                json!({ "seq": 3, "role": "user", "content": "hi", "at": 1_700_000_000_000_i64 }),
+                json!({ "seq": 3, "role": "user", "content": "hi", "at": 1, "extra": true }),
+                json!({ "seq": 3.5, "role": "user", "content": "hi", "at": 1 }),
+                json!({ "seq": -3, "role": 7, "content": "hi", "at": 1 }),
+                json!({ "seq": 3, "role": "user", "at": 1 }),
+                json!({ "seq": null, "role": "user", "content": "hi", "at": 1 }),
+            ],
+        );
+        same(
+            Job::read,
+            &[
+                json!({ "id": "e1", "kind": "chain", "background": 1 }),
+                json!({ "id": "e1", "kind": "chain", "background": "1" }),
+                json!({ "id": "e1", "background": 0 }),
+            ],
+        );
+        same(
+            StopRow::read,
+            &[
+                json!({ "stop": "client gone" }),
+                json!({ "stop": null }),
+                json!({ "x": 1 }),
+                json!({ "stop": 1 }),
+            ],
+        );
+        same(
+            LeaseRow::read,
+            &[
+                json!({ "lease_until": 5 }),
+                json!({ "lease_until": null }),
+                json!({}),
+                json!({ "lease_until": "5" }),
+            ],
+        );
+        same(
+            ValueRow::read,
+            &[
+                json!({ "value": "12" }),
+                json!({ "value": 12 }),
+                json!({ "value": null }),
+            ],
+        );
+        same(
+            SeqRow::read,
+            &[
+                json!({ "seq": 0 }),
+                json!({ "seq": 9_007_199_254_740_991_i64 }),
+                json!({ "seq": "1" }),
+            ],
+        );
+        same(
+            CountRow::read,
+            &[
+                json!({ "stream": "s", "seq": 4, "n": 2 }),
+                json!({ "stream": "s", "seq": 4 }),
+                json!({ "stream": null, "seq": 4, "n": 2 }),
+            ],
+        );
+        same(
+            BatchRow::read,
+            &[json!({ "events": "[]" }), json!({ "events": [] })],
+        );
+        for row in &broken {
+            same(ChatRow::read, std::slice::from_ref(row));
+            same(Job::read, std::slice::from_ref(row));
+            same(StopRow::read, std::slice::from_ref(row));
+            same(LeaseRow::read, std::slice::from_ref(row));
+            same(ValueRow::read, std::slice::from_ref(row));
+            same(SeqRow::read, std::slice::from_ref(row));
+            same(CountRow::read, std::slice::from_ref(row));
+            same(BatchRow::read, std::slice::from_ref(row));
+        }
     }
 }

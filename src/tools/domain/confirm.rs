@@ -47,6 +47,27 @@ pub struct Pending {
     pub expires_ms: f64,
 }
 
+impl Pending {
+    /// The record in `v` (the confirmation object's request body and stored `record`), read by
+    /// hand rather than by a derived reader for each of the two (docs/decisions.md, "Derived
+    /// readers").
+    pub fn read(v: Value) -> crate::engine::read::Read<Self> {
+        use crate::engine::read;
+        let mut m = read::object(v, "struct Pending")?;
+        Ok(Self {
+            id: read::string(read::required(&mut m, "id")?)?,
+            action: read::string(read::required(&mut m, "action")?)?,
+            server: read::string(read::required(&mut m, "server")?)?,
+            arguments: read::required(&mut m, "arguments")?,
+            user: read::string(read::required(&mut m, "user")?)?,
+            message: read::string(read::required(&mut m, "message")?)?,
+            data: read::required(&mut m, "data")?,
+            created_ms: read::f64(read::required(&mut m, "created_ms")?)?,
+            expires_ms: read::f64(read::required(&mut m, "expires_ms")?)?,
+        })
+    }
+}
+
 pub use crate::mcp::request_state::arguments_hash;
 
 /// Records an audit event; a failure is logged, never hidden from the operator, and does not undo
@@ -434,5 +455,26 @@ mod tests {
                 def.name
             );
         }
+    }
+
+    /// The record read by hand accepts exactly what the derive accepts: every field required,
+    /// `arguments` and `data` any JSON value, the times any number.
+    #[test]
+    fn pending_reads_as_its_derive_reads_it() {
+        let whole = json!({
+            "id": "0123456789abcdef0123456789abcdef", "action": "delete_employee", "server": "hr",
+            "arguments": { "employee_id": "E1" }, "user": "u1", "message": "Delete E1?",
+            "data": null, "created_ms": 1_700_000_000_000_i64, "expires_ms": 1.7e12,
+        });
+        let mut rows = vec![whole.clone(), json!(null), json!("record")];
+        for field in whole.as_object().expect("an object").keys() {
+            let mut missing = whole.clone();
+            missing.as_object_mut().expect("an object").remove(field);
+            rows.push(missing);
+            let mut mistyped = whole.clone();
+            mistyped[field] = json!(true);
+            rows.push(mistyped);
+        }
+        crate::store::rows::assert_same_as_derive(Pending::read, &rows);
     }
 }
