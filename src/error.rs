@@ -103,8 +103,6 @@ pub enum Error {
     ResourceNotFound(String),
     /// The request was cancelled by the client (JSON-RPC -32800).
     Cancelled,
-    /// A record the caller named does not exist: reported as a tool result with `isError: true`.
-    NoSuchRecord(String),
     /// A tool could not do what was asked; the text tells the model why (a tool result with
     /// `isError: true`).
     ToolFailed(String),
@@ -150,8 +148,7 @@ impl Error {
             | Error::BadHeader(_)
             | Error::Conflict(_)
             | Error::Unavailable(_) => code::SERVER_ERROR,
-            Error::NoSuchRecord(_)
-            | Error::ToolFailed(_)
+            Error::ToolFailed(_)
             | Error::Timeout(_)
             | Error::Client(_)
             | Error::Misconfigured(_)
@@ -187,7 +184,6 @@ impl Error {
             | Error::InvalidParams(_)
             | Error::ResourceNotFound(_)
             | Error::Cancelled
-            | Error::NoSuchRecord(_)
             | Error::ToolFailed(_)
             | Error::Timeout(_)
             | Error::Client(_) => 200,
@@ -247,7 +243,6 @@ impl fmt::Display for Error {
             | Error::BadMeta(m)
             | Error::HeaderMismatch(m)
             | Error::ResourceNotFound(m)
-            | Error::NoSuchRecord(m)
             | Error::ToolFailed(m)
             | Error::Timeout(m)
             | Error::Conflict(m)

@@ -72,6 +72,16 @@ impl ToolError {
         }
     }
 
+    /// A record the caller named that does not exist, the message saying where to find the right
+    /// name.
+    pub fn not_found(message: impl Into<String>) -> Self {
+        ToolError::NotFound {
+            code: None,
+            message: message.into(),
+            fix: None,
+        }
+    }
+
     /// The code a client may branch on, for the variants that carry one.
     pub fn code(&self) -> Option<&'static str> {
         match self {
@@ -161,11 +171,6 @@ impl std::error::Error for ToolError {}
 impl From<Error> for ToolError {
     fn from(e: Error) -> Self {
         match e {
-            Error::NoSuchRecord(message) => ToolError::NotFound {
-                code: None,
-                message,
-                fix: None,
-            },
             Error::ToolFailed(message) => ToolError::Failed { message },
             Error::Timeout(m) => ToolError::Timeout(m),
             Error::Client(m) => ToolError::Client(m),
@@ -190,7 +195,6 @@ impl From<ToolError> for Error {
     fn from(e: ToolError) -> Self {
         match e {
             ToolError::Invalid { .. } => Error::InvalidParams(e.to_string()),
-            ToolError::NotFound { code: None, .. } => Error::NoSuchRecord(e.to_string()),
             ToolError::Timeout(m) => Error::Timeout(m),
             ToolError::Client(m) => Error::Client(m),
             ToolError::Internal(e) => e,
@@ -206,7 +210,6 @@ mod tests {
     #[test]
     fn errors_from_the_platform_keep_their_text_and_kind() {
         for (e, label) in [
-            (Error::NoSuchRecord("gone".into()), "tool_error"),
             (Error::ToolFailed("upstream".into()), "tool_error"),
             (Error::Timeout("slow".into()), "timeout"),
             (Error::Client("declined".into()), "unavailable"),
@@ -222,6 +225,9 @@ mod tests {
         let bad = ToolError::invalid("bad");
         assert_eq!(bad.label(), "invalid_arguments");
         assert_eq!(Error::from(bad), Error::InvalidParams("bad".into()));
+        let gone = ToolError::not_found("gone");
+        assert_eq!(gone.label(), "tool_error");
+        assert_eq!(Error::from(gone), Error::ToolFailed("gone".into()));
     }
 
     #[test]

@@ -383,8 +383,10 @@ impl ChainTask<'_> {
         crate::tools::chains::task_state(self.ctx, self.id)
             .await
             .map_err(|e| match e {
-                Error::NoSuchRecord(_) => crate::server::tasks::unknown(self.id),
-                e => e,
+                crate::registry::ToolError::NotFound { .. } => {
+                    crate::server::tasks::unknown(self.id)
+                }
+                e => e.into(),
             })
     }
 

@@ -21,7 +21,7 @@ use futures::future::LocalBoxFuture;
 use serde_json::Value;
 
 use crate::error::{Error, Result};
-use crate::registry::{ToolContext, ToolDef};
+use crate::registry::{ToolContext, ToolDef, ToolError};
 
 /// A toolset as a catalog serves it: its tools, and the jobs the server runs for it. A toolset
 /// with jobs declares its own (`chains::SET`), so adding one means adding it to [`TOOLSETS`],
@@ -170,7 +170,7 @@ pub async fn not_found_listing(
     what: &str,
     name: &str,
     table: &str,
-) -> Result<Error> {
+) -> Result<ToolError> {
     let readable = ownership::Principal::of(ctx).can_read("", 1);
     let rows = ctx
         .query(
@@ -192,7 +192,7 @@ pub async fn not_found_listing(
             )
         })
         .collect();
-    Ok(Error::NoSuchRecord(format!(
+    Ok(ToolError::not_found(format!(
         "{what} '{name}' not found. Available {}s: {}",
         what.to_lowercase(),
         list.join(", ")

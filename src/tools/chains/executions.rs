@@ -188,7 +188,7 @@ fn in_scope(ctx: &dyn ToolContext, scope: Scope, first: usize) -> (String, Vec<V
 
 /// Loads an execution in `scope`. One out of scope is indistinguishable from one that does not
 /// exist.
-async fn load(ctx: &dyn ToolContext, id: &str, scope: Scope) -> Result<Record> {
+async fn load(ctx: &dyn ToolContext, id: &str, scope: Scope) -> ToolResult<Record> {
     let (mine, params) = in_scope(ctx, scope, 2);
     let mut all = vec![json!(id)];
     all.extend(params);
@@ -208,7 +208,7 @@ async fn load(ctx: &dyn ToolContext, id: &str, scope: Scope) -> Result<Record> {
         .into_iter()
         .next()
         .ok_or_else(|| {
-            Error::NoSuchRecord(format!(
+            ToolError::not_found(format!(
                 "execution {id} not found in this session{}; use an execution id execute_chain returned here",
                 if scope == Scope::Caller && ctx.caller().user.is_some() { " or your other sessions" } else { "" }
             ))
@@ -1086,7 +1086,7 @@ pub async fn status(ctx: &dyn ToolContext, id: &str) -> Result<Value> {
 /// Execution `id` as an MCP task sees it (`server::tasks`): its `get_chain_status` view and, once
 /// it ended, the `CallToolResult` a synchronous `execute_chain` would have answered (an error
 /// result when the run did not complete).
-pub async fn task_state(ctx: &dyn ToolContext, id: &str) -> Result<(Value, Option<Value>)> {
+pub async fn task_state(ctx: &dyn ToolContext, id: &str) -> ToolResult<(Value, Option<Value>)> {
     let rec = load(ctx, id, Scope::Caller).await?;
     let registry = ctx.platform().registry();
     let view = rec.view(registry);
@@ -1101,9 +1101,9 @@ pub async fn task_state(ctx: &dyn ToolContext, id: &str) -> Result<(Value, Optio
         Some(report) => match summary(&rec.run, report, &rec.run.hidden(registry)) {
             Ok(ToolOutput::Content(blocks)) => json!({ "content": blocks }),
             Ok(_) => {
-                return Err(Error::Internal(format!(
+                return Err(ToolError::Internal(Error::Internal(format!(
                     "execution {id}: a chain's summary is text"
-                )))
+                ))))
             }
             Err(e) => json!({ "content": text(e.public_message()), "isError": true }),
         },

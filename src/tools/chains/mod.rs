@@ -368,7 +368,7 @@ fn create_chain(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, ToolRe
 /// Storage and internal errors keep their own (public) wording.
 fn troubleshoot(e: Error) -> Error {
     match e {
-        Error::ToolFailed(m) | Error::NoSuchRecord(m) => {
+        Error::ToolFailed(m) => {
             Error::ToolFailed(format!(
                 "Error executing chain: {m}\n\n**Troubleshooting:**\n- Verify chain name exists and is active (the chains you may run are listed when it does not)\n- Check input variables match chain schema (each failing field is named above)\n- Ensure all referenced instruction sets are available (list_instruction_sets)\n- Check system resources and try again"
             ))
@@ -414,7 +414,9 @@ async fn prepare(ctx: &dyn ToolContext, args: &Value) -> Result<Prepared> {
         )
         .await?;
     let Some(row) = rows.into_iter().next() else {
-        return Err(not_found_listing(ctx, "Chain", name, "execution_chains").await?);
+        return Err(not_found_listing(ctx, "Chain", name, "execution_chains")
+            .await?
+            .into());
     };
     if row["category"] == LINKED_CATEGORY {
         return Err(linked_refusal("execute_chain", name));

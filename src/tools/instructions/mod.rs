@@ -8,7 +8,7 @@
 use futures::future::LocalBoxFuture;
 use serde_json::{json, Value};
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::registry::{
     Annotations, CachePolicy, SessionState, ToolContext, ToolDef, ToolError, ToolOutput, ToolResult,
 };
@@ -84,7 +84,7 @@ fn mode_arg(args: &Value) -> Option<Mode> {
         .and_then(Mode::parse)
 }
 
-async fn load_set(ctx: &dyn ToolContext, name: &str) -> Result<Value> {
+async fn load_set(ctx: &dyn ToolContext, name: &str) -> ToolResult<Value> {
     let sql = format!("SELECT {SET_COLUMNS} FROM instruction_sets WHERE name = ?1");
     let row = ctx.query(&sql, vec![json!(name)]).await?.into_iter().next();
     match row {
@@ -96,7 +96,7 @@ async fn load_set(ctx: &dyn ToolContext, name: &str) -> Result<Value> {
                 .iter()
                 .filter_map(|r| r.get("name").and_then(Value::as_str).map(str::to_string))
                 .collect();
-            Err(Error::NoSuchRecord(format!(
+            Err(ToolError::not_found(format!(
                 "instruction set {name:?} does not exist. Available instruction sets: {}. Call list_instruction_sets for descriptions.",
                 names.join(", ")
             )))

@@ -406,7 +406,11 @@ impl Stored {
             )
             .await?;
         let Some(row) = rows.into_iter().next() else {
-            return Err(not_found_listing(ctx, "Template", name, "template_definitions").await?);
+            return Err(
+                not_found_listing(ctx, "Template", name, "template_definitions")
+                    .await?
+                    .into(),
+            );
         };
         let rules = rules_of(&row)?;
         Ok(Stored { row, rules })
