@@ -188,9 +188,6 @@ impl From<serde_json::Error> for ToolError {
 /// The way back, for a tool's error that ends a protocol request rather than a tool call (a
 /// `tasks/*` request resuming a chain): the same text, and the JSON-RPC code and HTTP status the
 /// tool variants of [`Error`] carry.
-/// The way back, for a tool's error that ends a protocol request rather than a tool call (a
-/// `tasks/*` request resuming a chain): the same text, and the JSON-RPC code and HTTP status the
-/// tool variants of [`Error`] carry.
 impl From<ToolError> for Error {
     fn from(e: ToolError) -> Self {
         match e {

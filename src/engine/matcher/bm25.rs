@@ -238,7 +238,9 @@ impl Index {
         }
         // Lists by bound, smallest first; `below[i]` bounds what the first i lists can add.
         let mut order: Vec<usize> = (0..lists.len()).collect();
-        order.sort_by(|&a, &b| lists[a].1.bound.total_cmp(&lists[b].1.bound));
+        crate::engine::sort::sort_by(&mut order, |&a, &b| {
+            lists[a].1.bound.total_cmp(&lists[b].1.bound)
+        });
         let mut below = vec![0.0; order.len() + 1];
         for (i, &l) in order.iter().enumerate() {
             below[i + 1] = below[i] + lists[l].1.bound;
