@@ -244,12 +244,12 @@ fn shape(tool: &Tool, out: ToolOutput) -> Result<Value> {
     match out {
         ToolOutput::Structured(v) => {
             tool.check_output(&v)?;
-            let text = serde_json::to_string_pretty(&v)?;
+            let text = serde_json::to_string(&v)?;
             Ok(json!({ "content": [{ "type": "text", "text": text }], "structuredContent": v }))
         }
         ToolOutput::Described { value, summary } => {
             tool.check_output(&value)?;
-            let text = serde_json::to_string_pretty(&value)?;
+            let text = serde_json::to_string(&value)?;
             Ok(json!({
                 "content": [{ "type": "text", "text": summary }, { "type": "text", "text": text }],
                 "structuredContent": value,

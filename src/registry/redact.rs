@@ -92,16 +92,15 @@ impl Sensitive {
         }
         let mut shown = value.clone();
         self.hide_by_name(&mut shown, &mut secrets);
-        // The text block that is the structured result pretty-printed is printed again from the
-        // redacted structure, so it stays JSON.
+        // The text block that is the structured result's JSON is printed again from the redacted
+        // structure, so it stays JSON.
         if let (Some(before), Some(after)) = (
             value.get("structuredContent"),
             shown.get("structuredContent"),
         ) {
-            if let (Ok(old), Ok(new)) = (
-                serde_json::to_string_pretty(before),
-                serde_json::to_string_pretty(after),
-            ) {
+            if let (Ok(old), Ok(new)) =
+                (serde_json::to_string(before), serde_json::to_string(after))
+            {
                 if let Some(blocks) = shown.get_mut("content").and_then(Value::as_array_mut) {
                     for b in blocks {
                         if b.get("text").and_then(Value::as_str) == Some(old.as_str()) {
@@ -334,9 +333,9 @@ mod tests {
         let structured = json!({"status":"pending_confirmation",
             "message":"Change the salary of Sarah Kim from $120,000.00 to $250,000.00 (effective on confirmation)?",
             "confirmationData":{"currentSalary":120000,"newSalary":250000,"employeeName":"Sarah Kim"}});
-        let pretty = serde_json::to_string_pretty(&structured).unwrap();
+        let copy = serde_json::to_string(&structured).unwrap();
         let result = json!({"content":[{"type":"text","text":"The salary of Sarah Kim is now $250,000.00."},
-            {"type":"text","text":pretty}], "structuredContent":structured});
+            {"type":"text","text":copy}], "structuredContent":structured});
         let shown = s.redact_output(&json!({"new_salary":250000}), &result);
         let text = shown.to_string();
         for leak in ["250", "120,000", "120000"] {

@@ -248,7 +248,7 @@ pub async fn after_call(
                 .and_then(|s| serde_json::from_str::<Value>(s).ok())
                 .is_some_and(|v| v == structured);
             if same {
-                if let Ok(text) = serde_json::to_string_pretty(&updated) {
+                if let Ok(text) = serde_json::to_string(&updated) {
                     b["text"] = json!(text);
                 }
             }
