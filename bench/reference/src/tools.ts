@@ -38,7 +38,7 @@ export function registerTools<S extends { registerTool: (...args: any[]) => unkn
     async () => {
       const { indicator, description } = MODES[session.mode];
       const out = { description, indicator, mode: session.mode };
-      return { content: [{ type: "text", text: JSON.stringify(out, null, 2) }], structuredContent: out };
+      return { content: [{ type: "text", text: JSON.stringify(out) }], structuredContent: out };
     },
   );
   s.registerTool(
@@ -76,7 +76,7 @@ export function registerTools<S extends { registerTool: (...args: any[]) => unkn
         text,
         warnings: missing.map((path) => `missing value for ${path}: rendered empty. Provide it in variables, or set processing_options.strict: true to make a missing value an error`),
       };
-      return { content: [{ type: "text", text }, { type: "text", text: JSON.stringify(out, null, 2) }], structuredContent: out };
+      return { content: [{ type: "text", text }, { type: "text", text: JSON.stringify(out) }], structuredContent: out };
     },
   );
   return s;
