@@ -6,9 +6,11 @@
 #   1. the current rustc already has it (a normal rustup install with the target added);
 #   2. `rustup target add` answers within a short timeout (an online developer machine; never tried
 #      when CI is set, because CI must build from the package registries alone);
-#   3. Debian's rustc-web toolchain, with the wasm32 std built once from rust-web-src (-Zbuild-std) and
-#      installed into its sysroot. This is the route on machines that reach only the package registries,
-#      where rustup components cannot be downloaded.
+#   3. Debian's rustc-web toolchain, with the wasm32 std built from rust-web-src (-Zbuild-std) for size,
+#      into a sysroot under $state (see sized_std), once per rustc version and std settings. This is the
+#      route on machines that reach only the package registries, where rustup components cannot be
+#      downloaded. Routes 1 and 2 link rustup's prebuilt std, compiled for speed: the same code gives a
+#      larger wasm there (docs/decisions.md, "A standard library built for size").
 # worker-build would otherwise download wasm-bindgen, wasm-opt and esbuild from GitHub; we install them
 # from crates.io and npm and point worker-build at them with WASM_BINDGEN_BIN, WASM_OPT_BIN, ESBUILD_BIN.
 #
@@ -65,31 +67,51 @@ debian_install() { # the Debian packages named that are not installed yet
 
 debian_std() {
   debian_install "${DEBIAN_PACKAGES[@]}"
-  if has_wasm_std "$debian_bin/rustc"; then return 0; fi
+}
 
-  say "building the $TARGET standard library with $debian_bin/rustc (3 to 10 minutes, once)"
-  local work="$state/std-build" libdir
-  rm -rf "$work" && mkdir -p "$work/src"
-  cat >"$work/Cargo.toml" <<'TOML'
-[package]
-name = "wasm-std-bootstrap"
-version = "0.0.0"
-edition = "2021"
-[lib]
-path = "src/lib.rs"
-[profile.release]
-panic = "abort"
-TOML
+# The wasm32 std of the Debian route, built for size: at the release profile's settings (opt-level
+# "z", one codegen unit, panic = "abort") with std's `optimize_for_size` feature (core's smaller sort
+# and formatting paths), because a prebuilt std is compiled at opt-level 3 and LTO cannot undo its
+# inlining (docs/decisions.md, "A standard library built for size"). It goes into a sysroot of this
+# checkout's own, $state/wasm-std-<checksum of the settings and of rustc's version>, never into
+# Debian's: the system's rustc-web stays as Debian ships it for every other project, and a change of
+# these settings or a new rustc-web gives a new directory, which is rebuilt, while the old one is
+# removed. The build reads rust-web-src only: nothing is downloaded.
+STD_PROFILE='opt-level = "z"
+codegen-units = 1
+panic = "abort"'
+STD_CRATES="std,panic_abort"
+STD_FEATURES="optimize_for_size"
+std_sysroot() { # the sysroot directory for today's settings and Debian's rustc
+  local sum
+  sum="$(printf '%s\n%s\n%s\n%s\n' "$STD_PROFILE" "$STD_CRATES" "$STD_FEATURES" "$("$debian_bin/rustc" -vV)" | cksum)"
+  echo "$state/wasm-std-${sum%% *}"
+}
+
+sized_std() { # $1 = the sysroot to fill; skipped when a finished one is there
+  local sysroot="$1" work="$state/std-build" host_lib lib
+  [ -f "$sysroot/complete" ] && return 0
+  debian_install "${DEBIAN_PACKAGES[@]}"
+  say "building the $TARGET standard library for size with $debian_bin/rustc (3 to 10 minutes, once per rustc and settings)"
+  rm -rf "$work" "$sysroot" && mkdir -p "$work/src"
+  printf '[package]\nname = "wasm-std-bootstrap"\nversion = "0.0.0"\nedition = "2021"\n[lib]\npath = "src/lib.rs"\n[profile.release]\n%s\n' \
+    "$STD_PROFILE" >"$work/Cargo.toml"
   echo '#![no_std]' >"$work/src/lib.rs"
   # embed-bitcode keeps the LLVM bitcode that a release build with LTO needs ("Can't find section .llvmbc").
   (cd "$work" && RUSTC_BOOTSTRAP=1 RUSTC="$debian_bin/rustc" RUSTFLAGS="-Cembed-bitcode=yes" \
-    "$debian_bin/cargo" build --quiet --release -Zbuild-std=std,panic_abort,panic_unwind --target "$TARGET")
-  libdir="$("$debian_bin/rustc" --print target-libdir --target "$TARGET")"
-  as_root mkdir -p "$libdir"
+    CARGO_TARGET_DIR="$work/target" "$debian_bin/cargo" build --quiet --release \
+    -Zbuild-std="$STD_CRATES" -Zbuild-std-features="$STD_FEATURES" --target "$TARGET")
+  lib="$sysroot/lib/rustlib/$TARGET/lib"
+  mkdir -p "$lib"
   find "$work/target/$TARGET/release/deps" -name 'lib*.rlib' ! -name 'libwasm_std_bootstrap-*' \
-    -exec cp {} "$libdir/" \;
-  has_wasm_std "$debian_bin/rustc" || { say "the $TARGET std did not install into $libdir"; return 1; }
+    -exec cp {} "$lib/" \;
+  # The host's part of Debian's sysroot (host libraries, rust-lld for the wasm link), by reference.
+  host_lib="$("$debian_bin/rustc" --print sysroot)/lib/rustlib/$("$debian_bin/rustc" -vV | sed -n 's/^host: //p')"
+  ln -s "$host_lib" "$sysroot/lib/rustlib/"
+  compgen -G "$lib/libstd-*.rlib" >/dev/null || { say "the $TARGET std did not build into $lib"; return 1; }
+  touch "$sysroot/complete"
   rm -rf "$work"
+  for old in "$state"/wasm-std-*; do [ "$old" = "$sysroot" ] || rm -rf "$old"; done
 }
 
 # 1. The Rust wasm toolchain. The choice is remembered in $state/rust so rustup is asked only once.
@@ -98,7 +120,7 @@ route=""
 [ -f "$state/rust" ] && route="$(cat "$state/rust")"
 case "$route" in
   default) has_wasm_std rustc || route="" ;;
-  debian) has_wasm_std "$debian_bin/rustc" || route="" ;;
+  debian) [ -x "$debian_bin/rustc" ] || route="" ;;
 esac
 if [ -z "$route" ]; then
   if command -v rustc >/dev/null && has_wasm_std rustc; then
@@ -125,8 +147,14 @@ if [ "${1:-}" = "--route" ]; then
   exit 0
 fi
 if [ "$route" = debian ]; then
-  # worker-build runs `rustc` and `cargo` from PATH, so put Debian's first for the build.
-  for b in cargo rustc rustdoc; do ln -sf "$debian_bin/$b" "$state/bin/$b"; done
+  std_root="$(std_sysroot)"
+  sized_std "$std_root"
+  # worker-build runs `rustc` and `cargo` from PATH, so put Debian's first for the build. Its `rustc`
+  # names the sized std's sysroot, because worker-build looks for the wasm32 std where that rustc says.
+  for b in cargo rustdoc; do ln -sf "$debian_bin/$b" "$state/bin/$b"; done
+  rm -f "$state/bin/rustc"
+  printf '#!/bin/sh\nexec "%s" --sysroot "%s" "$@"\n' "$debian_bin/rustc" "$std_root" >"$state/bin/rustc"
+  chmod +x "$state/bin/rustc"
 fi
 
 # 1b. Chromium for the session page test (tests/page.test.js drives it headless through
@@ -199,5 +227,9 @@ EOF
 if [ "$route" = debian ]; then
   # Its own target dir, so native `cargo test` (rustup's rustc) and this build don't invalidate each other.
   printf 'export RUSTC="%s/rustc"\nexport CARGO_TARGET_DIR="%s/target/wasm"\n' "$debian_bin" "$root" >>"$state/env"
+  # The sized std's sysroot for wasm32 compiles only (host build scripts and proc macros keep Debian's
+  # own). Cargo adds it to .cargo/config.toml's flags and hashes it into each crate's fingerprint, so a
+  # new sysroot (new settings, new rustc) rebuilds every wasm32 crate instead of mixing two std builds.
+  printf 'export CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUSTFLAGS="--sysroot=%s"\n' "$std_root" >>"$state/env"
 fi
 say "ready ($route rust toolchain)"
