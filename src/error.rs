@@ -106,8 +106,6 @@ pub enum Error {
     /// A tool could not do what was asked; the text tells the model why (a tool result with
     /// `isError: true`).
     ToolFailed(String),
-    /// The operation did not finish in time.
-    Timeout(String),
     /// The resource is busy with another request, such as a chat turn already running (HTTP 409).
     Conflict(String),
     /// A service this request needs is not configured, such as a model provider (HTTP 503).
@@ -115,8 +113,6 @@ pub enum Error {
     /// A deployment setting is invalid; the text names it and what is expected (HTTP 500). Shown
     /// to clients, since it holds no secret and tells the operator what to fix.
     Misconfigured(String),
-    /// The client did not answer a server-to-client request, or declined it.
-    Client(String),
     /// A storage binding (D1, KV, Durable Object SQLite) failed. The text is for logs, not clients.
     Storage(String),
     /// Anything else on our side. The text is for logs, not clients.
@@ -149,8 +145,6 @@ impl Error {
             | Error::Conflict(_)
             | Error::Unavailable(_) => code::SERVER_ERROR,
             Error::ToolFailed(_)
-            | Error::Timeout(_)
-            | Error::Client(_)
             | Error::Misconfigured(_)
             | Error::Storage(_)
             | Error::Internal(_) => code::INTERNAL_ERROR,
@@ -184,9 +178,7 @@ impl Error {
             | Error::InvalidParams(_)
             | Error::ResourceNotFound(_)
             | Error::Cancelled
-            | Error::ToolFailed(_)
-            | Error::Timeout(_)
-            | Error::Client(_) => 200,
+            | Error::ToolFailed(_) => 200,
             Error::Misconfigured(_) | Error::Storage(_) | Error::Internal(_) => 500,
         }
     }
@@ -244,10 +236,8 @@ impl fmt::Display for Error {
             | Error::HeaderMismatch(m)
             | Error::ResourceNotFound(m)
             | Error::ToolFailed(m)
-            | Error::Timeout(m)
             | Error::Conflict(m)
             | Error::Unavailable(m)
-            | Error::Client(m)
             | Error::Misconfigured(m)
             | Error::Storage(m)
             | Error::Internal(m)

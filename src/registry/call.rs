@@ -19,7 +19,7 @@ use std::rc::Rc;
 use futures::future::LocalBoxFuture;
 use serde_json::{json, Value};
 
-use super::{cache, Caller, Platform, ToolContext};
+use super::{cache, Caller, Platform, ToolContext, ToolError, ToolResult};
 use crate::error::{Error, Result};
 use crate::mcp::logging::LogLevel;
 use crate::mcp::message::{log_message, Progress};
@@ -56,7 +56,7 @@ pub struct Question<'a> {
 pub trait Ask {
     /// Asks `q`, and waits for the answer (or never returns, when the request is answered in
     /// another way, as `input_required` is).
-    fn ask<'a>(&'a self, q: Question<'a>) -> LocalBoxFuture<'a, Result<Value>>;
+    fn ask<'a>(&'a self, q: Question<'a>) -> LocalBoxFuture<'a, ToolResult<Value>>;
 
     /// See [`ToolContext::exchange_id`].
     fn exchange_id(&self) -> Option<String> {
@@ -78,9 +78,9 @@ pub fn capability_of(method: &str) -> Result<&'static str> {
 struct Nobody(&'static str);
 
 impl Ask for Nobody {
-    fn ask<'a>(&'a self, q: Question<'a>) -> LocalBoxFuture<'a, Result<Value>> {
+    fn ask<'a>(&'a self, q: Question<'a>) -> LocalBoxFuture<'a, ToolResult<Value>> {
         Box::pin(async move {
-            Err(Error::Client(format!(
+            Err(ToolError::Client(format!(
                 "{} cannot send {}: no client request is waiting for it",
                 self.0, q.method
             )))
@@ -110,7 +110,7 @@ impl Outlet for Enclosing<'_> {
 }
 
 impl Ask for Enclosing<'_> {
-    fn ask<'a>(&'a self, q: Question<'a>) -> LocalBoxFuture<'a, Result<Value>> {
+    fn ask<'a>(&'a self, q: Question<'a>) -> LocalBoxFuture<'a, ToolResult<Value>> {
         self.0.ask_client(q.method, q.params)
     }
 }
@@ -243,7 +243,7 @@ impl<'a> CallContext<'a> {
         open: bool,
         method: &'b str,
         params: Value,
-    ) -> LocalBoxFuture<'b, Result<Value>> {
+    ) -> LocalBoxFuture<'b, ToolResult<Value>> {
         self.asker.ask(Question {
             call: self,
             key,
@@ -287,7 +287,7 @@ impl ToolContext for CallContext<'_> {
         &'a self,
         method: &'a str,
         params: Value,
-    ) -> LocalBoxFuture<'a, Result<Value>> {
+    ) -> LocalBoxFuture<'a, ToolResult<Value>> {
         self.question(None, false, method, params)
     }
 
@@ -296,7 +296,7 @@ impl ToolContext for CallContext<'_> {
         key: &'a str,
         method: &'a str,
         params: Value,
-    ) -> LocalBoxFuture<'a, Result<Value>> {
+    ) -> LocalBoxFuture<'a, ToolResult<Value>> {
         self.question(Some(key), false, method, params)
     }
 
@@ -305,7 +305,7 @@ impl ToolContext for CallContext<'_> {
         key: &'a str,
         method: &'a str,
         params: Value,
-    ) -> LocalBoxFuture<'a, Result<Value>> {
+    ) -> LocalBoxFuture<'a, ToolResult<Value>> {
         self.question(Some(key), true, method, params)
     }
 

@@ -10,7 +10,7 @@ use futures::future::LocalBoxFuture;
 use serde_json::Value;
 
 use super::limits::{Admission, Limit};
-use super::Registry;
+use super::{Registry, ToolResult};
 use crate::error::Result;
 use crate::mcp::logging::LogLevel;
 
@@ -277,7 +277,7 @@ pub trait ToolContext {
         &'a self,
         method: &'a str,
         params: Value,
-    ) -> LocalBoxFuture<'a, Result<Value>>;
+    ) -> LocalBoxFuture<'a, ToolResult<Value>>;
 
     /// Like [`ToolContext::ask_client`], under a key the tool chooses: a 2026-07-28 request returns
     /// its questions as `inputRequests` under these keys and finds the answers under them in the
@@ -287,7 +287,7 @@ pub trait ToolContext {
         key: &'a str,
         method: &'a str,
         params: Value,
-    ) -> LocalBoxFuture<'a, Result<Value>> {
+    ) -> LocalBoxFuture<'a, ToolResult<Value>> {
         let _ = key;
         self.ask_client(method, params)
     }
@@ -302,7 +302,7 @@ pub trait ToolContext {
         key: &'a str,
         method: &'a str,
         params: Value,
-    ) -> LocalBoxFuture<'a, Result<Value>> {
+    ) -> LocalBoxFuture<'a, ToolResult<Value>> {
         self.ask_client_as(key, method, params)
     }
 

@@ -172,8 +172,6 @@ impl From<Error> for ToolError {
     fn from(e: Error) -> Self {
         match e {
             Error::ToolFailed(message) => ToolError::Failed { message },
-            Error::Timeout(m) => ToolError::Timeout(m),
-            Error::Client(m) => ToolError::Client(m),
             other => ToolError::Internal(other),
         }
     }
@@ -192,8 +190,6 @@ impl From<ToolError> for Error {
     fn from(e: ToolError) -> Self {
         match e {
             ToolError::Invalid { .. } => Error::InvalidParams(e.to_string()),
-            ToolError::Timeout(m) => Error::Timeout(m),
-            ToolError::Client(m) => Error::Client(m),
             ToolError::Internal(e) => e,
             other => Error::ToolFailed(other.to_string()),
         }
@@ -208,8 +204,6 @@ mod tests {
     fn errors_from_the_platform_keep_their_text_and_kind() {
         for (e, label) in [
             (Error::ToolFailed("upstream".into()), "tool_error"),
-            (Error::Timeout("slow".into()), "timeout"),
-            (Error::Client("declined".into()), "unavailable"),
             (Error::Storage("D1: secret".into()), "unavailable"),
             (Error::Forbidden("not yours".into()), "tool_error"),
         ] {
@@ -225,6 +219,15 @@ mod tests {
         let gone = ToolError::not_found("gone");
         assert_eq!(gone.label(), "tool_error");
         assert_eq!(Error::from(gone), Error::ToolFailed("gone".into()));
+        for (e, label) in [
+            (ToolError::Timeout("slow".into()), "timeout"),
+            (ToolError::Client("declined".into()), "unavailable"),
+        ] {
+            assert_eq!(e.label(), label);
+            let back = Error::from(e.clone());
+            assert_eq!((back.rpc_code(), back.http_status()), (-32603, 200));
+            assert_eq!(back.public_message(), e.public_message());
+        }
     }
 
     #[test]

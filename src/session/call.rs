@@ -19,10 +19,10 @@ use worker::web_sys::AbortSignal;
 use worker::Delay;
 
 use super::Core;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::mcp::message::server_request;
 use crate::registry::call::{capability_of, Ask, Question};
-use crate::registry::ToolContext;
+use crate::registry::{ToolContext, ToolError, ToolResult};
 use crate::server::stream::Line;
 
 /// The line of a session call's reply: logged in the session, resumable.
@@ -85,12 +85,12 @@ impl Line for Logged {
 pub struct Live(pub Rc<Core>);
 
 impl Ask for Live {
-    fn ask<'a>(&'a self, q: Question<'a>) -> LocalBoxFuture<'a, Result<Value>> {
+    fn ask<'a>(&'a self, q: Question<'a>) -> LocalBoxFuture<'a, ToolResult<Value>> {
         Box::pin(async move {
             let core = &self.0;
             let capability = capability_of(q.method)?;
             if q.call.client_capabilities().get(capability).is_none() {
-                return Err(Error::Client(format!(
+                return Err(ToolError::Client(format!(
                     "this tool needs the client capability {capability:?}, which the client did not declare in initialize"
                 )));
             }
@@ -106,17 +106,17 @@ impl Ask for Live {
             let method = q.method;
             match select(answer, Delay::from(Duration::from_millis(u64::from(limit)))).await {
                 Either::Left((Ok(Ok(result)), _)) => Ok(result),
-                Either::Left((Ok(Err(error)), _)) => Err(Error::Client(format!(
+                Either::Left((Ok(Err(error)), _)) => Err(ToolError::Client(format!(
                     "the client answered {method} with an error: {}",
                     error
                         .get("message")
                         .and_then(Value::as_str)
                         .unwrap_or("no message")
                 ))),
-                Either::Left((Err(_), _)) => Err(Error::Client(format!(
+                Either::Left((Err(_), _)) => Err(ToolError::Client(format!(
                     "the session ended before the client answered {method}"
                 ))),
-                Either::Right(_) => Err(Error::Timeout(format!(
+                Either::Right(_) => Err(ToolError::Timeout(format!(
                     "the client did not answer {method} within {limit} ms"
                 ))),
             }

@@ -35,7 +35,7 @@ use crate::mcp::modern::{self, Mirrored, Request};
 use crate::mcp::request_state::{self, arguments_hash, Binding, State};
 use crate::random;
 use crate::registry::call::{capability_of, Ask, CallContext, Question};
-use crate::registry::{execute, Caller, Platform, Statement, ToolContext};
+use crate::registry::{execute, Caller, Platform, Statement, ToolContext, ToolResult};
 use crate::server::stream::{sse_response, Direct, First, Outbox, StreamPlan};
 use crate::server::{levels, Host};
 
@@ -193,7 +193,7 @@ impl Rounds {
 }
 
 impl Ask for Rounds {
-    fn ask<'a>(&'a self, q: Question<'a>) -> LocalBoxFuture<'a, Result<Value>> {
+    fn ask<'a>(&'a self, q: Question<'a>) -> LocalBoxFuture<'a, ToolResult<Value>> {
         let n = q.key.is_none().then(|| {
             let n = self.asks.get();
             self.asks.set(n + 1);

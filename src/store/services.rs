@@ -135,7 +135,8 @@ impl EnvServices for Services {
 
     fn fetch(&self, request: Outbound) -> LocalBoxFuture<'_, Result<Inbound>> {
         Box::pin(async move {
-            let unavailable = |e: worker::Error| Error::Client(format!("{}: {e}", request.url));
+            let unavailable =
+                |e: worker::Error| Error::Unavailable(format!("{}: {e}", request.url));
             let headers = Headers::new();
             for (k, v) in &request.headers {
                 headers.set(k, v).map_err(unavailable)?;

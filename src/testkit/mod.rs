@@ -35,6 +35,7 @@ use crate::registry::call::{Ask, CallContext, Outlet, Question};
 use crate::registry::limits::{Admission, Limit};
 use crate::registry::{
     self, Caller, EnvServices, Inbound, JobMode, Outbound, Platform, Registry, Statement,
+    ToolError, ToolResult,
 };
 use crate::tools::{self, Catalog};
 
@@ -397,9 +398,9 @@ impl Outlet for TestClient {
 }
 
 impl Ask for TestClient {
-    fn ask<'a>(&'a self, q: Question<'a>) -> LocalBoxFuture<'a, Result<Value>> {
+    fn ask<'a>(&'a self, q: Question<'a>) -> LocalBoxFuture<'a, ToolResult<Value>> {
         Box::pin(async move {
-            Err(Error::Client(format!(
+            Err(ToolError::Client(format!(
                 "the test client does not answer {}",
                 q.method
             )))

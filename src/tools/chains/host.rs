@@ -248,11 +248,14 @@ impl<'a> ChainHost<'a> {
     }
 }
 
-fn classify(e: Error) -> StepError {
+fn classify(e: impl Into<registry::ToolError>) -> StepError {
+    let e = e.into();
     let class = match &e {
-        Error::Timeout(_) => ErrorClass::Transient(codes::API_TIMEOUT.into()),
-        Error::Storage(_) | Error::Internal(_) => ErrorClass::Transient(codes::STORAGE.into()),
-        Error::Client(_) => ErrorClass::Transient(codes::CLIENT.into()),
+        registry::ToolError::Timeout(_) => ErrorClass::Transient(codes::API_TIMEOUT.into()),
+        registry::ToolError::Internal(Error::Storage(_) | Error::Internal(_)) => {
+            ErrorClass::Transient(codes::STORAGE.into())
+        }
+        registry::ToolError::Client(_) => ErrorClass::Transient(codes::CLIENT.into()),
         _ => ErrorClass::Validation,
     };
     StepError::new(class, e.public_message())
