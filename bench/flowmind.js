@@ -4,8 +4,14 @@
 // catalog plus the tool:// contexts), per kind: top-1, recall@3, no-match precision and recall,
 // wrong-at-high-confidence, how many the validator refused, how often it answered success with a
 // wrong first match, and how many got each status.
+// Then the same splits with and without a real embedding model, natively
+// (`cargo run --release --example flowmind_splits -- --embeddings`): the text matcher alone, and
+// the embedding-blended search over the stored all-MiniLM-L6-v2 vectors of data/flowmind/embeddings/
+// (production's blend, and the blend fitted on the training split), since the bench's Worker has
+// no Workers AI binding.
 // field_request's latency with 10,000 contexts is one of run.js's seed targets.
 // Prints figures; asserts nothing.
+import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { root, startWorker } from "../tests/support/worker.js";
@@ -101,4 +107,8 @@ export async function flowmindAccuracy() {
   } finally {
     await w.stop();
   }
+  console.log("\n## FlowMind matching with and without a real embedding model (native, stored vectors)");
+  const run = spawnSync("cargo", ["run", "--quiet", "--release", "--example", "flowmind_splits", "--", "--embeddings"], { cwd: root, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"], maxBuffer: 16 << 20 });
+  if (run.status !== 0) console.log(`  flowmind_splits failed (exit ${run.status}):\n${run.stderr.slice(-2000)}`);
+  else console.log(run.stdout.trimEnd());
 }

@@ -10,9 +10,15 @@
 //!   got an answer (never the held-out ones: looking at those would fit on them);
 //! - `--all`: every training request with its status and first matches;
 //! - `--train-only`: leave the held-out split out (for development);
-//! - `--svg <file>`: write the reliability diagram of both splits' first matches.
+//! - `--svg <file>`: write the reliability diagram of both splits' first matches;
+//! - `--embedding-texts <file>`: write, as a JSON array, every text production would send to the
+//!   embedding model for the catalog and both splits (`scripts/flowmind-embed.py` embeds them);
+//! - `--embeddings`: also measure both splits through the embedding-blended search with the
+//!   real-model vectors stored in `data/flowmind/embeddings/` (production's blend, and the blend
+//!   fitted on the training split by grid search), beside the text matcher's figures.
 use std::{env, fs, process::ExitCode};
 
+use mcp_edge::engine::matcher::blend::Blend;
 use mcp_edge::engine::matcher::bm25::Params;
 use mcp_edge::engine::matcher::{Model, Thresholds};
 use mcp_edge::registry::Registry;
@@ -90,6 +96,57 @@ fn svg(train: &Figures, held: &Figures) -> String {
     s + "</svg>\n"
 }
 
+/// Both splits through the embedding-blended search with the stored real-model vectors: under
+/// production's blend, and under the blend fitted on the training split alone (`held` is `None`
+/// with `--train-only`).
+fn blended(
+    catalog: &Catalog,
+    train: &[serde_json::Value],
+    held: Option<&[serde_json::Value]>,
+    model: &Model,
+    t: &Thresholds,
+) -> Result<(), String> {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let index = fs::read_to_string(format!("{root}/data/flowmind/embeddings/minilm.json"))
+        .map_err(|e| format!("data/flowmind/embeddings/minilm.json: {e}"))?;
+    let rows = fs::read(format!("{root}/data/flowmind/embeddings/minilm.i8"))
+        .map_err(|e| format!("data/flowmind/embeddings/minilm.i8: {e}"))?;
+    let vectors = measure::Vectors::read(&index, &rows)?;
+    let pooled_train = measure::pooled(catalog, train, &vectors)?;
+    let pooled_held = match held {
+        Some(h) => Some((h, measure::pooled(catalog, h, &vectors)?)),
+        None => None,
+    };
+    let shipped = Blend::default();
+    println!(
+        "\nwith {} embeddings (stored vectors; production's model is bge-small-en-v1.5)",
+        vectors.model
+    );
+    let (fitted, _) = measure::fit_blend(catalog, train, &pooled_train, model, t);
+    for (name, blend) in [
+        ("production's blend (its floor and ceiling are on bge-small's cosine scale, not MiniLM's)", shipped),
+        ("blend fitted on the training split", fitted),
+    ] {
+        println!(
+            "{name}: weight {:.2}, floor {:.2}, ceiling {:.2}",
+            blend.weight, blend.floor, blend.ceiling
+        );
+        println!(
+            "training split ({} requests)\n{}",
+            train.len(),
+            measure::measure_blended(catalog, train, &pooled_train, model, &blend, t)
+        );
+        if let Some((h, pooled)) = &pooled_held {
+            println!(
+                "held-out split ({} requests)\n{}",
+                h.len(),
+                measure::measure_blended(catalog, h, pooled, model, &blend, t)
+            );
+        }
+    }
+    Ok(())
+}
+
 fn main() -> ExitCode {
     let root = env!("CARGO_MANIFEST_DIR");
     let read = |path: &str| fs::read_to_string(format!("{root}/{path}")).ok();
@@ -126,6 +183,21 @@ fn main() -> ExitCode {
     train.extend(tools);
     let args: Vec<String> = env::args().collect();
     let has = |flag: &str| args.iter().any(|a| a == flag);
+    let value = |flag: &str| {
+        args.iter()
+            .position(|a| a == flag)
+            .and_then(|i| args.get(i + 1))
+    };
+    if let Some(path) = value("--embedding-texts") {
+        let texts = measure::embedding_texts(&catalog, &[&train, &held]);
+        let json = serde_json::to_string(&texts).unwrap_or_default();
+        if let Err(e) = fs::write(path, json) {
+            eprintln!("{path}: {e}");
+            return ExitCode::FAILURE;
+        }
+        println!("wrote {} texts to {path}", texts.len());
+        return ExitCode::SUCCESS;
+    }
     let (mut model, mut t) = (Model::default(), Thresholds::default());
     if has("--fit") {
         model = measure::fit(&catalog, &train);
@@ -201,12 +273,28 @@ fn main() -> ExitCode {
         }
     });
     println!("{train_figures}");
-    if has("--train-only") {
-        return ExitCode::SUCCESS;
+    let train_only = has("--train-only");
+    let held_figures = (!train_only).then(|| {
+        println!("held-out split ({} requests)", held.len());
+        let f = measure::measure(&catalog, &held, &model, &t, |_, _| {});
+        println!("{f}");
+        f
+    });
+    if has("--embeddings") {
+        if let Err(e) = blended(
+            &catalog,
+            &train,
+            (!train_only).then_some(&held[..]),
+            &model,
+            &t,
+        ) {
+            eprintln!("{e}");
+            return ExitCode::FAILURE;
+        }
     }
-    println!("held-out split ({} requests)", held.len());
-    let held_figures = measure::measure(&catalog, &held, &model, &t, |_, _| {});
-    println!("{held_figures}");
+    let Some(held_figures) = held_figures else {
+        return ExitCode::SUCCESS;
+    };
     if has("--bins") {
         println!("reliability of first matches: confidence, training shown (right), held-out shown (right)");
         for (i, (a, b)) in train_figures
@@ -226,11 +314,7 @@ fn main() -> ExitCode {
             );
         }
     }
-    if let Some(path) = args
-        .iter()
-        .position(|a| a == "--svg")
-        .and_then(|i| args.get(i + 1))
-    {
+    if let Some(path) = value("--svg") {
         if let Err(e) = fs::write(path, svg(&train_figures, &held_figures)) {
             eprintln!("{path}: {e}");
             return ExitCode::FAILURE;

@@ -586,7 +586,10 @@ mod tests {
         assert_eq!(m.entries()[first.entry].uri, "a://first-aid");
         assert_eq!(first.lexical, 0.0);
         assert_eq!(first.embedding, Some(0.9));
-        assert!((first.signals.similarity - 0.5).abs() < 1e-12);
+        assert!(
+            (first.signals.similarity - Blend::default().weight).abs() < 1e-12,
+            "a cosine at the ceiling gives the embedding's whole share"
+        );
         assert_eq!(first.signals.relative, 1.0);
         assert!(ranked
             .windows(2)

@@ -111,11 +111,6 @@ fn keeper<'a>(
     move |i: usize| keep.keeps(i)
 }
 
-/// The status of ranked `candidates` for `args`.
-fn status(args: &Args, candidates: &[Candidate]) -> &'static str {
-    status_with(args, candidates, &Thresholds::default())
-}
-
 /// The status of ranked `candidates` for `args` under thresholds `t`.
 pub fn status_with(args: &Args, candidates: &[Candidate], t: &Thresholds) -> &'static str {
     let confidences: Vec<f64> = candidates.iter().map(|c| c.confidence).collect();
@@ -294,19 +289,44 @@ pub fn search_blended(
     pool: Vec<Considered>,
     cosines: &[f64],
 ) -> Outcome {
+    search_blended_with(
+        catalog,
+        args,
+        visible,
+        pool,
+        cosines,
+        &Model::default(),
+        &Blend::default(),
+        &Thresholds::default(),
+    )
+}
+
+/// [`search_blended`] under another `model`, `blend` and thresholds `t`: what fitting the blend
+/// compares (`measure::fit_blend`).
+#[allow(clippy::too_many_arguments)]
+pub fn search_blended_with(
+    catalog: &Catalog,
+    args: &Args,
+    visible: &dyn Fn(&Context) -> bool,
+    pool: Vec<Considered>,
+    cosines: &[f64],
+    model: &Model,
+    blend: &Blend,
+    t: &Thresholds,
+) -> Outcome {
     let provided: Vec<String> = args.variables.keys().cloned().collect();
     let text = args.text();
     let searched = Keep::new(catalog, args, visible).count();
     let candidates = catalog.matcher.rank_blended(
         &request(args, &text, &provided),
-        &Model::default(),
+        model,
         pool,
         cosines,
-        &Blend::default(),
+        blend,
         args.max_results.max(2),
     );
     Outcome {
-        status: status(args, &candidates),
+        status: status_with(args, &candidates, t),
         candidates,
         searched,
     }

@@ -8,14 +8,19 @@
 //! (`cargo run --release --example flowmind_splits`, `npm run bench`). Used by tests and examples,
 //! never by a request: nothing here runs in the Worker.
 
+use std::collections::HashMap;
 use std::fmt;
 
 use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
 
 use super::catalog::{build, Catalog};
-use super::field_request::{search_with, signals, Outcome};
+use super::field_request::{
+    embedding_text, pool, search_blended_with, search_with, signals, Outcome, EMBEDDED_CHARS,
+};
 use super::request::Args;
-use crate::engine::matcher::{decide, eval, Model, Signals, Thresholds, Verdict};
+use crate::engine::matcher::blend::{cosine, Blend};
+use crate::engine::matcher::{decide, eval, Considered, Model, Signals, Thresholds, Verdict};
 use crate::registry::Registry;
 
 /// The catalog of a file shaped like `data/flowmind/contexts.json` plus `registry`'s tools, built
@@ -260,14 +265,25 @@ pub fn measure(
     set: &[Value],
     model: &Model,
     t: &Thresholds,
+    each: impl FnMut(&Value, &Outcome),
+) -> Figures {
+    tally(catalog, set, |_, r| outcome(catalog, r, model, t), each)
+}
+
+/// The figures of `set` when `outcome` answers each request (by its position and itself); `each`
+/// sees every request with its outcome.
+fn tally(
+    catalog: &Catalog,
+    set: &[Value],
+    outcome: impl Fn(usize, &Value) -> Outcome,
     mut each: impl FnMut(&Value, &Outcome),
 ) -> Figures {
     let mut f = Figures {
         requests: set.len(),
         ..Figures::default()
     };
-    for r in set {
-        let o = outcome(catalog, r, model, t);
+    for (i, r) in set.iter().enumerate() {
+        let o = outcome(i, r);
         each(r, &o);
         let want = expected(r);
         let uris: Vec<&str> = o
@@ -306,6 +322,218 @@ pub fn measure(
         k.none += usize::from(none);
     }
     f
+}
+
+/// A text's key in a stored vector set: the first 16 bytes of its SHA-256, in hex (what
+/// `scripts/flowmind-embed.py` writes).
+pub fn text_key(text: &str) -> String {
+    Sha256::digest(text.as_bytes())
+        .iter()
+        .take(16)
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// The text production embeds for labelled request `r` (`embeddings::cosines`: the request's
+/// text cut to [`EMBEDDED_CHARS`]).
+pub fn request_text(r: &Value) -> String {
+    args(r).text().chars().take(EMBEDDED_CHARS).collect()
+}
+
+/// Every text production would send to the embedding model for `catalog` and `sets`, once each,
+/// contexts first: each context's [`embedding_text`] and each request's [`request_text`].
+pub fn embedding_texts(catalog: &Catalog, sets: &[&[Value]]) -> Vec<String> {
+    let mut seen = std::collections::HashSet::new();
+    catalog
+        .contexts
+        .iter()
+        .map(embedding_text)
+        .chain(sets.iter().flat_map(|s| s.iter().map(request_text)))
+        .filter(|t| seen.insert(t.clone()))
+        .collect()
+}
+
+/// Stored embeddings of a real model (`data/flowmind/embeddings/`, written by
+/// `scripts/flowmind-embed.py`), by [`text_key`].
+#[derive(Debug, Clone)]
+pub struct Vectors {
+    /// The model that computed them.
+    pub model: String,
+    /// Dimensions of each vector.
+    pub dims: usize,
+    by_key: HashMap<String, Vec<f32>>,
+}
+
+impl Vectors {
+    /// The vectors of an index (`{"model", "dims", "entries": [[key, scale], …]}`) and its int8
+    /// rows (`dims` signed bytes per entry, in the entries' order; value = byte · scale / 127).
+    pub fn read(index: &str, rows: &[u8]) -> Result<Vectors, String> {
+        let index: Value = serde_json::from_str(index).map_err(|e| format!("index: {e}"))?;
+        let model = index["model"]
+            .as_str()
+            .ok_or("index: no model")?
+            .to_string();
+        let dims = index["dims"].as_u64().ok_or("index: no dims")? as usize;
+        let entries = index["entries"].as_array().ok_or("index: no entries")?;
+        if dims == 0 || rows.len() != entries.len() * dims {
+            return Err(format!(
+                "{} bytes of vectors for {} entries of {dims} dimensions",
+                rows.len(),
+                entries.len()
+            ));
+        }
+        let mut by_key = HashMap::new();
+        for (e, row) in entries.iter().zip(rows.chunks_exact(dims)) {
+            let (Some(key), Some(scale)) = (e[0].as_str(), e[1].as_f64()) else {
+                return Err(format!("index: entry {e} is not [key, scale]"));
+            };
+            let v = row
+                .iter()
+                .map(|&b| f32::from(b as i8) * scale as f32 / 127.0)
+                .collect();
+            by_key.insert(key.to_string(), v);
+        }
+        Ok(Vectors {
+            model,
+            dims,
+            by_key,
+        })
+    }
+
+    /// How many texts have a vector.
+    pub fn len(&self) -> usize {
+        self.by_key.len()
+    }
+
+    /// Whether no text has a vector.
+    pub fn is_empty(&self) -> bool {
+        self.by_key.is_empty()
+    }
+
+    /// The vector of `text`, if stored.
+    pub fn get(&self, text: &str) -> Option<&[f32]> {
+        self.by_key.get(&text_key(text)).map(Vec::as_slice)
+    }
+
+    /// Of `texts`, those without a vector.
+    pub fn missing<'a>(&self, texts: &'a [String]) -> Vec<&'a str> {
+        texts
+            .iter()
+            .filter(|t| self.get(t).is_none())
+            .map(String::as_str)
+            .collect()
+    }
+}
+
+/// What the blended search needs of one request and does not depend on the blend: its pool
+/// (`field_request::pool`, as production builds it) and the cosine of its embedding to each pool
+/// context's.
+pub struct Pooled {
+    pool: Vec<Considered>,
+    cosines: Vec<f64>,
+}
+
+/// The pools and cosines of every request of `set`, from stored `vectors`; `Err` names a text
+/// without a vector (re-run `scripts/flowmind-embed.py`).
+pub fn pooled(catalog: &Catalog, set: &[Value], vectors: &Vectors) -> Result<Vec<Pooled>, String> {
+    set.iter()
+        .map(|r| {
+            let (pool, _) = pool(catalog, &args(r), &|_| true);
+            let text = request_text(r);
+            let q = vectors
+                .get(&text)
+                .ok_or_else(|| format!("no vector for the request {text:?}"))?;
+            let cosines =
+                pool.iter()
+                    .map(|c| {
+                        let t = embedding_text(&catalog.contexts[c.entry]);
+                        vectors.get(&t).map(|v| cosine(q, v)).ok_or_else(|| {
+                            format!("no vector for {}", catalog.contexts[c.entry].uri)
+                        })
+                    })
+                    .collect::<Result<_, String>>()?;
+            Ok(Pooled { pool, cosines })
+        })
+        .collect()
+}
+
+/// Measures `set` (with its [`pooled`] cosines, in the same order) through the embedding-blended
+/// search under `model`, `blend` and `t`.
+pub fn measure_blended(
+    catalog: &Catalog,
+    set: &[Value],
+    pooled: &[Pooled],
+    model: &Model,
+    blend: &Blend,
+    t: &Thresholds,
+) -> Figures {
+    tally(
+        catalog,
+        set,
+        |i, r| {
+            let p = &pooled[i];
+            search_blended_with(
+                catalog,
+                &args(r),
+                &|_| true,
+                p.pool.clone(),
+                &p.cosines,
+                model,
+                blend,
+                t,
+            )
+        },
+        |_, _| {},
+    )
+}
+
+/// What a blend is worth on a split: top-1 plus recall@3 of both kinds, half a point per
+/// out-of-scope request answered `no_matches`, two points off per wrong answer at confidence
+/// ≥ 0.9 (the score the BM25F grid of `flowmind_splits --grid` uses).
+pub fn score(f: &Figures) -> f64 {
+    (f.catalog.top1 + f.catalog.at3 + f.tool.top1 + f.tool.at3) as f64
+        + f.out_of_scope_none as f64 * 0.5
+        - 2.0 * f.high_wrong as f64
+}
+
+/// The blend with the best [`score`] on `set` under `model` and `t`, by grid search: weight 0 to
+/// 1 in steps of 0.05, floor −0.2 to 0.85 and ceiling up to 1 in steps of 0.05 (ceiling above
+/// floor by at least 0.1); the first best in that order. Weight 0 is text alone, so the fit never
+/// scores below it on `set`.
+pub fn fit_blend(
+    catalog: &Catalog,
+    set: &[Value],
+    pooled: &[Pooled],
+    model: &Model,
+    t: &Thresholds,
+) -> (Blend, Figures) {
+    let step = |i: i32| f64::from(i) * 0.05;
+    let mut best: Option<(f64, Blend, Figures)> = None;
+    for w in 0..=20 {
+        for fl in -4..=17 {
+            for ce in (fl + 2)..=20 {
+                let blend = Blend {
+                    weight: step(w),
+                    floor: step(fl),
+                    ceiling: step(ce),
+                };
+                let f = measure_blended(catalog, set, pooled, model, &blend, t);
+                let s = score(&f);
+                if best.as_ref().is_none_or(|b| s > b.0 + 1e-9) {
+                    best = Some((s, blend, f));
+                }
+                if w == 0 {
+                    // Weight 0 ignores floor and ceiling: one point is enough.
+                    break;
+                }
+            }
+            if w == 0 {
+                break;
+            }
+        }
+    }
+    let (_, blend, f) = best.unwrap_or((0.0, Blend::default(), Figures::default()));
+    (blend, f)
 }
 
 #[cfg(test)]
@@ -352,6 +580,53 @@ mod tests {
         ] {
             assert!((got - want).abs() < 1e-9, "tuned {tuned:?}, default {t:?}");
         }
+    }
+
+    #[test]
+    fn the_stored_vectors_are_those_of_the_catalog_and_splits() {
+        // A changed context text, tool context or split request has no stored vector: re-run
+        // `python3 scripts/flowmind-embed.py` (docs/flowmind.md) and re-fit the blend.
+        let (catalog, set) = training();
+        let held = requests(include_str!("../../../tests/data/flowmind_heldout.json"))
+            .expect("held-out split");
+        let vectors = Vectors::read(
+            include_str!("../../../data/flowmind/embeddings/minilm.json"),
+            include_bytes!("../../../data/flowmind/embeddings/minilm.i8"),
+        )
+        .expect("stored vectors");
+        assert_eq!(vectors.dims, crate::engine::matcher::blend::DIMS);
+        let texts = embedding_texts(&catalog, &[&set, &held]);
+        assert_eq!(
+            vectors.missing(&texts),
+            Vec::<&str>::new(),
+            "texts without a vector"
+        );
+        assert_eq!(
+            vectors.len(),
+            texts.len(),
+            "vectors of texts no longer used"
+        );
+        for t in &texts {
+            let v = vectors.get(t).expect("checked above");
+            let norm: f64 = v.iter().map(|x| f64::from(*x).powi(2)).sum::<f64>().sqrt();
+            assert!((norm - 1.0).abs() < 0.02, "{norm} for {t:?}");
+        }
+        let pooled = pooled(&catalog, &held, &vectors).expect("every pool has vectors");
+        assert_eq!(pooled.len(), held.len());
+    }
+
+    #[test]
+    fn stored_vectors_are_checked_for_shape() {
+        let index = r#"{"model":"m","dims":2,"entries":[["k1",0.5],["k2",1.0]]}"#;
+        let v = Vectors::read(index, &[127, 0, 0, 129]).expect("well formed");
+        assert_eq!(v.len(), 2);
+        assert_eq!(v.by_key["k1"], vec![0.5, 0.0]);
+        assert_eq!(v.by_key["k2"], vec![0.0, -1.0]);
+        let e = Vectors::read(index, &[1, 2, 3]).unwrap_err();
+        assert!(e.contains("3 bytes of vectors for 2 entries"), "{e}");
+        let e = Vectors::read(r#"{"model":"m","dims":2,"entries":[["k1"]]}"#, &[1, 2]).unwrap_err();
+        assert!(e.contains("not [key, scale]"), "{e}");
+        assert!(Vectors::read("{}", &[]).is_err());
     }
 
     #[test]
