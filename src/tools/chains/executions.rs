@@ -16,6 +16,7 @@ use super::guard::{self, Author, Hidden};
 use super::host::{report_max_bytes, ChainHost};
 use super::JOB_KIND;
 use crate::engine::chain::{self, ChainDef, Plan};
+use crate::engine::read::{self, Read};
 use crate::engine::run::{self, RunOptions, RunReport, RunStatus, StepState};
 use crate::error::{Error, Result};
 use crate::limiter::leases::LeaseRequest;
@@ -43,6 +44,15 @@ pub enum Mode {
 }
 
 impl Mode {
+    /// The stored `mode` column, read by hand as `Options::read` is.
+    fn read(v: Value) -> Read<Mode> {
+        match read::string(v)?.as_str() {
+            "sync" => Ok(Mode::Sync),
+            "async" => Ok(Mode::Async),
+            other => Err(read::unknown(other, "one of `sync`, `async`")),
+        }
+    }
+
     fn as_str(self) -> &'static str {
         match self {
             Mode::Sync => "sync",
@@ -96,7 +106,40 @@ pub struct Lease {
     pub kind: String,
 }
 
+impl Lease {
+    /// The lease of a stored `Options`, read by hand as `Options::read` is.
+    fn read(v: Value) -> Read<Lease> {
+        let mut m = read::object(v, "struct Lease")?;
+        Ok(Lease {
+            owner: read::string(read::required(&mut m, "owner")?)?,
+            kind: read::string(read::required(&mut m, "kind")?)?,
+        })
+    }
+}
+
 impl Options {
+    /// The options as `load` reads them from the stored `options` column: by hand, not through the
+    /// derive, which compiled a reader of its own for this one place (docs/decisions.md, "Derived
+    /// readers"). It accepts what the derive accepts; the native tests compare the two.
+    fn read(v: Value) -> Read<Options> {
+        let mut m = read::object(v, "struct Options")?;
+        Ok(Options {
+            parallel: read::bool(read::required(&mut m, "parallel")?)?,
+            rollback: read::bool(read::required(&mut m, "rollback")?)?,
+            max_execution_ms: read::u64(read::required(&mut m, "max_execution_ms")?)?,
+            save_intermediate_results: read::bool(read::required(
+                &mut m,
+                "save_intermediate_results",
+            )?)?,
+            auto_retry: read::defaulted(&mut m, "auto_retry", read::bool)?,
+            strict_inputs: read::defaulted(&mut m, "strict_inputs", read::bool)?,
+            context: read::defaulted(&mut m, "context", |v| read::object(v, "a map"))?,
+            runner: read::optional(&mut m, "runner", read::string)?,
+            lease: read::optional(&mut m, "lease", Lease::read)?,
+            kept: read::optional(&mut m, "kept", Ok)?,
+        })
+    }
+
     fn run_options(&self) -> RunOptions {
         RunOptions {
             parallel: self.parallel,
@@ -228,8 +271,8 @@ async fn load(ctx: &dyn ToolContext, id: &str, scope: Scope) -> ToolResult<Recor
             chain: text("chain"),
             title: text("title"),
             plan,
-            options: serde_json::from_value(json_of("options")?)?,
-            mode: serde_json::from_value(row["mode"].clone())?,
+            options: Options::read(json_of("options")?)?,
+            mode: Mode::read(row["mode"].clone())?,
             tracked: true,
             author: Author::from_row(&row),
         },
@@ -1204,4 +1247,82 @@ pub async fn list(ctx: &dyn ToolContext, filter: &Value) -> Result<Value> {
         })
         .collect();
     Ok(json!({ "count": executions.len(), "executions": executions }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::rows::assert_same_as_derive as same;
+
+    /// Stored options read by hand are what the derive reads: every field present, the defaulted
+    /// and optional ones absent or `null`, mistyped fields, extra fields, and a value that is not
+    /// an object.
+    #[test]
+    fn options_read_as_their_derive_reads_them() {
+        let full = json!({
+            "parallel": true, "rollback": false, "max_execution_ms": 30000,
+            "save_intermediate_results": true, "auto_retry": true, "strict_inputs": false,
+            "context": { "agent_id": "a" }, "runner": "u1",
+            "lease": { "owner": "user:u1", "kind": "execute_workflow" }, "kept": { "k": [1] },
+        });
+        let mut rows = vec![full.clone(), json!(null), json!("options"), json!({})];
+        let base = json!({
+            "parallel": false, "rollback": true, "max_execution_ms": 0,
+            "save_intermediate_results": false,
+        });
+        rows.push(base.clone());
+        let with = |key: &str, v: Value| {
+            let mut o = base.clone();
+            o[key] = v;
+            o
+        };
+        let without = |key: &str| {
+            let mut o = full.clone();
+            o.as_object_mut().map(|m| m.remove(key));
+            o
+        };
+        for key in [
+            "parallel",
+            "rollback",
+            "max_execution_ms",
+            "save_intermediate_results",
+            "auto_retry",
+            "strict_inputs",
+            "context",
+            "runner",
+            "lease",
+            "kept",
+        ] {
+            rows.push(without(key));
+            rows.push(with(key, json!(null)));
+            rows.push(with(key, json!("x")));
+            rows.push(with(key, json!(1)));
+        }
+        rows.push(with("max_execution_ms", json!(-1)));
+        rows.push(with("max_execution_ms", json!(1.5)));
+        rows.push(with("lease", json!({ "owner": "o" })));
+        rows.push(with("lease", json!({ "owner": "o", "kind": 2 })));
+        rows.push(with(
+            "lease",
+            json!({ "owner": "o", "kind": "k", "more": 1 }),
+        ));
+        rows.push(with("extra", json!(true)));
+        same(Options::read, &rows);
+    }
+
+    /// The stored `mode` column read by hand is what the derive reads.
+    #[test]
+    fn mode_reads_as_its_derive_reads_it() {
+        same(
+            Mode::read,
+            &[
+                json!("sync"),
+                json!("async"),
+                json!("Sync"),
+                json!(""),
+                json!(1),
+                json!(null),
+            ],
+        );
+    }
 }
