@@ -13,11 +13,19 @@
 //   3. the seed's stated targets: sequential p50/p99 of the tools the seeds give figures for;
 //   4. the native micro-benchmarks (criterion: `cargo bench --bench engines`).
 // Results also go to bench/results/<time>.json (git-ignored), to compare runs.
-// Settings: BENCH_SECONDS (per level, default 5), BENCH_LEVELS (default 1,8,32), BENCH_CALLS
+// Every (server, client level) of the side-by-side tables and the ceilings is measured BENCH_RUNS
+// times, in rounds that take every server in turn (the order rotated each round), so a drift of
+// the shared machine reaches all peers alike; tables print the median requests/s with the spread
+// (min–max) beside it, ratios come from the medians, p50 and p99 from the median run, and the JSON
+// keeps every run's figures.
+// Settings: BENCH_SECONDS (per level, default 5), BENCH_RUNS (runs per level, default 3),
+// BENCH_LEVELS (default 1,8,32), BENCH_CALLS
 // (sequential calls per seed target, default 200), BENCH_CONTEXTS (default 10000), BENCH_NATIVE=0
 // skips criterion, BENCH_COST_CALLS (calls per lane counted for the cost per call, default 20),
 // BENCH_ONLY=side|targets|native|cost runs one part (side includes cost); BENCH_ONLY=field_request
-// runs only the field_request seed target (our Worker alone: load the contexts, warm up, measure).
+// runs only the field_request seed target (our Worker alone: load the contexts, warm up, measure);
+// BENCH_TOOL=<tool> keeps only that tool's rows in the side-by-side tables (both lanes), e.g.
+// `BENCH_ONLY=side BENCH_TOOL=process_template BENCH_LEVELS=1` for one call at one client.
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, relative } from "node:path";
@@ -32,6 +40,9 @@ import { costs } from "./cost.js";
 import { load, modelStandIn, pct, plain, server, stateless, summary, syntheticContexts } from "./client.js";
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
+const RUNS = Number(process.env.BENCH_RUNS ?? 3);
+if (!Number.isInteger(RUNS) || RUNS < 1) throw new Error(`BENCH_RUNS must be a whole number of runs, 1 or more (got ${process.env.BENCH_RUNS})`);
+const TOOL = process.env.BENCH_TOOL;
 const LEVELS = (process.env.BENCH_LEVELS ?? "1,8,32").split(",").map(Number);
 const CALLS = Number(process.env.BENCH_CALLS ?? 200);
 const CONTEXTS = Number(process.env.BENCH_CONTEXTS ?? 10_000);
@@ -49,9 +60,48 @@ const PROFILE = existsSync(join(root, "build", ".built-release")) ? "release" : 
 const CEILING = join(root, "target", "ceiling", PROFILE);
 const SECRET = "bench-secret";
 
-const results = { date: new Date().toISOString(), settings: { SECONDS, LEVELS, CALLS, CONTEXTS }, size: {}, start: {}, side_by_side: [], side_2026: [], ceilings: [], cost: [], breakdown: [], targets: [], native: [] };
+const results = { date: new Date().toISOString(), settings: { SECONDS, RUNS, LEVELS, CALLS, CONTEXTS, TOOL }, size: {}, start: {}, side_by_side: [], side_2026: [], ceilings: [], cost: [], breakdown: [], targets: [], native: [] };
 const f = (n, d = 1) => (Number.isFinite(n) ? n.toFixed(d) : "—");
 const row = (cells, widths) => cells.map((c, i) => String(c)[i ? "padStart" : "padEnd"](widths[i])).join("  ");
+/** A median's requests/s with the spread of its runs beside it: `795 (700–810)`. */
+const spread = (x) => `${f(x.rps, 0)} (${f(Math.min(...x.runs.map((r) => r.rps)), 0)}–${f(Math.max(...x.runs.map((r) => r.rps)), 0)})`;
+
+/**
+ * The run that stands for several: the one with the median requests/s (for an even count, the
+ * lower of the two middle ones, so its p50 and p99 are figures one run really had).
+ */
+function median(runs) {
+  const sorted = [...runs].sort((a, b) => a.rps - b.rps);
+  return sorted[Math.floor((sorted.length - 1) / 2)];
+}
+
+/**
+ * Measures every server in `servers` at `clients` clients, RUNS times: each round takes the servers
+ * in turn, starting one later each round, so what the machine does meanwhile falls on all of them
+ * alike. A short warm-up per server before its first run, so none pays for compiling its code
+ * inside the window. Returns, per server, the median run's figures, `errors` over all runs, the
+ * first error seen, and `runs`: every run's requests/s, p50, p99 and errors.
+ */
+async function rounds(servers, { clients, call }) {
+  const names = Object.keys(servers);
+  const runs = Object.fromEntries(names.map((n) => [n, []]));
+  for (const name of names) await load(servers[name], { clients, seconds: Math.min(1, SECONDS / 5), call });
+  for (let round = 0; round < RUNS; round++) {
+    for (let i = 0; i < names.length; i++) {
+      const name = names[(round + i) % names.length];
+      runs[name].push(await load(servers[name], { clients, seconds: SECONDS, call }));
+    }
+  }
+  return Object.fromEntries(names.map((name) => {
+    const all = runs[name];
+    const { rps, p50, p99 } = median(all);
+    return [name, {
+      rps, p50, p99, calls: all.reduce((a, r) => a + r.calls, 0), errors: all.reduce((a, r) => a + r.errors, 0),
+      firstError: all.find((r) => r.firstError)?.firstError ?? null,
+      runs: all.map(({ rps, p50, p99, errors }) => ({ rps, p50, p99, errors })),
+    }];
+  }));
+}
 
 function sizes() {
   const kib = (n) => `${(n / 1024).toFixed(1)} KiB`;
@@ -144,13 +194,15 @@ async function startTimes(model) {
 }
 
 /** The calls compared side by side: same tool, same input, same output on both servers. */
-const SIDE = [
+const SIDE_ALL = [
   { label: "get_mode_indicator", tool: "get_mode_indicator", args: {} },
   {
     label: "process_template trip (no cache)", tool: "process_template",
     args: { template_name: "trip-confirmation-comprehensive", variables: tripVars, processing_options: { use_cache: false } },
   },
 ];
+const SIDE = SIDE_ALL.filter((entry) => !TOOL || entry.tool === TOOL);
+if (!SIDE.length) throw new Error(`BENCH_TOOL=${TOOL} is none of the side-by-side tools (${SIDE_ALL.map((e) => e.tool).join(", ")})`);
 
 /** JSON with object keys sorted, so two equal values print the same whatever their key order. */
 const canonical = (v) => JSON.stringify(v, (_, x) => (x && typeof x === "object" && !Array.isArray(x) ? Object.fromEntries(Object.entries(x).sort(([a], [b]) => (a < b ? -1 : 1))) : x));
@@ -158,7 +210,7 @@ const canonical = (v) => JSON.stringify(v, (_, x) => (x && typeof x === "object"
 const seen = (r) => canonical([r.result?.content, r.result?.structuredContent]);
 
 async function sideBySide(ours, peers) {
-  console.log(`\n## Side by side with the TypeScript peers (${Object.keys(peers).join(", ")}): ${SECONDS} s per level, one session per virtual client`);
+  console.log(`\n## Side by side with the TypeScript peers (${Object.keys(peers).join(", ")}): ${SECONDS} s per level, median of ${RUNS} run(s) (min–max), one session per virtual client`);
   const servers = { ours: server(ours.mcpUrl) };
   for (const [name, peer] of Object.entries(peers)) servers[name] = server(peer.mcpUrl);
   for (const entry of SIDE) {
@@ -170,20 +222,15 @@ async function sideBySide(ours, peers) {
     }
   }
   const short = (name) => (name === "reference" ? "ref" : name);
-  const widths = [34, 6, 9, 8, 8, 6, ...Object.keys(peers).flatMap((name) => [Math.max(9, short(name).length + 4), 8, 8, 6, 7])];
+  const widths = [34, 6, 20, 8, 8, 6, ...Object.keys(peers).flatMap((name) => [Math.max(20, short(name).length + 4), 8, 8, 6, 7])];
   console.log(row(["call", "conc", "ours rps", "p50 ms", "p99 ms", "err", ...Object.keys(peers).flatMap((name) => [`${short(name)} rps`, "p50 ms", "p99 ms", "err", "ratio"])], widths));
   for (const entry of SIDE) {
     for (const clients of LEVELS) {
-      const r = {};
-      for (const [name, srv] of Object.entries(servers)) {
-        // A short warm-up per server, so neither pays for compiling its code inside the window.
-        await load(srv, { clients, seconds: Math.min(1, SECONDS / 5), call: (s) => s.call(entry.tool, entry.args) });
-        r[name] = await load(srv, { clients, seconds: SECONDS, call: (s) => s.call(entry.tool, entry.args) });
-      }
-      // `ratio`: our throughput over each peer's.
+      const r = await rounds(servers, { clients, call: (s) => s.call(entry.tool, entry.args) });
+      // `ratio`: our median throughput over each peer's.
       const ratios = Object.fromEntries(Object.keys(peers).map((name) => [name, r.ours.rps / r[name].rps]));
       results.side_by_side.push({ call: entry.label, concurrency: clients, ...r, ratio: ratios.reference, ratios });
-      const cells = (x) => [f(x.rps, 0), f(x.p50, 2), f(x.p99, 2), x.errors];
+      const cells = (x) => [spread(x), f(x.p50, 2), f(x.p99, 2), x.errors];
       console.log(row([entry.label, clients, ...cells(r.ours), ...Object.keys(peers).flatMap((name) => [...cells(r[name]), f(ratios[name], 2)])], widths));
       for (const [name, s] of Object.entries(r)) if (s.firstError) console.log(`    ${name}: first error: ${String(s.firstError).slice(0, 200)}`);
     }
@@ -203,25 +250,21 @@ const SIDE_2026 = SIDE;
  * per call, no session); answers checked byte-identical first, as for the 2025 lane.
  */
 async function sideBySide2026(ours, anchor) {
-  console.log(`\n## 2026-07-28 lane side by side with createMcpHandler: ${SECONDS} s per level, stateless client (no session)`);
+  console.log(`\n## 2026-07-28 lane side by side with createMcpHandler: ${SECONDS} s per level, median of ${RUNS} run(s) (min–max), stateless client (no session)`);
   const servers = { ours: stateless(ours.mcpUrl, { headers: bearer(ours.mcpUrl) }), createMcpHandler: stateless(anchor.mcpUrl) };
   for (const entry of SIDE_2026) {
     const a = await (await servers.ours.connect()).call(entry.tool, entry.args);
     const b = await (await servers.createMcpHandler.connect()).call(entry.tool, entry.args);
     console.log(`  ${entry.label}: outputs ${seen(a) === seen(b) ? "identical" : "DIFFER (figures not comparable)"} (ours 2026 and createMcpHandler)${a.ok && b.ok ? "" : `; ours ${a.error ?? "ok"}, createMcpHandler ${b.error ?? "ok"}`}`);
   }
-  const widths = [34, 6, 9, 8, 8, 6, 10, 8, 8, 6, 7];
+  const widths = [34, 6, 20, 8, 8, 6, 20, 8, 8, 6, 7];
   console.log(row(["call (2026-07-28)", "conc", "ours rps", "p50 ms", "p99 ms", "err", "cMH rps", "p50 ms", "p99 ms", "err", "ratio"], widths));
   for (const entry of SIDE_2026) {
     for (const clients of LEVELS) {
-      const r = {};
-      for (const [name, srv] of Object.entries(servers)) {
-        await load(srv, { clients, seconds: Math.min(1, SECONDS / 5), call: (s) => s.call(entry.tool, entry.args) });
-        r[name] = await load(srv, { clients, seconds: SECONDS, call: (s) => s.call(entry.tool, entry.args) });
-      }
+      const r = await rounds(servers, { clients, call: (s) => s.call(entry.tool, entry.args) });
       const ratio = r.ours.rps / r.createMcpHandler.rps;
       results.side_2026.push({ call: entry.label, concurrency: clients, ...r, ratios: { createMcpHandler: ratio } });
-      const cells = (x) => [f(x.rps, 0), f(x.p50, 2), f(x.p99, 2), x.errors];
+      const cells = (x) => [spread(x), f(x.p50, 2), f(x.p99, 2), x.errors];
       console.log(row([entry.label, clients, ...cells(r.ours), ...cells(r.createMcpHandler), f(ratio, 2)], widths));
       for (const [name, s] of Object.entries(r)) if (s.firstError) console.log(`    ${name}: first error: ${String(s.firstError).slice(0, 200)}`);
     }
@@ -235,20 +278,23 @@ async function sideBySide2026(ours, anchor) {
  * (`DO hop`), at the same client levels.
  */
 async function ceilings(ceiling) {
-  console.log(`\n## Ceilings (bench/anchors/ceiling, Rust, built ${PROFILE} as the Worker in build/ is): ${SECONDS} s per level`);
+  console.log(`\n## Ceilings (bench/anchors/ceiling, Rust, built ${PROFILE} as the Worker in build/ is): ${SECONDS} s per level, median of ${RUNS} run(s) (min–max)`);
   const kinds = { "hello-world": plain(new URL("/", ceiling.url).href), "DO hop": plain(new URL("/hop", ceiling.url).href) };
-  const widths = [34, 6, 9, 8, 8, 6];
+  const widths = [34, 6, 20, 8, 8, 6];
   console.log(row(["ceiling", "conc", "rps", "p50 ms", "p99 ms", "err"], widths));
-  for (const [name, srv] of Object.entries(kinds)) {
-    for (const clients of LEVELS) {
-      await load(srv, { clients, seconds: Math.min(1, SECONDS / 5), call: (s) => s.call() });
-      const r = await load(srv, { clients, seconds: SECONDS, call: (s) => s.call() });
-      results.ceilings.push({ ceiling: name, concurrency: clients, ...r });
-      console.log(row([name, clients, f(r.rps, 0), f(r.p50, 2), f(r.p99, 2), r.errors], widths));
+  const measured = [];
+  for (const clients of LEVELS) {
+    const r = await rounds(kinds, { clients, call: (s) => s.call() });
+    for (const name of Object.keys(kinds)) measured.push({ ceiling: name, concurrency: clients, ...r[name] });
+  }
+  for (const name of Object.keys(kinds)) {
+    for (const r of measured.filter((m) => m.ceiling === name)) {
+      results.ceilings.push(r);
+      console.log(row([name, r.concurrency, spread(r), f(r.p50, 2), f(r.p99, 2), r.errors], widths));
       if (r.firstError) console.log(`    ${name}: first error: ${String(r.firstError).slice(0, 200)}`);
     }
-    await srv.close();
   }
+  await Promise.all(Object.values(kinds).map((srv) => srv.close()));
 }
 
 /** The lanes whose storage operations per call the bench counts (bench/cost.js). */
@@ -408,11 +454,12 @@ async function targets(ours) {
 
 /**
  * One line per lane and peer, `ratio <lane> vs <peer>: <lowest ratio over the client levels>` (our
- * throughput over the peer's; for the native template benchmarks, the peer's time over ours), so
+ * median throughput over the peer's median at each level, see `rounds`; for the native template
+ * benchmarks, the peer's time over ours), so
  * runs can be compared by a script: 1.00 or more means we are at least as fast.
  */
 function ratios() {
-  console.log("\n## Summary");
+  console.log(`\n## Summary (throughput ratios from the median of ${RUNS} run(s) per level)`);
   const lowest = (call, peer) => {
     const rs = results.side_by_side.filter((r) => r.call === call).map((r) => r.ratios[peer]).filter(Number.isFinite);
     return rs.length ? Math.min(...rs) : null;
@@ -486,7 +533,7 @@ try {
   }
   if (part("side") || part("cost")) {
     // Its own Workers (wrapped by the counter), after the timed parts, so counting costs them nothing.
-    results.cost = await costs(COST_LANES(SIDE[1].args), { calls: COST_CALLS, bindings: ourVars(model), bearer, f, row });
+    results.cost = await costs(COST_LANES(SIDE_ALL[1].args), { calls: COST_CALLS, bindings: ourVars(model), bearer, f, row });
   }
 } finally {
   model.close();
