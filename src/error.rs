@@ -2,8 +2,7 @@
 //! codes and HTTP statuses.
 //!
 //! Every failure, from a bad `Accept` header to a missing D1 table, becomes an [`Error`]; what a
-//! tool call ends in is `registry::ToolError`, which wraps the `Error` a handler's `?` meets (the
-//! few tool variants left here are raised by platform code that still returns `Error`). Its
+//! tool call ends in is `registry::ToolError`, which wraps the `Error` a handler's `?` meets. Its
 //! `Display` is the message a client sees: short, naming what was wrong and what to do. Internal
 //! details (SQL errors, JS exceptions) are logged by the edge layer and never echoed verbatim to
 //! clients.
@@ -103,9 +102,10 @@ pub enum Error {
     ResourceNotFound(String),
     /// The request was cancelled by the client (JSON-RPC -32800).
     Cancelled,
-    /// A tool could not do what was asked; the text tells the model why (a tool result with
-    /// `isError: true`).
-    ToolFailed(String),
+    /// The request could not be done, for a reason the client may read and act on (JSON-RPC
+    /// -32603, HTTP 200): a platform service's refusal (a tool a 2026-07-28 request cannot run,
+    /// an unusable key), or a tool's error ending a protocol request (`tasks/*`).
+    Failed(String),
     /// The resource is busy with another request, such as a chat turn already running (HTTP 409).
     Conflict(String),
     /// A service this request needs is not configured, such as a model provider (HTTP 503).
@@ -144,10 +144,9 @@ impl Error {
             | Error::BadHeader(_)
             | Error::Conflict(_)
             | Error::Unavailable(_) => code::SERVER_ERROR,
-            Error::ToolFailed(_)
-            | Error::Misconfigured(_)
-            | Error::Storage(_)
-            | Error::Internal(_) => code::INTERNAL_ERROR,
+            Error::Failed(_) | Error::Misconfigured(_) | Error::Storage(_) | Error::Internal(_) => {
+                code::INTERNAL_ERROR
+            }
         }
     }
 
@@ -178,7 +177,7 @@ impl Error {
             | Error::InvalidParams(_)
             | Error::ResourceNotFound(_)
             | Error::Cancelled
-            | Error::ToolFailed(_) => 200,
+            | Error::Failed(_) => 200,
             Error::Misconfigured(_) | Error::Storage(_) | Error::Internal(_) => 500,
         }
     }
@@ -235,7 +234,7 @@ impl fmt::Display for Error {
             | Error::BadMeta(m)
             | Error::HeaderMismatch(m)
             | Error::ResourceNotFound(m)
-            | Error::ToolFailed(m)
+            | Error::Failed(m)
             | Error::Conflict(m)
             | Error::Unavailable(m)
             | Error::Misconfigured(m)

@@ -275,14 +275,14 @@ fn subtle() -> Result<web_sys::SubtleCrypto> {
 
 /// Signs `message` with RSASSA-PKCS1-v1_5 / SHA-256 (JWT `RS256`) under a PKCS#8 private key, for
 /// credentials that mint their own tokens (Google service accounts). A key WebCrypto refuses is
-/// `ToolFailed`: the fix is in the operator's secret, not in the call.
+/// `Error::Failed`: the fix is in the operator's secret, not in the call.
 pub(crate) async fn sign_rs256(pkcs8_der: &[u8], message: &[u8]) -> Result<Vec<u8>> {
     let subtle = subtle()?;
     let algorithm: js_sys::Object =
         js_json(r#"{"name":"RSASSA-PKCS1-v1_5","hash":"SHA-256"}"#)?.unchecked_into();
     let der: js_sys::Object = js_sys::Uint8Array::from(pkcs8_der).into();
     let unusable =
-        |e: String| Error::ToolFailed(format!("the RSA private key could not be used ({e})"));
+        |e: String| Error::Failed(format!("the RSA private key could not be used ({e})"));
     let key: web_sys::CryptoKey = settle(
         subtle.import_key_with_object("pkcs8", &der, &algorithm, false, &js_json(r#"["sign"]"#)?),
         unusable,

@@ -72,6 +72,13 @@ impl ToolError {
         }
     }
 
+    /// The tool could not do it; the message says what failed and what to do about it.
+    pub fn failed(message: impl Into<String>) -> Self {
+        ToolError::Failed {
+            message: message.into(),
+        }
+    }
+
     /// A record the caller named that does not exist, the message saying where to find the right
     /// name.
     pub fn not_found(message: impl Into<String>) -> Self {
@@ -171,7 +178,7 @@ impl std::error::Error for ToolError {}
 impl From<Error> for ToolError {
     fn from(e: Error) -> Self {
         match e {
-            Error::ToolFailed(message) => ToolError::Failed { message },
+            Error::Failed(message) => ToolError::Failed { message },
             other => ToolError::Internal(other),
         }
     }
@@ -191,7 +198,7 @@ impl From<ToolError> for Error {
         match e {
             ToolError::Invalid { .. } => Error::InvalidParams(e.to_string()),
             ToolError::Internal(e) => e,
-            other => Error::ToolFailed(other.to_string()),
+            other => Error::Failed(other.to_string()),
         }
     }
 }
@@ -203,7 +210,7 @@ mod tests {
     #[test]
     fn errors_from_the_platform_keep_their_text_and_kind() {
         for (e, label) in [
-            (Error::ToolFailed("upstream".into()), "tool_error"),
+            (Error::Failed("upstream".into()), "tool_error"),
             (Error::Storage("D1: secret".into()), "unavailable"),
             (Error::Forbidden("not yours".into()), "tool_error"),
         ] {
@@ -218,7 +225,7 @@ mod tests {
         assert_eq!(Error::from(bad), Error::InvalidParams("bad".into()));
         let gone = ToolError::not_found("gone");
         assert_eq!(gone.label(), "tool_error");
-        assert_eq!(Error::from(gone), Error::ToolFailed("gone".into()));
+        assert_eq!(Error::from(gone), Error::Failed("gone".into()));
         for (e, label) in [
             (ToolError::Timeout("slow".into()), "timeout"),
             (ToolError::Client("declined".into()), "unavailable"),

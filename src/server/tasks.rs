@@ -771,7 +771,7 @@ pub fn answered_outputs(
             .and_then(Value::as_str)
             .and_then(crate::engine::chat::parser::json_object_in)
             .ok_or_else(|| {
-                Error::ToolFailed(format!(
+                Error::Failed(format!(
                     "the client's sampling answer to {} holds no JSON object with {wanted}; the task still waits for input",
                     q.key
                 ))
@@ -780,7 +780,7 @@ pub fn answered_outputs(
     let mut outputs = Map::new();
     for name in &q.outputs {
         let Some(v) = given.get(name) else {
-            return Err(Error::ToolFailed(format!(
+            return Err(Error::Failed(format!(
                 "the client's answer to {} lacks the output {name:?} (wanted: {wanted}); the task still waits for input",
                 q.key
             )));

@@ -334,7 +334,7 @@ pub async fn chain_task_request(
             let cancelled =
                 crate::tools::chains::cancel(&ctx, &id, "cancelled: tasks/cancel", 10_000).await;
             match cancelled {
-                Err(e) => Err(e),
+                Err(e) => Err(e.into()),
                 Ok(_) if modern => Ok(ack()),
                 Ok(_) => chain.state().await.map(|t| t.legacy_task()),
             }

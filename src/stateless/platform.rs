@@ -20,7 +20,7 @@ use crate::store::services::Detached;
 pub type StatelessPlatform = Detached;
 
 fn needs_session() -> Error {
-    Error::ToolFailed(
+    Error::Failed(
         "this tool keeps state in an MCP session, which 2026-07-28 requests do not have; call it from a 2025 session (initialize first)".into(),
     )
 }

@@ -21,7 +21,7 @@ use futures::future::LocalBoxFuture;
 use serde_json::Value;
 
 use crate::error::{Error, Result};
-use crate::registry::{ToolContext, ToolDef, ToolError};
+use crate::registry::{ToolContext, ToolDef, ToolError, ToolResult};
 
 /// A toolset as a catalog serves it: its tools, and the jobs the server runs for it. A toolset
 /// with jobs declares its own (`chains::SET`), so adding one means adding it to [`TOOLSETS`],
@@ -150,11 +150,11 @@ pub async fn session_ending(ctx: &dyn ToolContext) -> Result<()> {
 }
 
 /// Refuses with every problem found (`"<what>: a; b"`), or passes when there are none.
-pub fn refuse_if_any(what: &str, problems: &[String]) -> Result<()> {
+pub fn refuse_if_any(what: &str, problems: &[String]) -> ToolResult<()> {
     if problems.is_empty() {
         Ok(())
     } else {
-        Err(Error::ToolFailed(format!(
+        Err(ToolError::failed(format!(
             "{what}: {}",
             problems.join("; ")
         )))

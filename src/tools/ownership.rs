@@ -16,7 +16,7 @@
 
 use serde_json::{json, Value};
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::registry::{Caller, ToolContext, ToolError, ToolResult};
 
 /// The role that may change shipped records (owner `NULL`).
@@ -208,9 +208,9 @@ impl Principal {
 
     /// The owner key for a record `what` (for example "save a template") is about to create or
     /// change; refused for a caller who can own nothing.
-    pub fn require_owner(&self, what: &str) -> Result<&str> {
+    pub fn require_owner(&self, what: &str) -> ToolResult<&str> {
         self.owner.as_deref().ok_or_else(|| {
-            Error::ToolFailed(format!(
+            ToolError::failed(format!(
                 "Cannot {what}: stored records belong to their owner, and an anonymous 2026-07-28 call has none (no token, no session). Send a bearer token, or call from a 2025 MCP session (initialize first), whose records belong to that session."
             ))
         })
@@ -292,12 +292,12 @@ pub async fn name_clash(
     me: &Principal,
     (table, extra, kind): (&str, &str, &str),
     name: &str,
-    refuse: impl Fn(&Value) -> Option<Error>,
-) -> Error {
+    refuse: impl Fn(&Value) -> Option<ToolError>,
+) -> ToolError {
     let noun = kind.to_lowercase();
     match name_holder(ctx, me, table, extra, name).await {
         Ok(Some(row)) => refuse(&row).unwrap_or_else(|| {
-            Error::ToolFailed(if row["mine"].as_i64() == Some(1) {
+            ToolError::failed(if row["mine"].as_i64() == Some(1) {
                 format!(
                     "{kind} '{name}' already exists. Use creation_options.overwrite_existing: true to replace it."
                 )
@@ -309,10 +309,10 @@ pub async fn name_clash(
                 )
             })
         }),
-        Ok(None) => Error::ToolFailed(format!(
+        Ok(None) => ToolError::failed(format!(
             "{kind} '{name}' was removed while it was being saved; call create_{noun} again."
         )),
-        Err(e) => e,
+        Err(e) => e.into(),
     }
 }
 

@@ -5,8 +5,7 @@
 use futures::future::{select, Either};
 use serde_json::Value;
 
-use crate::error::{Error, Result};
-use crate::registry::{Inbound, Outbound, ToolContext};
+use crate::registry::{Inbound, Outbound, ToolContext, ToolError, ToolResult};
 
 /// Tries an idempotent request gets before its failure is final.
 const ATTEMPTS: u32 = 3;
@@ -38,9 +37,9 @@ pub struct Api {
 
 impl Api {
     /// The API token, or a tool error naming the secret to set.
-    pub fn token(&self, ctx: &dyn ToolContext) -> Result<String> {
+    pub fn token(&self, ctx: &dyn ToolContext) -> ToolResult<String> {
         ctx.platform().setting(self.token_setting).ok_or_else(|| {
-            Error::ToolFailed(format!(
+            ToolError::failed(format!(
                 "{} is not configured on this server: set the secret {} (npx wrangler secret put {}).",
                 self.name, self.token_setting, self.token_setting
             ))
@@ -58,14 +57,18 @@ impl Api {
 
     /// Sends `request` once (a POST that creates something upstream is not retried: a retry could
     /// repeat the work) and returns the JSON body of a 2xx answer; anything else becomes a tool error.
-    pub async fn send(&self, ctx: &dyn ToolContext, request: Outbound) -> Result<Value> {
+    pub async fn send(&self, ctx: &dyn ToolContext, request: Outbound) -> ToolResult<Value> {
         self.attempt(ctx, request).await.0
     }
 
     /// Sends a request that may safely be repeated (a read, a token grant): an answer that says
     /// "temporarily" (HTTP 429, 5xx), an unreachable API or an attempt that hangs is tried again
     /// after a growing pause, [`ATTEMPTS`] times in all; a 4xx other than 429 is final at once.
-    pub async fn send_idempotent(&self, ctx: &dyn ToolContext, request: Outbound) -> Result<Value> {
+    pub async fn send_idempotent(
+        &self,
+        ctx: &dyn ToolContext,
+        request: Outbound,
+    ) -> ToolResult<Value> {
         let mut pause = BACKOFF_MS;
         for _ in 1..ATTEMPTS {
             match self.attempt(ctx, request.clone()).await {
@@ -77,13 +80,15 @@ impl Api {
             }
         }
         self.attempt(ctx, request).await.0.map_err(|e| match e {
-            Error::ToolFailed(m) => Error::ToolFailed(format!("{m} (tried {ATTEMPTS} times)")),
+            ToolError::Failed { message: m } => {
+                ToolError::failed(format!("{m} (tried {ATTEMPTS} times)"))
+            }
             other => other,
         })
     }
 
     /// One try: the answer, and whether a failure is worth another try.
-    async fn attempt(&self, ctx: &dyn ToolContext, request: Outbound) -> (Result<Value>, bool) {
+    async fn attempt(&self, ctx: &dyn ToolContext, request: Outbound) -> (ToolResult<Value>, bool) {
         let fetch = ctx.platform().fetch(request);
         match select(fetch, ctx.sleep(ATTEMPT_TIMEOUT_MS)).await {
             Either::Left((Ok(reply), _)) => (
@@ -91,7 +96,7 @@ impl Api {
                 reply.status == 429 || reply.status >= 500,
             ),
             Either::Left((Err(e), _)) => (
-                Err(Error::ToolFailed(format!(
+                Err(ToolError::failed(format!(
                     "{} could not be reached ({}); this is usually temporary, try again later.",
                     self.name,
                     e.public_message()
@@ -99,7 +104,7 @@ impl Api {
                 true,
             ),
             Either::Right(_) => (
-                Err(Error::ToolFailed(format!(
+                Err(ToolError::failed(format!(
                     "{} did not answer within {} s; this is usually temporary, try again later.",
                     self.name,
                     ATTEMPT_TIMEOUT_MS / 1000
@@ -110,11 +115,11 @@ impl Api {
     }
 
     /// Classifies an answer: JSON of a 2xx, or the tool error for its status.
-    pub fn read(&self, reply: &Inbound) -> Result<Value> {
+    pub fn read(&self, reply: &Inbound) -> ToolResult<Value> {
         let status = reply.status;
         let json = serde_json::from_str::<Value>(&reply.body).ok();
         if status == 429 || status >= 500 {
-            return Err(Error::ToolFailed(format!(
+            return Err(ToolError::failed(format!(
                 "{} is temporarily unavailable (HTTP {status}); this is temporary, try again later.",
                 self.name
             )));
@@ -129,20 +134,20 @@ impl Api {
             } else {
                 format!(" {}", self.refusal_hint)
             };
-            return Err(Error::ToolFailed(format!(
+            return Err(ToolError::failed(format!(
                 "{} rejected the request (HTTP {status}): {}.{hint}",
                 self.name,
                 message.trim_end_matches('.')
             )));
         }
         if !(200..300).contains(&status) {
-            return Err(Error::ToolFailed(format!(
+            return Err(ToolError::failed(format!(
                 "{} answered with an unexpected HTTP {status}; try again later.",
                 self.name
             )));
         }
         json.ok_or_else(|| {
-            Error::ToolFailed(format!(
+            ToolError::failed(format!(
                 "{} answered HTTP {status} with a body that is not JSON ({}); try again later.",
                 self.name,
                 excerpt(&reply.body)
@@ -216,8 +221,8 @@ mod tests {
             a.read(&reply(200, r#"{"x":1}"#)),
             Ok(serde_json::json!({"x":1}))
         );
-        let msg = |r: Result<Value>| match r {
-            Err(Error::ToolFailed(m)) => m,
+        let msg = |r: ToolResult<Value>| match r {
+            Err(ToolError::Failed { message: m }) => m,
             other => panic!("{other:?}"),
         };
         let m = msg(a.read(&reply(400, r#"{"message":"bad date"}"#)));

@@ -17,7 +17,7 @@ use futures::future::LocalBoxFuture;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::registry::cache::{CachePolicy, MIN_TTL_SECS};
 use crate::registry::{
     Annotations, Outbound, ToolContext, ToolDef, ToolError, ToolOutput, ToolResult,
@@ -54,11 +54,11 @@ fn allowed_calendars(setting: Option<&str>) -> Vec<String> {
 
 /// Refuses a calendar the deployment does not list, naming the ones it does. Ids compare exactly:
 /// the server's credential may see far more calendars than the deployment means to share.
-fn check_allowed(calendar: &str, allowed: &[String]) -> Result<()> {
+fn check_allowed(calendar: &str, allowed: &[String]) -> ToolResult<()> {
     if allowed.iter().any(|a| a == calendar) {
         return Ok(());
     }
-    Err(Error::ToolFailed(format!(
+    Err(ToolError::failed(format!(
         "calendarId {calendar:?} is not a calendar this server shares; allowed: {}. Call again \
          with one of them (an operator adds calendars to the {ALLOWED_SETTING} setting).",
         allowed.join(", ")
@@ -193,9 +193,9 @@ fn when(v: &Value) -> Value {
 }
 
 /// The tool's answer from Google's events list.
-fn normalize(reply: &Value) -> Result<Value> {
+fn normalize(reply: &Value) -> ToolResult<Value> {
     let items = reply["items"].as_array().ok_or_else(|| {
-        Error::ToolFailed("Google Calendar's answer has no items list; try again later.".into())
+        ToolError::failed("Google Calendar's answer has no items list; try again later.")
     })?;
     let events: Vec<Value> = items
         .iter()
@@ -225,13 +225,13 @@ fn normalize(reply: &Value) -> Result<Value> {
 }
 
 /// The access token for Google: the configured one, else one minted for the service account.
-async fn bearer(ctx: &dyn ToolContext) -> Result<String> {
+async fn bearer(ctx: &dyn ToolContext) -> ToolResult<String> {
     if let Some(token) = ctx.platform().setting(GOOGLE_CALENDAR.token_setting) {
         return Ok(token);
     }
     match ctx.platform().setting(service_account::KEY_SETTING) {
         Some(key) => service_account::access_token(ctx, &key).await,
-        None => Err(Error::ToolFailed(format!(
+        None => Err(ToolError::failed(format!(
             "Google Calendar is not configured on this server: set the secret {} (an OAuth access \
              token) or {} (a service account's JSON key; share the calendar with its client_email), \
              e.g. npx wrangler secret put {}.",
@@ -348,7 +348,7 @@ mod tests {
         assert!(check_allowed("team@group.calendar.google.com", &listed).is_ok());
         let refused = check_allowed("ceo@example.com", &listed);
         assert!(
-            matches!(&refused, Err(Error::ToolFailed(m)) if m.contains("\"ceo@example.com\" is not a calendar this server shares; allowed: primary, team@group.calendar.google.com")),
+            matches!(&refused, Err(ToolError::Failed { message: m }) if m.contains("\"ceo@example.com\" is not a calendar this server shares; allowed: primary, team@group.calendar.google.com")),
             "{refused:?}"
         );
         assert!(

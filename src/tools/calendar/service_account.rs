@@ -14,8 +14,7 @@ use base64::Engine;
 use serde_json::{json, Value};
 
 use crate::clock;
-use crate::error::{Error, Result};
-use crate::registry::{Outbound, ToolContext};
+use crate::registry::{Outbound, ToolContext, ToolError, ToolResult};
 use crate::tools::upstream::{encode, Api};
 
 /// The secret holding the service account's JSON key.
@@ -48,8 +47,8 @@ pub struct ServiceAccount {
     pub token_uri: String,
 }
 
-fn bad_key(why: &str) -> Error {
-    Error::ToolFailed(format!(
+fn bad_key(why: &str) -> ToolError {
+    ToolError::failed(format!(
         "The secret {KEY_SETTING} is not a usable service account key: {why}. Put the JSON key file \
          Google gives for the service account (IAM > Service accounts > Keys > Add key > JSON): \
          npx wrangler secret put {KEY_SETTING} < key.json"
@@ -57,7 +56,7 @@ fn bad_key(why: &str) -> Error {
 }
 
 /// Reads the JSON key file; every problem names the secret and what it should hold.
-pub fn parse(text: &str) -> Result<ServiceAccount> {
+pub fn parse(text: &str) -> ToolResult<ServiceAccount> {
     let key: Value = serde_json::from_str(text).map_err(|_| bad_key("it is not JSON"))?;
     let field = |name: &str| {
         key[name]
@@ -132,13 +131,13 @@ pub fn token_request(assertion: &str) -> String {
 }
 
 /// The access token and its lifetime in seconds from the token endpoint's answer.
-pub fn read_token(reply: &Value) -> Result<(String, f64)> {
+pub fn read_token(reply: &Value) -> ToolResult<(String, f64)> {
     let token = reply["access_token"]
         .as_str()
         .filter(|t| !t.is_empty())
         .ok_or_else(|| {
-            Error::ToolFailed(
-                "Google's token endpoint answered without an access_token; try again later.".into(),
+            ToolError::failed(
+                "Google's token endpoint answered without an access_token; try again later.",
             )
         })?;
     // Google says 3599; an answer without it is treated as short-lived rather than trusted long.
@@ -163,7 +162,7 @@ const GOOGLE_OAUTH: Api = Api {
 
 /// An access token for the service account in `key_text`: the cached one while it is fresh, else a
 /// new one minted now.
-pub async fn access_token(ctx: &dyn ToolContext, key_text: &str) -> Result<String> {
+pub async fn access_token(ctx: &dyn ToolContext, key_text: &str) -> ToolResult<String> {
     let account = parse(key_text)?;
     let subject = ctx.platform().setting(SUBJECT_SETTING);
     let slot = format!(
@@ -242,7 +241,7 @@ mod tests {
     #[test]
     fn refuses_unusable_keys_naming_the_secret_and_the_fix() {
         let why = |text: &str| match parse(text) {
-            Err(Error::ToolFailed(m)) => {
+            Err(ToolError::Failed { message: m }) => {
                 assert!(m.contains(KEY_SETTING), "{m}");
                 m
             }

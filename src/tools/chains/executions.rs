@@ -606,7 +606,12 @@ pub async fn session_ending(ctx: &dyn ToolContext) -> Result<()> {
 /// step boundary when a run is under way (waiting up to `wait_ms` for it; if the step takes longer,
 /// the view says the stop is pending). A run under way in another session (another of the user's,
 /// or one that ended and still runs its background runs) is asked through its record.
-pub async fn cancel(ctx: &dyn ToolContext, id: &str, reason: &str, wait_ms: u32) -> Result<Value> {
+pub async fn cancel(
+    ctx: &dyn ToolContext,
+    id: &str,
+    reason: &str,
+    wait_ms: u32,
+) -> ToolResult<Value> {
     let mut rec = load(ctx, id, Scope::Caller).await?;
     if rec.status == "running" && !rec.orphaned {
         let asked = if rec.here {
@@ -635,13 +640,13 @@ pub async fn cancel(ctx: &dyn ToolContext, id: &str, reason: &str, wait_ms: u32)
         }
     }
     if !matches!(rec.status.as_str(), "running" | "awaiting_input") {
-        return Err(Error::ToolFailed(format!(
+        return Err(ToolError::failed(format!(
             "Execution {id} has already ended ({}); there is nothing to cancel.",
             rec.status
         )));
     }
     if rec.status == "running" && !rec.here && !rec.orphaned {
-        return Err(Error::ToolFailed(format!(
+        return Err(ToolError::failed(format!(
             "Execution {id} was resumed by another call just now; call cancel_chain again to stop it."
         )));
     }
@@ -738,26 +743,26 @@ async fn claim(
     ctx: &dyn ToolContext,
     id: &str,
     outputs: &serde_json::Map<String, Value>,
-) -> Result<(Run, RunReport)> {
+) -> ToolResult<(Run, RunReport)> {
     let mut rec = load(ctx, id, Scope::Caller).await?;
     if rec.status == "running" && rec.orphaned {
         return take_up(ctx, rec, outputs).await;
     }
     let Some(mut report) = rec.report.take().filter(|_| rec.status == "awaiting_input") else {
-        return Err(Error::ToolFailed(format!(
+        return Err(ToolError::failed(format!(
             "Execution {id} is {}, not awaiting_input; only a paused execution, or a running one that nothing runs any more (get_chain_status then says so in its note), can be resumed.",
             rec.status
         )));
     };
     let size = serde_json::to_string(outputs)?.len();
     if size > super::host::MAX_STEP_OUTPUT_BYTES {
-        return Err(Error::ToolFailed(format!(
+        return Err(ToolError::failed(format!(
             "Outputs rejected: they are {size} bytes of JSON; a step's outputs are limited to {} bytes (the execution's record keeps them).",
             super::host::MAX_STEP_OUTPUT_BYTES
         )));
     }
     report.supply(&rec.run.plan, outputs).map_err(|problems| {
-        Error::ToolFailed(format!("Outputs rejected: {}", problems.join("; ")))
+        ToolError::failed(format!("Outputs rejected: {}", problems.join("; ")))
     })?;
     // Claim the pause atomically: of two concurrent resumes only one goes on. The run goes on in
     // this session, which now holds it (its end hands it over or cancels it, its watchdog minds it).
@@ -775,7 +780,7 @@ async fn claim(
         )
         .await?;
     if claimed.is_empty() {
-        return Err(Error::ToolFailed(format!(
+        return Err(ToolError::failed(format!(
             "Execution {id} was resumed or cancelled by another call just now."
         )));
     }
@@ -788,10 +793,10 @@ async fn take_up(
     ctx: &dyn ToolContext,
     mut rec: Record,
     outputs: &serde_json::Map<String, Value>,
-) -> Result<(Run, RunReport)> {
+) -> ToolResult<(Run, RunReport)> {
     let id = rec.run.id.clone();
     if !outputs.is_empty() {
-        return Err(Error::ToolFailed(format!(
+        return Err(ToolError::failed(format!(
             "Execution {id} waits for no outputs: it was running when its session ended. Call resume_chain with \"outputs\": {{}} to continue it here from its last checkpoint."
         )));
     }
@@ -812,7 +817,7 @@ async fn take_up(
         )
         .await?;
     if claimed.is_empty() {
-        return Err(Error::ToolFailed(format!(
+        return Err(ToolError::failed(format!(
             "Execution {id} was resumed or cancelled by another call just now."
         )));
     }
@@ -1044,7 +1049,7 @@ pub fn summary(run: &Run, report: &RunReport, hidden: &Hidden) -> ToolResult {
                 t.push_str(&format!("\n\n**Warnings:**{}", warnings.concat()));
             }
             t.push_str(&id_line);
-            Err(ToolError::Failed { message: t })
+            Err(ToolError::failed(t))
         }
     }
 }

@@ -19,7 +19,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::registry::task::{TaskRun, TaskSupport};
 use crate::registry::{
-    self, Annotations, JobMode, SessionState, ToolContext, ToolDef, ToolOutput, ToolResult,
+    self, Annotations, JobMode, SessionState, ToolContext, ToolDef, ToolError, ToolOutput,
+    ToolResult,
 };
 use crate::tools::ownership::{name_clash, sharing_params, Principal, Sharing};
 use crate::tools::{not_found_listing, opt_bool, refuse_if_any};
@@ -52,8 +53,8 @@ pub fn is_linked_name(name: &str) -> bool {
 }
 
 /// The refusal of a chain tool asked to create, change or run linked chain `name`.
-fn linked_refusal(what: &str, name: &str) -> Error {
-    Error::ToolFailed(format!(
+fn linked_refusal(what: &str, name: &str) -> ToolError {
+    ToolError::failed(format!(
         "Chain '{name}' is the chain of a FlowMind workflow (names starting with {} and category '{LINKED_CATEGORY}' are FlowMind's), so {what} does not touch it: run the workflow with execute_workflow (workflow_uri, initial_variables; continue with session_id), change it by composing a new one with compose_workflow, and follow or stop a run with get_chain_status or cancel_chain.",
         LINKED_PREFIXES.join(", ")
     ))
@@ -202,7 +203,7 @@ fn create_chain(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, ToolRe
         let raw = &args.chain_definition;
         let opts = args.creation_options.clone().unwrap_or_else(|| json!({}));
         let def: ChainDef = serde_json::from_value(raw.clone())
-            .map_err(|e| Error::ToolFailed(format!("Chain definition validation failed: {e}")))?;
+            .map_err(|e| ToolError::failed(format!("Chain definition validation failed: {e}")))?;
         let me = Principal::of(ctx);
         let owner = me.require_owner("save a chain")?.to_string();
         let sharing = Sharing::from_args(&opts, "creation_options.")?;
@@ -210,14 +211,14 @@ fn create_chain(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, ToolRe
         // The planner's checks (ids, names, dependencies, cycles, step fields, texts) always run:
         // a chain that cannot be planned can never execute. test_compilation adds nothing beyond it.
         chain::plan(&def).map_err(|errors| {
-            Error::ToolFailed(format!(
+            ToolError::failed(format!(
                 "Chain definition validation failed: {}",
                 errors.join("; ")
             ))
         })?;
         if let Some(schema) = raw.get("input_schema") {
             input_rules(schema).map_err(|errors| {
-                Error::ToolFailed(format!(
+                ToolError::failed(format!(
                     "Chain definition validation failed: {}",
                     errors.join("; ")
                 ))
@@ -255,7 +256,7 @@ fn create_chain(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, ToolRe
 
         let category = raw["category"].as_str().unwrap_or_default();
         if is_linked_name(&def.name) || category == LINKED_CATEGORY {
-            return Err(linked_refusal("create_chain", &def.name).into());
+            return Err(linked_refusal("create_chain", &def.name));
         }
         let version = raw.get("version").and_then(Value::as_str).unwrap_or("1.0");
         let description = raw.get("description").and_then(Value::as_str).unwrap_or("");
@@ -311,8 +312,7 @@ fn create_chain(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, ToolRe
                         .then(|| linked_refusal("create_chain", &def.name))
                 },
             )
-            .await
-            .into());
+            .await);
         };
         let updated = saved["revision"].as_i64().unwrap_or(1) > 1;
 
@@ -366,10 +366,10 @@ fn create_chain(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, ToolRe
 /// An `execute_chain` error that stops a run before it starts (unknown chain, invalid variables,
 /// bad options), worded as the seed words them: `Error executing chain: …` and what to check.
 /// Storage and internal errors keep their own (public) wording.
-fn troubleshoot(e: Error) -> Error {
+fn troubleshoot(e: ToolError) -> ToolError {
     match e {
-        Error::ToolFailed(m) => {
-            Error::ToolFailed(format!(
+        ToolError::Failed { message: m } => {
+            ToolError::failed(format!(
                 "Error executing chain: {m}\n\n**Troubleshooting:**\n- Verify chain name exists and is active (the chains you may run are listed when it does not)\n- Check input variables match chain schema (each failing field is named above)\n- Ensure all referenced instruction sets are available (list_instruction_sets)\n- Check system resources and try again"
             ))
         }
@@ -388,7 +388,7 @@ struct Prepared {
 
 /// Loads, checks and plans the chain `execute_chain` names, validates its variables and reads
 /// its options.
-async fn prepare(ctx: &dyn ToolContext, args: &Value) -> Result<Prepared> {
+async fn prepare(ctx: &dyn ToolContext, args: &Value) -> ToolResult<Prepared> {
     let name = args["chain_name"].as_str().unwrap_or_default();
     let opts = args
         .get("execution_options")
@@ -397,8 +397,8 @@ async fn prepare(ctx: &dyn ToolContext, args: &Value) -> Result<Prepared> {
     let background = opt_bool(&opts, "async_execution", false);
     let tracked = opt_bool(&opts, "track_progress", true);
     if background && !tracked {
-        return Err(Error::ToolFailed(
-            "execution_options: async_execution needs track_progress: true, because the execution record is how you follow a background run".into(),
+        return Err(ToolError::failed(
+            "execution_options: async_execution needs track_progress: true, because the execution record is how you follow a background run",
         ));
     }
     let readable = Principal::of(ctx).can_read("", 2);
@@ -414,9 +414,7 @@ async fn prepare(ctx: &dyn ToolContext, args: &Value) -> Result<Prepared> {
         )
         .await?;
     let Some(row) = rows.into_iter().next() else {
-        return Err(not_found_listing(ctx, "Chain", name, "execution_chains")
-            .await?
-            .into());
+        return Err(not_found_listing(ctx, "Chain", name, "execution_chains").await?);
     };
     if row["category"] == LINKED_CATEGORY {
         return Err(linked_refusal("execute_chain", name));
@@ -424,7 +422,7 @@ async fn prepare(ctx: &dyn ToolContext, args: &Value) -> Result<Prepared> {
     let raw: Value = serde_json::from_str(row["definition"].as_str().unwrap_or("null"))?;
     let def: ChainDef = serde_json::from_value(raw.clone())?;
     let plan = chain::plan(&def).map_err(|e| {
-        Error::ToolFailed(format!(
+        ToolError::failed(format!(
             "Stored chain '{name}' is invalid: {}",
             e.join("; ")
         ))
@@ -433,7 +431,7 @@ async fn prepare(ctx: &dyn ToolContext, args: &Value) -> Result<Prepared> {
     let mut vars = args["variables"].clone();
     if let Some(schema) = raw.get("input_schema") {
         let rules = input_rules(schema).map_err(|e| {
-            Error::ToolFailed(format!(
+            ToolError::failed(format!(
                 "Stored chain '{name}' has an invalid input_schema: {}",
                 e.join("; ")
             ))
@@ -618,7 +616,7 @@ pub async fn run_linked(
         .into_iter()
         .next()
         .ok_or_else(|| {
-            Error::ToolFailed(format!(
+            ToolError::failed(format!(
                 "chain name '{}' is taken by a chain created with create_chain, so this workflow cannot be stored under it; rename that chain (or ask an administrator to)",
                 def.name
             ))
@@ -681,7 +679,7 @@ fn resume_chain(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, ToolRe
     Box::pin(async move {
         let view = executions::status(ctx, execution_id(&args)).await?;
         if let Some(chain) = view["chain"].as_str().filter(|c| is_linked_name(c)) {
-            return Err(linked_refusal("resume_chain", chain).into());
+            return Err(linked_refusal("resume_chain", chain));
         }
         let outputs = args["outputs"].as_object().cloned().unwrap_or_default();
         let background = opt_bool(&args, "in_background", false);

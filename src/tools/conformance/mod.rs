@@ -95,9 +95,9 @@ fn tool_with_progress(ctx: &dyn ToolContext, _: Value) -> LocalBoxFuture<'_, Too
 
 fn error_handling(_: &dyn ToolContext, _: Value) -> LocalBoxFuture<'_, ToolResult> {
     Box::pin(async {
-        Err(ToolError::Failed {
-            message: "This tool intentionally returns an error for testing".into(),
-        })
+        Err(ToolError::failed(
+            "This tool intentionally returns an error for testing",
+        ))
     })
 }
 

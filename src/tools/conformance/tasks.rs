@@ -183,11 +183,7 @@ fn slow_compute(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, ToolRe
 }
 
 fn failing_job(_: &dyn ToolContext, _: Value) -> LocalBoxFuture<'_, ToolResult> {
-    Box::pin(async {
-        Err(ToolError::Failed {
-            message: "failing_job failed, as it always does".into(),
-        })
-    })
+    Box::pin(async { Err(ToolError::failed("failing_job failed, as it always does")) })
 }
 
 fn protocol_error_job(_: &dyn ToolContext, _: Value) -> LocalBoxFuture<'_, ToolResult> {

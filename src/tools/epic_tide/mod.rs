@@ -619,11 +619,9 @@ fn start_tide(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, ToolResu
             }
             // Neither started nor blocked: the path changed after it was read. Read it again.
         }
-        Err(ToolError::Failed {
-            message: format!(
+        Err(ToolError::failed(format!(
                 "PATH '{path_name}' kept changing while the tide was starting; call epic-tide-start-tide again."
-            ),
-        })
+            )))
     })
 }
 

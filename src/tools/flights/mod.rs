@@ -8,7 +8,6 @@ use chrono::NaiveDate;
 use futures::future::LocalBoxFuture;
 use serde_json::{json, Value};
 
-use crate::error::{Error, Result};
 use crate::registry::cache::CachePolicy;
 use crate::registry::{
     Annotations, Outbound, ToolContext, ToolDef, ToolError, ToolOutput, ToolResult,
@@ -183,12 +182,12 @@ fn normalize_offer(offer: &Value) -> Value {
 }
 
 /// The tool's answer from Duffel's offer request: the cheapest [`MAX_OFFERS`] offers.
-fn normalize(reply: &Value) -> Result<Value> {
+fn normalize(reply: &Value) -> ToolResult<Value> {
     let offers = reply
         .pointer("/data/offers")
         .and_then(Value::as_array)
         .ok_or_else(|| {
-            Error::ToolFailed("Duffel's answer has no data.offers list; try again later.".into())
+            ToolError::failed("Duffel's answer has no data.offers list; try again later.")
         })?;
     let mut flights: Vec<Value> = offers.iter().map(normalize_offer).collect();
     let price = |f: &Value| {

@@ -76,9 +76,9 @@ fn parse_json_column(row: &Value, column: &str) -> Result<Value> {
         .map_err(|e| Error::Internal(format!("template column {column} is not JSON: {e}")))
 }
 
-fn schema_of(v: &Value) -> Result<Schema> {
+fn schema_of(v: &Value) -> ToolResult<Schema> {
     variables::parse_schema(v).map_err(|errors| {
-        Error::ToolFailed(format!(
+        ToolError::failed(format!(
             "variables_schema is invalid: {}. Fix these rules and try again.",
             errors.join("; ")
         ))
@@ -147,16 +147,14 @@ fn create_template(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Too
             .filter(|k| !variables::valid_path(k))
             .collect();
         if !bad_defaults.is_empty() {
-            return Err(ToolError::Failed {
-                message: format!(
+            return Err(ToolError::failed(format!(
                     "default_values keys must be dotted paths like client.tier; not valid: {bad_defaults:?}"
-                ),
-            });
+                )));
         }
 
         let mut warnings = Vec::new();
         let template = Template::parse(content)
-            .map_err(|e| Error::ToolFailed(format!("Template syntax validation failed: {e}")));
+            .map_err(|e| ToolError::failed(format!("Template syntax validation failed: {e}")));
         if opt_bool(&opts, "validate_syntax", true) {
             let template = template.as_ref().map_err(Clone::clone)?;
             let keys: Vec<&String> = schema.keys().chain(defaults.keys()).collect();
@@ -197,7 +195,7 @@ fn create_template(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Too
                 template
                     .render(&vars, RenderOptions::default())
                     .map_err(|e| {
-                        Error::ToolFailed(format!(
+                        ToolError::failed(format!(
                             "Template compilation test failed with usage example {:?}: {e}",
                             example["name"].as_str().unwrap_or("1")
                         ))
@@ -261,8 +259,7 @@ fn create_template(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Too
                 name,
                 |_| None,
             )
-            .await
-            .into());
+            .await);
         };
         let updated = saved["revision"].as_i64().unwrap_or(1) > 1;
 
@@ -310,7 +307,7 @@ fn create_template(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Too
 }
 
 /// The compiled template of a stored row, and whether it came from this instance's cache.
-fn compiled(row: &Value, use_cache: bool) -> Result<(Rc<Template>, bool)> {
+fn compiled(row: &Value, use_cache: bool) -> ToolResult<(Rc<Template>, bool)> {
     let key = version_of(row);
     if use_cache {
         if let Some(t) = COMPILED.with(|c| c.borrow().get(&key).cloned()) {
@@ -320,7 +317,7 @@ fn compiled(row: &Value, use_cache: bool) -> Result<(Rc<Template>, bool)> {
     let content = row["content"].as_str().unwrap_or_default();
     let t = Rc::new(
         Template::parse(content)
-            .map_err(|e| Error::ToolFailed(format!("Stored template does not compile: {e}")))?,
+            .map_err(|e| ToolError::failed(format!("Stored template does not compile: {e}")))?,
     );
     COMPILED.with(|c| {
         let mut c = c.borrow_mut();
@@ -429,7 +426,7 @@ impl Stored {
     }
 
     /// Checks variables against the template's rules, naming every failing field.
-    pub fn validate(&self, vars: &Value) -> Result<()> {
+    pub fn validate(&self, vars: &Value) -> ToolResult<()> {
         refuse_if_any(
             "Template variable validation failed",
             &variables::validate(vars, &self.rules.schema),
@@ -443,11 +440,11 @@ impl Stored {
         format: Format,
         secure: bool,
         use_cache: bool,
-    ) -> Result<String> {
+    ) -> ToolResult<String> {
         let (template, _) = compiled(&self.row, use_cache)?;
         let rendered = template
             .render(vars, RenderOptions::default())
-            .map_err(|e| Error::ToolFailed(format!("Template processing failed: {e}")))?;
+            .map_err(|e| ToolError::failed(format!("Template processing failed: {e}")))?;
         Ok(output::finish(&rendered, format, secure))
     }
 }
@@ -496,7 +493,7 @@ struct ProcessingOptions {
     fallback_content: Option<String>,
 }
 
-async fn process(ctx: &dyn ToolContext, args: &ProcessTemplate) -> Result<Value> {
+async fn process(ctx: &dyn ToolContext, args: &ProcessTemplate) -> ToolResult<Value> {
     let name = args.template_name.as_str();
     let opts = args.processing_options.as_ref();
     let opt =
@@ -537,7 +534,7 @@ async fn process(ctx: &dyn ToolContext, args: &ProcessTemplate) -> Result<Value>
                 ..Default::default()
             },
         )
-        .map_err(|e| Error::ToolFailed(format!("Template processing failed: {e}")))?;
+        .map_err(|e| ToolError::failed(format!("Template processing failed: {e}")))?;
     let mut text = output::finish(&rendered, format, secure);
     let elapsed = clock::now_ms() - started;
 
@@ -588,7 +585,7 @@ fn process_template(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, To
             Err(e) => {
                 let opts = args.processing_options.as_ref();
                 let Some(fallback) = opts.and_then(|o| o.fallback_content.as_deref()) else {
-                    return Err(e.into());
+                    return Err(e);
                 };
                 let format = opts
                     .and_then(|o| o.output_format.as_deref())
