@@ -9,6 +9,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::engine::read::{self, Read};
+
 /// What a caller asks of its leases.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
@@ -47,6 +49,40 @@ pub struct LeaseAnswer {
     pub holders: Vec<String>,
 }
 
+impl LeaseRequest {
+    /// A lease request as the limiter object reads it, by hand (see `limiter::ask`); the derive
+    /// stays for writing it.
+    pub fn read(v: serde_json::Value) -> Read<Self> {
+        let mut m = read::object(v, "internally tagged enum LeaseRequest")?;
+        let op = read::string(read::required(&mut m, "op")?)?;
+        match op.as_str() {
+            "acquire" => Ok(Self::Acquire {
+                kind: read::string(read::required(&mut m, "kind")?)?,
+                id: read::string(read::required(&mut m, "id")?)?,
+                max: read::u32(read::required(&mut m, "max")?)?,
+                ttl_ms: read::u64(read::required(&mut m, "ttl_ms")?)?,
+                admitted: read::defaulted(&mut m, "admitted", read::bool)?,
+            }),
+            "release" => Ok(Self::Release {
+                kind: read::string(read::required(&mut m, "kind")?)?,
+                id: read::string(read::required(&mut m, "id")?)?,
+            }),
+            other => Err(read::unknown(other, "`acquire` or `release`")),
+        }
+    }
+}
+
+impl LeaseAnswer {
+    /// The limiter object's answer to a lease request, read by hand (see `limiter::ask`).
+    pub fn read(v: serde_json::Value) -> Read<Self> {
+        let mut m = read::object(v, "struct LeaseAnswer")?;
+        Ok(Self {
+            allowed: read::bool(read::required(&mut m, "allowed")?)?,
+            holders: read::list(read::required(&mut m, "holders")?, read::string)?,
+        })
+    }
+}
+
 /// One stored lease.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct Held {
@@ -60,8 +96,7 @@ pub struct Held {
 
 impl Held {
     /// The lease of a `leases` row, read by hand (see `store::rows`).
-    pub fn read(v: serde_json::Value) -> crate::engine::read::Read<Self> {
-        use crate::engine::read;
+    pub fn read(v: serde_json::Value) -> Read<Self> {
         let mut m = read::object(v, "struct Held")?;
         Ok(Self {
             id: read::string(read::required(&mut m, "id")?)?,
@@ -169,6 +204,47 @@ mod tests {
         assert_eq!(
             back,
             serde_json::json!({ "op": "release", "kind": "k", "id": "i" })
+        );
+    }
+
+    /// A lease request and its answer, read by hand, accept exactly what their derives accept.
+    #[test]
+    fn requests_and_answers_read_as_their_derives_read_them() {
+        use crate::store::rows::assert_same_as_derive as same;
+        use serde_json::json;
+        same(
+            LeaseRequest::read,
+            &[
+                json!({ "op": "acquire", "kind": "k", "id": "i", "max": 2, "ttl_ms": 1000, "admitted": true }),
+                json!({ "op": "acquire", "kind": "k", "id": "i", "max": 2, "ttl_ms": 1000 }),
+                json!({ "op": "acquire", "kind": "k", "id": "i", "max": 2, "ttl_ms": 1000, "admitted": null }),
+                json!({ "op": "acquire", "kind": "k", "id": "i", "ttl_ms": 1000 }),
+                json!({ "op": "acquire", "kind": "k", "id": "i", "max": -1, "ttl_ms": 1000 }),
+                json!({ "op": "acquire", "kind": "k", "id": 3, "max": 1, "ttl_ms": 1000 }),
+                json!({ "op": "release", "kind": "k", "id": "i" }),
+                json!({ "op": "release", "kind": "k", "id": "i", "max": 2 }),
+                json!({ "op": "release", "kind": "k" }),
+                json!({ "op": "renew", "kind": "k", "id": "i" }),
+                json!({ "op": 1, "kind": "k", "id": "i" }),
+                json!({ "op": null, "kind": "k", "id": "i" }),
+                json!({ "kind": "k", "id": "i" }),
+                json!(null),
+                json!("acquire"),
+            ],
+        );
+        same(
+            LeaseAnswer::read,
+            &[
+                json!({ "allowed": true, "holders": ["a", "b"] }),
+                json!({ "allowed": false, "holders": [] }),
+                json!({ "allowed": false, "holders": [1] }),
+                json!({ "allowed": false, "holders": "a" }),
+                json!({ "allowed": false, "holders": null }),
+                json!({ "allowed": false }),
+                json!({ "holders": [] }),
+                json!({ "allowed": false, "holders": [], "more": 1 }),
+                json!(null),
+            ],
         );
     }
 

@@ -66,7 +66,7 @@ pub async fn take(env: &Env, owner: &str, bucket: &str, limit: Limit) -> Result<
 
 /// Sends one take request to limiter object `owner`.
 pub async fn send_take(env: &Env, owner: &str, request: &Take) -> Result<Admission> {
-    let taken: Taken = ask(env, owner, TAKE_URL, request, "").await?;
+    let taken = ask(env, owner, TAKE_URL, request, "", Taken::read).await?;
     Ok(if taken.allowed {
         Admission::Allowed
     } else {
@@ -76,15 +76,17 @@ pub async fn send_take(env: &Env, owner: &str, request: &Take) -> Result<Admissi
     })
 }
 
-/// Sends `request` as JSON to `url` of limiter object `owner` and reads its JSON answer: the one
-/// place the Worker side speaks to a `RateLimiter` (takes and leases). `what` names the request in
-/// the error of an answer other than 200.
-pub async fn ask<T: serde::de::DeserializeOwned>(
+/// Sends `request` as JSON to `url` of limiter object `owner` and reads its JSON answer with
+/// `read`: the one place the Worker side speaks to a `RateLimiter` (takes and leases). `what`
+/// names the request in the error of an answer other than 200. The answers are read by hand from
+/// the one `Value` parser, not by a derive each (docs/decisions.md, "Derived readers").
+pub async fn ask<T>(
     env: &Env,
     owner: &str,
     url: &str,
     request: &impl Serialize,
     what: &str,
+    read: fn(serde_json::Value) -> Read<T>,
 ) -> Result<T> {
     let mut resp = crate::wire::ObjectRequest::limiter(owner, url)
         .json(request)?
@@ -96,7 +98,7 @@ pub async fn ask<T: serde::de::DeserializeOwned>(
             resp.status_code()
         )));
     }
-    Ok(serde_json::from_str(&resp.text().await?)?)
+    Ok(read(serde_json::from_str(&resp.text().await?)?)?)
 }
 
 /// The URL the Worker side sends a take request to (the host is never resolved).
@@ -107,6 +109,7 @@ pub const LEASE_URL: &str = "https://rate-limiter.internal/lease";
 
 /// A request for one token.
 #[derive(Debug, Serialize, Deserialize)]
+#[cfg_attr(test, derive(PartialEq))]
 pub struct Take {
     /// The tool's MCP name.
     pub tool: String,
@@ -119,13 +122,38 @@ pub struct Take {
     pub backoff: bool,
 }
 
+impl Take {
+    /// A take request as the limiter object reads it, by hand (see [`ask`]).
+    fn read(v: serde_json::Value) -> Read<Self> {
+        let mut m = read::object(v, "struct Take")?;
+        Ok(Self {
+            tool: read::string(read::required(&mut m, "tool")?)?,
+            capacity: read::u32(read::required(&mut m, "capacity")?)?,
+            period_ms: read::u64(read::required(&mut m, "period_ms")?)?,
+            backoff: read::defaulted(&mut m, "backoff", read::bool)?,
+        })
+    }
+}
+
 /// The answer to a [`Take`].
 #[derive(Debug, Serialize, Deserialize)]
+#[cfg_attr(test, derive(PartialEq))]
 pub struct Taken {
     /// Whether the call may run.
     pub allowed: bool,
     /// When refused: whole seconds until a token is there.
     pub retry_after_secs: u64,
+}
+
+impl Taken {
+    /// The limiter object's answer to a take, read by hand (see [`ask`]).
+    fn read(v: serde_json::Value) -> Read<Self> {
+        let mut m = read::object(v, "struct Taken")?;
+        Ok(Self {
+            allowed: read::bool(read::required(&mut m, "allowed")?)?,
+            retry_after_secs: read::u64(read::required(&mut m, "retry_after_secs")?)?,
+        })
+    }
 }
 
 impl From<Admission> for Taken {
@@ -201,14 +229,16 @@ impl DurableObject for RateLimiter {
         let is_lease = req.path() == "/lease";
         let body = req.text().await.map_err(Error::from);
         let answer = match body {
-            Ok(body) if is_lease => match serde_json::from_str::<LeaseRequest>(&body) {
-                Ok(r) => self
-                    .lease(&r)
-                    .await
-                    .and_then(|a| Ok(serde_json::to_value(a)?)),
-                Err(e) => Err(Error::InvalidRequest(format!("lease request: {e}"))),
-            },
-            Ok(body) => match serde_json::from_str::<Take>(&body) {
+            Ok(body) if is_lease => {
+                match serde_json::from_str(&body).and_then(LeaseRequest::read) {
+                    Ok(r) => self
+                        .lease(&r)
+                        .await
+                        .and_then(|a| Ok(serde_json::to_value(a)?)),
+                    Err(e) => Err(Error::InvalidRequest(format!("lease request: {e}"))),
+                }
+            }
+            Ok(body) => match serde_json::from_str(&body).and_then(Take::read) {
                 Ok(take) => self
                     .take(&take)
                     .await
@@ -427,6 +457,41 @@ mod tests {
     use super::*;
     use crate::store::rows::assert_same_as_derive as same;
     use serde_json::json;
+
+    /// A take request and its answer, read by hand, accept exactly what their derives accept.
+    #[test]
+    fn takes_read_as_their_derives_read_them() {
+        same(
+            Take::read,
+            &[
+                json!({ "tool": "t", "capacity": 5, "period_ms": 60000, "backoff": true }),
+                json!({ "tool": "t", "capacity": 5, "period_ms": 60000 }),
+                json!({ "tool": "t", "capacity": 5, "period_ms": 60000, "backoff": null }),
+                json!({ "tool": "t", "capacity": 4_294_967_296_u64, "period_ms": 1 }),
+                json!({ "tool": "t", "capacity": -1, "period_ms": 1 }),
+                json!({ "tool": "t", "capacity": 1, "period_ms": 1.5 }),
+                json!({ "tool": 1, "capacity": 1, "period_ms": 1 }),
+                json!({ "capacity": 1, "period_ms": 1 }),
+                json!({ "tool": "t", "period_ms": 1 }),
+                json!({ "tool": "t", "capacity": 1, "period_ms": 1, "more": [] }),
+                json!(null),
+                json!("take"),
+            ],
+        );
+        same(
+            Taken::read,
+            &[
+                json!({ "allowed": true, "retry_after_secs": 0 }),
+                json!({ "allowed": false, "retry_after_secs": 30, "more": 1 }),
+                json!({ "allowed": "no", "retry_after_secs": 30 }),
+                json!({ "allowed": false, "retry_after_secs": -2 }),
+                json!({ "allowed": false }),
+                json!({ "retry_after_secs": 1 }),
+                json!({ "allowed": null, "retry_after_secs": 1 }),
+                json!(null),
+            ],
+        );
+    }
 
     /// The limiter's rows read by hand accept exactly what their derives accept.
     #[test]

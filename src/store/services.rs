@@ -225,6 +225,7 @@ impl EnvServices for Services {
             LEASE_URL,
             request,
             " to a lease request",
+            LeaseAnswer::read,
         ))
     }
 
