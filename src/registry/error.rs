@@ -21,28 +21,22 @@ pub type ToolResult<T = super::ToolOutput> = std::result::Result<T, ToolError>;
 pub enum ToolError {
     /// The arguments are wrong (schema failures found by the executor included).
     Invalid {
-        /// What is wrong with them.
+        /// What is wrong with them, and how to correct them.
         message: String,
-        /// How to correct them, when the message does not say.
-        fix: Option<String>,
     },
     /// A record the caller named does not exist.
     NotFound {
         /// A stable code a client may branch on (`PATH_NOT_FOUND`); `None`: text only.
         code: Option<&'static str>,
-        /// Which record is missing.
+        /// Which record is missing, and where to find the right name.
         message: String,
-        /// Where to find the right name, when the message does not say.
-        fix: Option<String>,
     },
     /// A rule of the toolset said no, with a stable, machine-readable code.
     Refused {
         /// The code the toolset declares (`NO_ACTIVE_TIDE`, …).
         code: &'static str,
-        /// What was refused and why.
+        /// What was refused and why, and what to do instead.
         message: String,
-        /// What to do instead, when the message does not say.
-        fix: Option<String>,
         /// Further fields of the structured error (the unknown works, the active tide's id): an
         /// object, or `Null` for none.
         details: Value,
@@ -68,7 +62,6 @@ impl ToolError {
     pub fn invalid(message: impl Into<String>) -> Self {
         ToolError::Invalid {
             message: message.into(),
-            fix: None,
         }
     }
 
@@ -85,7 +78,6 @@ impl ToolError {
         ToolError::NotFound {
             code: None,
             message: message.into(),
-            fix: None,
         }
     }
 
@@ -119,24 +111,18 @@ impl ToolError {
         }
     }
 
-    /// The structured content of a coded error, `{"error": {"code", "message", "fix"?,
-    /// …details}}`; `None` for errors without a code.
+    /// The structured content of a coded error, `{"error": {"code", "message", …details}}`;
+    /// `None` for errors without a code.
     pub fn structured(&self) -> Option<Value> {
         let code = self.code()?;
-        let (message, fix, details) = match self {
+        let (message, details) = match self {
             ToolError::Refused {
-                message,
-                fix,
-                details,
-                ..
-            } => (message, fix, details),
-            ToolError::NotFound { message, fix, .. } => (message, fix, &Value::Null),
+                message, details, ..
+            } => (message, details),
+            ToolError::NotFound { message, .. } => (message, &Value::Null),
             _ => return None,
         };
         let mut error = json!({ "code": code, "message": message });
-        if let (Some(fix), Some(e)) = (fix, error.as_object_mut()) {
-            e.insert("fix".into(), json!(fix));
-        }
         if let (Some(e), Some(extra)) = (error.as_object_mut(), details.as_object()) {
             for (k, v) in extra {
                 e.entry(k.clone()).or_insert_with(|| v.clone());
@@ -148,26 +134,20 @@ impl ToolError {
 
 impl fmt::Display for ToolError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let (code, message, fix) = match self {
-            ToolError::Invalid { message, fix } => (None, message, fix),
-            ToolError::NotFound { code, message, fix } => (*code, message, fix),
-            ToolError::Refused {
-                code, message, fix, ..
-            } => (Some(*code), message, fix),
-            ToolError::Failed { message }
+        let (code, message) = match self {
+            ToolError::NotFound { code, message } => (*code, message),
+            ToolError::Refused { code, message, .. } => (Some(*code), message),
+            ToolError::Invalid { message }
+            | ToolError::Failed { message }
             | ToolError::Timeout(message)
             | ToolError::RateLimited(message)
-            | ToolError::Client(message) => (None, message, &None),
+            | ToolError::Client(message) => (None, message),
             ToolError::Internal(e) => return e.fmt(f),
         };
         if let Some(code) = code {
             write!(f, "{code}: ")?;
         }
-        f.write_str(message)?;
-        match fix {
-            Some(fix) => write!(f, " {fix}"),
-            None => Ok(()),
-        }
+        f.write_str(message)
     }
 }
 
@@ -242,7 +222,6 @@ mod tests {
         let e = ToolError::Refused {
             code: "PATH_NOT_FOUND",
             message: "PATH 'x' does not exist.".into(),
-            fix: None,
             details: json!({ "path_name": "x", "code": "overridden?" }),
         };
         assert_eq!(e.to_string(), "PATH_NOT_FOUND: PATH 'x' does not exist.");

@@ -322,7 +322,6 @@ impl Tool {
                 self.def.name,
                 problems.join("; ")
             ),
-            fix: None,
         })
     }
 

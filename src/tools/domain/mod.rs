@@ -462,7 +462,6 @@ mod tests {
             &ToolError::Invalid {
                 message: "Invalid arguments for tool list_employees: limit: must be at most 50"
                     .into(),
-                fix: None,
             },
         ));
         assert_eq!(v["status"], "error");

@@ -113,7 +113,6 @@ fn refuse(code: Code, message: impl Into<String>, details: Value) -> ToolError {
     ToolError::Refused {
         code: code.as_str(),
         message: message.into(),
-        fix: None,
         details,
     }
 }
