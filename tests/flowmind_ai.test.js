@@ -38,7 +38,9 @@ const keys = (o) => Object.keys(o).sort();
 describe("field_request with a Workers AI binding", () => {
   let withAi, bare, ai, bareClient;
   before(async () => {
-    withAi = await startWorker({ RATE_LIMITS: "*=off", FLOWMIND_EMBEDDING_TIMEOUT_MS: "1000" }, { quiet: true, ai: true });
+    // FLOWMIND_GENERATION_TTL_MS 0: a test below edits D1 directly, as another instance would, and
+    // expects the next call to see it (the default 1 s bound is tested natively, testkit::flowmind).
+    withAi = await startWorker({ RATE_LIMITS: "*=off", FLOWMIND_EMBEDDING_TIMEOUT_MS: "1000", FLOWMIND_GENERATION_TTL_MS: "0" }, { quiet: true, ai: true });
     bare = await startWorker({ RATE_LIMITS: "*=off" }, { quiet: true });
     ai = await connect(withAi);
     bareClient = await connect(bare);

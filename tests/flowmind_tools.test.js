@@ -20,7 +20,9 @@ async function connect(headers = {}, worker = w) {
 }
 
 before(async () => {
-  w = await startWorker({ JWT_SECRET: SECRET, RATE_LIMITS: "*=off" });
+  // FLOWMIND_GENERATION_TTL_MS 0: a test below edits D1 directly, as another instance would, and
+  // expects the next call to see it (the default 1 s bound is tested natively, testkit::flowmind).
+  w = await startWorker({ JWT_SECRET: SECRET, RATE_LIMITS: "*=off", FLOWMIND_GENERATION_TTL_MS: "0" });
   client = await connect();
 });
 after(async () => {

@@ -147,3 +147,68 @@ fn field_request_answers_a_bad_call_in_the_teaching_format() {
     );
     assert_eq!(s["next_actions"][0]["tool"], "field_request");
 }
+
+/// The catalog generation `field_request` answered from, and whether its index was reused.
+fn generation_seen(p: &TestPlatform) -> (i64, bool) {
+    let s = ask(
+        p,
+        json!({ "query": INCIDENT, "confidence_level": 0.7, "extracted_variables": {} }),
+    );
+    let meta = &s["_metadata"];
+    (
+        meta["catalog_generation"].as_i64().expect("a generation"),
+        meta["cache_hit"].as_bool().expect("cache_hit"),
+    )
+}
+
+#[test]
+fn another_instances_catalog_write_is_seen_within_the_generation_ttl() {
+    // Each test runs on a thread of its own, so this instance's caches start empty.
+    // Long enough for a debug build to build the index within it on a loaded machine.
+    let p = TestPlatform::new().with_setting("FLOWMIND_GENERATION_TTL_MS", Some("3000"));
+    let (first, _) = generation_seen(&p);
+    // A write through another instance: D1 moves, this instance is not told.
+    p.db.exec("UPDATE flowmind_generation SET generation = generation + 1 WHERE id = 1");
+    assert_eq!(
+        generation_seen(&p),
+        (first, true),
+        "within the bound the generation read is reused"
+    );
+    std::thread::sleep(std::time::Duration::from_millis(3000));
+    assert_eq!(
+        generation_seen(&p),
+        (first + 1, false),
+        "past the bound the write is seen and the index rebuilt"
+    );
+}
+
+#[test]
+fn this_instances_catalog_write_is_seen_at_once() {
+    let p = TestPlatform::new().with_setting("FLOWMIND_GENERATION_TTL_MS", Some("60000"));
+    let (first, _) = generation_seen(&p);
+    // Saving a composed workflow writes `contexts` and bumps the generation through this instance.
+    let saved = p.call_ok(
+        &Caller::anonymous(),
+        "compose_workflow",
+        json!({ "name": "review-then-debug", "flow_type": "sequential", "save": true, "components": [
+            { "uri": "workflow://code-review", "role": "primary" },
+            { "uri": "agent://debugger", "role": "support" }
+        ] }),
+    );
+    assert!(!saved.is_error(), "{}", saved.result);
+    assert_eq!(
+        saved.structured()["result"]["saved"],
+        true,
+        "{}",
+        saved.result
+    );
+    assert_eq!(generation_seen(&p), (first + 1, false));
+}
+
+#[test]
+fn a_generation_ttl_of_zero_reads_every_call() {
+    let p = TestPlatform::new().with_setting("FLOWMIND_GENERATION_TTL_MS", Some("0"));
+    let (first, _) = generation_seen(&p);
+    p.db.exec("UPDATE flowmind_generation SET generation = generation + 1 WHERE id = 1");
+    assert_eq!(generation_seen(&p), (first + 1, false));
+}

@@ -5,7 +5,10 @@
 //! stemmed), so it is built once per wasm instance and reused for as long as the catalog's
 //! generation (the D1 row `flowmind_generation`, bumped by every write to `contexts`) and the
 //! registry stay the same. A call reads the generation (one indexed D1 row) and rebuilds only when
-//! it moved.
+//! it moved. The generation read is itself reused for [`DEFAULT_GENERATION_TTL_MS`]
+//! (`FLOWMIND_GENERATION_TTL_MS`; 0 reads it on every call): a write made through another
+//! instance is seen within that bound, and one made through this instance at once, since its
+//! writes ([`bump`], [`record_use`]) forget the generation this instance last read.
 //!
 //! Running a workflow moves its context's `popularity` and `last_used_at` ([`record_use`]), which
 //! the index does not depend on: it bumps a second counter in the same row, `usage_generation`, and
@@ -407,8 +410,53 @@ thread_local! {
     static BUILT: RefCell<Option<Built>> = const { RefCell::new(None) };
 }
 
-/// The catalog's current generation and usage generation.
+/// How long, in milliseconds, an instance reuses the catalog generation it read when
+/// `FLOWMIND_GENERATION_TTL_MS` does not say: the longest a write made through another instance
+/// stays unseen. A second is short next to how often the catalog changes (a composed workflow
+/// saved, a workflow run counted) and saves the D1 read on every call of a busy instance.
+pub const DEFAULT_GENERATION_TTL_MS: f64 = 1000.0;
+
+/// The generation and usage generation this instance read last, and when.
+struct Seen {
+    generation: i64,
+    usage: i64,
+    at_ms: f64,
+}
+
+thread_local! {
+    /// The last generation read in this instance.
+    static SEEN: RefCell<Option<Seen>> = const { RefCell::new(None) };
+}
+
+/// How long this instance reuses a generation read: `FLOWMIND_GENERATION_TTL_MS` (0 or more,
+/// at most a minute), else [`DEFAULT_GENERATION_TTL_MS`].
+fn generation_ttl_ms(ctx: &dyn ToolContext) -> f64 {
+    ctx.platform()
+        .setting("FLOWMIND_GENERATION_TTL_MS")
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .filter(|ms| (0.0..=60_000.0).contains(ms))
+        .unwrap_or(DEFAULT_GENERATION_TTL_MS)
+}
+
+/// Makes this instance's next call read the generation from D1: after its own writes.
+fn forget_generation() {
+    SEEN.with(|s| *s.borrow_mut() = None);
+}
+
+/// The catalog's current generation and usage generation: as this instance read them less than
+/// [`generation_ttl_ms`] ago, else from D1.
 pub async fn generation(ctx: &dyn ToolContext) -> Result<(i64, i64)> {
+    let now = crate::clock::now_ms();
+    let ttl = generation_ttl_ms(ctx);
+    let recent = SEEN.with(|s| {
+        s.borrow()
+            .as_ref()
+            .filter(|s| now >= s.at_ms && now - s.at_ms < ttl)
+            .map(|s| (s.generation, s.usage))
+    });
+    if let Some(seen) = recent {
+        return Ok(seen);
+    }
     let rows = ctx
         .query(
             "SELECT generation, usage_generation FROM flowmind_generation WHERE id = 1",
@@ -421,11 +469,20 @@ pub async fn generation(ctx: &dyn ToolContext) -> Result<(i64, i64)> {
             .and_then(Value::as_i64)
             .unwrap_or(0)
     };
-    Ok((get("generation"), get("usage_generation")))
+    let (generation, usage) = (get("generation"), get("usage_generation"));
+    SEEN.with(|s| {
+        *s.borrow_mut() = Some(Seen {
+            generation,
+            usage,
+            at_ms: now,
+        })
+    });
+    Ok((generation, usage))
 }
 
 /// Counts a run of context `uri`: its `popularity` goes up by one and `last_used_at` becomes now,
-/// in one batch with the usage generation, so every instance's catalog shows it at its next call.
+/// in one batch with the usage generation, so this instance's catalog shows it at its next call
+/// and every other instance's within [`generation_ttl_ms`].
 pub async fn record_use(ctx: &dyn ToolContext, uri: &str) -> Result<()> {
     ctx.platform()
         .batch(vec![
@@ -441,16 +498,19 @@ pub async fn record_use(ctx: &dyn ToolContext, uri: &str) -> Result<()> {
             ),
         ])
         .await?;
+    forget_generation();
     Ok(())
 }
 
-/// Makes every instance rebuild its index at its next call: after any write to `contexts`.
+/// Makes every instance rebuild its index at its next call (this one at once, the others within
+/// [`generation_ttl_ms`]): after any write to `contexts`.
 pub async fn bump(ctx: &dyn ToolContext) -> Result<()> {
     ctx.query(
         "UPDATE flowmind_generation SET generation = generation + 1 WHERE id = 1",
         vec![],
     )
     .await?;
+    forget_generation();
     Ok(())
 }
 
