@@ -598,9 +598,9 @@ async fn continue_run(
     let view = chains::status(ctx, id).await?;
     let chain = view["chain"].as_str().unwrap_or_default();
     let Some(mode) = Mode::of_chain(uri, chain) else {
-        return Err(ToolError::Failed { message: format!(
+        return Err(ToolError::failed(format!(
             "session_id {id} is not a run of {uri} (it runs chain '{chain}'); pass the workflow_uri it was started with"
-        ) });
+        )));
     };
     let approval = args.get("approval").and_then(Value::as_str);
     let supplied = args.get("step_outputs").and_then(Value::as_object);
@@ -608,10 +608,10 @@ async fn continue_run(
         return answer(ctx, args, uri, mode, id, started).await;
     }
     let Some((paused, confirm)) = pause(&view) else {
-        return Err(ToolError::Failed { message: format!(
+        return Err(ToolError::failed(format!(
             "session_id {id} is {}, not paused: there is nothing to approve or supply. Call with just workflow_uri and session_id to see its state.",
             view["status"].as_str().unwrap_or("unknown")
-        ) });
+        )));
     };
     // The run goes on: its lease is renewed (taken back if it lapsed), so it keeps its slot.
     let owner = limiter::owner(&ctx.caller(), &ctx.session_id());
@@ -636,18 +636,18 @@ async fn continue_run(
                     .await?;
             }
             None => {
-                return Err(ToolError::Failed { message: format!(
+                return Err(ToolError::failed(format!(
                     "session_id {id} waits for approval of step '{}', not for step_outputs: pass approval: \"approve\" to run it or \"reject\" to stop the workflow",
                     name.trim_start_matches(CONFIRM_PREFIX)
-                ) })
+                )))
             }
         }
     } else {
         let Some(outputs) = supplied else {
-            return Err(ToolError::Failed { message: format!(
+            return Err(ToolError::failed(format!(
                 "session_id {id} waits for the outputs of step '{name}', not for an approval: pass step_outputs with {}",
                 awaited(&paused).join(", ")
-            ) });
+            )));
         };
         chains::resume_here(ctx, id, outputs).await?;
     }
