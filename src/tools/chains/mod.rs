@@ -368,12 +368,12 @@ fn create_chain(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, ToolRe
 /// Storage and internal errors keep their own (public) wording.
 fn troubleshoot(e: ToolError) -> ToolError {
     match e {
-        ToolError::Failed { message: m } => {
+        ToolError::Invalid { .. } | ToolError::Internal(_) => e,
+        other => {
             ToolError::failed(format!(
-                "Error executing chain: {m}\n\n**Troubleshooting:**\n- Verify chain name exists and is active (the chains you may run are listed when it does not)\n- Check input variables match chain schema (each failing field is named above)\n- Ensure all referenced instruction sets are available (list_instruction_sets)\n- Check system resources and try again"
+                "Error executing chain: {other}\n\n**Troubleshooting:**\n- Verify chain name exists and is active (the chains you may run are listed when it does not)\n- Check input variables match chain schema (each failing field is named above)\n- Ensure all referenced instruction sets are available (list_instruction_sets)\n- Check system resources and try again"
             ))
         }
-        other => other,
     }
 }
 
