@@ -4,6 +4,7 @@ use crate::error::{Error, Result};
 use crate::registry::limits::{Limit, RateLimits};
 use crate::registry::per_tool::ToolTimeouts;
 use crate::registry::Registry;
+use crate::tools::flowmind::catalog::DEFAULT_GENERATION_TTL_MS;
 use crate::tools::flowmind::levels::Thresholds;
 use crate::tools::Catalog;
 
@@ -85,6 +86,12 @@ pub struct Config {
     /// Successful FlowMind calls that make a caller intermediate and advanced (`FLOWMIND_LEVELS`,
     /// default `10,50`); `None` (`off`) gives every caller every FlowMind tool.
     pub flowmind_levels: Option<Thresholds>,
+    /// How long, in milliseconds, an instance reuses the FlowMind catalog generation it read
+    /// (`FLOWMIND_GENERATION_TTL_MS`, 0 to 60000; 0 reads it on every call), default
+    /// [`DEFAULT_GENERATION_TTL_MS`]. Like every number here, a value that does not parse or is
+    /// out of range takes the default: the bound only delays when another instance's catalog
+    /// write is seen, it never widens access.
+    pub flowmind_generation_ttl_ms: u32,
     /// Why a setting could not be used, naming it; while set, [`Config::check`] refuses to serve.
     pub invalid: Option<String>,
 }
@@ -113,6 +120,12 @@ impl Config {
             var(name)
                 .and_then(|s| s.trim().parse().ok())
                 .filter(|n| *n > 0)
+                .unwrap_or(default)
+        };
+        let ms_within = |name: &str, max: u32, default: u32| -> u32 {
+            var(name)
+                .and_then(|s| s.trim().parse().ok())
+                .filter(|n| *n <= max)
                 .unwrap_or(default)
         };
         let mut invalid = None;
@@ -181,6 +194,11 @@ impl Config {
             session_create_limit,
             tool_timeouts,
             flowmind_levels,
+            flowmind_generation_ttl_ms: ms_within(
+                "FLOWMIND_GENERATION_TTL_MS",
+                60_000,
+                DEFAULT_GENERATION_TTL_MS,
+            ),
             invalid,
         }
     }
@@ -290,6 +308,20 @@ mod tests {
         assert_eq!(c.max_body_bytes, 1 << 20);
         assert_eq!(c.tools_page_size, 50);
         assert_eq!(c.catalog, Catalog::Production);
+    }
+
+    #[test]
+    fn the_generation_ttl_keeps_zero_and_ignores_what_is_out_of_range() {
+        let ttl = |v: &str| cfg(&[("FLOWMIND_GENERATION_TTL_MS", v)]).flowmind_generation_ttl_ms;
+        assert_eq!(
+            cfg(&[]).flowmind_generation_ttl_ms,
+            DEFAULT_GENERATION_TTL_MS
+        );
+        assert_eq!(ttl(" 0 "), 0, "0 reads the generation on every call");
+        assert_eq!(ttl("60000"), 60_000);
+        for bad in ["60001", "-1", "1.5", "soon", ""] {
+            assert_eq!(ttl(bad), DEFAULT_GENERATION_TTL_MS, "{bad:?}");
+        }
     }
 
     #[test]

@@ -175,6 +175,10 @@ pub trait EnvServices {
     /// overrides the one it declares.
     fn timeout_override(&self, tool: &str) -> Option<u32>;
 
+    /// How long, in milliseconds, this instance reuses the FlowMind catalog generation it read
+    /// (`FLOWMIND_GENERATION_TTL_MS`, parsed once per isolate with the other settings).
+    fn generation_ttl_ms(&self) -> u32;
+
     /// Whether this deployment binds Workers AI as `AI`. The default is a platform without it.
     fn ai_bound(&self) -> bool {
         false

@@ -33,6 +33,7 @@ pub struct Services {
     limits: Rc<RateLimits>,
     timeouts: Rc<ToolTimeouts>,
     flowmind_levels: Option<Thresholds>,
+    generation_ttl_ms: u32,
 }
 
 impl Services {
@@ -46,6 +47,7 @@ impl Services {
             limits: Rc::new(cfg.rate_limits.clone()),
             timeouts: Rc::new(cfg.tool_timeouts.clone()),
             flowmind_levels: cfg.flowmind_levels,
+            generation_ttl_ms: cfg.flowmind_generation_ttl_ms,
         }
     }
 
@@ -231,6 +233,10 @@ impl EnvServices for Services {
 
     fn timeout_override(&self, tool: &str) -> Option<u32> {
         *self.timeouts.get(tool)
+    }
+
+    fn generation_ttl_ms(&self) -> u32 {
+        self.generation_ttl_ms
     }
 
     fn ai_bound(&self) -> bool {

@@ -28,6 +28,7 @@ use serde_json::{json, Value};
 
 pub use db::Db;
 
+use crate::edge::config::Config;
 use crate::error::{Error, Result};
 use crate::limiter::leases::{self, Held, LeaseAnswer, LeaseRequest};
 use crate::mcp::logging::LogLevel;
@@ -343,6 +344,11 @@ impl EnvServices for TestPlatform {
 
     fn timeout_override(&self, _tool: &str) -> Option<u32> {
         None
+    }
+
+    /// Parsed by `Config` from this platform's settings, as a deployment's are.
+    fn generation_ttl_ms(&self) -> u32 {
+        Config::from_lookup(|name| self.settings.get(name).cloned()).flowmind_generation_ttl_ms
     }
 }
 

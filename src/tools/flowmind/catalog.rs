@@ -414,7 +414,7 @@ thread_local! {
 /// `FLOWMIND_GENERATION_TTL_MS` does not say: the longest a write made through another instance
 /// stays unseen. A second is short next to how often the catalog changes (a composed workflow
 /// saved, a workflow run counted) and saves the D1 read on every call of a busy instance.
-pub const DEFAULT_GENERATION_TTL_MS: f64 = 1000.0;
+pub const DEFAULT_GENERATION_TTL_MS: u32 = 1000;
 
 /// The generation and usage generation this instance read last, and when.
 struct Seen {
@@ -428,26 +428,17 @@ thread_local! {
     static SEEN: RefCell<Option<Seen>> = const { RefCell::new(None) };
 }
 
-/// How long this instance reuses a generation read: `FLOWMIND_GENERATION_TTL_MS` (0 or more,
-/// at most a minute), else [`DEFAULT_GENERATION_TTL_MS`].
-fn generation_ttl_ms(ctx: &dyn ToolContext) -> f64 {
-    ctx.platform()
-        .setting("FLOWMIND_GENERATION_TTL_MS")
-        .and_then(|v| v.trim().parse::<f64>().ok())
-        .filter(|ms| (0.0..=60_000.0).contains(ms))
-        .unwrap_or(DEFAULT_GENERATION_TTL_MS)
-}
-
 /// Makes this instance's next call read the generation from D1: after its own writes.
 fn forget_generation() {
     SEEN.with(|s| *s.borrow_mut() = None);
 }
 
 /// The catalog's current generation and usage generation: as this instance read them less than
-/// [`generation_ttl_ms`] ago, else from D1.
+/// `FLOWMIND_GENERATION_TTL_MS` ago, else from D1.
 pub async fn generation(ctx: &dyn ToolContext) -> Result<(i64, i64)> {
     let now = crate::clock::now_ms();
-    let ttl = generation_ttl_ms(ctx);
+    // Parsed once per isolate with the other settings (`Config`).
+    let ttl = f64::from(ctx.platform().generation_ttl_ms());
     let recent = SEEN.with(|s| {
         s.borrow()
             .as_ref()
@@ -482,7 +473,7 @@ pub async fn generation(ctx: &dyn ToolContext) -> Result<(i64, i64)> {
 
 /// Counts a run of context `uri`: its `popularity` goes up by one and `last_used_at` becomes now,
 /// in one batch with the usage generation, so this instance's catalog shows it at its next call
-/// and every other instance's within [`generation_ttl_ms`].
+/// and every other instance's within `FLOWMIND_GENERATION_TTL_MS`.
 pub async fn record_use(ctx: &dyn ToolContext, uri: &str) -> Result<()> {
     ctx.platform()
         .batch(vec![
@@ -503,7 +494,7 @@ pub async fn record_use(ctx: &dyn ToolContext, uri: &str) -> Result<()> {
 }
 
 /// Makes every instance rebuild its index at its next call (this one at once, the others within
-/// [`generation_ttl_ms`]): after any write to `contexts`.
+/// `FLOWMIND_GENERATION_TTL_MS`): after any write to `contexts`.
 pub async fn bump(ctx: &dyn ToolContext) -> Result<()> {
     ctx.query(
         "UPDATE flowmind_generation SET generation = generation + 1 WHERE id = 1",
