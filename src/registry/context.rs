@@ -215,6 +215,13 @@ pub trait Platform {
     /// Records an event (`tool_call`, `tool_result`, `error`) on the session's event stream.
     fn emit(&self, event: &str, data: Value);
 
+    /// Whether [`Platform::emit`] keeps what it is given: a 2026-07-28 request that names no
+    /// session for its events drops them, so the executor need not build them (a copy of the
+    /// arguments and of the result, redacted, per call).
+    fn records_events(&self) -> bool {
+        true
+    }
+
     /// Tracks a job of `kind` (a toolset's job hook name) under a lease that
     /// [`Platform::job_heartbeat`] renews. A [`JobMode::Background`] job is started at once.
     fn job_start<'a>(

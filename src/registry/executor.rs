@@ -34,16 +34,22 @@ pub struct CallOutcome {
 pub async fn execute(tool: &Tool, ctx: &dyn ToolContext, args: Value) -> CallOutcome {
     let started = clock::now_ms();
     let name = tool.def.name;
-    let events = |event: &str, data: Value| ctx.platform().emit(event, data);
+    // Events nobody keeps are not built: each is a redacted copy of the arguments or the result.
+    let recorded = ctx.platform().records_events();
+    let events = |event: &str, data: &dyn Fn() -> Value| {
+        if recorded {
+            ctx.platform().emit(event, data());
+        }
+    };
     // `name`/`args` are seed 003's field names; `tool`/`arguments` stay for existing readers.
-    let shown = tool.redact(&args);
-    events(
-        "tool_call",
-        json!({ "tool": name, "arguments": shown, "name": name, "args": shown }),
-    );
+    events("tool_call", &|| {
+        let shown = tool.redact(&args);
+        json!({ "tool": name, "arguments": shown, "name": name, "args": shown })
+    });
 
-    // Only a tool with sensitive fields needs the arguments again, to hide their values.
-    let secret_args = if tool.has_sensitive() {
+    // Only a recorded event of a tool with sensitive fields needs the arguments again, to hide
+    // their values.
+    let secret_args = if recorded && tool.has_sensitive() {
         args.clone()
     } else {
         Value::Null
@@ -69,11 +75,10 @@ pub async fn execute(tool: &Tool, ctx: &dyn ToolContext, args: Value) -> CallOut
 
     match outcome {
         Ok((result, cached)) => {
-            events(
-                "tool_result",
+            events("tool_result", &|| {
                 json!({ "tool": name, "duration_ms": duration_ms, "cached": cached,
-                        "result": tool.redact_output(&secret_args, &result) }),
-            );
+                        "result": tool.redact_output(&secret_args, &result) })
+            });
             CallOutcome {
                 result,
                 outcome: "ok",
@@ -81,13 +86,12 @@ pub async fn execute(tool: &Tool, ctx: &dyn ToolContext, args: Value) -> CallOut
             }
         }
         Err(e) => {
-            let shown = tool.redact_output(&secret_args, &json!(e.public_message()));
-            events(
-                "error",
+            events("error", &|| {
+                let shown = tool.redact_output(&secret_args, &json!(e.public_message()));
                 json!({ "tool": name, "duration_ms": duration_ms,
                         "message": format!("Tool execution error: {}", shown.as_str().unwrap_or_default()),
-                        "error": shown }),
-            );
+                        "error": shown })
+            });
             CallOutcome {
                 result: render(tool, &e),
                 outcome: e.label(),

@@ -363,6 +363,10 @@ impl crate::registry::Platform for Detached {
         }
     }
 
+    fn records_events(&self) -> bool {
+        self.events.borrow().is_some()
+    }
+
     fn job_start<'a>(
         &'a self,
         _kind: &'a str,
