@@ -41,39 +41,42 @@ fn trip() -> Value {
 fn paths_literals_and_operators() {
     let v = trip();
     assert_eq!(text("client.name", v.clone()), "Sarah Johnson");
-    assert_eq!(
-        ok(
+    for (src, want) in [
+        (
             "trip.travelers.adults + trip.travelers.children * 2",
-            v.clone()
+            json!(4),
         ),
-        json!(4)
-    );
-    assert_eq!(
-        ok("activities[1]['name']", v.clone()),
-        json!("Seine cruise")
-    );
-    assert_eq!(ok("(1 + 2) * 3 % 4", json!({})), json!(1));
-    assert_eq!(ok("10 / 4", json!({})), json!(2.5));
-    assert_eq!(ok("'a' + 1 + 2", json!({})), json!("a12"));
-    assert_eq!(ok("1 + 2 + 'a'", json!({})), json!("3a"));
-    assert_eq!(ok("!true || false && true", json!({})), json!(false));
-    assert_eq!(ok("'x\\'y'", json!({})), json!("x'y"));
-    assert_eq!(ok("\"tab\\there\"", json!({})), json!("tab\there"));
-    assert_eq!(ok("-trip.travelers.adults", v.clone()), json!(-2));
-    assert_eq!(
-        ok("trip.missing || 'fallback'", v.clone()),
-        json!("fallback")
-    );
+        ("activities[1]['name']", json!("Seine cruise")),
+        ("-trip.travelers.adults", json!(-2)),
+        ("trip.missing || 'fallback'", json!("fallback")),
+    ] {
+        assert_eq!(ok(src, v.clone()), want, "{src}");
+    }
+    for (src, want) in [
+        ("(1 + 2) * 3 % 4", json!(1)),
+        ("10 / 4", json!(2.5)),
+        ("'a' + 1 + 2", json!("a12")),
+        ("1 + 2 + 'a'", json!("3a")),
+        ("!true || false && true", json!(false)),
+        ("'x\\'y'", json!("x'y")),
+        ("\"tab\\there\"", json!("tab\there")),
+    ] {
+        assert_eq!(ok(src, json!({})), want, "{src}");
+    }
     assert_eq!(ok("client.name && client.tier", v), json!("vip"));
 }
 
 #[test]
 fn equality_is_strict_and_comparisons_order() {
-    assert_eq!(ok("1 == 1.0", json!({})), json!(true));
-    assert_eq!(ok("1 == '1'", json!({})), json!(false));
-    assert_eq!(ok("1 === 1 && 'a' !== 'b'", json!({})), json!(true));
-    assert_eq!(ok("'apple' < 'banana'", json!({})), json!(true));
-    assert_eq!(ok("missing > 0", json!({})), json!(false));
+    for (src, want) in [
+        ("1 == 1.0", json!(true)),
+        ("1 == '1'", json!(false)),
+        ("1 === 1 && 'a' !== 'b'", json!(true)),
+        ("'apple' < 'banana'", json!(true)),
+        ("missing > 0", json!(false)),
+    ] {
+        assert_eq!(ok(src, json!({})), want, "{src}");
+    }
     assert_eq!(
         ok("{status} == 'approved'", json!({"status": "approved"})),
         json!(true)
@@ -91,34 +94,17 @@ fn equality_is_strict_and_comparisons_order() {
 #[test]
 fn seed_template_expressions() {
     let v = trip();
-    assert_eq!(text("trip.travelers.adults > 1 ? 's' : ''", v.clone()), "s");
-    assert_eq!(
-        text("trip.travelers.children > 0 ? ' and ' + trip.travelers.children + ' child' + (trip.travelers.children > 1 ? 'ren' : '') : ''", v.clone()),
-        " and 1 child"
-    );
-    assert_eq!(
-        text("activities.map(activity => '• **' + activity.name + '** - ' + activity.description + ' (' + activity.date + ')').join('\\n')", v.clone()),
-        "• **Louvre** - Guided tour (June 16)\n• **Seine cruise** - Dinner (June 17)"
-    );
-    assert_eq!(text("trip.destination.special_items ? '- ' + trip.destination.special_items.join('\\n- ') : ''", v.clone()), "- Adapter\n- Umbrella");
-    assert_eq!(
-        text("trip.destination.visa_required ? '- Visa' : ''", v.clone()),
-        ""
-    );
-    assert_eq!(
-        text(
-            "client.tier == 'vip' ? 'VIP ' + support.vip_phone : ''",
-            v.clone()
-        ),
-        "VIP +1 555 0100"
-    );
-    assert_eq!(
-        text(
-            "trip.special_occasions ? 'Your ' + trip.special_occasions[0] + '!' : ''",
-            v.clone()
-        ),
-        "Your anniversary!"
-    );
+    for (src, want) in [
+        ("trip.travelers.adults > 1 ? 's' : ''", "s"),
+        ("trip.travelers.children > 0 ? ' and ' + trip.travelers.children + ' child' + (trip.travelers.children > 1 ? 'ren' : '') : ''", " and 1 child"),
+        ("activities.map(activity => '• **' + activity.name + '** - ' + activity.description + ' (' + activity.date + ')').join('\\n')", "• **Louvre** - Guided tour (June 16)\n• **Seine cruise** - Dinner (June 17)"),
+        ("trip.destination.special_items ? '- ' + trip.destination.special_items.join('\\n- ') : ''", "- Adapter\n- Umbrella"),
+        ("trip.destination.visa_required ? '- Visa' : ''", ""),
+        ("client.tier == 'vip' ? 'VIP ' + support.vip_phone : ''", "VIP +1 555 0100"),
+        ("trip.special_occasions ? 'Your ' + trip.special_occasions[0] + '!' : ''", "Your anniversary!"),
+    ] {
+        assert_eq!(text(src, v.clone()), want, "{src}");
+    }
     assert_eq!(
         ok(
             "activities.filter(a => a.name.length > 6).length",
@@ -132,52 +118,36 @@ fn seed_template_expressions() {
 #[test]
 fn filters_format_money_dates_and_text() {
     let v = trip();
-    assert_eq!(
-        text("pricing.final_total|currency", v.clone()),
-        "$14,750.00"
-    );
-    assert_eq!(text("pricing.extras|currency", v.clone()), "-$12.50");
-    assert_eq!(
-        text("pricing.final_total|currency('EUR')", v.clone()),
-        "€14,750.00"
-    );
-    assert_eq!(
-        text("pricing.final_total|currency('JPY')", v.clone()),
-        "¥14,750"
-    );
-    assert_eq!(
-        text("pricing.final_total|currency('CHF')", v.clone()),
-        "CHF 14,750.00"
-    );
+    for (src, want) in [
+        ("pricing.final_total|currency", "$14,750.00"),
+        ("pricing.extras|currency", "-$12.50"),
+        ("pricing.final_total|currency('EUR')", "€14,750.00"),
+        ("pricing.final_total|currency('JPY')", "¥14,750"),
+        ("pricing.final_total|currency('CHF')", "CHF 14,750.00"),
+        ("trip.departure_date|'MMMM DD, YYYY'", "June 15, 2025"),
+        ("trip.departure_date|'MMM DD'", "Jun 15"),
+        ("trip.departure_date|'MMMM'", "June"),
+        ("trip.departure_date|'dddd, Do MMMM'", "Sunday, 15th June"),
+        ("flight.departure_time|'h:mm A'", "2:30 PM"),
+        ("hotel.checkin_time|'3:00 PM'", "3:00 PM"),
+        ("flight.departure_time|'3:00 PM'", "14:30"),
+        ("hotel.amenities|join(', ')", "Spa, Pool, Gym"),
+        ("client.name|upper", "SARAH JOHNSON"),
+        ("client.name|truncate(5)", "Sarah…"),
+    ] {
+        assert_eq!(text(src, v.clone()), want, "{src}");
+    }
     assert_eq!(
         text("x|currency", json!({"x": 14750, "currency": "GBP"})),
         "£14,750.00"
     );
-    assert_eq!(
-        text("trip.departure_date|'MMMM DD, YYYY'", v.clone()),
-        "June 15, 2025"
-    );
-    assert_eq!(text("trip.departure_date|'MMM DD'", v.clone()), "Jun 15");
-    assert_eq!(text("trip.departure_date|'MMMM'", v.clone()), "June");
-    assert_eq!(
-        text("trip.departure_date|'dddd, Do MMMM'", v.clone()),
-        "Sunday, 15th June"
-    );
-    assert_eq!(text("flight.departure_time|'h:mm A'", v.clone()), "2:30 PM");
-    assert_eq!(text("hotel.checkin_time|'3:00 PM'", v.clone()), "3:00 PM");
-    assert_eq!(text("flight.departure_time|'3:00 PM'", v.clone()), "14:30");
-    assert_eq!(
-        text("hotel.amenities|join(', ')", v.clone()),
-        "Spa, Pool, Gym"
-    );
-    assert_eq!(text("client.name|upper", v.clone()), "SARAH JOHNSON");
-    assert_eq!(
-        text("'hello big-world'|title", json!({})),
-        "Hello Big-World"
-    );
-    assert_eq!(text("nothing|default('n/a')", json!({})), "n/a");
-    assert_eq!(text("client.name|truncate(5)", v.clone()), "Sarah…");
-    assert_eq!(text("1234567.891|number(2)", json!({})), "1,234,567.89");
+    for (src, want) in [
+        ("'hello big-world'|title", "Hello Big-World"),
+        ("nothing|default('n/a')", "n/a"),
+        ("1234567.891|number(2)", "1,234,567.89"),
+    ] {
+        assert_eq!(text(src, json!({})), want, "{src}");
+    }
     assert_eq!(
         text("client|json", json!({"client": {"a": 1}})),
         "{\"a\":1}"
@@ -572,24 +542,40 @@ fn err(src: &str, vars: Value) -> String {
 #[test]
 fn javascript_habits_work() {
     let v = trip();
-    assert_eq!(
-        text("activities.map((a) => a.name).join(', ')", v.clone()),
-        "Louvre, Seine cruise"
-    );
-    assert_eq!(
-        text(
+    for (src, want) in [
+        (
+            "activities.map((a) => a.name).join(', ')",
+            "Louvre, Seine cruise",
+        ),
+        (
             "activities.map((a, i) => (i + 1) + '. ' + a.name).join(' ')",
-            v.clone()
+            "1. Louvre 2. Seine cruise",
         ),
-        "1. Louvre 2. Seine cruise"
-    );
-    assert_eq!(
-        text(
+        (
             "activities.filter((a, i) => i > 0).map(a => a.name)",
-            v.clone()
+            "Seine cruise",
         ),
-        "Seine cruise"
-    );
+        (
+            "activities.map(a => a.name|upper).join('/')",
+            "LOUVRE/SEINE CRUISE",
+        ),
+        (
+            "client.tier == 'vip' ? client.name|upper : 'x'",
+            "SARAH JOHNSON",
+        ),
+        ("activities.0.name", "Louvre"),
+        ("activities.1['date']", "June 17"),
+        ("trip.destination.special_items.1", "Umbrella"),
+        ("nothing ?? 'n/a'", "n/a"),
+        ("currency(pricing.final_total)", "$14,750.00"),
+        ("currency(pricing.final_total, 'EUR')", "€14,750.00"),
+        (
+            "upper(client.tier) + join(hotel.amenities, '/')",
+            "VIPSpa/Pool/Gym",
+        ),
+    ] {
+        assert_eq!(text(src, v.clone()), want, "{src}");
+    }
     assert_eq!(
         text(
             "prices.map(p => p|currency).join(' + ')",
@@ -598,43 +584,16 @@ fn javascript_habits_work() {
         "$1,200.00 + $30.00"
     );
     assert_eq!(
-        text("activities.map(a => a.name|upper).join('/')", v.clone()),
-        "LOUVRE/SEINE CRUISE"
-    );
-    assert_eq!(
-        text("client.tier == 'vip' ? client.name|upper : 'x'", v.clone()),
-        "SARAH JOHNSON"
-    );
-    assert_eq!(
         text("false ? 'a' : client.tier | upper", v.clone()),
         "VIP",
         "a filter after the last branch still applies to the whole conditional"
     );
-    assert_eq!(text("activities.0.name", v.clone()), "Louvre");
-    assert_eq!(text("activities.1['date']", v.clone()), "June 17");
-    assert_eq!(
-        text("trip.destination.special_items.1", v.clone()),
-        "Umbrella"
-    );
     assert_eq!(ok("activities.5.name", v.clone()), Value::Null);
     assert_eq!(ok("1.5 + .5", json!({})), json!(2));
-    assert_eq!(text("nothing ?? 'n/a'", v.clone()), "n/a");
     assert_eq!(
         ok("pricing.remaining_balance ?? 5", v.clone()),
         json!(0),
         "?? keeps 0, unlike ||"
-    );
-    assert_eq!(
-        text("currency(pricing.final_total)", v.clone()),
-        "$14,750.00"
-    );
-    assert_eq!(
-        text("currency(pricing.final_total, 'EUR')", v.clone()),
-        "€14,750.00"
-    );
-    assert_eq!(
-        text("upper(client.tier) + join(hotel.amenities, '/')", v.clone()),
-        "VIPSpa/Pool/Gym"
     );
 }
 

@@ -32,6 +32,11 @@ impl Host {
     }
 }
 
+/// A transient failure of a step's attempt.
+fn transient(code: &str, message: &str) -> StepOutcome {
+    Err(StepError::transient(code, message))
+}
+
 fn out(v: Value) -> StepOutcome {
     Ok(v.as_object().cloned().unwrap_or_default())
 }
@@ -175,8 +180,8 @@ fn transient_failures_are_retried_with_exponential_backoff() {
     host.script(
         "flaky",
         vec![
-            Err(StepError::transient("api_timeout", "slow")),
-            Err(StepError::transient("api_timeout", "slow")),
+            transient("api_timeout", "slow"),
+            transient("api_timeout", "slow"),
             out(json!({})),
         ],
     );
@@ -209,10 +214,7 @@ fn validation_errors_and_unlisted_codes_are_not_retried() {
         "bad",
         vec![Err(StepError::new(ErrorClass::Validation, "no"))],
     );
-    host.script(
-        "picky",
-        vec![Err(StepError::transient("api_timeout", "slow"))],
-    );
+    host.script("picky", vec![transient("api_timeout", "slow")]);
     let r = block_on(run(&p, json!({}), &host, OPTS));
     assert_eq!(r.steps[0].attempts.len(), 1);
     assert_eq!(r.steps[1].attempts.len(), 1);
@@ -257,7 +259,7 @@ fn failure_rolls_back_completed_steps_in_reverse_order_only() {
         s(4, "four", json!({ "depends_on": [3] })),
     ]));
     let host = Host::default();
-    host.script("three", vec![Err(StepError::transient("boom", "broke"))]);
+    host.script("three", vec![transient("boom", "broke")]);
     host.failing_rollbacks.borrow_mut().push("one".into());
     let r = block_on(run(&p, json!({}), &host, OPTS));
     assert_eq!(r.status, RunStatus::Failed);
@@ -285,10 +287,7 @@ fn fallback_replaces_a_failed_step() {
         json!({ "on_failure": "fallback", "fallback_step": { "name": "backup", "type": "data_transformation" } })
     )]));
     let host = Host::default();
-    host.script(
-        "main",
-        vec![Err(StepError::transient("down", "unavailable"))],
-    );
+    host.script("main", vec![transient("down", "unavailable")]);
     host.script("backup", vec![out(json!({ "result": "from backup" }))]);
     let r = block_on(run(&p, json!({}), &host, OPTS));
     assert_eq!(r.status, RunStatus::Completed);
@@ -378,9 +377,7 @@ fn no_retry_starts_past_the_deadline() {
     host.step_ms.set(300.0);
     host.script(
         "b",
-        (0..6)
-            .map(|_| Err(StepError::transient("api_timeout", "slow")))
-            .collect(),
+        (0..6).map(|_| transient("api_timeout", "slow")).collect(),
     );
     let r = block_on(run(
         &p,
@@ -525,9 +522,9 @@ fn a_stop_request_ends_retries() {
     host.script(
         "flaky",
         vec![
-            Err(StepError::transient("x", "1")),
-            Err(StepError::transient("x", "2")),
-            Err(StepError::transient("x", "3")),
+            transient("x", "1"),
+            transient("x", "2"),
+            transient("x", "3"),
         ],
     );
     host.stop_after.set(Some(2));
@@ -777,8 +774,8 @@ fn steps_without_retry_config_retry_transient_errors_when_auto_retry_is_on() {
     let p = chain(json!([s(1, "flaky", json!({}))]));
     let script = || {
         vec![
-            Err(StepError::transient("api_timeout", "slow")),
-            Err(StepError::transient("vendor_unavailable", "down")),
+            transient("api_timeout", "slow"),
+            transient("vendor_unavailable", "down"),
             out(json!({ "ok": true })),
         ]
     };
@@ -837,11 +834,8 @@ fn retry_on_errors_takes_the_seeds_codes_and_the_earlier_names() {
     host.script(
         "search",
         vec![
-            Err(StepError::transient(
-                "timeout",
-                "an attempt from a stored run",
-            )),
-            Err(StepError::transient("model_unavailable", "provider 503")),
+            transient("timeout", "an attempt from a stored run"),
+            transient("model_unavailable", "provider 503"),
             out(json!({ "vendor_options": [] })),
         ],
     );

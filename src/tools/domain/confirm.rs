@@ -314,9 +314,9 @@ pub async fn state(ctx: &dyn ToolContext, id: &str) -> Reply {
         .iter()
         .find(|r| matches!(r["event"].as_str(), Some("approved" | "denied" | "expired")))
         .and_then(|r| r["at"].as_str());
-    Reply::Success {
-        summary: format!("Confirmation of {tool}: {state}. {message}"),
-        data: json!({
+    Reply::success(
+        format!("Confirmation of {tool}: {state}. {message}"),
+        json!({
             "confirmationId": id,
             "action": tool,
             "state": state,
@@ -327,8 +327,7 @@ pub async fn state(ctx: &dyn ToolContext, id: &str) -> Reply {
             "errorCode": if state == "failed" { json!(outcome.unwrap_or("OPERATION_FAILED")) } else { Value::Null },
             "approveUrl": if state == "pending" { json!(approve_url(ctx, id)) } else { Value::Null },
         }),
-        page: None,
-    }
+    )
 }
 
 /// Shows the user the change in an elicitation form and sends their decision to the store; `None`

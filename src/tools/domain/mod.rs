@@ -186,8 +186,7 @@ pub fn page_of(
 pub async fn department(ctx: &dyn ToolContext, given: &str) -> Result<String, Reply> {
     let rows = ctx
         .query("SELECT id, name FROM hr_departments ORDER BY name", vec![])
-        .await
-        .map_err(db)?;
+        .await?;
     rows.iter()
         .find(|r| {
             r["id"]
@@ -295,6 +294,30 @@ pub fn db(e: crate::error::Error) -> Reply {
     Reply::from_error(&e.into())
 }
 
+/// Why a confirmed write that matched no row changed nothing: `gone` when row `id` of `table` no
+/// longer exists, else `moved` (its state changed meanwhile).
+pub async fn unchanged(
+    ctx: &dyn ToolContext,
+    table: &str,
+    id: &str,
+    gone: Reply,
+    moved: Reply,
+) -> Reply {
+    let sql = format!("SELECT 1 AS ok FROM {table} WHERE id = ?1");
+    match ctx.query(&sql, vec![json!(id)]).await {
+        Ok(rows) if rows.is_empty() => gone,
+        Ok(_) => moved,
+        Err(e) => db(e),
+    }
+}
+
+/// A storage fault ends a domain tool's body with `?` as the answer [`db`] gives.
+impl From<crate::error::Error> for Reply {
+    fn from(e: crate::error::Error) -> Reply {
+        db(e)
+    }
+}
+
 fn get_confirmation(
     ctx: &dyn ToolContext,
     args: Value,
@@ -311,6 +334,14 @@ pub const TOOL: ToolDef = ToolDef {
     output_schema: Some(include_str!("../../../schema/domain/response.output.json")),
     dialect: Some(&UNION),
     ..ToolDef::DEFAULTS
+};
+
+/// What a domain read's declaration shares (`..domain::READ`): it changes nothing, and its answers
+/// are cached ([`READ_CACHE`]).
+pub const READ: ToolDef = ToolDef {
+    annotations: crate::registry::Annotations::READ_ONLY,
+    cache: READ_CACHE,
+    ..TOOL
 };
 
 /// What a domain write's declaration shares (`..domain::WRITE`, beside its own

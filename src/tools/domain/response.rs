@@ -149,6 +149,30 @@ pub enum Reply {
 }
 
 impl Reply {
+    /// The data asked for, in one answer.
+    pub fn success(summary: impl Into<String>, data: Value) -> Reply {
+        Reply::Success {
+            data,
+            page: None,
+            summary: summary.into(),
+        }
+    }
+
+    /// One page of a list.
+    pub fn page(summary: String, rows: Vec<Value>, page: Page) -> Reply {
+        Reply::Success {
+            data: Value::Array(rows),
+            page: Some(page),
+            summary,
+        }
+    }
+
+    /// What a confirmed write did: `text` is both the summary and the data's `message`.
+    pub fn done(text: String, mut data: Value) -> Reply {
+        data["message"] = json!(text);
+        Reply::success(text, data)
+    }
+
     /// A failure with a suggested action.
     pub fn failure(code: Code, message: impl Into<String>, action: impl Into<String>) -> Reply {
         Reply::Failure {

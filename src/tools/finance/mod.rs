@@ -29,7 +29,7 @@ use serde_json::{json, Value};
 
 use super::domain::{self, Code, Reply, SIGNED_IN};
 use crate::clock;
-use crate::registry::{Annotations, ToolContext, ToolDef, ToolResult};
+use crate::registry::{ToolContext, ToolDef, ToolResult};
 
 const TOOLSET: &str = "finance";
 
@@ -89,16 +89,14 @@ fn get_budget(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, ToolResu
                 ),
                 vec![json!(dept), json!(year)],
             )
-            .await
-            .map_err(domain::db)?;
+            .await?;
         let Some(row) = rows.first() else {
             let years = ctx
                 .query(
                     "SELECT fiscal_year FROM finance_budgets WHERE department_id = ?1 ORDER BY fiscal_year",
                     vec![json!(dept)],
                 )
-                .await
-                .map_err(domain::db)?;
+                .await?;
             let years: Vec<String> = years.iter().map(|r| r["fiscal_year"].to_string()).collect();
             return Err(Reply::failure(
                 Code::BudgetNotFound,
@@ -118,15 +116,14 @@ fn get_budget(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, ToolResu
                  WHERE department_id = ?1 AND fiscal_year = ?2 GROUP BY quarter ORDER BY quarter",
                 vec![json!(dept), json!(year)],
             )
-            .await
-            .map_err(domain::db)?;
+            .await?;
         let mut data = budget(row);
         data["spent_by_quarter"] = quarters
             .iter()
             .map(|q| json!({ "quarter": q["quarter"], "spent_amount": domain::dollars(&q["spent_cents"]) }))
             .collect();
-        Ok(Reply::Success {
-            summary: format!(
+        Ok(Reply::success(
+            format!(
                 "{} budget {}: ${} allocated, ${} spent, ${} remaining ({}).",
                 row["department"].as_str().unwrap_or(""),
                 row["fiscal_year"],
@@ -136,8 +133,7 @@ fn get_budget(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, ToolResu
                 row["status"].as_str().unwrap_or("")
             ),
             data,
-            page: None,
-        })
+        ))
     }))
 }
 
@@ -180,8 +176,7 @@ fn get_budget_summary(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, 
                  WHERE f.fiscal_year = ?1 ORDER BY d.name",
                 vec![json!(year), json!(quarter)],
             )
-            .await
-            .map_err(domain::db)?;
+            .await?;
         if rows.is_empty() {
             return Err(Reply::failure(
                 Code::BudgetNotFound,
@@ -228,9 +223,9 @@ fn get_budget_summary(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, 
                 over.join(", ")
             }
         );
-        Ok(Reply::Success {
+        Ok(Reply::success(
             summary,
-            data: json!({
+            json!({
                 "fiscal_year": year,
                 "quarter": quarter,
                 "period": period,
@@ -238,8 +233,7 @@ fn get_budget_summary(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, 
                 "totals": totals,
                 "over_budget": over,
             }),
-            page: None,
-        })
+        ))
     }))
 }
 
@@ -266,8 +260,7 @@ fn list_budgets(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, ToolRe
                     json!(limit + 1),
                 ],
             )
-            .await
-            .map_err(domain::db)?;
+            .await?;
         let (rows, page) = domain::page_of(
             ctx,
             "list_budgets",
@@ -281,11 +274,7 @@ fn list_budgets(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, ToolRe
             ),
         )?;
         let data: Vec<Value> = rows.iter().map(budget).collect();
-        Ok(Reply::Success {
-            summary: format!("{} budgets.", data.len()),
-            data: Value::Array(data),
-            page: Some(page),
-        })
+        Ok(Reply::page(format!("{} budgets.", data.len()), data, page))
     }))
 }
 
@@ -325,8 +314,7 @@ fn list_invoices(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, ToolR
                     json!(limit + 1),
                 ],
             )
-            .await
-            .map_err(domain::db)?;
+            .await?;
         let (rows, page) = domain::page_of(
             ctx,
             "list_invoices",
@@ -360,11 +348,11 @@ fn list_invoices(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, ToolR
                 })
             })
             .collect();
-        Ok(Reply::Success {
-            summary: format!("{} invoices, newest first.", data.len()),
-            data: Value::Array(data),
-            page: Some(page),
-        })
+        Ok(Reply::page(
+            format!("{} invoices, newest first.", data.len()),
+            data,
+            page,
+        ))
     }))
 }
 
@@ -411,8 +399,7 @@ fn get_expense_report(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, 
                  WHERE r.employee_id = ?1 AND r.month = ?2 AND (?3 = 1 OR r.employee_id = ?4)",
                 vec![json!(id), json!(month), json!(all), json!(me)],
             )
-            .await
-            .map_err(domain::db)?;
+            .await?;
         let Some(row) = rows.first() else {
             return Err(missing_report(ctx, id, month, all, &me).await);
         };
@@ -431,8 +418,8 @@ fn get_expense_report(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, 
             "reimbursed_at": row["reimbursed_at"],
             "notes": row["notes"],
         });
-        Ok(Reply::Success {
-            summary: format!(
+        Ok(Reply::success(
+            format!(
                 "Expense report {} of {} for {month}: ${} ({}).",
                 row["id"].as_str().unwrap_or(""),
                 row["employee_name"].as_str().unwrap_or(""),
@@ -440,8 +427,7 @@ fn get_expense_report(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, 
                 row["status"].as_str().unwrap_or("")
             ),
             data,
-            page: None,
-        })
+        ))
     }))
 }
 
@@ -492,61 +478,51 @@ pub static TOOLS: &[ToolDef] = &[
         name: "get_budget",
         title: "Get budget",
         description: "A department's operating budget for a fiscal year (default: the current year): allocated, spent (paid invoices and reimbursed expenses) and remaining amounts in dollars, status, and spend per quarter.",
-        annotations: Annotations::READ_ONLY,
         input_schema: include_str!("../../../schema/finance/get_budget.input.json"),
         roles: READERS,
         handler: get_budget,
-        cache: domain::READ_CACHE,
-        ..domain::TOOL
+        ..domain::READ
     },
     ToolDef {
         toolset: TOOLSET,
         name: "get_budget_summary",
         title: "Company budget vs actual",
         description: "Budget against actual spend for every department and the company in one answer, for a fiscal year (default: the current one) or one quarter of it (\"Q4 budget vs actual\": quarter 4; a quarter's budget is a fourth of the year's allocation). Spend is paid invoices and reimbursed expense reports. Lists the departments over budget.",
-        annotations: Annotations::READ_ONLY,
         input_schema: include_str!("../../../schema/finance/get_budget_summary.input.json"),
         timeout_ms: 10_000,
         roles: READERS,
         handler: get_budget_summary,
-        cache: domain::READ_CACHE,
-        ..domain::TOOL
+        ..domain::READ
     },
     ToolDef {
         toolset: TOOLSET,
         name: "list_budgets",
         title: "List budgets",
         description: "Department budgets, optionally of one fiscal year or status, sorted by year and department; up to 50 per page with a cursor for the next page.",
-        annotations: Annotations::READ_ONLY,
         input_schema: include_str!("../../../schema/finance/list_budgets.input.json"),
         roles: READERS,
         handler: list_budgets,
-        cache: domain::READ_CACHE,
-        ..domain::TOOL
+        ..domain::READ
     },
     ToolDef {
         toolset: TOOLSET,
         name: "list_invoices",
         title: "List invoices",
         description: "Supplier invoices, newest first, optionally filtered by status, vendor name (partial match, literal text) or department; up to 50 per page with a cursor for the next page. Amounts in dollars.",
-        annotations: Annotations::READ_ONLY,
         input_schema: include_str!("../../../schema/finance/list_invoices.input.json"),
         roles: READERS,
         handler: list_invoices,
-        cache: domain::READ_CACHE,
-        ..domain::TOOL
+        ..domain::READ
     },
     ToolDef {
         toolset: TOOLSET,
         name: "get_expense_report",
         title: "Get expense report",
         description: "An employee's expense report for one month (YYYY-MM) with its line items. Everyone may read their own; finance-read and executive everyone's.",
-        annotations: Annotations::READ_ONLY,
         input_schema: include_str!("../../../schema/finance/get_expense_report.input.json"),
         roles: &[SIGNED_IN],
         handler: get_expense_report,
-        cache: domain::READ_CACHE,
-        ..domain::TOOL
+        ..domain::READ
     },
 ];
 

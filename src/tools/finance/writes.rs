@@ -40,8 +40,7 @@ fn delete_invoice(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Tool
                  WHERE i.id = ?1",
                 vec![json!(id)],
             )
-            .await
-            .map_err(domain::db)?;
+            .await?;
         let inv = rows.first().ok_or_else(|| invoice_not_found(id))?;
         if inv["status"] == "paid" {
             return Err(paid(id));
@@ -59,15 +58,7 @@ fn delete_invoice(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Tool
             "invoiceId": id, "vendorName": vendor, "amount": domain::dollars(&inv["amount_cents"]),
             "invoiceStatus": inv["status"], "reason": args["reason"].as_str().unwrap_or("No reason provided"),
         });
-        Ok(confirm::request(
-            ctx,
-            "delete_invoice",
-            TOOLSET,
-            args.clone(),
-            message,
-            details,
-        )
-        .await)
+        Ok(confirm::request(ctx, "delete_invoice", TOOLSET, args, message, details).await)
     }))
 }
 
@@ -86,8 +77,7 @@ async fn budget_to_approve(
              ORDER BY b.fiscal_year DESC LIMIT 1",
             vec![json!(dept), args["fiscal_year"].clone()],
         )
-        .await
-        .map_err(domain::db)?;
+        .await?;
     rows.into_iter().next().ok_or_else(|| {
         Reply::failure(
             Code::BudgetNotFound,
@@ -153,27 +143,15 @@ fn invoice_deleted<'a>(
                 "DELETE FROM finance_invoices WHERE id = ?1 AND status <> 'paid' RETURNING id",
                 vec![json!(id)],
             )
-            .await
-            .map_err(domain::db)?;
+            .await?;
         if rows.is_empty() {
-            let left = ctx
-                .query(
-                    "SELECT status FROM finance_invoices WHERE id = ?1",
-                    vec![json!(id)],
-                )
-                .await
-                .map_err(domain::db)?;
-            return Err(if left.is_empty() {
-                invoice_not_found(id)
-            } else {
-                paid(id)
-            });
+            let gone = invoice_not_found(id);
+            return Err(domain::unchanged(ctx, "finance_invoices", id, gone, paid(id)).await);
         }
-        Ok(Reply::Success {
-            summary: format!("Invoice {id} has been deleted."),
-            data: json!({ "deleted": true, "invoiceId": id, "message": format!("Invoice {id} from {} has been deleted.", data["vendorName"].as_str().unwrap_or("")) }),
-            page: None,
-        })
+        Ok(Reply::success(
+            format!("Invoice {id} has been deleted."),
+            json!({ "deleted": true, "invoiceId": id, "message": format!("Invoice {id} from {} has been deleted.", data["vendorName"].as_str().unwrap_or("")) }),
+        ))
     }))
 }
 
@@ -195,8 +173,7 @@ fn budget_approved<'a>(
                  WHERE id = ?1 AND status IN ('draft', 'pending_approval') RETURNING id",
                 vec![json!(id), json!(cents), json!(approver), a["notes"].clone()],
             )
-            .await
-            .map_err(domain::db)?;
+            .await?;
         if rows.is_empty() {
             return Err(Reply::failure(
                 Code::BudgetNotFound,
@@ -210,11 +187,10 @@ fn budget_approved<'a>(
             data["fiscalYear"],
             domain::money(cents)
         );
-        Ok(Reply::Success {
-            summary: text.clone(),
-            data: json!({ "approved": true, "budgetId": id, "approvedAmount": domain::dollars(&json!(cents)), "message": text }),
-            page: None,
-        })
+        Ok(Reply::done(
+            text,
+            json!({ "approved": true, "budgetId": id, "approvedAmount": domain::dollars(&json!(cents)) }),
+        ))
     }))
 }
 

@@ -108,8 +108,7 @@ async fn named_employee(
             ),
             params,
         )
-        .await
-        .map_err(domain::db)?;
+        .await?;
     let exact: Vec<&Value> = rows
         .iter()
         .filter(|r| r["exact"].as_i64() == Some(1))
@@ -188,12 +187,11 @@ fn get_employee(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, ToolRe
                     ),
                     params,
                 )
-                .await
-                .map_err(domain::db)?;
+                .await?;
         let row = rows.first().ok_or_else(|| not_found(&id))?;
         let data = employee(row, &caller);
-        Ok(Reply::Success {
-            summary: format!(
+        Ok(Reply::success(
+            format!(
                 "Employee {} {} ({}, {}).",
                 row["first_name"].as_str().unwrap_or(""),
                 row["last_name"].as_str().unwrap_or(""),
@@ -201,8 +199,7 @@ fn get_employee(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, ToolRe
                 row["department"].as_str().unwrap_or("")
             ),
             data,
-            page: None,
-        })
+        ))
     }))
 }
 
@@ -257,8 +254,7 @@ fn list_employees(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Tool
                     ),
                     params,
                 )
-                .await
-                .map_err(domain::db)?;
+                .await?;
         let (rows, page) = domain::page_of(
             ctx,
             "list_employees",
@@ -269,11 +265,11 @@ fn list_employees(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Tool
             ("To see more employees, call list_employees again with metadata.nextCursor as cursor.", "department or part of a name"),
         )?;
         let data: Vec<Value> = rows.iter().map(|r| employee(r, &caller)).collect();
-        Ok(Reply::Success {
-            summary: format!("{} employees.", data.len()),
-            data: Value::Array(data),
-            page: Some(page),
-        })
+        Ok(Reply::page(
+            format!("{} employees.", data.len()),
+            data,
+            page,
+        ))
     }))
 }
 
@@ -290,8 +286,7 @@ fn get_org_chart(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, ToolR
                         "SELECT id FROM hr_employees WHERE manager_id IS NULL ORDER BY id LIMIT 1",
                         vec![],
                     )
-                    .await
-                    .map_err(domain::db)?;
+                    .await?;
                 top.first()
                     .and_then(|r| r["id"].as_str())
                     .unwrap_or_default()
@@ -319,22 +314,20 @@ fn get_org_chart(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, ToolR
                     ),
                     params,
                 )
-                .await
-                .map_err(domain::db)?;
+                .await?;
         if rows.is_empty() {
             return Err(not_found(&root));
         }
         let count = rows.len();
         let tree = org_tree(&rows, &root);
-        Ok(Reply::Success {
-            summary: format!(
+        Ok(Reply::success(
+            format!(
                 "Org chart under {} {}: {count} people within {depth} levels.",
                 rows[0]["first_name"].as_str().unwrap_or(""),
                 rows[0]["last_name"].as_str().unwrap_or("")
             ),
-            data: tree,
-            page: None,
-        })
+            tree,
+        ))
     }))
 }
 
@@ -418,8 +411,7 @@ fn get_performance_reviews(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture
                     ),
                     params,
                 )
-                .await
-                .map_err(domain::db)?;
+                .await?;
         if rows.is_empty() && after.is_null() {
             if let Some(id) = employee_id {
                 let mut p = access.params();
@@ -433,8 +425,7 @@ fn get_performance_reviews(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture
                         ),
                         p,
                     )
-                    .await
-                    .map_err(domain::db)?;
+                    .await?;
                 if seen.is_empty() {
                     return Err(not_found(id));
                 }
@@ -464,11 +455,11 @@ fn get_performance_reviews(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture
                 v
             })
             .collect();
-        Ok(Reply::Success {
-            summary: format!("{} performance reviews.", data.len()),
-            data: Value::Array(data),
-            page: Some(page),
-        })
+        Ok(Reply::page(
+            format!("{} performance reviews.", data.len()),
+            data,
+            page,
+        ))
     }))
 }
 
@@ -492,8 +483,7 @@ async fn target(ctx: &dyn ToolContext, id: &str) -> std::result::Result<Value, R
             ),
             params,
         )
-        .await
-        .map_err(domain::db)?;
+        .await?;
     rows.into_iter().next().ok_or_else(|| not_found(id))
 }
 
@@ -530,15 +520,7 @@ fn delete_employee(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Too
             "employeeId": id, "employeeName": name, "employeeEmail": email, "department": dept,
             "reason": args["reason"].as_str().unwrap_or("No reason provided"),
         });
-        Ok(domain::confirm::request(
-            ctx,
-            "delete_employee",
-            TOOLSET,
-            args.clone(),
-            message,
-            details,
-        )
-        .await)
+        Ok(domain::confirm::request(ctx, "delete_employee", TOOLSET, args, message, details).await)
     }))
 }
 
@@ -570,15 +552,7 @@ fn update_salary(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, ToolR
             "currentSalary": domain::dollars(&json!(old_cents)), "newSalary": domain::dollars(&json!(new_cents)),
             "effectiveDate": args["effective_date"], "reason": args["reason"].as_str().unwrap_or("No reason provided"),
         });
-        Ok(domain::confirm::request(
-            ctx,
-            "update_salary",
-            TOOLSET,
-            args.clone(),
-            message,
-            details,
-        )
-        .await)
+        Ok(domain::confirm::request(ctx, "update_salary", TOOLSET, args, message, details).await)
     }))
 }
 
@@ -620,12 +594,11 @@ fn employee_deleted<'a>(
             return Err(gone(id));
         }
         let name = data["employeeName"].as_str().unwrap_or(id);
-        Ok(Reply::Success {
-            summary: format!("{name} has been permanently deleted."),
-            data: json!({ "deleted": true, "employeeId": id, "employeeName": data["employeeName"],
+        Ok(Reply::success(
+            format!("{name} has been permanently deleted."),
+            json!({ "deleted": true, "employeeId": id, "employeeName": data["employeeName"],
                           "message": format!("Employee {name} has been permanently deleted.") }),
-            page: None,
-        })
+        ))
     }))
 }
 
@@ -643,8 +616,7 @@ fn salary_updated<'a>(
                 "UPDATE hr_employees SET salary_cents = ?2, updated_at = strftime('%Y-%m-%dT%H:%M:%SZ', 'now') WHERE id = ?1 RETURNING salary_cents",
                 vec![json!(id), json!(cents)],
             )
-            .await
-            .map_err(domain::db)?;
+            .await?;
         if rows.is_empty() {
             return Err(gone(id));
         }
@@ -653,12 +625,11 @@ fn salary_updated<'a>(
             data["employeeName"].as_str().unwrap_or(id),
             domain::money(cents)
         );
-        Ok(Reply::Success {
-            summary: text.clone(),
-            data: json!({ "updated": true, "employeeId": id, "employeeName": data["employeeName"],
+        Ok(Reply::success(
+            text.clone(),
+            json!({ "updated": true, "employeeId": id, "employeeName": data["employeeName"],
                           "newSalary": domain::dollars(&json!(cents)), "message": text }),
-            page: None,
-        })
+        ))
     }))
 }
 
@@ -669,48 +640,40 @@ pub static TOOLS: &[ToolDef] = &[
         name: "get_employee",
         title: "Get employee",
         description: "One employee's details by id, by name (full or partial; several matches answer with candidates), or, with neither, the caller's own record (PTO balance, grade, salary). Everyone may read their own record; managers their reporting chain; hr-read, hr-write and executive everyone. Salary, SSN and contact details are masked unless the caller's role allows them.",
-        annotations: Annotations::READ_ONLY,
         input_schema: include_str!("../../../schema/hr/get_employee.input.json"),
         roles: &[SIGNED_IN],
         handler: get_employee,
-        cache: domain::READ_CACHE,
-        ..domain::TOOL
+        ..domain::READ
     },
     ToolDef {
         toolset: TOOLSET,
         name: "list_employees",
         title: "List employees",
         description: "Active employees the caller may see (managers: their reporting chain), optionally of one department or with part of a name, sorted by last name; up to 50 per page with a cursor for the next page.",
-        annotations: Annotations::READ_ONLY,
         input_schema: include_str!("../../../schema/hr/list_employees.input.json"),
         roles: &["hr-read", "executive", "manager"],
         handler: list_employees,
-        cache: domain::READ_CACHE,
-        ..domain::TOOL
+        ..domain::READ
     },
     ToolDef {
         toolset: TOOLSET,
         name: "get_org_chart",
         title: "Get org chart",
         description: "The reporting hierarchy under an employee (default: the CEO for hr-read and executive, the caller for managers), nested to a depth (default 3).",
-        annotations: Annotations::READ_ONLY,
         input_schema: include_str!("../../../schema/hr/get_org_chart.input.json"),
         roles: &["hr-read", "executive", "manager"],
         handler: get_org_chart,
-        cache: domain::READ_CACHE,
-        ..domain::TOOL
+        ..domain::READ
     },
     ToolDef {
         toolset: TOOLSET,
         name: "get_performance_reviews",
         title: "Get performance reviews",
         description: "Performance reviews of one employee, or of everyone the caller may see (managers: their reporting chain); status 'due' gives the scheduled and in-progress ones. Sorted by due date, 50 per page.",
-        annotations: Annotations::READ_ONLY,
         input_schema: include_str!("../../../schema/hr/get_performance_reviews.input.json"),
         roles: &["hr-write", "executive", "manager"],
         handler: get_performance_reviews,
-        cache: domain::READ_CACHE,
-        ..domain::TOOL
+        ..domain::READ
     },
     ToolDef {
         toolset: TOOLSET,

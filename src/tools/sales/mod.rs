@@ -28,7 +28,7 @@ use serde_json::{json, Value};
 
 use super::domain::{self, Access, Code, Reply, HIDDEN};
 use crate::clock;
-use crate::registry::{Annotations, Caller, ToolContext, ToolDef, ToolResult};
+use crate::registry::{Caller, ToolContext, ToolDef, ToolResult};
 
 const TOOLSET: &str = "sales";
 
@@ -116,8 +116,7 @@ fn get_customer(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, ToolRe
                  WHERE c.id = ?1",
                 vec![json!(id)],
             )
-            .await
-            .map_err(domain::db)?;
+            .await?;
         let row = rows.first().ok_or_else(|| {
             Reply::failure(
                 Code::CustomerNotFound,
@@ -125,16 +124,15 @@ fn get_customer(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, ToolRe
                 "Use list_deals (each deal names its customer_id and customer_name) or a ticket's customer_id to find valid customer IDs.",
             )
         })?;
-        Ok(Reply::Success {
-            summary: format!(
+        Ok(Reply::success(
+            format!(
                 "Customer {} ({}, {} tier).",
                 row["name"].as_str().unwrap_or(""),
                 row["industry"].as_str().unwrap_or(""),
                 row["tier"].as_str().unwrap_or("")
             ),
-            data: customer(row, &caller),
-            page: None,
-        })
+            customer(row, &caller),
+        ))
     }))
 }
 
@@ -211,8 +209,7 @@ fn list_deals(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, ToolResu
                 ),
                 params,
             )
-            .await
-            .map_err(domain::db)?;
+            .await?;
         let (rows, page) = domain::page_of(
             ctx,
             "list_deals",
@@ -254,8 +251,8 @@ fn list_deals(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, ToolResu
                 })
             })
             .collect();
-        Ok(Reply::Success {
-            summary: format!(
+        Ok(Reply::page(
+            format!(
                 "{} deals, {}.",
                 data.len(),
                 if by_value {
@@ -264,9 +261,9 @@ fn list_deals(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, ToolResu
                     "by expected close date"
                 }
             ),
-            data: Value::Array(data),
-            page: Some(page),
-        })
+            data,
+            page,
+        ))
     }))
 }
 
@@ -332,11 +329,10 @@ fn get_pipeline(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, ToolRe
                 ),
                 params,
             )
-            .await
-            .map_err(domain::db)?;
+            .await?;
         let data = pipeline(&q, &rows);
-        Ok(Reply::Success {
-            summary: format!(
+        Ok(Reply::success(
+            format!(
                 "Pipeline {q}: {} open deals worth ${} (${} weighted); ${} won.",
                 data["open_deals"],
                 data["open_value"],
@@ -344,8 +340,7 @@ fn get_pipeline(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, ToolRe
                 data["won_value"]
             ),
             data,
-            page: None,
-        })
+        ))
     }))
 }
 
@@ -356,36 +351,30 @@ pub static TOOLS: &[ToolDef] = &[
         name: "get_customer",
         title: "Get customer",
         description: "One customer account by id: company, industry, tier, address, annual revenue (dollars), account owner and open deal count. Email and phone are masked unless the caller owns the account or has sales-write or executive.",
-        annotations: Annotations::READ_ONLY,
         input_schema: include_str!("../../../schema/sales/get_customer.input.json"),
         roles: READERS,
         handler: get_customer,
-        cache: domain::READ_CACHE,
-        ..domain::TOOL
+        ..domain::READ
     },
     ToolDef {
         toolset: TOOLSET,
         name: "list_deals",
         title: "List deals",
         description: "Sales deals the caller may see (sales-write and executive: all; managers: their team's; others: their own and their accounts'), sorted by expected close date or, with largest_first, by value; optionally of one stage, one owner (work email or employee id), from a minimum value in dollars, or closing between two dates (\"top 5 deals closing this month\": largest_first, limit 5, closing_from and closing_to). Up to 50 per page with a cursor for the next page.",
-        annotations: Annotations::READ_ONLY,
         input_schema: include_str!("../../../schema/sales/list_deals.input.json"),
         roles: READERS,
         handler: list_deals,
-        cache: domain::READ_CACHE,
-        ..domain::TOOL
+        ..domain::READ
     },
     ToolDef {
         toolset: TOOLSET,
         name: "get_pipeline",
         title: "Get pipeline",
         description: "The sales pipeline of a quarter (default: the current one) over the deals the caller may see (as list_deals): deal count, value and probability-weighted value per stage, with open, won and lost totals in dollars.",
-        annotations: Annotations::READ_ONLY,
         input_schema: include_str!("../../../schema/sales/get_pipeline.input.json"),
         roles: READERS,
         handler: get_pipeline,
-        cache: domain::READ_CACHE,
-        ..domain::TOOL
+        ..domain::READ
     },
 ];
 

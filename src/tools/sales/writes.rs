@@ -40,8 +40,7 @@ fn delete_customer(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Too
                  FROM sales_customers c WHERE c.id = ?1",
                 vec![json!(id)],
             )
-            .await
-            .map_err(domain::db)?;
+            .await?;
         let c = rows.first().ok_or_else(|| customer_not_found(id))?;
         let name = c["name"].as_str().unwrap_or("");
         let message = format!(
@@ -53,15 +52,7 @@ fn delete_customer(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Too
             "customerId": id, "customerName": name, "contacts": c["contacts"], "deals": c["deals"], "tickets": c["tickets"],
             "reason": args["reason"].as_str().unwrap_or("No reason provided"),
         });
-        Ok(confirm::request(
-            ctx,
-            "delete_customer",
-            TOOLSET,
-            args.clone(),
-            message,
-            details,
-        )
-        .await)
+        Ok(confirm::request(ctx, "delete_customer", TOOLSET, args, message, details).await)
     }))
 }
 
@@ -82,8 +73,7 @@ fn close_deal(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, ToolResu
                  FROM sales_deals d JOIN sales_customers c ON c.id = d.customer_id WHERE d.id = ?1",
                 vec![json!(id)],
             )
-            .await
-            .map_err(domain::db)?;
+            .await?;
         let d = rows.first().ok_or_else(|| deal_not_found(id))?;
         if matches!(d["stage"].as_str(), Some("CLOSED_WON" | "CLOSED_LOST")) {
             return Err(Reply::failure(
@@ -121,7 +111,7 @@ fn close_deal(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, ToolResu
             "dealId": id, "dealName": d["name"], "customerName": d["customer"], "outcome": args["outcome"],
             "finalValue": domain::dollars(&json!(value)), "lossReason": args["loss_reason"],
         });
-        Ok(confirm::request(ctx, "close_deal", TOOLSET, args.clone(), message, details).await)
+        Ok(confirm::request(ctx, "close_deal", TOOLSET, args, message, details).await)
     }))
 }
 
@@ -138,8 +128,7 @@ fn customer_deleted<'a>(
                 "DELETE FROM sales_customers WHERE id = ?1 RETURNING id",
                 vec![json!(id)],
             )
-            .await
-            .map_err(domain::db)?;
+            .await?;
         if rows.is_empty() {
             return Err(customer_not_found(id));
         }
@@ -147,11 +136,10 @@ fn customer_deleted<'a>(
             "Customer {} has been deleted.",
             data["customerName"].as_str().unwrap_or(id)
         );
-        Ok(Reply::Success {
-            summary: text.clone(),
-            data: json!({ "deleted": true, "customerId": id, "message": text }),
-            page: None,
-        })
+        Ok(Reply::done(
+            text,
+            json!({ "deleted": true, "customerId": id }),
+        ))
     }))
 }
 
@@ -182,8 +170,7 @@ fn deal_closed<'a>(
                     a["notes"].clone(),
                 ],
             )
-            .await
-            .map_err(domain::db)?;
+            .await?;
         if rows.is_empty() {
             return Err(Reply::failure(
                 Code::ValidationError,
@@ -196,11 +183,10 @@ fn deal_closed<'a>(
             data["dealName"].as_str().unwrap_or(id),
             if won { "won" } else { "lost" }
         );
-        Ok(Reply::Success {
-            summary: text.clone(),
-            data: json!({ "closed": true, "dealId": id, "outcome": a["outcome"], "message": text }),
-            page: None,
-        })
+        Ok(Reply::done(
+            text,
+            json!({ "closed": true, "dealId": id, "outcome": a["outcome"] }),
+        ))
     }))
 }
 

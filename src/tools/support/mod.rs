@@ -32,7 +32,7 @@ use futures::future::LocalBoxFuture;
 use serde_json::{json, Value};
 
 use super::domain::{self, Code, Reply, HIDDEN};
-use crate::registry::{Annotations, Caller, ToolContext, ToolDef, ToolResult};
+use crate::registry::{Caller, ToolContext, ToolDef, ToolResult};
 
 const TOOLSET: &str = "support";
 
@@ -172,8 +172,7 @@ fn search_tickets(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Tool
                     json!(limit + 1),
                 ],
             )
-            .await
-            .map_err(domain::db)?;
+            .await?;
         let (rows, page) = domain::page_of(
             ctx,
             "search_tickets",
@@ -194,11 +193,11 @@ fn search_tickets(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, Tool
                 t
             })
             .collect();
-        Ok(Reply::Success {
-            summary: format!("{} tickets, {order}.", data.len()),
-            data: Value::Array(data),
-            page: Some(page),
-        })
+        Ok(Reply::page(
+            format!("{} tickets, {order}.", data.len()),
+            data,
+            page,
+        ))
     }))
 }
 
@@ -245,8 +244,7 @@ fn get_knowledge_article(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'
                 ),
                 vec![json!(id)],
             )
-            .await
-            .map_err(domain::db)?;
+            .await?;
         let row = rows.first().ok_or_else(|| {
             Reply::failure(
                 Code::ArticleNotFound,
@@ -254,16 +252,15 @@ fn get_knowledge_article(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'
                 "Use search_knowledge_base to find articles and their IDs (like KB-0001).",
             )
         })?;
-        Ok(Reply::Success {
-            summary: format!(
+        Ok(Reply::success(
+            format!(
                 "Article {}: {} ({}).",
                 row["id"].as_str().unwrap_or(""),
                 row["title"].as_str().unwrap_or(""),
                 row["status"].as_str().unwrap_or("")
             ),
-            data: article(row),
-            page: None,
-        })
+            article(row),
+        ))
     }))
 }
 
@@ -305,8 +302,7 @@ fn search_knowledge_base(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'
                     json!(limit + 1),
                 ],
             )
-            .await
-            .map_err(domain::db)?;
+            .await?;
         if let (true, Some(c)) = (rows.is_empty(), category) {
             unknown_category(ctx, c).await?;
         }
@@ -320,14 +316,14 @@ fn search_knowledge_base(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'
             ("To see more articles, call search_knowledge_base again with metadata.nextCursor as cursor.", "more words or a category"),
         )?;
         let data: Vec<Value> = rows.iter().map(article).collect();
-        Ok(Reply::Success {
-            summary: format!(
+        Ok(Reply::page(
+            format!(
                 "{} articles match, best first; get_knowledge_article gives one's content.",
                 data.len()
             ),
-            data: Value::Array(data),
-            page: Some(page),
-        })
+            data,
+            page,
+        ))
     }))
 }
 
@@ -339,8 +335,7 @@ async fn unknown_category(ctx: &dyn ToolContext, given: &str) -> std::result::Re
             "SELECT DISTINCT category FROM support_knowledge_articles ORDER BY category",
             vec![],
         )
-        .await
-        .map_err(domain::db)?;
+        .await?;
     let names: Vec<&str> = rows.iter().filter_map(|r| r["category"].as_str()).collect();
     if names.iter().any(|n| n.eq_ignore_ascii_case(given)) {
         return Ok(());
@@ -362,36 +357,30 @@ pub static TOOLS: &[ToolDef] = &[
         name: "search_tickets",
         title: "Search support tickets",
         description: "Support tickets: with query, a full-text search (subject, description, resolution; every word must match, best matches first); without it, the queue (\"open tickets\": status open), most urgent first, then oldest. Optionally only one status, priority or customer. Up to 50 per page with a cursor for the next page. The reporter's email is masked unless the caller has support-write or executive or is the ticket's assignee.",
-        annotations: Annotations::READ_ONLY,
         input_schema: include_str!("../../../schema/support/search_tickets.input.json"),
         roles: READERS,
         handler: search_tickets,
-        cache: domain::READ_CACHE,
-        ..domain::TOOL
+        ..domain::READ
     },
     ToolDef {
         toolset: TOOLSET,
         name: "get_knowledge_article",
         title: "Get knowledge article",
         description: "One knowledge-base article by id (like KB-0001), with its full markdown content, status and author.",
-        annotations: Annotations::READ_ONLY,
         input_schema: include_str!("../../../schema/support/get_knowledge_article.input.json"),
         roles: READERS,
         handler: get_knowledge_article,
-        cache: domain::READ_CACHE,
-        ..domain::TOOL
+        ..domain::READ
     },
     ToolDef {
         toolset: TOOLSET,
         name: "search_knowledge_base",
         title: "Search knowledge base",
         description: "Full-text search of knowledge-base articles (title, content, tags): every word must match, best matches first; optionally within one category. Returns summaries (get_knowledge_article gives the content); up to 50 per page with a cursor.",
-        annotations: Annotations::READ_ONLY,
         input_schema: include_str!("../../../schema/support/search_knowledge_base.input.json"),
         roles: READERS,
         handler: search_knowledge_base,
-        cache: domain::READ_CACHE,
-        ..domain::TOOL
+        ..domain::READ
     },
 ];
 

@@ -28,8 +28,7 @@ fn close_ticket(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, ToolRe
                  JOIN sales_customers c ON c.id = t.customer_id WHERE t.id = ?1",
                 vec![json!(id)],
             )
-            .await
-            .map_err(domain::db)?;
+            .await?;
         let t = rows.first().ok_or_else(|| not_found(id))?;
         if t["status"] == "closed" {
             return Err(Reply::failure(
@@ -49,7 +48,7 @@ fn close_ticket(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, ToolRe
             "ticketId": id, "subject": t["subject"], "customerName": t["customer"], "resolutionType": kind,
             "customerNotified": args["customer_notified"].as_bool().unwrap_or(true),
         });
-        Ok(confirm::request(ctx, "close_ticket", TOOLSET, args.clone(), message, details).await)
+        Ok(confirm::request(ctx, "close_ticket", TOOLSET, args, message, details).await)
     }))
 }
 
@@ -69,32 +68,17 @@ fn ticket_closed<'a>(
                  WHERE id = ?1 AND status <> 'closed' RETURNING id",
                 vec![json!(id), a["resolution"].clone(), json!(a["resolution_type"].as_str().unwrap_or("solved"))],
             )
-            .await
-            .map_err(domain::db)?;
+            .await?;
         if rows.is_empty() {
-            let left = ctx
-                .query(
-                    "SELECT 1 AS ok FROM support_tickets WHERE id = ?1",
-                    vec![json!(id)],
-                )
-                .await
-                .map_err(domain::db)?;
-            return Err(if left.is_empty() {
-                not_found(id)
-            } else {
-                Reply::failure(
-                    Code::ValidationError,
-                    format!("Ticket {id} was closed meanwhile; nothing was changed."),
-                    "Use search_tickets to see it.",
-                )
-            });
+            let moved = Reply::failure(
+                Code::ValidationError,
+                format!("Ticket {id} was closed meanwhile; nothing was changed."),
+                "Use search_tickets to see it.",
+            );
+            return Err(domain::unchanged(ctx, "support_tickets", id, not_found(id), moved).await);
         }
         let text = format!("Ticket {id} is closed.");
-        Ok(Reply::Success {
-            summary: text.clone(),
-            data: json!({ "closed": true, "ticketId": id, "message": text }),
-            page: None,
-        })
+        Ok(Reply::done(text, json!({ "closed": true, "ticketId": id })))
     }))
 }
 
