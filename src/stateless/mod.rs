@@ -19,6 +19,8 @@ mod idempotency;
 mod platform;
 mod runs;
 
+use std::rc::Rc;
+
 use serde_json::{json, Map, Value};
 use worker::{Env, Request, Response};
 
@@ -55,7 +57,7 @@ impl Host for Lane {
 pub async fn serve(
     req: &Request,
     env: &Env,
-    cfg: &Config,
+    cfg: &Rc<Config>,
     caller: &Caller,
     body: std::result::Result<Value, Error>,
 ) -> Result<Response> {
