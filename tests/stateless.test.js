@@ -10,6 +10,7 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { startWorker } from "./support/worker.js";
+import { tripVars } from "./support/samples.js";
 import { ACCEPT_BOTH, LATEST, initialize, post, rpc, sseEvents } from "./support/mcp.js";
 import { hs256 } from "../scripts/token.js";
 import { createServer } from "node:http";
@@ -490,6 +491,19 @@ describe("idempotent writes", () => {
     assert.equal(c.structuredContent.status, "pending_confirmation");
     assert.equal(d._meta?.["mcp-edge/idempotentReplay"], undefined, "nothing happened yet: the retry asks again");
     assert.notEqual(d.structuredContent.confirmationId, c.structuredContent.confirmationId);
+  });
+
+  test("a process_template call writes only with include_metadata, and only then is deduplicated", async () => {
+    const render = (key, options) => modern("tools/call", { name: "process_template", arguments: { template_name: "trip-confirmation-comprehensive", variables: tripVars, processing_options: options } }, { metaExtra: { "mcp-edge/idempotencyKey": key } });
+    const keys = async () => (await db.prepare("SELECT COUNT(*) AS n FROM idempotent_calls").first()).n;
+    const before = await keys();
+    const [a, b] = [(await render("t-1", { use_cache: false })).body.result, (await render("t-1", { use_cache: false })).body.result];
+    assert.equal(a.isError, undefined, JSON.stringify(a));
+    assert.equal(b._meta?.["mcp-edge/idempotentReplay"], undefined, "a render changes nothing: its retry renders again");
+    assert.equal(await keys(), before, "no idempotency key is claimed for a call that cannot write");
+    const [c, d] = [(await render("t-2", { include_metadata: true })).body.result, (await render("t-2", { include_metadata: true })).body.result];
+    assert.equal(c.isError, undefined, JSON.stringify(c));
+    assert.equal(d._meta["mcp-edge/idempotentReplay"], true, "recording the processing is a write: the retry gets the first result");
   });
 
   test("read-only tools are not deduplicated", async () => {

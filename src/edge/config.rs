@@ -1,5 +1,7 @@
 //! Deployment settings, read from wrangler `[vars]` (see README, "Configuration").
 
+use std::rc::Rc;
+
 use crate::error::{Error, Result};
 use crate::registry::limits::{Limit, RateLimits};
 use crate::registry::per_tool::ToolTimeouts;
@@ -234,14 +236,17 @@ impl Config {
 
     /// Reads the config from the Worker's environment, once per wasm instance: a Worker's vars
     /// are fixed for the life of its isolate (a new deployment or setting starts new isolates),
-    /// and reading them costs a crossing into JavaScript per variable, some 25 a request.
-    pub fn from_env(env: &worker::Env) -> Config {
+    /// and reading them costs a crossing into JavaScript per variable, some 25 a request. Shared,
+    /// not copied: a request takes a reference count, not a copy of every list and map.
+    pub fn from_env(env: &worker::Env) -> Rc<Config> {
         thread_local! {
-            static READ: std::cell::OnceCell<Config> = const { std::cell::OnceCell::new() };
+            static READ: std::cell::OnceCell<Rc<Config>> = const { std::cell::OnceCell::new() };
         }
         READ.with(|read| {
             read.get_or_init(|| {
-                Config::from_lookup(|name| env.var(name).ok().map(|v| v.to_string()))
+                Rc::new(Config::from_lookup(|name| {
+                    env.var(name).ok().map(|v| v.to_string())
+                }))
             })
             .clone()
         })

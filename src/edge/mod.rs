@@ -12,6 +12,8 @@ pub mod http;
 pub mod jwt;
 pub mod page;
 
+use std::rc::Rc;
+
 use futures::StreamExt;
 use worker::{Env, Method, Request, Response};
 
@@ -85,14 +87,19 @@ pub(crate) async fn admit(
 }
 
 /// Serves `/mcp`. Never fails: every error becomes its JSON-RPC error response.
-pub async fn serve(req: Request, env: Env) -> worker::Result<Response> {
+pub async fn serve(mut req: Request, env: Env) -> worker::Result<Response> {
     let cfg = Config::from_env(&env);
-    let (metadata_url, cors_origin) = response_context(&req, &cfg);
+    let cors_origin = cors_origin(&req, &cfg);
     let result = match cfg.check() {
-        Ok(()) => route(req, &env, &cfg).await,
+        Ok(()) => route(&mut req, &env, &cfg).await,
         Err(e) => Err(e),
     };
-    finish(result, &metadata_url, cors_origin.as_deref())
+    // The URL is parsed again only for a 401, the one answer that names the metadata.
+    finish(
+        result,
+        || protected_resource_metadata_url(&req),
+        cors_origin.as_deref(),
+    )
 }
 
 /// Serves `POST /api/confirm/:id` (human confirmation of a write, `crate::confirm`) and
@@ -176,11 +183,12 @@ async fn serve_one<F, Fut>(
     handle: F,
 ) -> worker::Result<Response>
 where
-    F: FnOnce(Request, Env, Config) -> Fut,
+    F: FnOnce(Request, Env, Rc<Config>) -> Fut,
     Fut: std::future::Future<Output = Result<Response>>,
 {
     let cfg = Config::from_env(&env);
-    let (metadata_url, cors_origin) = response_context(&req, &cfg);
+    let metadata_url = protected_resource_metadata_url(&req);
+    let cors_origin = cors_origin(&req, &cfg);
     let result = async {
         check_host_and_origin(&req, &cfg)?;
         let m = req.method();
@@ -195,20 +203,20 @@ where
         handle(req, env, cfg.clone()).await
     }
     .await;
-    finish(result, &metadata_url, cors_origin.as_deref())
+    finish(result, || metadata_url, cors_origin.as_deref())
 }
 
-/// Where a 401 points, and the origin CORS headers may name.
-fn response_context(req: &Request, cfg: &Config) -> (String, Option<String>) {
-    let origin = header(req, "origin").filter(|o| cfg.origin_allowed(Some(o)));
-    (protected_resource_metadata_url(req), origin)
+/// The origin CORS headers may name.
+fn cors_origin(req: &Request, cfg: &Config) -> Option<String> {
+    header(req, "origin").filter(|o| cfg.origin_allowed(Some(o)))
 }
 
 /// The response of a request: errors become their JSON-RPC error response (with the
-/// `WWW-Authenticate` challenge for 401), and CORS headers are added.
+/// `WWW-Authenticate` challenge for 401, pointing at `metadata_url()`), and CORS headers are
+/// added.
 fn finish(
     result: Result<Response>,
-    metadata_url: &str,
+    metadata_url: impl FnOnce() -> String,
     cors_origin: Option<&str>,
 ) -> worker::Result<Response> {
     let resp = match result {
@@ -226,7 +234,7 @@ fn finish(
                     let headers = http::mutable_headers(&resp)?;
                     headers.set(
                         "www-authenticate",
-                        &www_authenticate(metadata_url, *invalid_token, message),
+                        &www_authenticate(&metadata_url(), *invalid_token, message),
                     )?;
                     resp.with_headers(headers)
                 }
@@ -329,14 +337,14 @@ fn check_host_and_origin(req: &Request, cfg: &Config) -> Result<()> {
     Ok(())
 }
 
-async fn route(mut req: Request, env: &Env, cfg: &Config) -> Result<Response> {
-    check_host_and_origin(&req, cfg)?;
-    let origin = header(&req, "origin");
+async fn route(req: &mut Request, env: &Env, cfg: &Rc<Config>) -> Result<Response> {
+    check_host_and_origin(req, cfg)?;
+    let origin = header(req, "origin");
     if req.method() == Method::Options {
         return http::preflight(origin.as_deref());
     }
-    let has_session = header(&req, "mcp-session-id").is_some();
-    let version_header = header(&req, "mcp-protocol-version");
+    let has_session = header(req, "mcp-session-id").is_some();
+    let version_header = header(req, "mcp-protocol-version");
     let bodyless_era = modern::era_of_bodyless(has_session, version_header.as_deref());
     if matches!(req.method(), Method::Get | Method::Delete) && bodyless_era == Era::Modern {
         return Err(Error::MethodNotAllowed(format!(
@@ -347,20 +355,20 @@ async fn route(mut req: Request, env: &Env, cfg: &Config) -> Result<Response> {
     if req.method() != Method::Post {
         check_legacy_version(version_header.as_deref())?;
     }
-    let caller = match admit(&req, env, cfg).await? {
+    let caller = match admit(req, env, cfg).await? {
         Ok(caller) => caller,
         Err(refused) => return Ok(refused),
     };
     match req.method() {
-        Method::Post => post(&mut req, env, cfg, &caller).await,
+        Method::Post => post(req, env, cfg, &caller).await,
         Method::Get => {
-            http::check_get_accept(header(&req, "accept").as_deref())?;
-            let session = session_of(&req)?;
-            forward(env, &session, Op::CLIENT, &req, None, &caller).await
+            http::check_get_accept(header(req, "accept").as_deref())?;
+            let session = session_of(req)?;
+            forward(env, &session, Op::CLIENT, req, None, &caller).await
         }
         Method::Delete => {
-            let session = session_of(&req)?;
-            forward(env, &session, Op::CLIENT, &req, None, &caller).await
+            let session = session_of(req)?;
+            forward(env, &session, Op::CLIENT, req, None, &caller).await
         }
         other => Err(Error::MethodNotAllowed(format!(
             "Method Not Allowed: {other:?}; /mcp serves {}",
@@ -391,7 +399,7 @@ fn check_legacy_version(v: Option<&str>) -> Result<()> {
 
 /// A POST: the modern lane (`crate::stateless`) or the session lane, by the era rule of
 /// `mcp::modern`.
-async fn post(req: &mut Request, env: &Env, cfg: &Config, caller: &Caller) -> Result<Response> {
+async fn post(req: &mut Request, env: &Env, cfg: &Rc<Config>, caller: &Caller) -> Result<Response> {
     http::check_post_accept(header(req, "accept").as_deref())?;
     http::check_content_type(header(req, "content-type").as_deref())?;
     let body = read_body(req, cfg.max_body_bytes).await?;

@@ -114,6 +114,12 @@ pub struct ToolDef {
     /// The MCP server name seed 003 gives the toolset where it is not `<toolset>-mcp`
     /// (`google-calendar-mcp`); a chain step may name the tool as `<server>::<tool-name>`.
     pub seed_server: Option<&'static str>,
+    /// Whether a call with these arguments may change anything, for a tool that is not
+    /// read-only but writes on some calls only (`process_template` records a processing only
+    /// with `include_metadata`); `None`: every call of a tool that is not read-only may write.
+    /// A 2026-07-28 call that cannot write is not deduplicated: its retry runs again, which is
+    /// what a read does, and it saves the idempotency key's two D1 round trips.
+    pub writes: Option<fn(&Value) -> bool>,
 }
 
 /// How far a caller has progressed in FlowMind's progressive authorization (seed 001); ordered,
@@ -250,7 +256,13 @@ impl ToolDef {
         level: None,
         task: task::TaskSupport::Forbidden,
         seed_server: None,
+        writes: None,
     };
+
+    /// Whether a call of this tool with `args` may change anything ([`ToolDef::writes`]).
+    pub fn may_write(&self, args: &Value) -> bool {
+        !self.annotations.read_only && self.writes.is_none_or(|writes| writes(args))
+    }
 
     /// Whether a call asks the user to confirm its change and waits for their decision
     /// ([`ToolDef::confirmed`]).

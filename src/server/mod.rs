@@ -144,7 +144,7 @@ impl Policy {
 /// settings, its tools, and the env's services over them.
 pub struct Deployment {
     /// The deployment's settings.
-    pub cfg: Config,
+    pub cfg: Rc<Config>,
     /// The deployment's tools.
     pub registry: Rc<Registry>,
     /// The env's services.
@@ -153,7 +153,7 @@ pub struct Deployment {
 
 impl Deployment {
     /// The deployment of `env` with settings `cfg` and tools `registry`.
-    pub fn new(env: &Env, cfg: Config, registry: Rc<Registry>) -> Deployment {
+    pub fn new(env: &Env, cfg: Rc<Config>, registry: Rc<Registry>) -> Deployment {
         Deployment {
             services: Services::with_config(env.clone(), registry.clone(), &cfg),
             cfg,

@@ -362,7 +362,7 @@ async fn start(
     let write = match host.registry().get(name) {
         Some(tool) => {
             modern::check_param_headers(tool.input_schema(), &args, &headers.params)?;
-            !tool.def.annotations.read_only
+            tool.def.may_write(&args)
         }
         None => false,
     };

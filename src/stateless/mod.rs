@@ -19,6 +19,8 @@ mod idempotency;
 mod platform;
 mod runs;
 
+use std::rc::Rc;
+
 use serde_json::{json, Map, Value};
 use worker::{Env, Request, Response};
 
@@ -55,7 +57,7 @@ impl Host for Lane {
 pub async fn serve(
     req: &Request,
     env: &Env,
-    cfg: &Config,
+    cfg: &Rc<Config>,
     caller: &Caller,
     body: std::result::Result<Value, Error>,
 ) -> Result<Response> {
@@ -314,5 +316,28 @@ mod tests {
         assert_eq!(keeps.len(), 8, "{keeps:?}");
         let backs_off = |n: &str| registry.get(n).is_some_and(|t| t.def.progressive_backoff);
         assert!(backs_off("field_request") && !backs_off("get_help"));
+    }
+
+    #[test]
+    fn only_calls_that_may_write_are_deduplicated() {
+        let registry = crate::registry::Registry::new(crate::tools::catalog(Catalog::Production))
+            .expect("the production registry builds");
+        let writes = |n: &str, args: serde_json::Value| {
+            registry
+                .get(n)
+                .expect("the tool exists")
+                .def
+                .may_write(&args)
+        };
+        let render = serde_json::json!({ "template_name": "t", "variables": {} });
+        assert!(!writes("process_template", render.clone()));
+        let mut recorded = render;
+        recorded["processing_options"] = serde_json::json!({ "include_metadata": true });
+        assert!(
+            writes("process_template", recorded),
+            "include_metadata records the processing"
+        );
+        assert!(writes("update_salary", serde_json::json!({})));
+        assert!(!writes("get_instruction_set", serde_json::json!({})));
     }
 }

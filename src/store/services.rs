@@ -20,8 +20,7 @@ use crate::edge::config::Config;
 use crate::error::{Error, Result};
 use crate::limiter::leases::{LeaseAnswer, LeaseRequest};
 use crate::limiter::{Take, LEASE_URL};
-use crate::registry::limits::{Admission, Limit, RateLimits};
-use crate::registry::per_tool::ToolTimeouts;
+use crate::registry::limits::{Admission, Limit};
 use crate::registry::{Caller, EnvServices, Inbound, Outbound, Registry, Statement};
 use crate::tools::flowmind::levels::Thresholds;
 
@@ -30,31 +29,25 @@ use crate::tools::flowmind::levels::Thresholds;
 pub struct Services {
     env: Env,
     registry: Rc<Registry>,
-    limits: Rc<RateLimits>,
-    timeouts: Rc<ToolTimeouts>,
-    flowmind_levels: Option<Thresholds>,
-    generation_ttl_ms: u32,
+    cfg: Rc<Config>,
 }
 
 impl Services {
     /// Services over `env`, with the deployment's tools and the `RATE_LIMITS`, `TOOL_TIMEOUTS`
     /// and FlowMind levels of `cfg`: the configuration the caller has already read from `env`,
     /// so no request parses its settings twice.
-    pub fn with_config(env: Env, registry: Rc<Registry>, cfg: &Config) -> Self {
+    pub fn with_config(env: Env, registry: Rc<Registry>, cfg: &Rc<Config>) -> Self {
         Services {
             env,
             registry,
-            limits: Rc::new(cfg.rate_limits.clone()),
-            timeouts: Rc::new(cfg.tool_timeouts.clone()),
-            flowmind_levels: cfg.flowmind_levels,
-            generation_ttl_ms: cfg.flowmind_generation_ttl_ms,
+            cfg: cfg.clone(),
         }
     }
 
     /// FlowMind's level thresholds (`FLOWMIND_LEVELS`), `None` when progressive authorization is
     /// off.
     pub fn flowmind_levels(&self) -> Option<Thresholds> {
-        self.flowmind_levels
+        self.cfg.flowmind_levels
     }
 
     /// The Worker's bindings, for services beside these (the listen streams of `server::listen`).
@@ -198,7 +191,7 @@ impl EnvServices for Services {
         tool: &'a str,
     ) -> LocalBoxFuture<'a, Result<Option<(Limit, Admission)>>> {
         Box::pin(async move {
-            let Some(limit) = self.limits.for_tool(&self.registry, tool) else {
+            let Some(limit) = self.cfg.rate_limits.for_tool(&self.registry, tool) else {
                 return Ok(None);
             };
             let request = Take {
@@ -232,11 +225,11 @@ impl EnvServices for Services {
     }
 
     fn timeout_override(&self, tool: &str) -> Option<u32> {
-        *self.timeouts.get(tool)
+        *self.cfg.tool_timeouts.get(tool)
     }
 
     fn generation_ttl_ms(&self) -> u32 {
-        self.generation_ttl_ms
+        self.cfg.flowmind_generation_ttl_ms
     }
 
     fn ai_bound(&self) -> bool {

@@ -577,6 +577,12 @@ async fn process(ctx: &dyn ToolContext, args: &ProcessTemplate) -> ToolResult<Va
     Ok(answer)
 }
 
+/// Whether a `process_template` call writes: only `include_metadata` records the processing
+/// (`template_processings`); otherwise it reads and renders.
+fn records_processing(args: &Value) -> bool {
+    args.pointer("/processing_options/include_metadata") == Some(&Value::Bool(true))
+}
+
 fn process_template(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, ToolResult> {
     Box::pin(async move {
         let args: ProcessTemplate = registry::typed("process_template", args)?;
@@ -636,6 +642,7 @@ pub static TOOLS: &[ToolDef] = &[
         timeout_ms: 15_000,
         roles: &[],
         handler: process_template,
+        writes: Some(records_processing),
         ..ToolDef::DEFAULTS
     },
 ];
