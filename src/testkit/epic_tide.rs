@@ -44,6 +44,22 @@ fn path(p: &TestPlatform, caller: &Caller) -> (String, Vec<String>) {
     (s["name"].as_str().unwrap().to_string(), works)
 }
 
+/// A platform, a signed-in user and a path they saved ([`path`]).
+fn setup() -> (TestPlatform, Caller, String, Vec<String>) {
+    let p = TestPlatform::new();
+    let me = user("u-tide", &[]);
+    let (name, works) = path(&p, &me);
+    (p, me, name, works)
+}
+
+fn start(p: &TestPlatform, caller: &Caller, args: Value) -> Called {
+    p.call_ok(caller, "epic-tide-start-tide", args)
+}
+
+fn start_ok(p: &TestPlatform, caller: &Caller, args: Value) -> Value {
+    ok(p, caller, "epic-tide-start-tide", args)
+}
+
 fn tides(p: &TestPlatform) -> Vec<Value> {
     p.db.rows(
         "SELECT t.id, t.attempt, t.status, t.sequence, p.name AS path FROM epic_tides t JOIN epic_paths p ON p.id = t.path_id ORDER BY t.started_ms",
@@ -53,15 +69,8 @@ fn tides(p: &TestPlatform) -> Vec<Value> {
 
 #[test]
 fn start_tide_creates_the_active_tide_row() {
-    let p = TestPlatform::new();
-    let me = user("u-tide", &[]);
-    let (name, works) = path(&p, &me);
-    let s = ok(
-        &p,
-        &me,
-        "epic-tide-start-tide",
-        json!({ "path_name": name }),
-    );
+    let (p, me, name, works) = setup();
+    let s = start_ok(&p, &me, json!({ "path_name": name }));
     assert_eq!(s["attempt"], 1);
     assert_eq!(s["path_name"], json!(name));
     assert_eq!(s["sequence"], json!(works));
@@ -75,20 +84,17 @@ fn start_tide_creates_the_active_tide_row() {
     assert_eq!(stored, json!(works));
 
     // A second start while it is active is refused and writes nothing.
-    let again = p.call_ok(&me, "epic-tide-start-tide", json!({ "path_name": name }));
+    let again = start(&p, &me, json!({ "path_name": name }));
     assert_eq!(code(&again), "TIDE_ALREADY_ACTIVE");
     assert_eq!(tides(&p).len(), 1);
 }
 
 #[test]
 fn start_tide_applies_adaptations_to_this_tides_sequence_only() {
-    let p = TestPlatform::new();
-    let me = user("u-tide", &[]);
-    let (name, works) = path(&p, &me);
-    let s = ok(
+    let (p, me, name, works) = setup();
+    let s = start_ok(
         &p,
         &me,
-        "epic-tide-start-tide",
         json!({ "path_name": name, "adaptations": [{ "action": "remove", "target": works[1], "details": { "reason": "not needed this time" } }] }),
     );
     assert_eq!(s["sequence"], json!([works[0], works[2]]));
@@ -105,13 +111,11 @@ fn start_tide_applies_adaptations_to_this_tides_sequence_only() {
 
 #[test]
 fn start_tide_refuses_bad_input_and_writes_nothing() {
-    let p = TestPlatform::new();
-    let me = user("u-tide", &[]);
-    let (name, works) = path(&p, &me);
+    let (p, me, name, works) = setup();
 
-    let bad_action = p.call_ok(
+    let bad_action = start(
+        &p,
         &me,
-        "epic-tide-start-tide",
         json!({ "path_name": name, "adaptations": [{ "action": "explode", "target": works[0] }] }),
     );
     assert_eq!(code(&bad_action), "INVALID_ADAPTATION");
@@ -121,30 +125,22 @@ fn start_tide_refuses_bad_input_and_writes_nothing() {
         bad_action.text()
     );
 
-    let unknown_work = p.call_ok(&me, "epic-tide-start-tide", json!({ "path_name": name, "adaptations": [{ "action": "insert", "target": "never-saved" }] }));
+    let unknown_work = start(
+        &p,
+        &me,
+        json!({ "path_name": name, "adaptations": [{ "action": "insert", "target": "never-saved" }] }),
+    );
     assert_eq!(code(&unknown_work), "INVALID_SEQUENCE");
 
-    let unknown_path = p.call_ok(
-        &me,
-        "epic-tide-start-tide",
-        json!({ "path_name": "no-such-path" }),
-    );
+    let unknown_path = start(&p, &me, json!({ "path_name": "no-such-path" }));
     assert_eq!(code(&unknown_path), "PATH_NOT_FOUND");
 
-    let schema = p.call_ok(
-        &me,
-        "epic-tide-start-tide",
-        json!({ "path_name": "Not A Name" }),
-    );
+    let schema = start(&p, &me, json!({ "path_name": "Not A Name" }));
     assert!(schema.is_error());
     assert_eq!(schema.outcome, "invalid_arguments");
 
     // Someone else's path is theirs to run.
-    let other = p.call_ok(
-        &user("u-other", &[]),
-        "epic-tide-start-tide",
-        json!({ "path_name": name }),
-    );
+    let other = start(&p, &user("u-other", &[]), json!({ "path_name": name }));
     assert!(other.is_error(), "{}", other.result);
 
     assert!(tides(&p).is_empty(), "{:?}", tides(&p));

@@ -167,8 +167,13 @@ impl TestPlatform {
 
 /// A signed-in caller with `roles`.
 pub fn user(id: &str, roles: &[&str]) -> Caller {
+    caller(Some(id), roles)
+}
+
+/// A caller with `roles`, signed in as `user` or anonymous.
+pub fn caller(user: Option<&str>, roles: &[&str]) -> Caller {
     Caller {
-        user: Some(id.to_string()),
+        user: user.map(str::to_string),
         roles: roles.iter().map(|r| r.to_string()).collect(),
     }
 }

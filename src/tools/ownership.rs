@@ -319,13 +319,7 @@ pub async fn name_clash(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn caller(user: Option<&str>, roles: &[&str]) -> Caller {
-        Caller {
-            user: user.map(str::to_string),
-            roles: roles.iter().map(|r| r.to_string()).collect(),
-        }
-    }
+    use crate::testkit::caller;
 
     const SESSION: &str = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
 

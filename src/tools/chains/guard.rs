@@ -233,14 +233,8 @@ pub fn shown_input(
 mod tests {
     use super::*;
     use crate::engine::chain::{self, ChainDef};
+    use crate::testkit::caller;
     use crate::tools::{catalog, Catalog};
-
-    fn caller(user: Option<&str>, roles: &[&str]) -> Caller {
-        Caller {
-            user: user.map(str::to_string),
-            roles: roles.iter().map(|r| r.to_string()).collect(),
-        }
-    }
 
     fn author(user: Option<&str>, roles: &[&str]) -> Author {
         Author::of(&caller(user, roles))

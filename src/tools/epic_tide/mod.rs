@@ -226,6 +226,66 @@ async fn held(ctx: &dyn ToolContext, me: &Principal, table: &str, name: &str) ->
     row.ok_or_else(|| Error::Internal(format!("{table} row {name} vanished while saving")).into())
 }
 
+/// Saves a work or a path (`noun`): `insert` (its `INSERT … VALUES` over `params`), and with
+/// `update` the caller's own record of that name is replaced by `set` (its `DO UPDATE SET … WHERE
+/// (…)`) when it changed; `returning` lists the columns read back. Another owner's name is
+/// refused, and so is an existing one without `update`. Answers the row, how the save went
+/// ([`saved_state`]), its id and version.
+async fn save(
+    ctx: &dyn ToolContext,
+    me: &Principal,
+    (noun, name, update): (&str, &str, bool),
+    mut params: Vec<Value>,
+    [insert, set, returning]: [&str; 3],
+) -> ToolResult<(Value, &'static str, String, i64)> {
+    let table = format!("epic_{noun}s");
+    let on_conflict = if update {
+        // Only the owner replaces it (an admin a shipped one); its sharing changes only when this
+        // call names one.
+        let mine = me.can_write(&format!("{table}."), params.len() + 1);
+        params.extend(mine.params);
+        format!("{set} AND {}", mine.sql)
+    } else {
+        "DO NOTHING".to_string()
+    };
+    let sql = format!("{insert}\n             ON CONFLICT (name) {on_conflict}\n             RETURNING {returning}");
+    let returned = ctx.query(&sql, params).await?.into_iter().next();
+    let row = match &returned {
+        Some(r) => r.clone(),
+        None => held(ctx, me, &table, name).await?,
+    };
+    let (word, act, duplicate) = match noun {
+        "work" => ("Work", "save a", Code::DuplicateWork),
+        _ => ("Path", "create a", Code::DuplicatePath),
+    };
+    let upper = word.to_uppercase();
+    if returned.is_none() && row["mine"].as_i64() != Some(1) {
+        let fix = format!(
+            "{word} names are unique across owners: reword what to {act} {noun} of your own."
+        );
+        return Err(not_owner(
+            &upper,
+            name,
+            row["shipped"].as_i64() == Some(1),
+            &fix,
+        ));
+    }
+    let (id, version) = (
+        row["id"].as_str().unwrap_or_default().to_string(),
+        int(&row, "version"),
+    );
+    if returned.is_none() && !update {
+        return Err(refuse(
+            duplicate,
+            format!(
+                "{upper} with this name already exists: '{name}' (version {version}, {id}). Pass update: true to replace it, or reword what to {act} different {noun}."
+            ),
+            json!({ "name": name, (format!("{noun}_id")): id, "version": version }),
+        ));
+    }
+    Ok((row, saved_state(returned.as_ref()), id, version))
+}
+
 fn save_work(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, ToolResult> {
     Box::pin(async move {
         let what = args["what"].as_str().unwrap_or_default().trim().to_string();
@@ -244,54 +304,25 @@ fn save_work(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, ToolResul
             json!(owner),
         ];
         params.extend(sharing_params(sharing.as_ref()));
-        let on_conflict = if update {
-            // Only the owner replaces a work (an admin a shipped one); its sharing changes only
-            // when this call names one.
-            let mine = me.can_write("epic_works.", 10);
-            params.extend(mine.params);
-            format!(
+        let (row, state, id, version) = save(
+            ctx,
+            &me,
+            ("work", &name, update),
+            params,
+            [
+                "INSERT INTO epic_works (id, name, what, how, metrics, version, created_ms, updated_ms, owner, visibility, shared_roles)
+             VALUES (?1, ?2, ?3, ?4, ?5, 1, ?6, ?6, ?7, COALESCE(?8, 'private'), COALESCE(?9, '[]'))",
                 "DO UPDATE SET what = excluded.what, how = excluded.how, metrics = excluded.metrics,
                visibility = COALESCE(?8, epic_works.visibility), shared_roles = COALESCE(?9, epic_works.shared_roles),
                version = epic_works.version + 1, updated_ms = excluded.updated_ms
              WHERE (epic_works.what <> excluded.what OR epic_works.how <> excluded.how
                OR epic_works.metrics <> excluded.metrics
                OR epic_works.visibility <> COALESCE(?8, epic_works.visibility)
-               OR epic_works.shared_roles <> COALESCE(?9, epic_works.shared_roles)) AND {}",
-                mine.sql
-            )
-        } else {
-            "DO NOTHING".to_string()
-        };
-        let sql = format!(
-            "INSERT INTO epic_works (id, name, what, how, metrics, version, created_ms, updated_ms, owner, visibility, shared_roles)
-             VALUES (?1, ?2, ?3, ?4, ?5, 1, ?6, ?6, ?7, COALESCE(?8, 'private'), COALESCE(?9, '[]'))
-             ON CONFLICT (name) {on_conflict}
-             RETURNING id, version, created_ms, updated_ms"
-        );
-        let returned = ctx.query(&sql, params).await?.into_iter().next();
-        let row = match &returned {
-            Some(r) => r.clone(),
-            None => held(ctx, &me, "epic_works", &name).await?,
-        };
-        if returned.is_none() && row["mine"].as_i64() != Some(1) {
-            return Err(not_owner(
-                "WORK",
-                &name,
-                row["shipped"].as_i64() == Some(1),
-                "Work names are unique across owners: reword what to save a work of your own.",
-            ));
-        }
-        let (id, version) = (row["id"].as_str().unwrap_or_default(), int(&row, "version"));
-        if returned.is_none() && !update {
-            return Err(refuse(
-                Code::DuplicateWork,
-                format!(
-                    "WORK with this name already exists: '{name}' (version {version}, {id}). Pass update: true to replace it, or reword what to save a different work."
-                ),
-                json!({ "name": name, "work_id": id, "version": version }),
-            ));
-        }
-        let state = saved_state(returned.as_ref());
+               OR epic_works.shared_roles <> COALESCE(?9, epic_works.shared_roles))",
+                "id, version, created_ms, updated_ms",
+            ],
+        )
+        .await?;
         let message = match state {
             "created" => format!("WORK '{name}' saved. Use its name in epic-tide-create-path."),
             "updated" => format!("WORK '{name}' updated to version {version}."),
@@ -360,12 +391,14 @@ fn create_path(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, ToolRes
             json!(owner),
         ];
         params.extend(sharing_params(sharing.as_ref()));
-        let on_conflict = if update {
-            // Only the owner replaces a path (an admin a shipped one); its sharing changes only
-            // when this call names one.
-            let mine = me.can_write("epic_paths.", 12);
-            params.extend(mine.params);
-            format!(
+        let (row, state, id, version) = save(
+            ctx,
+            &me,
+            ("path", &name, update),
+            params,
+            [
+                "INSERT INTO epic_paths (id, name, what, works, metrics, domain, tags, version, created_ms, updated_ms, owner, visibility, shared_roles)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 1, ?8, ?8, ?9, COALESCE(?10, 'private'), COALESCE(?11, '[]'))",
                 "DO UPDATE SET what = excluded.what, works = excluded.works, metrics = excluded.metrics,
                domain = excluded.domain, tags = excluded.tags,
                visibility = COALESCE(?10, epic_paths.visibility), shared_roles = COALESCE(?11, epic_paths.shared_roles),
@@ -374,42 +407,11 @@ fn create_path(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, ToolRes
                OR epic_paths.metrics <> excluded.metrics OR epic_paths.domain <> excluded.domain
                OR epic_paths.tags <> excluded.tags
                OR epic_paths.visibility <> COALESCE(?10, epic_paths.visibility)
-               OR epic_paths.shared_roles <> COALESCE(?11, epic_paths.shared_roles)) AND {}",
-                mine.sql
-            )
-        } else {
-            "DO NOTHING".to_string()
-        };
-        let sql = format!(
-            "INSERT INTO epic_paths (id, name, what, works, metrics, domain, tags, version, created_ms, updated_ms, owner, visibility, shared_roles)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 1, ?8, ?8, ?9, COALESCE(?10, 'private'), COALESCE(?11, '[]'))
-             ON CONFLICT (name) {on_conflict}
-             RETURNING id, version, works, created_ms, updated_ms"
-        );
-        let returned = ctx.query(&sql, params).await?.into_iter().next();
-        let row = match &returned {
-            Some(r) => r.clone(),
-            None => held(ctx, &me, "epic_paths", &name).await?,
-        };
-        if returned.is_none() && row["mine"].as_i64() != Some(1) {
-            return Err(not_owner(
-                "PATH",
-                &name,
-                row["shipped"].as_i64() == Some(1),
-                "Path names are unique across owners: reword what to create a path of your own.",
-            ));
-        }
-        let (id, version) = (row["id"].as_str().unwrap_or_default(), int(&row, "version"));
-        if returned.is_none() && !update {
-            return Err(refuse(
-                Code::DuplicatePath,
-                format!(
-                    "PATH with this name already exists: '{name}' (version {version}, {id}). Pass update: true to replace it, or reword what to create a different path."
-                ),
-                json!({ "name": name, "path_id": id, "version": version }),
-            ));
-        }
-        let state = saved_state(returned.as_ref());
+               OR epic_paths.shared_roles <> COALESCE(?11, epic_paths.shared_roles))",
+                "id, version, works, created_ms, updated_ms",
+            ],
+        )
+        .await?;
         let message = match state {
             "created" => format!(
                 "PATH '{name}' created with {} works. Start it with epic-tide-start-tide {{\"path_name\": \"{name}\"}}.",
