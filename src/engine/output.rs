@@ -354,42 +354,24 @@ mod tests {
 
     #[test]
     fn html_attributes_cannot_be_broken_out_of() {
-        let h = out(
-            "[site]({url})",
-            json!({"url": "\" onmouseover=\"alert(1)"}),
-            Format::Html,
-            true,
-        );
-        assert!(
-            h.contains("href=\"&quot; onmouseover=&quot;alert(1)\""),
-            "{h}"
-        );
-        let h = out(
-            "[site]({url})",
-            json!({"url": "javascript:alert(1)"}),
-            Format::Html,
-            true,
-        );
-        assert!(h.contains("href=\"#\""), "{h}");
-        let h = out(
-            "[site]({url})",
-            json!({"url": " JaVa\tScript:alert(1)"}),
-            Format::Html,
-            true,
-        );
-        assert!(h.contains("href=\"#\""), "{h}");
-        let h = out("[site](javascript:alert(1))", json!({}), Format::Html, true);
-        assert!(h.contains("href=\"#\""), "{h}");
-        let h = out(
-            "[site]({url})",
-            json!({"url": "https://example.com/?a=1&b=2"}),
-            Format::Html,
-            true,
-        );
-        assert!(
-            h.contains("href=\"https://example.com/?a=1&amp;b=2\""),
-            "{h}"
-        );
+        for (template, url, href) in [
+            (
+                "[site]({url})",
+                "\" onmouseover=\"alert(1)",
+                "href=\"&quot; onmouseover=&quot;alert(1)\"",
+            ),
+            ("[site]({url})", "javascript:alert(1)", "href=\"#\""),
+            ("[site]({url})", " JaVa\tScript:alert(1)", "href=\"#\""),
+            ("[site](javascript:alert(1))", "", "href=\"#\""),
+            (
+                "[site]({url})",
+                "https://example.com/?a=1&b=2",
+                "href=\"https://example.com/?a=1&amp;b=2\"",
+            ),
+        ] {
+            let h = out(template, json!({ "url": url }), Format::Html, true);
+            assert!(h.contains(href), "{h}");
+        }
     }
 
     #[test]
@@ -407,22 +389,18 @@ mod tests {
 
     #[test]
     fn text_and_markdown_outputs() {
-        assert_eq!(
-            out("Hi {n}", json!({"n": "A\u{7}B\nC"}), Format::Text, true),
-            "Hi AB\nC"
-        );
-        assert_eq!(
-            out("Hi {n}", json!({"n": "*x*"}), Format::Text, true),
-            "Hi *x*"
-        );
-        assert_eq!(
-            out("Hi {n}", json!({"n": "*x* <b>"}), Format::Markdown, true),
-            "Hi \\*x\\* \\<b\\>"
-        );
-        assert_eq!(
-            out("Hi {n}", json!({"n": "*x*"}), Format::Markdown, false),
-            "Hi *x*"
-        );
+        for (n, format, secure, want) in [
+            ("A\u{7}B\nC", Format::Text, true, "Hi AB\nC"),
+            ("*x*", Format::Text, true, "Hi *x*"),
+            ("*x* <b>", Format::Markdown, true, "Hi \\*x\\* \\<b\\>"),
+            ("*x*", Format::Markdown, false, "Hi *x*"),
+        ] {
+            assert_eq!(
+                out("Hi {n}", json!({ "n": n }), format, secure),
+                want,
+                "{n:?}"
+            );
+        }
     }
 
     #[test]

@@ -123,6 +123,11 @@ fn chain(steps: Value) -> Plan {
     plan(&def).unwrap()
 }
 
+/// A chain of the one step `s(1, name, extra)`.
+fn one(name: &str, extra: Value) -> Plan {
+    chain(json!([s(1, name, extra)]))
+}
+
 fn s(id: u32, name: &str, extra: Value) -> Value {
     let mut v =
         json!({ "id": id, "name": name, "type": "data_transformation", "rollback_action": "undo" });
@@ -171,11 +176,10 @@ fn runs_in_dependency_order_and_merges_outputs() {
 
 #[test]
 fn transient_failures_are_retried_with_exponential_backoff() {
-    let p = chain(json!([s(
-        1,
+    let p = one(
         "flaky",
-        json!({ "retry_config": { "max_retries": 3, "backoff_ms": 1000 } })
-    )]));
+        json!({ "retry_config": { "max_retries": 3, "backoff_ms": 1000 } }),
+    );
     let host = Host::default();
     host.script(
         "flaky",
@@ -225,11 +229,10 @@ fn validation_errors_and_unlisted_codes_are_not_retried() {
 
 #[test]
 fn an_attempt_timeout_is_a_transient_error() {
-    let p = chain(json!([s(
-        1,
+    let p = one(
         "slow",
-        json!({ "timeout_ms": 500, "retry_config": { "max_retries": 1, "backoff_ms": 100 } })
-    )]));
+        json!({ "timeout_ms": 500, "retry_config": { "max_retries": 1, "backoff_ms": 100 } }),
+    );
     let host = Host::default();
     host.hang.borrow_mut().push("slow".into());
     let r = block_on(run(
@@ -281,11 +284,10 @@ fn failure_rolls_back_completed_steps_in_reverse_order_only() {
 
 #[test]
 fn fallback_replaces_a_failed_step() {
-    let p = chain(json!([s(
-        1,
+    let p = one(
         "main",
-        json!({ "on_failure": "fallback", "fallback_step": { "name": "backup", "type": "data_transformation" } })
-    )]));
+        json!({ "on_failure": "fallback", "fallback_step": { "name": "backup", "type": "data_transformation" } }),
+    );
     let host = Host::default();
     host.script("main", vec![transient("down", "unavailable")]);
     host.script("backup", vec![out(json!({ "result": "from backup" }))]);
@@ -513,11 +515,10 @@ fn a_stop_request_cancels_before_the_next_batch_and_rolls_back() {
 
 #[test]
 fn a_stop_request_ends_retries() {
-    let p = chain(json!([s(
-        1,
+    let p = one(
         "flaky",
-        json!({ "retry_config": { "max_retries": 5, "backoff_ms": 100 } })
-    )]));
+        json!({ "retry_config": { "max_retries": 5, "backoff_ms": 100 } }),
+    );
     let host = Host::default();
     host.script(
         "flaky",
@@ -606,11 +607,10 @@ fn stopping_a_paused_run_leaves_nothing_pending() {
 
 #[test]
 fn an_input_too_large_to_keep_fails_its_step_and_is_not_kept() {
-    let p = chain(json!([s(
-        1,
+    let p = one(
         "big",
-        json!({ "input_template": "{text}", "output_variables": ["x"] })
-    )]));
+        json!({ "input_template": "{text}", "output_variables": ["x"] }),
+    );
     let host = Host::default();
     let text = "x".repeat(MAX_STEP_INPUT_BYTES + 1);
     let r = block_on(run(&p, json!({ "text": text }), &host, OPTS));
@@ -755,11 +755,7 @@ fn on_failure_covers_a_condition_that_cannot_be_evaluated() {
         r.steps[0].reason
     );
     assert_eq!(r.steps[1].state, StepState::Done);
-    let failing = chain(json!([s(
-        1,
-        "odd",
-        json!({ "conditional_execution": "{-label} > 0" })
-    )]));
+    let failing = one("odd", json!({ "conditional_execution": "{-label} > 0" }));
     let r = block_on(run(
         &failing,
         json!({ "label": "a" }),
@@ -771,7 +767,7 @@ fn on_failure_covers_a_condition_that_cannot_be_evaluated() {
 
 #[test]
 fn steps_without_retry_config_retry_transient_errors_when_auto_retry_is_on() {
-    let p = chain(json!([s(1, "flaky", json!({}))]));
+    let p = one("flaky", json!({}));
     let script = || {
         vec![
             transient("api_timeout", "slow"),
@@ -825,11 +821,10 @@ fn retry_on_errors_takes_the_seeds_codes_and_the_earlier_names() {
         Some("api_timeout")
     );
     assert_eq!(codes::normalize("--"), None);
-    let p = chain(json!([s(
-        1,
+    let p = one(
         "search",
-        json!({ "retry_config": { "max_retries": 2, "backoff_ms": 100, "retry_on_errors": ["api_timeout", "vendor_unavailable"] } })
-    )]));
+        json!({ "retry_config": { "max_retries": 2, "backoff_ms": 100, "retry_on_errors": ["api_timeout", "vendor_unavailable"] } }),
+    );
     let host = Host::default();
     host.script(
         "search",

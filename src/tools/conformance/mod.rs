@@ -113,12 +113,17 @@ fn sampling(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, ToolResult
                 json!({ "messages": [{ "role": "user", "content": text(prompt) }], "maxTokens": 100 }),
             )
             .await?;
-        let reply = answer
-            .pointer("/content/text")
-            .and_then(Value::as_str)
-            .unwrap_or("");
-        content(vec![text(&format!("LLM response: {reply}"))])
+        sampled(&answer)
     })
+}
+
+/// The answer of a sampling test tool: the text the client's model gave.
+fn sampled(answer: &Value) -> ToolResult {
+    let reply = answer
+        .pointer("/content/text")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    content(vec![text(&format!("LLM response: {reply}"))])
 }
 
 async fn elicit(ctx: &dyn ToolContext, message: &str, schema: Value) -> ToolResult {

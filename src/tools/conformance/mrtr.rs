@@ -8,7 +8,7 @@
 use futures::future::{join_all, LocalBoxFuture};
 use serde_json::{json, Value};
 
-use super::{content, fixture, text, NO_ARGUMENTS};
+use super::{content, fixture, sampled, text, NO_ARGUMENTS};
 use crate::mcp::logging::LogLevel;
 use crate::registry::{ToolContext, ToolDef, ToolResult};
 
@@ -61,11 +61,7 @@ fn sampling(ctx: &dyn ToolContext, _: Value) -> LocalBoxFuture<'_, ToolResult> {
                 sample("What is the capital of France?", 100),
             )
             .await?;
-        let reply = answer
-            .pointer("/content/text")
-            .and_then(Value::as_str)
-            .unwrap_or("");
-        content(vec![text(&format!("LLM response: {reply}"))])
+        sampled(&answer)
     })
 }
 

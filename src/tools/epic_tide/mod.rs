@@ -668,6 +668,44 @@ fn changeable(t: Value) -> ToolResult<Value> {
     ))
 }
 
+/// The caller's active tide `id`, for them to `act` on (record an execution, complete a
+/// tide); else why not (`TIDE_NOT_FOUND`, `NOT_OWNER`, `TIDE_NOT_ACTIVE`).
+async fn active_tide(
+    ctx: &dyn ToolContext,
+    me: &Principal,
+    id: &str,
+    act: &str,
+) -> ToolResult<Value> {
+    me.require_owner(act)?;
+    let t = changeable(tide(ctx, me, id).await?)?;
+    if t["status"] != "active" {
+        return Err(not_active(&t));
+    }
+    Ok(t)
+}
+
+/// Nothing when `given` is a term of the vocabulary whose others `code` refuses (statuses,
+/// outcomes); else that refusal, listing the terms.
+fn known(code: Code, given: &str) -> ToolResult<()> {
+    let v = vocabulary::get();
+    let (terms, name, title) = match code {
+        Code::InvalidStatus => (&v.statuses, "status", "Status"),
+        _ => (&v.outcomes, "outcome", "Outcome"),
+    };
+    if find(terms, given).is_some() {
+        return Ok(());
+    }
+    Err(refuse(
+        code,
+        format!(
+            "{title} must be one of: {}; got {given:?}. The vocabulary is the resource {}.",
+            listing(terms),
+            vocabulary::URI
+        ),
+        json!({ name: given, "allowed": listing(terms) }),
+    ))
+}
+
 fn not_active(t: &Value) -> ToolError {
     let id = t["id"].as_str().unwrap_or_default();
     let path = t["path_name"].as_str().unwrap_or_default();
@@ -687,24 +725,9 @@ fn update_execution(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, To
         let tide_id = args["tide_id"].as_str().unwrap_or_default();
         let work = args["work_name"].as_str().unwrap_or_default();
         let status = args["status"].as_str().unwrap_or_default();
-        let statuses = &vocabulary::get().statuses;
-        if find(statuses, status).is_none() {
-            return Err(refuse(
-                Code::InvalidStatus,
-                format!(
-                    "Status must be one of: {}; got {status:?}. The vocabulary is the resource {}.",
-                    listing(statuses),
-                    vocabulary::URI
-                ),
-                json!({ "status": status, "allowed": listing(statuses) }),
-            ));
-        }
+        known(Code::InvalidStatus, status)?;
         let me = Principal::of(ctx);
-        me.require_owner("record an execution")?;
-        let t = changeable(tide(ctx, &me, tide_id).await?)?;
-        if t["status"] != "active" {
-            return Err(not_active(&t));
-        }
+        let t = active_tide(ctx, &me, tide_id, "record an execution").await?;
         let sequence = strings(&json_col(&t, "sequence"));
         if !sequence.iter().any(|w| w == work) {
             return Err(refuse(
@@ -814,24 +837,9 @@ fn complete_tide(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, ToolR
     Box::pin(async move {
         let tide_id = args["tide_id"].as_str().unwrap_or_default();
         let outcome = args["outcome"].as_str().unwrap_or_default();
-        let outcomes = &vocabulary::get().outcomes;
-        if find(outcomes, outcome).is_none() {
-            return Err(refuse(
-                Code::InvalidOutcome,
-                format!(
-                    "Outcome must be one of: {}; got {outcome:?}. The vocabulary is the resource {}.",
-                    listing(outcomes),
-                    vocabulary::URI
-                ),
-                json!({ "outcome": outcome, "allowed": listing(outcomes) }),
-            ));
-        }
+        known(Code::InvalidOutcome, outcome)?;
         let me = Principal::of(ctx);
-        me.require_owner("complete a tide")?;
-        let t = changeable(tide(ctx, &me, tide_id).await?)?;
-        if t["status"] != "active" {
-            return Err(not_active(&t));
-        }
+        let t = active_tide(ctx, &me, tide_id, "complete a tide").await?;
         let metrics = strings(&json_col(&t, "metrics"));
         let achieved = args
             .get("metrics_achieved")
