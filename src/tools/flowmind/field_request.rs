@@ -801,7 +801,7 @@ mod tests {
         let c = catalog();
         let (o, body) = ask(
             &c,
-            json!({ "query": "blameless retro document for Tuesday's payment failure", "confidence_level": 0.5 }),
+            json!({ "query": "retro notes on Tuesday's payment failure", "confidence_level": 0.5 }),
         );
         assert_eq!(o.status, "refinement_suggested");
         assert_eq!(body["matches"][0]["uri"], "workflow://root-cause-analysis");

@@ -674,7 +674,7 @@ mod tests {
     fn a_weak_fit_suggests_refinement_with_the_expected_context_first() {
         for (query, uri) in [
             (
-                "blameless retro document for Tuesday's payment failure",
+                "retro notes on Tuesday's payment failure",
                 "workflow://root-cause-analysis",
             ),
             (
