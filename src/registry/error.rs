@@ -10,6 +10,7 @@ use std::fmt;
 
 use serde_json::{json, Value};
 
+use super::limits::Limit;
 use crate::error::Error;
 
 /// What a handler returns: its answer, or why there is none.
@@ -49,7 +50,16 @@ pub enum ToolError {
     /// The call did not finish within its time limit.
     Timeout(String),
     /// The caller used up the tool's rate limit; the text says which limit and when to retry.
-    RateLimited(String),
+    RateLimited {
+        /// The tool's MCP name.
+        tool: &'static str,
+        /// The limit the caller reached.
+        limit: Limit,
+        /// Seconds until a call may be allowed.
+        retry_after_secs: u64,
+        /// Whether each call before then lengthens the wait (`ToolDef::progressive_backoff`).
+        progressive: bool,
+    },
     /// The client did not answer a server-to-client request, or declined it.
     Client(String),
     /// A fault on our side (storage, a bug) or a protocol error raised inside the handler; shown as
@@ -95,7 +105,7 @@ impl ToolError {
     pub fn label(&self) -> &'static str {
         match self {
             ToolError::Invalid { .. } => "invalid_arguments",
-            ToolError::RateLimited(_) => "rate_limited",
+            ToolError::RateLimited { .. } => "rate_limited",
             ToolError::Timeout(_) => "timeout",
             ToolError::Client(_) => "unavailable",
             ToolError::Internal(e) if !e.is_public() => "unavailable",
@@ -140,8 +150,19 @@ impl fmt::Display for ToolError {
             ToolError::Invalid { message }
             | ToolError::Failed { message }
             | ToolError::Timeout(message)
-            | ToolError::RateLimited(message)
             | ToolError::Client(message) => (None, message),
+            ToolError::RateLimited {
+                tool,
+                limit,
+                retry_after_secs,
+                progressive,
+            } => {
+                write!(f, "Rate limit reached for tool {tool}: {limit} per caller. Try again in {retry_after_secs} s.")?;
+                if *progressive {
+                    f.write_str(" Each call before then adds to the wait (progressive backoff).")?;
+                }
+                return Ok(());
+            }
             ToolError::Internal(e) => return e.fmt(f),
         };
         if let Some(code) = code {
@@ -186,6 +207,28 @@ impl From<ToolError> for Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_rate_limit_refusal_says_which_limit_and_when_to_retry() {
+        let refused = |progressive| ToolError::RateLimited {
+            tool: "get_help",
+            limit: Limit {
+                capacity: 1,
+                period_ms: 2000,
+            },
+            retry_after_secs: 2,
+            progressive,
+        };
+        assert_eq!(
+            refused(false).public_message(),
+            "Rate limit reached for tool get_help: 1 call per 2 s per caller. Try again in 2 s."
+        );
+        assert_eq!(
+            refused(true).public_message(),
+            "Rate limit reached for tool get_help: 1 call per 2 s per caller. Try again in 2 s. Each call before then adds to the wait (progressive backoff)."
+        );
+        assert_eq!(refused(false).label(), "rate_limited");
+    }
 
     #[test]
     fn errors_from_the_platform_keep_their_text_and_kind() {

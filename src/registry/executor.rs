@@ -123,15 +123,12 @@ pub fn render(tool: &Tool, e: &ToolError) -> Value {
 async fn admit(tool: &Tool, ctx: &dyn ToolContext) -> ToolResult<()> {
     let owner = crate::limiter::owner(&ctx.caller(), &ctx.session_id());
     match ctx.platform().rate_limit(&owner, tool.def.name).await {
-        Ok(Some((limit, Admission::Refused { retry_after_secs }))) => Err(ToolError::RateLimited(format!(
-            "Rate limit reached for tool {}: {limit} per caller. Try again in {retry_after_secs} s.{}",
-            tool.def.name,
-            if tool.def.progressive_backoff {
-                " Each call before then adds to the wait (progressive backoff)."
-            } else {
-                ""
-            }
-        ))),
+        Ok(Some((limit, Admission::Refused { retry_after_secs }))) => Err(ToolError::RateLimited {
+            tool: tool.def.name,
+            limit,
+            retry_after_secs,
+            progressive: tool.def.progressive_backoff,
+        }),
         Ok(_) => Ok(()),
         // Fail open: the limiter guards capacity, it is not an access rule, so losing it for a
         // moment must not take every tool down with it. The line makes an outage visible.

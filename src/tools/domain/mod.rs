@@ -388,9 +388,9 @@ pub fn refusal(def: &ToolDef, e: &crate::registry::ToolError) -> ToolOutput {
                 def.name
             ),
         ),
-        ToolError::RateLimited(m) => Reply::failure(
+        ToolError::RateLimited { .. } => Reply::failure(
             Code::OperationFailed,
-            m.clone(),
+            e.public_message(),
             "Wait the time given before calling it again; tell the user the answer is delayed.",
         ),
         other => Reply::from_error(other),
@@ -504,10 +504,15 @@ mod tests {
             .contains("list_employees"));
         let (_, v) = structured(refusal(
             d,
-            &ToolError::RateLimited(
-                "Rate limit reached for tool list_employees: 2 per caller. Try again in 30 s."
-                    .into(),
-            ),
+            &ToolError::RateLimited {
+                tool: "list_employees",
+                limit: crate::registry::limits::Limit {
+                    capacity: 2,
+                    period_ms: 60_000,
+                },
+                retry_after_secs: 30,
+                progressive: false,
+            },
         ));
         assert_eq!(v["code"], "OPERATION_FAILED");
         assert!(v["message"].as_str().unwrap().contains("30 s"));
