@@ -210,30 +210,21 @@ fn create_chain(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, ToolRe
 
         // The planner's checks (ids, names, dependencies, cycles, step fields, texts) always run:
         // a chain that cannot be planned can never execute. test_compilation adds nothing beyond it.
-        chain::plan(&def).map_err(|errors| {
-            ToolError::failed(format!(
-                "Chain definition validation failed: {}",
-                errors.join("; ")
-            ))
-        })?;
+        const INVALID: &str = "Chain definition validation failed";
+        let invalid =
+            |errors: Vec<String>| ToolError::failed(format!("{INVALID}: {}", errors.join("; ")));
+        chain::plan(&def).map_err(invalid)?;
         if let Some(schema) = raw.get("input_schema") {
-            input_rules(schema).map_err(|errors| {
-                ToolError::failed(format!(
-                    "Chain definition validation failed: {}",
-                    errors.join("; ")
-                ))
-            })?;
+            input_rules(schema).map_err(invalid)?;
         }
         // Tools are part of this deployment, not data that could be created later, so these checks
         // run even without validate_references; refusing chain tools is a safety rule besides.
+        let registry = ctx.platform().registry();
         refuse_if_any(
-            "Chain definition validation failed",
-            &steps::tool_problems(ctx.platform().registry(), &def, &ctx.caller()),
+            INVALID,
+            &steps::tool_problems(registry, &def, &ctx.caller()),
         )?;
-        refuse_if_any(
-            "Chain definition validation failed",
-            &steps::sharing_problems(&def),
-        )?;
+        refuse_if_any(INVALID, &steps::sharing_problems(&def))?;
         if opt_bool(&opts, "validate_references", true) {
             let (sets, templates) = references(&def);
             let mut problems = Vec::new();
