@@ -9,6 +9,7 @@
 //! document covers. Unlike raw BM25 it is comparable across queries, which is what the confidence
 //! calibration needs, and a query of words the catalog never uses scores near 0.
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 
 use super::text::terms as terms_of;
@@ -83,17 +84,15 @@ struct Postings {
     /// What the term adds to each document's score, `idf · tf / (k1 + tf)`: it depends on the
     /// document and the term only, so it is computed once, when the index is built.
     scores: Vec<f64>,
-    /// The largest of `scores`: no document gains more from this term (MaxScore's bound).
-    bound: f64,
 }
 
 /// An inverted index over a fixed list of documents.
 ///
-/// A search scores only the documents that contain a query term, walking the terms' posting
-/// lists in document order, and skips those that cannot enter the first `limit` whatever they
-/// contain (MaxScore: Turtle & Flood, "Query evaluation: strategies and optimizations", 1995).
-/// Results are those of scoring every document: the same documents, the same scores to the bit
-/// (a test compares them with the straightforward scorer).
+/// A search scores only the documents that contain a query term: it adds each query term's
+/// posting list, term after term, into one accumulator per document it meets (term at a time),
+/// so its work is the length of those lists, whatever the catalog's size. Results are those of
+/// scoring every document: the same documents, the same scores to the bit (a test compares them
+/// with the straightforward scorer).
 #[derive(Debug, Clone)]
 pub struct Index {
     /// Term → its position in `postings`.
@@ -103,10 +102,15 @@ pub struct Index {
     len: usize,
 }
 
-/// Relative slack on the MaxScore bounds: a sum of rounded shares may exceed the sum of their
-/// rounded bounds by a few units in the last place, and a document is only skipped when it
-/// surely scores below the current last of the first `limit`.
-const SLACK: f64 = 1e-9;
+/// An accumulator no posting has touched yet (shares are never negative).
+const UNSEEN: f64 = -1.0;
+
+thread_local! {
+    /// One score accumulator per document, [`UNSEEN`] between searches: kept from one search to
+    /// the next, since filling a new one would cost the catalog's size on every search. A search
+    /// puts back every accumulator it touched, so resetting costs what scoring did.
+    static ACCUMULATORS: RefCell<Vec<f64>> = const { RefCell::new(Vec::new()) };
+}
 
 impl Index {
     /// Indexes `docs` with `params`.
@@ -152,7 +156,6 @@ impl Index {
                         })
                         .sum();
                     let score = idf * tf / (p.k1 + tf);
-                    out.bound = out.bound.max(score);
                     out.docs.push(doc);
                     out.scores.push(score);
                 }
@@ -220,12 +223,11 @@ impl Index {
     /// The first `limit` (score, document) of the documents in `lists` that `keep` accepts, by
     /// score, ties by position.
     ///
-    /// Documents come in ascending order from a merge of the lists. Once `limit` are held, the
-    /// last one's score is a threshold a document must exceed (a tie loses: the held ones come
-    /// first). The lists whose bounds add up to less than the threshold are "non-essential": a
-    /// document found only in them cannot pass it, so only the other lists propose documents, and
-    /// the non-essential ones are looked up (binary search) for a proposed document whose bound
-    /// still passes.
+    /// A document's score adds its shares in the order of `lists`, starting from 0, as the
+    /// straightforward scorer does, so the sums agree to the bit. The documents are then taken
+    /// in the order they were first met, and one enters the first `limit` only when it beats
+    /// their last (higher score, or the same score and an earlier position); `keep` is asked
+    /// only of those.
     fn top(
         &self,
         lists: &[(&String, &Postings)],
@@ -236,65 +238,41 @@ impl Index {
         if limit == 0 {
             return held;
         }
-        // Lists by bound, smallest first; `below[i]` bounds what the first i lists can add.
-        let mut order: Vec<usize> = (0..lists.len()).collect();
-        crate::engine::sort::sort_by(&mut order, |&a, &b| {
-            lists[a].1.bound.total_cmp(&lists[b].1.bound)
+        let scored: Vec<(f64, u32)> = ACCUMULATORS.with(|a| {
+            let mut acc = a.borrow_mut();
+            if acc.len() < self.len {
+                acc.resize(self.len, UNSEEN);
+            }
+            let mut met: Vec<u32> =
+                Vec::with_capacity(lists.iter().map(|(_, p)| p.docs.len()).sum());
+            for (_, p) in lists {
+                for (&doc, &share) in p.docs.iter().zip(&p.scores) {
+                    let sum = &mut acc[doc as usize];
+                    if *sum == UNSEEN {
+                        met.push(doc);
+                        *sum = 0.0;
+                    }
+                    *sum += share;
+                }
+            }
+            met.into_iter()
+                .map(|doc| {
+                    let sum = std::mem::replace(&mut acc[doc as usize], UNSEEN);
+                    (sum, doc)
+                })
+                .collect()
         });
-        let mut below = vec![0.0; order.len() + 1];
-        for (i, &l) in order.iter().enumerate() {
-            below[i + 1] = below[i] + lists[l].1.bound;
-        }
-        let mut at = vec![0usize; lists.len()];
-        let mut shares: Vec<Option<f64>> = vec![None; lists.len()];
-        // `order[..skip]` are the non-essential lists.
-        let mut skip = 0;
-        let mut threshold = f64::NEG_INFINITY;
-        loop {
-            let essential = &order[skip..];
-            let Some(doc) = essential
-                .iter()
-                .filter_map(|&l| lists[l].1.docs.get(at[l]).copied())
-                .min()
-            else {
-                break;
-            };
-            let mut bound = below[skip];
-            for &l in essential {
-                let p = lists[l].1;
-                shares[l] = None;
-                if p.docs.get(at[l]) == Some(&doc) {
-                    shares[l] = Some(p.scores[at[l]]);
-                    bound += p.scores[at[l]];
-                    at[l] += 1;
-                }
-            }
-            if !keep(doc as usize) || bound * (1.0 + SLACK) < threshold {
+        let before = |a: &(f64, u32), b: &(f64, u32)| a.0 > b.0 || (a.0 == b.0 && a.1 < b.1);
+        for hit in scored {
+            if held.len() == limit && !before(&hit, &held[limit - 1]) {
                 continue;
             }
-            for &l in &order[..skip] {
-                let p = lists[l].1;
-                let from = at[l];
-                let i = from + p.docs[from..].partition_point(|&d| d < doc);
-                at[l] = i;
-                shares[l] = (p.docs.get(i) == Some(&doc)).then(|| p.scores[i]);
-            }
-            let mut score = 0.0;
-            for share in shares.iter().flatten() {
-                score += share;
-            }
-            if held.len() == limit && score <= threshold {
+            if !keep(hit.1 as usize) {
                 continue;
             }
-            let place = held.partition_point(|&(s, _)| s >= score);
-            held.insert(place, (score, doc));
+            let place = held.partition_point(|h| before(h, &hit));
+            held.insert(place, hit);
             held.truncate(limit);
-            if held.len() == limit {
-                threshold = held[limit - 1].0;
-                while skip < order.len() && below[skip + 1] * (1.0 + SLACK) < threshold {
-                    skip += 1;
-                }
-            }
         }
         held
     }
@@ -345,7 +323,7 @@ mod tests {
         ]
     }
 
-    /// The scorer before MaxScore: every posting of every query term into a map of scores.
+    /// The straightforward scorer: every posting of every query term into a map of scores.
     struct Straightforward {
         params: Params,
         postings: HashMap<String, Vec<(u32, [u16; FIELDS])>>,
@@ -477,7 +455,7 @@ mod tests {
     }
 
     #[test]
-    fn maxscore_returns_what_scoring_every_document_returns_to_the_bit() {
+    fn the_index_returns_what_scoring_every_document_returns_to_the_bit() {
         let params = [
             Params::default(),
             Params {
