@@ -123,17 +123,6 @@ impl Rendered {
     }
 }
 
-/// Moves `pos` past one byte of UTF-8 text: columns count characters, so continuation bytes do not
-/// move it.
-fn advance(pos: &mut Pos, b: u8) {
-    if b == b'\n' {
-        pos.line += 1;
-        pos.col = 1;
-    } else if b & 0xC0 != 0x80 {
-        pos.col += 1;
-    }
-}
-
 impl Template {
     /// Parses a template; every placeholder is compiled, so syntax errors surface here.
     ///
@@ -169,7 +158,7 @@ impl Template {
                 continue;
             }
             if b != b'{' {
-                advance(&mut pos, b);
+                expr::advance(&mut pos, &[b]);
                 i += 1;
                 continue;
             }
@@ -198,7 +187,7 @@ impl Template {
             program.number_roots(&mut slots);
             parts.push(Part::Slot { program, start });
             for &b in &bytes[i..=end] {
-                advance(&mut pos, b);
+                expr::advance(&mut pos, &[b]);
             }
             text_start = pos;
             i = end + 1;

@@ -619,6 +619,13 @@ impl<'a, 'b> Ctx<'a, 'b> {
         }
     }
 
+    /// A copy of `v`, a part of a shared value (which cannot be moved out of), charged as a copy.
+    fn copied(&mut self, v: Option<&Value>, pos: Pos) -> Result<Option<Val<'a>>, ExprError> {
+        let Some(v) = v else { return Ok(None) };
+        self.charge_copy(v, pos)?;
+        Ok(Some(Val::Own(v.clone())))
+    }
+
     /// `t[key]` of an object, without copying the rest of it.
     fn field(&mut self, t: Val<'a>, key: &str, pos: Pos) -> Result<Option<Val<'a>>, ExprError> {
         Ok(match t {
@@ -626,13 +633,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
             Val::Own(Value::Object(mut m)) | Val::Marked(Value::Object(mut m), _) => {
                 m.remove(key).map(Val::Own)
             }
-            Val::Shared(rc) => match rc.as_object().and_then(|m| m.get(key)) {
-                Some(v) => {
-                    self.charge_copy(v, pos)?;
-                    Some(Val::Own(v.clone()))
-                }
-                None => None,
-            },
+            Val::Shared(rc) => self.copied(rc.as_object().and_then(|m| m.get(key)), pos)?,
             _ => None,
         })
     }
@@ -647,13 +648,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
                 v.map(|v| Val::Marked(v, std::mem::replace(&mut marks[i], Mark::Items(Vec::new()))))
             }
             Val::Marked(Value::Array(mut a), _) => a.get_mut(i).map(|v| Val::Own(v.take())),
-            Val::Shared(rc) => match rc.as_array().and_then(|a| a.get(i)) {
-                Some(v) => {
-                    self.charge_copy(v, pos)?;
-                    Some(Val::Own(v.clone()))
-                }
-                None => None,
-            },
+            Val::Shared(rc) => self.copied(rc.as_array().and_then(|a| a.get(i)), pos)?,
             _ => None,
         })
     }

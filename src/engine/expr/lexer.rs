@@ -96,7 +96,7 @@ fn char_at(src: &str, i: usize) -> char {
 
 /// Moves `pos` past `bytes` of UTF-8 text: columns count characters, so continuation bytes do not
 /// move it.
-fn advance(pos: &mut Pos, bytes: &[u8]) {
+pub(crate) fn advance(pos: &mut Pos, bytes: &[u8]) {
     for &b in bytes {
         if b == b'\n' {
             pos.line += 1;

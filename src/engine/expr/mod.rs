@@ -39,6 +39,7 @@ use serde_json::Value;
 
 use eval::Ctx;
 
+pub(crate) use lexer::advance;
 pub use parser::MAX_DEPTH;
 
 /// A position in the expression source (1-based, in characters).

@@ -230,6 +230,21 @@ impl<'s> Parser<'s> {
         Ok(())
     }
 
+    /// The arguments after an opening `(`, through the closing `)`.
+    fn arguments(&mut self) -> Result<Vec<Expr>, ExprError> {
+        let mut args = Vec::new();
+        if !self.eat(")") {
+            loop {
+                args.push(self.filtered()?);
+                if self.eat(")") {
+                    break;
+                }
+                self.expect(",")?;
+            }
+        }
+        Ok(args)
+    }
+
     fn filtered(&mut self) -> Result<Expr, ExprError> {
         let mut e = self.ternary()?;
         let mut chain = 0;
@@ -244,16 +259,11 @@ impl<'s> Parser<'s> {
                     None => Filter::Literal(s.into_owned()),
                 },
                 (Tok::Ident(name), _) => {
-                    let mut args = Vec::new();
-                    if self.eat("(") && !self.eat(")") {
-                        loop {
-                            args.push(self.filtered()?);
-                            if self.eat(")") {
-                                break;
-                            }
-                            self.expect(",")?;
-                        }
-                    }
+                    let args = if self.eat("(") {
+                        self.arguments()?
+                    } else {
+                        Vec::new()
+                    };
                     Filter::Named(name.to_string(), args)
                 }
                 (t, p) => {
@@ -444,16 +454,7 @@ impl<'s> Parser<'s> {
             ));
         }
         self.expect("(")?;
-        let mut args = Vec::new();
-        if !self.eat(")") {
-            loop {
-                args.push(self.filtered()?);
-                if self.eat(")") {
-                    break;
-                }
-                self.expect(",")?;
-            }
-        }
+        let mut args = self.arguments()?;
         if args.is_empty() {
             return Err(ExprError::at(
                 pos,
