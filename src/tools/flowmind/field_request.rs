@@ -233,7 +233,11 @@ fn two_intents(
     for join in JOINS {
         for (at, _) in query.match_indices(join) {
             let (left, right) = (&query[..at], &query[at + join.len()..]);
-            if let (Some(a), Some(b)) = (best(left), best(right)) {
+            // The right half is ranked only when the left one matched: a split needs both.
+            let Some(a) = best(left) else {
+                continue;
+            };
+            if let Some(b) = best(right) {
                 if a != b {
                     return Some((a, b));
                 }
