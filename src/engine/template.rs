@@ -186,9 +186,7 @@ impl Template {
             }
             program.number_roots(&mut slots);
             parts.push(Part::Slot { program, start });
-            for &b in &bytes[i..=end] {
-                expr::advance(&mut pos, &[b]);
-            }
+            expr::advance(&mut pos, &bytes[i..=end]);
             text_start = pos;
             i = end + 1;
             run = i;

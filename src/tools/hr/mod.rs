@@ -625,10 +625,10 @@ fn salary_updated<'a>(
             data["employeeName"].as_str().unwrap_or(id),
             domain::money(cents)
         );
-        Ok(Reply::success(
-            text.clone(),
+        Ok(Reply::done(
+            text,
             json!({ "updated": true, "employeeId": id, "employeeName": data["employeeName"],
-                          "newSalary": domain::dollars(&json!(cents)), "message": text }),
+                    "newSalary": domain::dollars(&json!(cents)) }),
         ))
     }))
 }
