@@ -37,14 +37,16 @@ function message(type, text) {
 /**
  * One MCP server at `mcpUrl`: `connect(headers)` opens a session (initialize + initialized) and
  * returns `{ call(name, args) → { ok, result, error }, rpc, session, close() }`; `attach(id,
- * headers)` returns the same for an existing session.
+ * headers)` returns the same for an existing session; `requests()` counts the POSTs sent so far.
  */
 export function server(mcpUrl, { connections = 64 } = {}) {
   loopback(mcpUrl);
   const url = new URL(mcpUrl);
   const pool = new Pool(url.origin, { connections, pipelining: 1, keepAliveTimeout: 4_000 });
   let nextId = 1;
+  let sent = 0;
   async function send(body, headers) {
+    sent++;
     const res = await pool.request({
       path: url.pathname, method: "POST", body: JSON.stringify(body),
       headers: { "content-type": "application/json", accept: "application/json, text/event-stream", ...headers },
@@ -92,7 +94,7 @@ export function server(mcpUrl, { connections = 64 } = {}) {
   }
   /** A POST outside any session; resolves to the HTTP status. */
   const raw = async (body) => (await send(body, {})).status;
-  return { connect, attach, raw, close: () => pool.close() };
+  return { connect, attach, raw, requests: () => sent, close: () => pool.close() };
 }
 
 /**
