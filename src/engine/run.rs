@@ -700,20 +700,12 @@ pub fn output_problems(plan: &Plan, vars: &Value) -> Vec<String> {
                 Some(v) if !kind.accepts(v) => Some(format!(
                     "{name} must be of type {}, got {}",
                     kind.as_str(),
-                    shorten(&v.to_string())
+                    super::clip(&v.to_string(), 80)
                 )),
                 Some(_) => None,
             },
         )
         .collect()
-}
-
-fn shorten(text: &str) -> String {
-    if text.chars().count() > 80 {
-        format!("{}…", text.chars().take(80).collect::<String>())
-    } else {
-        text.to_string()
-    }
 }
 
 fn step_label(def: &StepDef) -> String {

@@ -233,8 +233,7 @@ fn in_scope(ctx: &dyn ToolContext, scope: Scope, first: usize) -> (String, Vec<V
 /// exist.
 async fn load(ctx: &dyn ToolContext, id: &str, scope: Scope) -> ToolResult<Record> {
     let (mine, params) = in_scope(ctx, scope, 2);
-    let mut all = vec![json!(id)];
-    all.extend(params);
+    let all = [vec![json!(id)], params].concat();
     let row = ctx
         .query(
             &format!(

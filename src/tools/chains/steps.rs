@@ -94,7 +94,7 @@ pub fn json_object(what: &str, text: Option<&str>) -> Result<Map<String, Value>,
         )),
         Err(e) => Err(format!(
             "{what} must be a JSON object (write literal braces as {{{{ and }}}} in the template), but it rendered {:?}, which is not JSON: {e}",
-            shorten(text)
+            crate::engine::clip(text, 120)
         )),
     }
 }
@@ -107,14 +107,6 @@ fn kind_of(v: &Value) -> &'static str {
         Value::String(_) => "string",
         Value::Array(_) => "array",
         Value::Object(_) => "object",
-    }
-}
-
-fn shorten(text: &str) -> String {
-    if text.chars().count() > 120 {
-        format!("{}…", text.chars().take(120).collect::<String>())
-    } else {
-        text.to_string()
     }
 }
 

@@ -560,16 +560,10 @@ mod tests {
         }
     }
 
-    fn actions(steps: &[Value]) -> Vec<(String, Value)> {
-        steps
-            .iter()
-            .map(|s| {
-                (
-                    s["name"].as_str().unwrap().to_string(),
-                    s["actions"].clone(),
-                )
-            })
-            .collect()
+    /// Each step's name with its `key`.
+    fn each(steps: &[Value], key: &str) -> Vec<(String, Value)> {
+        let name = |s: &Value| s["name"].as_str().unwrap().to_string();
+        steps.iter().map(|s| (name(s), s[key].clone())).collect()
     }
 
     #[test]
@@ -579,7 +573,7 @@ mod tests {
         tool.actions = vec!["external_api_calls".into()];
         let steps = compose(&[comp(&a, "primary"), tool], "sequential").unwrap();
         assert_eq!(
-            actions(&steps),
+            each(&steps, "actions"),
             [
                 ("a-one".to_string(), json!([])),
                 ("a-two".to_string(), json!([])),
@@ -593,7 +587,7 @@ mod tests {
         assert_eq!(steps[0]["context"], "workflow://a");
         let steps = compose(&[comp(&t, "primary"), comp(&a, "synthesis")], "parallel").unwrap();
         assert_eq!(
-            actions(&steps),
+            each(&steps, "actions"),
             [
                 ("book".to_string(), json!([])),
                 ("a-one".to_string(), json!(["context_switches"])),
@@ -645,19 +639,8 @@ mod tests {
         .unwrap();
         let c = context("par", "", &[comp(&a, "primary")], "parallel", steps, None);
         let def = workflow::chain_definition(&c, Mode::Interactive, &[]);
-        let deps: Vec<(String, Value)> = def["steps"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|s| {
-                (
-                    s["name"].as_str().unwrap().to_string(),
-                    s["depends_on"].clone(),
-                )
-            })
-            .collect();
         assert_eq!(
-            deps,
+            each(def["steps"].as_array().unwrap(), "depends_on"),
             [
                 ("a-one".to_string(), json!([])),
                 ("a-two".to_string(), json!([1])),
@@ -674,27 +657,15 @@ mod tests {
         guarded.when = Some("urgency == 'critical'".into());
         let steps = compose(&[comp(&a, "primary"), guarded], "conditional").unwrap();
         assert_eq!(steps[2]["when"], "urgency == 'critical'");
-        let c = context(
-            "cond",
-            "",
-            &[comp(&a, "primary")],
-            "conditional",
-            steps,
-            None,
-        );
-        assert!(plan_problems(&c).is_empty());
+        let problems = |steps: Vec<Value>| {
+            let primary = [comp(&a, "primary")];
+            plan_problems(&context("cond", "", &primary, "conditional", steps, None))
+        };
+        assert!(problems(steps).is_empty());
         let mut bad = comp(&p, "support");
         bad.when = Some("urgency ==".into());
         let steps = compose(&[comp(&a, "primary"), bad], "conditional").unwrap();
-        let c = context(
-            "cond",
-            "",
-            &[comp(&a, "primary")],
-            "conditional",
-            steps,
-            None,
-        );
-        assert!(!plan_problems(&c).is_empty());
+        assert!(!problems(steps).is_empty());
     }
 
     #[test]
