@@ -401,25 +401,22 @@ pub fn compose_workflow(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_
                 })
             })
             .collect();
-        let composed = compose(&components, flow)
-            .map(|steps| {
-                context(
-                    name,
-                    description,
-                    &components,
-                    flow,
-                    steps,
-                    args.get("variables"),
-                )
-            })
-            .and_then(|c| {
-                let p = plan_problems(&c);
-                if p.is_empty() {
-                    Ok(c)
-                } else {
-                    Err(p)
-                }
-            });
+        let composed = compose(&components, flow).and_then(|steps| {
+            let c = context(
+                name,
+                description,
+                &components,
+                flow,
+                steps,
+                args.get("variables"),
+            );
+            let problems = plan_problems(&c);
+            if problems.is_empty() {
+                Ok(c)
+            } else {
+                Err(problems)
+            }
+        });
         let c = match composed {
             Ok(c) => c,
             Err(problems) => {
