@@ -983,14 +983,7 @@ pub fn summary(run: &Run, report: &RunReport, hidden: &Hidden) -> ToolResult {
                 t.push_str(&format!(
                     "\n\n**Step '{}' waits for:** {}\n\n**Instructions:**\n{}\n\n**Input:**\n{}",
                     s.name,
-                    p["output_variables"]
-                        .as_array()
-                        .map(|a| a
-                            .iter()
-                            .filter_map(Value::as_str)
-                            .collect::<Vec<_>>()
-                            .join(", "))
-                        .unwrap_or_default(),
+                    crate::tools::strings(&p["output_variables"]).join(", "),
                     p["instructions"].as_str().unwrap_or(""),
                     p["input"].as_str().unwrap_or(""),
                 ));
