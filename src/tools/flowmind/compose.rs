@@ -31,6 +31,7 @@ use super::{codes, performance};
 use crate::clock;
 use crate::engine::chain::{self, ChainDef};
 use crate::registry::{ToolContext, ToolOutput, ToolResult};
+use crate::tools::strings;
 
 /// The most steps a composed workflow may have (a chain's limit).
 pub const MAX_STEPS: usize = 20;
@@ -249,21 +250,13 @@ pub fn context(
     steps: Vec<Value>,
     variables: Option<&Value>,
 ) -> Context {
-    let produced = crate::engine::sort::set(
-        steps
-            .iter()
-            .flat_map(|s| s["outputs"].as_array().cloned().unwrap_or_default())
-            .filter_map(|v| v.as_str().map(str::to_string)),
-    );
-    let strings = |v: Option<&Value>| -> Option<Vec<String>> {
-        v.and_then(Value::as_array).map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect()
-        })
+    let produced = crate::engine::sort::set(steps.iter().flat_map(|s| strings(&s["outputs"])));
+    // The variables `variables` lists under `key`, when it has that list.
+    let listed = |key: &str| {
+        let list = variables.and_then(|v| v.get(key)).filter(|l| l.is_array());
+        list.map(strings)
     };
-    let required = strings(variables.and_then(|v| v.get("required"))).unwrap_or_else(|| {
+    let required = listed("required").unwrap_or_else(|| {
         unique(
             components.iter().flat_map(|c| c.context.required.clone()),
             &produced,
@@ -271,7 +264,7 @@ pub fn context(
     });
     let mut taken = produced.clone();
     taken.extend(required.iter().cloned());
-    let optional = strings(variables.and_then(|v| v.get("optional"))).unwrap_or_else(|| {
+    let optional = listed("optional").unwrap_or_else(|| {
         unique(
             components.iter().flat_map(|c| c.context.optional.clone()),
             &taken,
@@ -401,25 +394,22 @@ pub fn compose_workflow(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_
                 })
             })
             .collect();
-        let composed = compose(&components, flow)
-            .map(|steps| {
-                context(
-                    name,
-                    description,
-                    &components,
-                    flow,
-                    steps,
-                    args.get("variables"),
-                )
-            })
-            .and_then(|c| {
-                let p = plan_problems(&c);
-                if p.is_empty() {
-                    Ok(c)
-                } else {
-                    Err(p)
-                }
-            });
+        let composed = compose(&components, flow).and_then(|steps| {
+            let c = context(
+                name,
+                description,
+                &components,
+                flow,
+                steps,
+                args.get("variables"),
+            );
+            let problems = plan_problems(&c);
+            if problems.is_empty() {
+                Ok(c)
+            } else {
+                Err(problems)
+            }
+        });
         let c = match composed {
             Ok(c) => c,
             Err(problems) => {

@@ -596,10 +596,11 @@ pub fn help(
                     "how_to_run": c.next_action(&serde_json::Map::new(), None),
                 });
             }
+            let concept = |(name, _, text): &(&str, &[&str], &str)| json!({ "concept": name, "explanation": text });
             let hits: Vec<Value> = CONCEPTS
                 .iter()
                 .filter(|(_, keys, _)| keys.iter().any(|k| q.contains(k)))
-                .map(|(name, _, text)| json!({ "concept": name, "explanation": text }))
+                .map(concept)
                 .collect();
             let related: Vec<Value> = if q.split_whitespace().count() >= 2 {
                 let a = Args::read(&json!({ "query": question, "confidence_level": 0.0 }));
@@ -613,15 +614,13 @@ pub fn help(
             } else {
                 Vec::new()
             };
-            if hits.is_empty() {
-                json!({
-                    "topic": "concept",
-                    "concepts": CONCEPTS.iter().map(|(name, _, text)| json!({ "concept": name, "explanation": text })).collect::<Vec<_>>(),
-                    "related_contexts": related,
-                })
+            // No concept named: all of them.
+            let concepts = if hits.is_empty() {
+                CONCEPTS.iter().map(concept).collect()
             } else {
-                json!({ "topic": "concept", "concepts": hits, "related_contexts": related })
-            }
+                hits
+            };
+            json!({ "topic": "concept", "concepts": concepts, "related_contexts": related })
         }
     }
 }
