@@ -320,14 +320,16 @@ fn check_host_and_origin(req: &Request, cfg: &Config) -> Result<()> {
     // A page posting to its own origin is not cross-site, so it needs no ALLOWED_ORIGINS entry
     // (production's is empty). Its own origin is the one the Host header (checked above) names,
     // not the URL's alone, which a test harness or proxy may set apart from Host.
-    let own = req
-        .url()
-        .ok()
-        .zip(host.as_deref())
-        .map(|(u, h)| format!("{}://{}", u.scheme(), h.trim()).to_ascii_lowercase());
-    let same_origin = origin
-        .as_deref()
-        .is_some_and(|o| own.as_deref() == Some(o.trim().to_ascii_lowercase().as_str()));
+    // Worked out only for a request with an Origin: most (every non-browser client) send none,
+    // and the URL is parsed for it.
+    let same_origin = origin.as_deref().is_some_and(|o| {
+        let own = req
+            .url()
+            .ok()
+            .zip(host.as_deref())
+            .map(|(u, h)| format!("{}://{}", u.scheme(), h.trim()).to_ascii_lowercase());
+        own.as_deref() == Some(o.trim().to_ascii_lowercase().as_str())
+    });
     if !same_origin && !cfg.origin_allowed(origin.as_deref()) {
         return Err(Error::Forbidden(format!(
             "Forbidden: Origin {} is not allowed; add it to ALLOWED_ORIGINS",
@@ -406,17 +408,22 @@ async fn post(req: &mut Request, env: &Env, cfg: &Rc<Config>, caller: &Caller) -
     let has_session = header(req, "mcp-session-id").is_some();
     let version_header = header(req, "mcp-protocol-version");
     let unique = http::check_unique_keys(&body);
-    let parsed: std::result::Result<serde_json::Value, Error> = unique
-        .clone()
-        .and_then(|()| serde_json::from_str(&body).map_err(|e| Error::Parse(e.to_string())));
-    let era = match &parsed {
-        Ok(v) => modern::era_of_post(has_session, version_header.as_deref(), v),
-        Err(_) => modern::era_of_bodyless(has_session, version_header.as_deref()),
-    };
-    if era == Era::Modern {
-        return crate::stateless::serve(req, env, cfg, caller, parsed).await;
+    // A request of a 2025 session is the session's whatever its body says: the object parses it,
+    // so it is not parsed here too.
+    if modern::era_of_post_headers(has_session, version_header.as_deref()) != Some(Era::Legacy) {
+        let parsed: std::result::Result<serde_json::Value, Error> = unique
+            .clone()
+            .and_then(|()| serde_json::from_str(&body).map_err(|e| Error::Parse(e.to_string())));
+        let era = match &parsed {
+            Ok(v) => modern::era_of_post(has_session, version_header.as_deref(), v),
+            Err(_) => modern::era_of_bodyless(has_session, version_header.as_deref()),
+        };
+        if era == Era::Modern {
+            return crate::stateless::serve(req, env, cfg, caller, parsed).await;
+        }
     }
-    // The session object parses the body again, without the duplicate-key rule.
+    // The session object parses the body (again, for one without a session), without the
+    // duplicate-key rule.
     unique?;
     check_legacy_version(version_header.as_deref())?;
     if has_session {

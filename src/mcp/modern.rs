@@ -65,13 +65,22 @@ fn modern_version(version_header: Option<&str>) -> bool {
     version_header.is_some_and(|v| version::is_modern(v.trim()))
 }
 
+/// The era of a POST when its headers decide it (rules 1 and 2 of the module doc), so its body
+/// need not be read for that; `None` when the body must say.
+pub fn era_of_post_headers(has_session: bool, version_header: Option<&str>) -> Option<Era> {
+    if modern_version(version_header) {
+        Some(Era::Modern)
+    } else if has_session {
+        Some(Era::Legacy)
+    } else {
+        None
+    }
+}
+
 /// The era of a POST (see the module doc).
 pub fn era_of_post(has_session: bool, version_header: Option<&str>, body: &Value) -> Era {
-    if modern_version(version_header) {
-        return Era::Modern;
-    }
-    if has_session {
-        return Era::Legacy;
+    if let Some(era) = era_of_post_headers(has_session, version_header) {
+        return era;
     }
     let method = body.get("method").and_then(Value::as_str);
     let meta_version = body
