@@ -476,6 +476,12 @@ async function mixed(ids) {
   for (const [kind, st] of stats) if (st.firstError && !firstError.startsWith(`${kind}: `)) console.log(`  first ${kind} error: ${st.firstError}`);
   console.log(`  HTTP requests ${requests} (sessions opened, calls; an EPIC-TIDE write is two calls): ${f(requests / seconds, 0)} requests/s`);
   if (cpu) console.log(`  CPU over the run, in cores (${CORES} here; 1.00 = one core all the time): server ${cpuText(cpu.server)}; client ${cpuText(cpu.client)}; other processes ${f(cpu.others, 2)}; machine busy ${f(cpu.machine, 2)}`);
+  if (cpu) {
+    // Sessions call back to back, so SESSIONS calls are always in flight: when one server thread
+    // does the work, a call waits on average for the others' CPU, SESSIONS × that thread's CPU per call.
+    const perCall = (cpu.server.busiest.run * seconds * 1000) / requests;
+    console.log(`  server CPU per request ${f((cpu.server.run * seconds * 1000) / requests, 2)} ms, ${f(perCall, 2)} ms on its busiest thread: that thread alone, busy all the time, serves about ${f(1000 / perCall, 0)} requests/s, so ${SESSIONS} sessions calling back to back see about ${f(SESSIONS * perCall, 0)} ms a request on average at best`);
+  }
   console.log(`  load average before ${load0}, after ${uptimeLoad()}`);
 
   // Read back every acknowledged write through the API, 32 at a time.
