@@ -46,9 +46,9 @@ const CHAINS = Number(process.env.LOAD_CHAINS ?? 20);
 // A connection per request unless LOAD_KEEPALIVE=1. With keep-alive connections shared by the
 // sessions, workerd reset some of them under this load (2026-11-29: 91 to 462 of 2,000 calls at
 // 100 sessions, `other side closed` or `ECONNRESET`) on requests that never reached the Worker (no
-// log line, no row written); a trivial Worker in the same workerd under the same pattern showed
-// none, so something in how ours answers leaves a connection unusable (docs/performance.md,
-// "`npm run load`"). Counted as errors, those would measure the connection reuse, not the server.
+// log line, no row written); one keep-alive connection per session, or a trivial Worker on shared
+// ones, showed none (docs/performance.md, "`npm run load`"). Counted as errors, those would
+// measure the connection sharing, not the server.
 const KEEPALIVE = process.env.LOAD_KEEPALIVE === "1";
 /** A client of the target; each session of `mixed` is one of `connections` concurrent clients. */
 const client = (connections) => server(mcpUrl, { connections, reuse: KEEPALIVE });
