@@ -505,13 +505,7 @@ impl SessionDb {
         let Some(last) = batch.last() else {
             return Ok(());
         };
-        // `[[seq, event, data], …]`, printed straight from the batch (no copy of each event).
-        let events = serde_json::to_string(
-            &batch
-                .iter()
-                .map(|p| (p.seq, &p.event, &p.data))
-                .collect::<Vec<_>>(),
-        )?;
+        let events = batch_json(batch)?;
         self.sql
             .exec(
                 "INSERT INTO event_log (stream, seq, events, at) VALUES (?, ?, ?, ?)",
@@ -822,6 +816,40 @@ impl SessionDb {
     }
 }
 
+/// The `events` column of a batch, `[[seq, event, data], …]`: `data` that is a JSON object (every
+/// event a session logs, JSON-RPC messages and tool events alike, is one) goes in as that object,
+/// anything else as a string. Stored as a string, an object's text was escaped a second time (every
+/// quote of a large tool result), a tenth of a `process_template` call (docs/performance.md). Rows
+/// written before hold strings only; [`page_of`] reads both, and gives an object back as the same
+/// text (serde_json prints a parsed object as it printed it first).
+fn batch_json(batch: &[Pending]) -> Result<String> {
+    let mut out = String::from("[");
+    for (i, p) in batch.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push('[');
+        out.push_str(&p.seq.to_string());
+        out.push(',');
+        out.push_str(&serde_json::to_string(&p.event)?);
+        out.push(',');
+        if is_object(&p.data) {
+            out.push_str(&p.data);
+        } else {
+            out.push_str(&serde_json::to_string(&p.data)?);
+        }
+        out.push(']');
+    }
+    out.push(']');
+    Ok(out)
+}
+
+/// Whether `data` is one whole JSON object (checked, not assumed: a row that is not JSON would
+/// lose its whole batch for every replay).
+fn is_object(data: &str) -> bool {
+    data.starts_with('{') && serde_json::from_str::<serde::de::IgnoredAny>(data).is_ok()
+}
+
 /// One page of a replay: at most `limit` events after `after_seq`, oldest first, from `rows` (the
 /// `events` of `event_log` rows of one stream, oldest first: each a batch keyed by its last event).
 /// A row holds as many events as were written together, so a page may end inside one; the next
@@ -835,7 +863,7 @@ fn page_of(
     let mut out = Vec::new();
     while out.len() < limit {
         let Some(row) = rows.next() else { break };
-        let batch: Vec<(i64, String, String)> = serde_json::from_str(&row?)
+        let batch: Vec<(i64, String, serde_json::Value)> = serde_json::from_str(&row?)
             .map_err(|e| Error::Storage(format!("session storage, replay events: {e}")))?;
         let room = limit - out.len();
         out.extend(
@@ -843,7 +871,14 @@ fn page_of(
                 .into_iter()
                 .filter(|(seq, _, _)| *seq > after_seq)
                 .take(room)
-                .map(|(seq, event, data)| LoggedEvent { seq, event, data }),
+                .map(|(seq, event, data)| LoggedEvent {
+                    seq,
+                    event,
+                    data: match data {
+                        serde_json::Value::String(text) => text,
+                        object => object.to_string(),
+                    },
+                }),
         );
     }
     Ok(out)
@@ -877,6 +912,37 @@ mod tests {
             after = last.seq;
             out.push(page.iter().map(|e| e.seq).collect());
         }
+    }
+
+    #[test]
+    fn an_object_is_stored_as_json_and_read_back_as_the_same_text_beside_old_string_rows() {
+        let object = serde_json::json!({ "tool": "t", "result": { "text": "a \"quoted\" line\n", "n": 1.5 } })
+            .to_string();
+        let pending = |seq, data: &str| Pending {
+            stream: "_".into(),
+            seq,
+            event: "tool_result".into(),
+            data: data.into(),
+            at: 0,
+        };
+        let batch = [
+            pending(1, &object),
+            pending(2, "plain text"),
+            pending(3, "{not json"),
+        ];
+        let written = batch_json(&batch).expect("the batch prints");
+        assert!(
+            written.starts_with(&format!("[[1,\"tool_result\",{object}]")),
+            "{written}"
+        );
+        // A row of the format before: every data a string.
+        let old = serde_json::json!([[4, "tool_call", object]]).to_string();
+        let page = page_of([Ok(written), Ok(old)].into_iter(), 0, 10).expect("the rows parse");
+        let data: Vec<&str> = page.iter().map(|e| e.data.as_str()).collect();
+        assert_eq!(
+            data,
+            [object.as_str(), "plain text", "{not json", object.as_str()]
+        );
     }
 
     #[test]
