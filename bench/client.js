@@ -37,16 +37,19 @@ function message(type, text) {
 /**
  * One MCP server at `mcpUrl`: `connect(headers)` opens a session (initialize + initialized) and
  * returns `{ call(name, args) → { ok, result, error }, rpc, session, close() }`; `attach(id,
- * headers)` returns the same for an existing session.
+ * headers)` returns the same for an existing session; `requests()` counts the POSTs sent so far.
+ * With `reuse: false` every request goes on a connection of its own (see bench/load.js).
  */
-export function server(mcpUrl, { connections = 64 } = {}) {
+export function server(mcpUrl, { connections = 64, reuse = true } = {}) {
   loopback(mcpUrl);
   const url = new URL(mcpUrl);
   const pool = new Pool(url.origin, { connections, pipelining: 1, keepAliveTimeout: 4_000 });
   let nextId = 1;
+  let sent = 0;
   async function send(body, headers) {
+    sent++;
     const res = await pool.request({
-      path: url.pathname, method: "POST", body: JSON.stringify(body),
+      path: url.pathname, method: "POST", body: JSON.stringify(body), reset: !reuse,
       headers: { "content-type": "application/json", accept: "application/json, text/event-stream", ...headers },
     });
     const text = await res.body.text();
@@ -86,13 +89,13 @@ export function server(mcpUrl, { connections = 64 } = {}) {
       },
       /** Ends the session (DELETE), so the server may free it. */
       async close() {
-        await pool.request({ path: url.pathname, method: "DELETE", headers }).then((r) => r.body.dump()).catch(() => {});
+        await pool.request({ path: url.pathname, method: "DELETE", headers, reset: !reuse }).then((r) => r.body.dump()).catch(() => {});
       },
     };
   }
   /** A POST outside any session; resolves to the HTTP status. */
   const raw = async (body) => (await send(body, {})).status;
-  return { connect, attach, raw, close: () => pool.close() };
+  return { connect, attach, raw, requests: () => sent, close: () => pool.close() };
 }
 
 /**

@@ -1,12 +1,13 @@
 // The FlowMind context catalog (issue 6): the committed migrations are what the generator writes from
-// data/flowmind/ (0016 from the frozen snapshot contexts_0016.json, 0028 the rewording that turns it
-// into contexts.json), the catalog keeps the invariants field_request and execute_workflow
-// rely on, and the labelled requests of the matching measurement (tests/data/flowmind_requests.json,
+// data/flowmind/ (0016 from the frozen snapshot contexts_0016.json; released rewordings such as 0028
+// never rewritten; the next rewording the difference to contexts.json), the catalog keeps the
+// invariants field_request and execute_workflow rely on, and the labelled requests of the matching measurement (tests/data/flowmind_requests.json,
 // read by src/engine/matcher/eval.rs) refer to real contexts. Needs no Worker.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -15,7 +16,21 @@ import { DatabaseSync } from "node:sqlite";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const MIGRATION = join(root, "migrations", "0016_flowmind_contexts.sql");
-const WORDING = join(root, "migrations", "0028_flowmind_catalog_wording.sql");
+const { released, next } = JSON.parse(readFileSync(join(root, "data", "flowmind", "wording.json"), "utf8"));
+const RELEASED = Object.keys(released).map((f) => join(root, "migrations", f));
+const NEXT = join(root, "migrations", next);
+// The wording migrations a database runs, in order: the released ones, then the next if there is one.
+const WORDING = [...RELEASED, ...(existsSync(NEXT) ? [NEXT] : [])];
+// The catalog as a database that has run 0016 and the released rewordings holds it.
+function deployed() {
+  const db = new DatabaseSync(":memory:");
+  for (const file of [MIGRATION, join(root, "migrations", "0018_flowmind_generation.sql"), ...RELEASED]) db.exec(readFileSync(file, "utf8"));
+  const rows = new Map(db.prepare("SELECT uri, description, tags, example_requests, activation_condition FROM contexts").all().map((r) => [r.uri, r]));
+  return contexts.map((c) => {
+    const r = rows.get(c.uri);
+    return { ...c, description: r.description, tags: JSON.parse(r.tags), example_requests: JSON.parse(r.example_requests), activation_condition: r.activation_condition };
+  });
+}
 const contexts = JSON.parse(readFileSync(join(root, "data", "flowmind", "contexts.json"), "utf8"));
 const snapshot = JSON.parse(readFileSync(join(root, "data", "flowmind", "contexts_0016.json"), "utf8"));
 const requests = JSON.parse(readFileSync(join(root, "tests", "data", "flowmind_requests.json"), "utf8"));
@@ -34,29 +49,41 @@ test("regenerating the catalog migrations reproduces the committed files byte fo
   const dir = mkdtempSync(join(tmpdir(), "flowmind-data-"));
   try {
     execFileSync(process.execPath, [join(root, "scripts", "flowmind-data.js"), "--out-dir", dir], { stdio: "pipe" });
-    for (const committed of [MIGRATION, WORDING]) {
+    for (const committed of [MIGRATION, NEXT]) {
       const name = committed.split("/").pop();
-      assert.ok(readFileSync(join(dir, name)).equals(readFileSync(committed)), `${name}: run \`npm run flowmind-data\` and commit the result`);
+      assert.equal(existsSync(join(dir, name)), existsSync(committed), `${name}: run \`npm run flowmind-data\` and commit the result`);
+      if (existsSync(committed)) assert.ok(readFileSync(join(dir, name)).equals(readFileSync(committed)), `${name}: run \`npm run flowmind-data\` and commit the result`);
     }
+    for (const file of RELEASED) assert.ok(!existsSync(join(dir, file.split("/").pop())), `${file}: the generator never writes a released migration`);
   } finally {
     rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("released wording migrations are the bytes deployed databases ran", () => {
+  for (const [file, sha] of Object.entries(released)) {
+    const got = createHash("sha256").update(readFileSync(join(root, "migrations", file))).digest("hex");
+    assert.equal(got, sha, `${file} was edited after its release: put new wording in ${next} (npm run flowmind-data) and restore it`);
   }
 });
 
 test("the generator refuses a catalog that differs from the 0016 snapshot in more than wording", () => {
   const dir = mkdtempSync(join(tmpdir(), "flowmind-data-"));
   try {
-    // A copy of the generator beside data whose contexts.json is the snapshot with one change.
+    // A copy of the generator beside data whose contexts.json is the deployed catalog with one change.
     mkdirSync(join(dir, "scripts"));
     for (const f of ["flowmind-data.js", "sql.js"]) cpSync(join(root, "scripts", f), join(dir, "scripts", f));
     cpSync(join(root, "data", "flowmind"), join(dir, "data", "flowmind"), { recursive: true });
+    cpSync(join(root, "migrations"), join(dir, "migrations"), { recursive: true });
+    const base = deployed();
     const run = (edit) => {
-      const changed = structuredClone(snapshot);
+      const changed = structuredClone(base);
       edit(changed[0]);
       writeFileSync(join(dir, "data", "flowmind", "contexts.json"), JSON.stringify(changed));
       execFileSync(process.execPath, [join(dir, "scripts", "flowmind-data.js"), "--out-dir", dir], { stdio: "pipe" });
-      return readFileSync(join(dir, "0028_flowmind_catalog_wording.sql"), "utf8");
+      return existsSync(join(dir, next)) ? readFileSync(join(dir, next), "utf8") : "";
     };
+    assert.equal(run(() => {}), "", "the deployed catalog unchanged needs no next migration");
     assert.throws(() => run((c) => c.required_variables.push("extra_variable")),
       (e) => /only the wording .* may differ from contexts_0016\.json/.test(e.stderr.toString()));
     const wording = run((c) => (c.description += " Reworded."));
@@ -68,7 +95,7 @@ test("the generator refuses a catalog that differs from the 0016 snapshot in mor
 });
 
 test("no statement of the migrations reaches D1's 100 KB limit", () => {
-  for (const file of [MIGRATION, WORDING]) {
+  for (const file of [MIGRATION, ...WORDING]) {
     for (const stmt of readFileSync(file, "utf8").split(";\n")) assert.ok(Buffer.byteLength(stmt) < 100_000, stmt.slice(0, 80));
   }
 });
@@ -228,9 +255,9 @@ test("the migration applies to SQLite and its CHECK constraints refuse malformed
   insert("workflow://team/onboarding", "workflow");
 });
 
-test("0016 then 0028 leave in SQLite exactly the catalog of contexts.json, the one the native measurement reads", () => {
+test("0016 then the rewordings leave in SQLite exactly the catalog of contexts.json, the one the native measurement reads", () => {
   const db = new DatabaseSync(":memory:");
-  for (const file of [MIGRATION, join(root, "migrations", "0018_flowmind_generation.sql"), WORDING]) db.exec(readFileSync(file, "utf8"));
+  for (const file of [MIGRATION, join(root, "migrations", "0018_flowmind_generation.sql"), ...WORDING]) db.exec(readFileSync(file, "utf8"));
   const rows = db.prepare("SELECT uri, description, tags, example_requests, activation_condition, required_variables, steps FROM contexts").all();
   assert.equal(rows.length, contexts.length);
   for (const r of rows) {
@@ -240,6 +267,6 @@ test("0016 then 0028 leave in SQLite exactly the catalog of contexts.json, the o
       [c.description, c.tags, c.example_requests, c.activation_condition, c.required_variables], r.uri);
     assert.deepEqual(r.steps === null ? undefined : JSON.parse(r.steps), c.steps, r.uri);
   }
-  // Instances that built their index from 0016's wording rebuild it.
-  assert.equal(db.prepare("SELECT generation FROM flowmind_generation").get().generation, 1);
+  // Instances that built their index from earlier wording rebuild it: one bump per rewording.
+  assert.equal(db.prepare("SELECT generation FROM flowmind_generation").get().generation, WORDING.length);
 });

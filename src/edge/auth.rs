@@ -66,9 +66,11 @@ pub fn resource_url(req: &Request, cfg: &Config) -> String {
 /// histories and `Referer` headers, so the MCP authorization spec allows tokens in the
 /// `Authorization` header only.
 pub async fn authenticate(req: &Request, env: &Env, cfg: &Config) -> Result<Caller> {
-    let in_query = req
-        .url()
-        .is_ok_and(|u| u.query_pairs().any(|(k, _)| k == "access_token"));
+    // A URL without a query has no such pair: most requests are not parsed for it.
+    let in_query = req.inner().url().contains('?')
+        && req
+            .url()
+            .is_ok_and(|u| u.query_pairs().any(|(k, _)| k == "access_token"));
     if in_query {
         return Err(invalid(
             "a bearer token in the URL (access_token in the query string) is never accepted; send it in the Authorization header (Authorization: Bearer <JWT>) and revoke the one in the URL, it may have been logged",

@@ -14,3 +14,12 @@ pub mod schema;
 pub mod sort;
 pub mod template;
 pub mod variables;
+
+/// `text` cut to its first `max` characters, with `…` when something was cut: so a large value
+/// cannot make a large message.
+pub fn clip(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((end, _)) => format!("{}…", &text[..end]),
+        None => text.to_string(),
+    }
+}

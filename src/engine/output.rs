@@ -52,13 +52,16 @@ impl Format {
 /// Produces the final output.
 pub fn finish(r: &Rendered, format: Format, apply_security: bool) -> String {
     match format {
-        Format::Text => join(r, |v, _| {
-            if apply_security {
-                strip_controls(v)
-            } else {
-                v.to_string()
+        Format::Text => {
+            let mut out = String::with_capacity(r.as_str().len());
+            for (piece, t) in r.pieces() {
+                match piece {
+                    Piece::Value { .. } if apply_security => out.push_str(&strip_controls(t)),
+                    _ => out.push_str(t),
+                }
             }
-        }),
+            out
+        }
         Format::Markdown => {
             let markup_is_data = apply_security && unsafe_markup(r);
             let mut out = String::with_capacity(r.as_str().len());
@@ -76,17 +79,6 @@ pub fn finish(r: &Rendered, format: Format, apply_security: bool) -> String {
         }
         Format::Html => to_html(r, apply_security),
     }
-}
-
-fn join(r: &Rendered, value: impl Fn(&str, bool) -> String) -> String {
-    let mut out = String::with_capacity(r.as_str().len());
-    for (piece, t) in r.pieces() {
-        match piece {
-            Piece::Text | Piece::Markup => out.push_str(t),
-            Piece::Value { raw } => out.push_str(&value(t, raw)),
-        }
-    }
-    out
 }
 
 /// Whether the template's text and literal markup of this render, together, fail the security
@@ -148,31 +140,14 @@ pub fn dangerous_url(url: &str) -> bool {
         .any(|s| compact.starts_with(s))
 }
 
-fn sanitize(ev: Event<'_>) -> Event<'_> {
+fn sanitize(mut ev: Event<'_>) -> Event<'_> {
+    if let Event::Start(Tag::Link { dest_url, .. } | Tag::Image { dest_url, .. }) = &mut ev {
+        if dangerous_url(dest_url) {
+            *dest_url = CowStr::Borrowed("#");
+        }
+    }
     match ev {
         Event::Html(s) | Event::InlineHtml(s) => Event::Text(s),
-        Event::Start(Tag::Link {
-            link_type,
-            dest_url,
-            title,
-            id,
-        }) if dangerous_url(&dest_url) => Event::Start(Tag::Link {
-            link_type,
-            dest_url: CowStr::Borrowed("#"),
-            title,
-            id,
-        }),
-        Event::Start(Tag::Image {
-            link_type,
-            dest_url,
-            title,
-            id,
-        }) if dangerous_url(&dest_url) => Event::Start(Tag::Image {
-            link_type,
-            dest_url: CowStr::Borrowed("#"),
-            title,
-            id,
-        }),
         other => other,
     }
 }

@@ -700,20 +700,12 @@ pub fn output_problems(plan: &Plan, vars: &Value) -> Vec<String> {
                 Some(v) if !kind.accepts(v) => Some(format!(
                     "{name} must be of type {}, got {}",
                     kind.as_str(),
-                    shorten(&v.to_string())
+                    super::clip(&v.to_string(), 80)
                 )),
                 Some(_) => None,
             },
         )
         .collect()
-}
-
-fn shorten(text: &str) -> String {
-    if text.chars().count() > 80 {
-        format!("{}…", text.chars().take(80).collect::<String>())
-    } else {
-        text.to_string()
-    }
 }
 
 fn step_label(def: &StepDef) -> String {
@@ -788,6 +780,53 @@ fn skip_reason(plan: &Plan, reports: &[StepReport], i: usize, vars: &Value) -> S
     reason
 }
 
+/// Step `i`'s input: its `input_template` rendered over `vars` (none without one), adding to
+/// `warnings` each variable it does not declare that rendered as empty text; `Err`: why the step
+/// cannot run.
+fn step_input(
+    plan: &Plan,
+    reports: &[StepReport],
+    i: usize,
+    vars: &Value,
+    strict: bool,
+    warnings: &mut Vec<String>,
+) -> Result<Option<String>, String> {
+    let step = &plan.steps[i];
+    let Some(template) = &step.input else {
+        return Ok(None);
+    };
+    let render = RenderOptions {
+        strict,
+        ..RenderOptions::default()
+    };
+    let r = template
+        .render(vars, render)
+        .map_err(|e| format!("input_template: {e}"))?;
+    for path in &r.missing {
+        let root = path.split(['.', '[']).next().unwrap_or(path);
+        let declared = step
+            .def
+            .input_variables
+            .iter()
+            .any(|v| v == path || v.split(['.', '[']).next() == Some(root));
+        if !declared {
+            warnings.push(format!(
+                "input_template: {path} has no value and rendered as empty text: {}",
+                why_missing(plan, reports, i, root)
+            ));
+        }
+    }
+    let text = r.text();
+    if text.len() > MAX_STEP_INPUT_BYTES {
+        // Not kept: the execution's record must stay within a D1 row.
+        return Err(format!(
+            "input_template rendered {} bytes; a step's input is limited to {MAX_STEP_INPUT_BYTES} bytes (the execution's record keeps it)",
+            text.len()
+        ));
+    }
+    Ok(Some(text))
+}
+
 /// Decides conditions and inputs of a batch against the variables as they are before it, runs its
 /// steps (concurrently) and records their outcomes. A condition or input that fails is the step's
 /// failure, under its `on_failure`.
@@ -803,6 +842,7 @@ async fn run_batch(
     let reports = &mut report.steps;
     let mut jobs = Vec::new();
     let mut settled: Vec<(usize, StepOutcome)> = Vec::new();
+    let invalid = |why: String| -> StepOutcome { Err(StepError::new(ErrorClass::Validation, why)) };
     for &i in batch {
         let step = &plan.steps[i];
         if let Some(cond) = &step.condition {
@@ -815,79 +855,25 @@ async fn run_batch(
                 }
                 Ok(_) => {}
                 Err(e) => {
-                    settled.push((
-                        i,
-                        Err(StepError::new(
-                            ErrorClass::Validation,
-                            format!("conditional_execution: {e}"),
-                        )),
-                    ));
+                    settled.push((i, invalid(format!("conditional_execution: {e}"))));
                     continue;
                 }
             }
         }
         let mut warnings = missing_inputs(plan, reports, i, vars);
         if opts.strict_inputs && !warnings.is_empty() {
-            settled.push((
-                i,
-                Err(StepError::new(
-                    ErrorClass::Validation,
-                    format!(
-                        "{} (the chain is strict: configuration.strict_inputs)",
-                        warnings.join("; ")
-                    ),
-                )),
-            ));
+            let why = warnings.join("; ") + " (the chain is strict: configuration.strict_inputs)";
+            settled.push((i, invalid(why)));
             continue;
         }
-        let render = RenderOptions {
-            strict: opts.strict_inputs,
-            ..RenderOptions::default()
-        };
-        let input = match &step.input {
-            Some(t) => match t.render(vars, render) {
-                Ok(r) => {
-                    for path in &r.missing {
-                        let root = path.split(['.', '[']).next().unwrap_or(path);
-                        let declared = step
-                            .def
-                            .input_variables
-                            .iter()
-                            .any(|v| v == path || v.split(['.', '[']).next() == Some(root));
-                        if !declared {
-                            warnings.push(format!(
-                                "input_template: {path} has no value and rendered as empty text: {}",
-                                why_missing(plan, reports, i, root)
-                            ));
-                        }
-                    }
-                    let text = r.text();
-                    if text.len() > MAX_STEP_INPUT_BYTES {
-                        // Not kept: the execution's record must stay within a D1 row.
-                        settled.push((i, Err(StepError::new(ErrorClass::Validation, format!(
-                            "input_template rendered {} bytes; a step's input is limited to {MAX_STEP_INPUT_BYTES} bytes (the execution's record keeps it)",
-                            text.len()
-                        )))));
-                        continue;
-                    }
-                    Some(text)
-                }
-                Err(e) => {
-                    settled.push((
-                        i,
-                        Err(StepError::new(
-                            ErrorClass::Validation,
-                            format!("input_template: {e}"),
-                        )),
-                    ));
-                    continue;
-                }
-            },
-            None => None,
-        };
-        reports[i].warnings.extend(warnings);
-        reports[i].input = input.clone();
-        jobs.push((i, input));
+        match step_input(plan, reports, i, vars, opts.strict_inputs, &mut warnings) {
+            Ok(input) => {
+                reports[i].warnings.extend(warnings);
+                reports[i].input = input.clone();
+                jobs.push((i, input));
+            }
+            Err(why) => settled.push((i, invalid(why))),
+        }
     }
     let snapshot = vars.clone();
     let mut seeds: Vec<u64> = jobs
@@ -934,20 +920,17 @@ async fn run_batch(
         });
         // A failure after warnings about missing inputs is likely their doing: say so.
         let result = result.map_err(|mut e| {
-            let missing: Vec<&String> = reports[i]
+            let missing: Vec<&str> = reports[i]
                 .warnings
                 .iter()
+                .map(String::as_str)
                 .filter(|w| w.contains(" has no value"))
                 .collect();
             if !missing.is_empty() && e.class != ErrorClass::AwaitingInput {
                 e.message = format!(
                     "{}. Inputs without a value: {}",
                     e.message.trim_end_matches('.'),
-                    missing
-                        .iter()
-                        .map(|w| w.as_str())
-                        .collect::<Vec<_>>()
-                        .join("; ")
+                    missing.join("; ")
                 );
             }
             e
@@ -968,14 +951,6 @@ async fn run_batch(
                 reports[i].prompt = e.prompt;
             }
             Err(e) => match step.def.on_failure {
-                OnFailure::Warn | OnFailure::Skip => {
-                    reports[i].state = if step.def.on_failure == OnFailure::Warn {
-                        StepState::Warned
-                    } else {
-                        StepState::Skipped
-                    };
-                    reports[i].reason = Some(e.message);
-                }
                 OnFailure::Fallback => {
                     let fallback = fallback_def(&step.def);
                     match host
@@ -999,8 +974,12 @@ async fn run_batch(
                         }
                     }
                 }
-                OnFailure::Fail => {
-                    reports[i].state = StepState::Failed;
+                other => {
+                    reports[i].state = match other {
+                        OnFailure::Warn => StepState::Warned,
+                        OnFailure::Skip => StepState::Skipped,
+                        OnFailure::Fail | OnFailure::Fallback => StepState::Failed,
+                    };
                     reports[i].reason = Some(e.message);
                 }
             },

@@ -65,13 +65,22 @@ fn modern_version(version_header: Option<&str>) -> bool {
     version_header.is_some_and(|v| version::is_modern(v.trim()))
 }
 
+/// The era of a POST when its headers decide it (rules 1 and 2 of the module doc), so its body
+/// need not be read for that; `None` when the body must say.
+pub fn era_of_post_headers(has_session: bool, version_header: Option<&str>) -> Option<Era> {
+    if modern_version(version_header) {
+        Some(Era::Modern)
+    } else if has_session {
+        Some(Era::Legacy)
+    } else {
+        None
+    }
+}
+
 /// The era of a POST (see the module doc).
 pub fn era_of_post(has_session: bool, version_header: Option<&str>, body: &Value) -> Era {
-    if modern_version(version_header) {
-        return Era::Modern;
-    }
-    if has_session {
-        return Era::Legacy;
+    if let Some(era) = era_of_post_headers(has_session, version_header) {
+        return era;
     }
     let method = body.get("method").and_then(Value::as_str);
     let meta_version = body
@@ -235,77 +244,75 @@ pub fn check(body: Value, headers: &Mirrored) -> std::result::Result<Message, Re
         }
     };
 
+    let mismatch = |why: String| refuse(Error::HeaderMismatch(why));
+    let bad_meta = |why: String| refuse(Error::BadMeta(why));
     match headers.method.as_deref().map(str::trim) {
         None => {
-            return Err(refuse(Error::HeaderMismatch(format!(
+            return Err(mismatch(format!(
                 "Header mismatch: the Mcp-Method header is required (send Mcp-Method: {method})"
-            ))))
+            )))
         }
         Some(m) if m != method => {
-            return Err(refuse(Error::HeaderMismatch(format!(
+            return Err(mismatch(format!(
             "Header mismatch: Mcp-Method header value {m:?} does not match body method {method:?}"
-        ))))
+        )))
         }
         Some(_) => {}
     }
     if let Some(param) = name_param(&method) {
         let body_name = params.get(param).and_then(Value::as_str);
-        let header_name = match headers.name.as_deref() {
-            None => {
-                return Err(refuse(Error::HeaderMismatch(format!(
-                    "Header mismatch: the Mcp-Name header is required for {method} (the value of params.{param})"
-                ))))
-            }
-            Some(h) => decode_header_value(h).map_err(&refuse)?,
+        let Some(header) = headers.name.as_deref() else {
+            return Err(mismatch(format!(
+                "Header mismatch: the Mcp-Name header is required for {method} (the value of params.{param})"
+            )));
         };
+        let header_name = decode_header_value(header).map_err(&refuse)?;
         if body_name != Some(header_name.as_str()) {
-            return Err(refuse(Error::HeaderMismatch(format!(
+            return Err(mismatch(format!(
                 "Header mismatch: Mcp-Name header value {header_name:?} does not match body params.{param} {}",
                 body_name.map_or("(absent)".to_string(), |n| format!("{n:?}"))
-            ))));
+            )));
         }
     }
 
-    let meta = match params.get("_meta") {
-        Some(Value::Object(m)) => m,
-        _ => {
-            return Err(refuse(Error::BadMeta(format!(
-                "Invalid params: params._meta is required on every 2026-07-28 request, with {META_VERSION:?} and {META_CAPABILITIES:?}"
-            ))))
-        }
+    let Some(Value::Object(meta)) = params.get("_meta") else {
+        return Err(bad_meta(format!(
+            "Invalid params: params._meta is required on every 2026-07-28 request, with {META_VERSION:?} and {META_CAPABILITIES:?}"
+        )));
     };
     let Some(meta_version) = meta.get(META_VERSION).and_then(Value::as_str) else {
-        return Err(refuse(Error::BadMeta(format!(
+        return Err(bad_meta(format!(
             "Invalid params: params._meta[{META_VERSION:?}] (string) is required"
-        ))));
+        )));
     };
-    let capabilities = match meta.get(META_CAPABILITIES) {
-        Some(c @ Value::Object(_)) => c.clone(),
-        _ => {
-            return Err(refuse(Error::BadMeta(format!(
-                "Invalid params: params._meta[{META_CAPABILITIES:?}] (object) is required; send {{}} when the client has none"
-            ))))
-        }
+    let Some(capabilities) = meta
+        .get(META_CAPABILITIES)
+        .filter(|c| c.is_object())
+        .cloned()
+    else {
+        return Err(bad_meta(format!(
+            "Invalid params: params._meta[{META_CAPABILITIES:?}] (object) is required; send {{}} when the client has none"
+        )));
     };
     let log_level = match meta.get(META_LOG_LEVEL) {
         None => None,
         Some(Value::String(l)) => Some(LogLevel::parse(l).map_err(&refuse)?),
         Some(_) => {
-            return Err(refuse(Error::BadMeta(format!(
+            return Err(bad_meta(format!(
                 "Invalid params: params._meta[{META_LOG_LEVEL:?}] must be a log level string"
-            ))))
+            )))
         }
     };
     match headers.version.as_deref().map(str::trim) {
         None => {
-            return Err(refuse(Error::HeaderMismatch(format!(
+            return Err(mismatch(format!(
                 "Header mismatch: the MCP-Protocol-Version header is required (send MCP-Protocol-Version: {meta_version})"
-            ))))
+            )))
         }
         Some(h) if h != meta_version => {
-            return Err(refuse(Error::HeaderMismatch(format!(
+            return Err(mismatch(format!(
                 "Header mismatch: MCP-Protocol-Version header value {h:?} does not match _meta version {meta_version:?}"
-            ))))
+            )))
         }
         Some(_) => {}
     }

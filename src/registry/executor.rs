@@ -42,9 +42,15 @@ pub async fn execute(tool: &Tool, ctx: &dyn ToolContext, args: Value) -> CallOut
         }
     };
     // `name`/`args` are seed 003's field names; `tool`/`arguments` stay for existing readers.
+    // Built by hand: `json!` would copy each value into the event once more.
     events("tool_call", &|| {
         let shown = tool.redact(&args);
-        json!({ "tool": name, "arguments": shown, "name": name, "args": shown })
+        event_of([
+            ("tool", json!(name)),
+            ("arguments", shown.clone()),
+            ("name", json!(name)),
+            ("args", shown),
+        ])
     });
 
     // Only a recorded event of a tool with sensitive fields needs the arguments again, to hide
@@ -76,8 +82,12 @@ pub async fn execute(tool: &Tool, ctx: &dyn ToolContext, args: Value) -> CallOut
     match outcome {
         Ok((result, cached)) => {
             events("tool_result", &|| {
-                json!({ "tool": name, "duration_ms": duration_ms, "cached": cached,
-                        "result": tool.redact_output(&secret_args, &result) })
+                event_of([
+                    ("tool", json!(name)),
+                    ("duration_ms", json!(duration_ms)),
+                    ("cached", json!(cached)),
+                    ("result", tool.redact_output(&secret_args, &result)),
+                ])
             });
             CallOutcome {
                 result,
@@ -99,6 +109,16 @@ pub async fn execute(tool: &Tool, ctx: &dyn ToolContext, args: Value) -> CallOut
             }
         }
     }
+}
+
+/// An event's object from its fields, each value moved in (not copied again, as `json!` would).
+fn event_of<const N: usize>(fields: [(&str, Value); N]) -> Value {
+    Value::Object(
+        fields
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect(),
+    )
 }
 
 /// The `CallToolResult` (`isError: true`) of a call of `tool` that ended in `e`: in the tool's

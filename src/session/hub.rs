@@ -57,10 +57,10 @@ impl Hub {
     }
 
     /// Sends a frame to the live reader of `stream`, if any, dropping it when it has gone.
-    pub fn deliver(&self, stream: &str, frame: &[u8]) {
+    pub fn deliver(&self, stream: &str, frame: Vec<u8>) {
         let mut subs = self.subscribers.borrow_mut();
         if let Some(s) = subs.get(stream) {
-            if s.gone() || s.tx.unbounded_send(frame.to_vec()).is_err() {
+            if s.gone() || s.tx.unbounded_send(frame).is_err() {
                 subs.remove(stream);
             }
         }
@@ -71,11 +71,15 @@ impl Hub {
         self.watchers.borrow_mut().push(Subscriber { tx, signal });
     }
 
-    /// Sends a tool event frame to every dashboard reader, dropping those that have gone.
-    pub fn deliver_to_watchers(&self, frame: &[u8]) {
-        self.watchers
-            .borrow_mut()
-            .retain(|w| !w.gone() && w.tx.unbounded_send(frame.to_vec()).is_ok());
+    /// Sends a tool event frame to every dashboard reader, dropping those that have gone; the
+    /// frame is built only when someone watches (most calls have no dashboard open).
+    pub fn deliver_to_watchers(&self, frame: impl FnOnce() -> Vec<u8>) {
+        let mut watchers = self.watchers.borrow_mut();
+        if watchers.is_empty() {
+            return;
+        }
+        let frame = frame();
+        watchers.retain(|w| !w.gone() && w.tx.unbounded_send(frame.clone()).is_ok());
     }
 
     /// Marks a POST stream as still producing events (its call is running).

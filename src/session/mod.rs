@@ -102,12 +102,12 @@ impl Core {
             stream: stream.to_string(),
             seq,
         };
-        let frame = sse::frame(&id, event, data);
         if is_mcp_message(event) {
-            self.hub.deliver(stream, &frame);
+            self.hub.deliver(stream, sse::frame(&id, event, data));
         } else if stream == STANDALONE && is_tool_event(event) {
             // Tool events are for dashboards only: an MCP stream carries JSON-RPC messages alone.
-            self.hub.deliver_to_watchers(&frame);
+            self.hub
+                .deliver_to_watchers(|| sse::frame(&id, event, data));
             if relay {
                 self.relay_event(event, data);
             }

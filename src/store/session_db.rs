@@ -505,19 +505,20 @@ impl SessionDb {
         let Some(last) = batch.last() else {
             return Ok(());
         };
-        let events = serde_json::Value::Array(
-            batch
+        // `[[seq, event, data], …]`, printed straight from the batch (no copy of each event).
+        let events = serde_json::to_string(
+            &batch
                 .iter()
-                .map(|p| serde_json::json!([p.seq, p.event, p.data]))
-                .collect(),
-        );
+                .map(|p| (p.seq, &p.event, &p.data))
+                .collect::<Vec<_>>(),
+        )?;
         self.sql
             .exec(
                 "INSERT INTO event_log (stream, seq, events, at) VALUES (?, ?, ?, ?)",
                 vec![
                     last.stream.as_str().into(),
                     SqlStorageValue::Integer(last.seq),
-                    events.to_string().into(),
+                    events.into(),
                     SqlStorageValue::Integer(last.at),
                 ],
             )

@@ -260,8 +260,7 @@ async fn name_holder(
     name: &str,
 ) -> Result<Option<Value>> {
     let mine = me.can_write("", 2);
-    let mut params = vec![json!(name)];
-    params.extend(mine.params);
+    let params = [vec![json!(name)], mine.params].concat();
     let sql = format!(
         "SELECT owner IS NULL AS shipped, {} AS mine{extra} FROM {table} WHERE name = ?1",
         mine.sql

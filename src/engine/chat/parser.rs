@@ -77,6 +77,13 @@ enum State {
     Tag(Tag),
 }
 
+impl State {
+    /// Plain text with nothing held.
+    const TEXT: State = State::Text {
+        pending: String::new(),
+    };
+}
+
 /// The streaming parser. Feed chunks with [`Parser::push`], then call [`Parser::finish`].
 #[derive(Debug, Clone)]
 pub struct Parser {
@@ -92,9 +99,7 @@ pub struct Parser {
 impl Default for Parser {
     fn default() -> Self {
         Parser {
-            state: State::Text {
-                pending: String::new(),
-            },
+            state: State::TEXT,
             raw: String::new(),
             name: None,
             args: None,
@@ -121,12 +126,7 @@ impl Parser {
 
     /// Ends the answer: held text is released, and an unfinished tag is reported as malformed.
     pub fn finish(mut self) -> Vec<Item> {
-        match std::mem::replace(
-            &mut self.state,
-            State::Text {
-                pending: String::new(),
-            },
-        ) {
+        match std::mem::replace(&mut self.state, State::TEXT) {
             State::Text { pending } => self.text.push_str(&pending),
             State::Tag(tag) => {
                 self.flush_text();
@@ -148,12 +148,7 @@ impl Parser {
     }
 
     fn step(&mut self, c: char) {
-        let state = std::mem::replace(
-            &mut self.state,
-            State::Text {
-                pending: String::new(),
-            },
-        );
+        let state = std::mem::replace(&mut self.state, State::TEXT);
         self.state = match state {
             State::Text { mut pending } => {
                 pending.push(c);
@@ -183,9 +178,7 @@ impl Parser {
                     self.malformed(format!(
                         "the tool call is longer than {MAX_TAG_BYTES} bytes"
                     ));
-                    State::Text {
-                        pending: String::new(),
-                    }
+                    State::TEXT
                 } else {
                     self.tag_step(tag, c)
                 }
@@ -200,13 +193,12 @@ impl Parser {
             Tag::AfterOpen if c.is_alphanumeric() || c == '_' || c == '-' => {
                 // `<tool_calls…` or similar: not our tag after all, just text.
                 self.text.push_str(&std::mem::take(&mut self.raw));
-                State::Text {
-                    pending: String::new(),
-                }
+                State::TEXT
             }
             Tag::AfterOpen | Tag::Space => match c {
                 c if c.is_whitespace() => State::Tag(Tag::Space),
-                '>' => self.open_tag_closed(),
+                // The open tag ended: the close tag must follow.
+                '>' => State::Tag(Tag::Closing { matched: 0 }),
                 '/' => State::Tag(Tag::SelfClosing),
                 c if c.is_ascii_alphabetic() || c == '_' => {
                     State::Tag(Tag::AttrName(c.to_string()))
@@ -291,9 +283,7 @@ impl Parser {
                             "args is not a complete JSON object: </tool_call> came before its closing }"
                                 .into(),
                         );
-                        return State::Text {
-                            pending: String::new(),
-                        };
+                        return State::TEXT;
                     }
                 }
                 if depth == 0 {
@@ -336,19 +326,12 @@ impl Parser {
                 };
                 if matched == CLOSE.len() {
                     self.malformed(reason);
-                    State::Text {
-                        pending: String::new(),
-                    }
+                    State::TEXT
                 } else {
                     State::Tag(Tag::Skip { reason, matched })
                 }
             }
         }
-    }
-
-    /// The open tag ended with `>`: the close tag must follow.
-    fn open_tag_closed(&mut self) -> State {
-        State::Tag(Tag::Closing { matched: 0 })
     }
 
     /// The whole tag has been read: a call, or malformed when name or args are missing or bad.
@@ -375,9 +358,7 @@ impl Parser {
             }
             Err(reason) => self.malformed(reason),
         }
-        State::Text {
-            pending: String::new(),
-        }
+        State::TEXT
     }
 
     fn malformed(&mut self, reason: String) {

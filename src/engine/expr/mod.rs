@@ -407,13 +407,7 @@ pub fn truthy(v: &Value) -> bool {
 
 /// A value for an error message: its text, shortened so a large value cannot make a large message.
 pub(super) fn shown(v: &Value) -> String {
-    const MAX: usize = 60;
-    let text = to_text(v);
-    if text.chars().count() > MAX {
-        text.chars().take(MAX).collect::<String>() + "…"
-    } else {
-        text
-    }
+    super::clip(&to_text(v), 60)
 }
 
 /// The text of a value in a template: `null` is empty, numbers print as in JavaScript, lists join

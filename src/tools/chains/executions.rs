@@ -233,8 +233,7 @@ fn in_scope(ctx: &dyn ToolContext, scope: Scope, first: usize) -> (String, Vec<V
 /// exist.
 async fn load(ctx: &dyn ToolContext, id: &str, scope: Scope) -> ToolResult<Record> {
     let (mine, params) = in_scope(ctx, scope, 2);
-    let mut all = vec![json!(id)];
-    all.extend(params);
+    let all = [vec![json!(id)], params].concat();
     let row = ctx
         .query(
             &format!(
@@ -952,20 +951,20 @@ pub fn summary(run: &Run, report: &RunReport, hidden: &Hidden) -> ToolResult {
             json!({ "type": "text", "text": t }),
         ]))
     };
+    // A titled list of lines, when there are any.
+    let section = |t: &mut String, title: &str, lines: &[String]| {
+        if !lines.is_empty() {
+            t.push_str(&format!("\n\n**{title}:**{}", lines.concat()));
+        }
+    };
     match report.status {
         RunStatus::Completed => {
             let mut t = format!(
                 "Chain execution completed successfully.\n\n**Execution Results:**\n- Chain: {title}\n- Duration: {duration}ms\n- Steps Completed: {finished}/{total}\n- Final Status: completed"
             );
-            if !outputs.is_empty() {
-                t.push_str(&format!("\n\n**Key Outputs:**{}", outputs.concat()));
-            }
-            if !notes.is_empty() {
-                t.push_str(&format!("\n\n**Step Notes:**{}", notes.concat()));
-            }
-            if !warnings.is_empty() {
-                t.push_str(&format!("\n\n**Warnings:**{}", warnings.concat()));
-            }
+            section(&mut t, "Key Outputs", &outputs);
+            section(&mut t, "Step Notes", &notes);
+            section(&mut t, "Warnings", &warnings);
             if run.tracked {
                 t.push_str(&format!("{id_line} (saved for reference)"));
             }
@@ -984,14 +983,7 @@ pub fn summary(run: &Run, report: &RunReport, hidden: &Hidden) -> ToolResult {
                 t.push_str(&format!(
                     "\n\n**Step '{}' waits for:** {}\n\n**Instructions:**\n{}\n\n**Input:**\n{}",
                     s.name,
-                    p["output_variables"]
-                        .as_array()
-                        .map(|a| a
-                            .iter()
-                            .filter_map(Value::as_str)
-                            .collect::<Vec<_>>()
-                            .join(", "))
-                        .unwrap_or_default(),
+                    crate::tools::strings(&p["output_variables"]).join(", "),
                     p["instructions"].as_str().unwrap_or(""),
                     p["input"].as_str().unwrap_or(""),
                 ));
@@ -1028,26 +1020,22 @@ pub fn summary(run: &Run, report: &RunReport, hidden: &Hidden) -> ToolResult {
                     _ => "none",
                 }),
             );
-            if !report.rollbacks.is_empty() {
-                t.push_str("\n\n**Rollback:**");
-                for r in &report.rollbacks {
-                    t.push_str(&format!(
+            let rollbacks: Vec<String> = report
+                .rollbacks
+                .iter()
+                .map(|r| {
+                    let error = r.error.as_ref().map(|e| format!(" ({e})"));
+                    format!(
                         "\n- step {}: {}{}",
                         r.id,
                         r.outcome,
-                        r.error
-                            .as_ref()
-                            .map(|e| format!(" ({e})"))
-                            .unwrap_or_default()
-                    ));
-                }
-            }
-            if !outputs.is_empty() {
-                t.push_str(&format!("\n\n**Partial Results:**{}", outputs.concat()));
-            }
-            if !warnings.is_empty() {
-                t.push_str(&format!("\n\n**Warnings:**{}", warnings.concat()));
-            }
+                        error.unwrap_or_default()
+                    )
+                })
+                .collect();
+            section(&mut t, "Rollback", &rollbacks);
+            section(&mut t, "Partial Results", &outputs);
+            section(&mut t, "Warnings", &warnings);
             t.push_str(&id_line);
             Err(ToolError::failed(t))
         }

@@ -393,8 +393,7 @@ async fn prepare(ctx: &dyn ToolContext, args: &Value) -> ToolResult<Prepared> {
         ));
     }
     let readable = Principal::of(ctx).can_read("", 2);
-    let mut params = vec![json!(name)];
-    params.extend(readable.params);
+    let params = [vec![json!(name)], readable.params].concat();
     let rows = ctx
         .query(
             &format!(

@@ -94,7 +94,7 @@ pub fn json_object(what: &str, text: Option<&str>) -> Result<Map<String, Value>,
         )),
         Err(e) => Err(format!(
             "{what} must be a JSON object (write literal braces as {{{{ and }}}} in the template), but it rendered {:?}, which is not JSON: {e}",
-            shorten(text)
+            crate::engine::clip(text, 120)
         )),
     }
 }
@@ -107,14 +107,6 @@ fn kind_of(v: &Value) -> &'static str {
         Value::String(_) => "string",
         Value::Array(_) => "array",
         Value::Object(_) => "object",
-    }
-}
-
-fn shorten(text: &str) -> String {
-    if text.chars().count() > 120 {
-        format!("{}…", text.chars().take(120).collect::<String>())
-    } else {
-        text.to_string()
     }
 }
 
@@ -957,13 +949,7 @@ mod tests {
 
     #[test]
     fn records_can_be_read_by_whom_their_owner_allows_and_changed_by_their_owner() {
-        let reader = Principal::new(
-            &Caller {
-                user: Some("u-2".into()),
-                roles: vec!["hr-read".into()],
-            },
-            "",
-        );
+        let reader = Principal::new(&crate::testkit::user("u-2", &["hr-read"]), "");
         let q = read_record("leads", "a", &reader);
         assert!(q.sql.contains("AS writable") && q.sql.contains("owner IS ?3"));
         assert_eq!(q.params.len(), 6);
@@ -1015,26 +1001,13 @@ mod tests {
             "WHERE (SELECT data FROM collection_records WHERE collection = ?3 AND id = ?4) IS ?5"
         ));
         assert_eq!(
-            j.params,
-            vec![
-                json!("exec-1"),
-                json!(3),
-                json!("leads"),
-                json!("a"),
-                Value::Null,
-                json!("{\"n\":1}")
-            ]
+            json!(j.params),
+            json!(["exec-1", 3, "leads", "a", null, "{\"n\":1}"])
         );
         assert!(j
             .sql
             .contains("(SELECT owner FROM collection_records WHERE collection = ?3 AND id = ?4)"));
-        let writer = Principal::new(
-            &Caller {
-                user: Some("u-1".into()),
-                roles: vec![],
-            },
-            "",
-        );
+        let writer = Principal::new(&crate::testkit::user("u-1", &[]), "");
         let access = RecordAccess::new("user:u-1", &Sharing::private());
         let w = transition("leads", "a", None, c.after.as_deref(), &access, &writer);
         assert!(
@@ -1044,46 +1017,34 @@ mod tests {
                 && w.sql.ends_with("RETURNING id")
         );
         assert_eq!(
-            w.params,
-            vec![
-                json!("leads"),
-                json!("a"),
-                Value::Null,
-                json!("{\"n\":1}"),
-                json!("user:u-1"),
-                json!("private"),
-                json!("[]"),
-                json!("user:u-1"),
-                json!(0)
-            ]
+            json!(w.params),
+            json!([
+                "leads",
+                "a",
+                null,
+                "{\"n\":1}",
+                "user:u-1",
+                "private",
+                "[]",
+                "user:u-1",
+                0
+            ])
         );
 
         let row = JournalRow::from_row(&json!({ "seq": 7, "collection": "leads", "record_id": "a", "before": null, "after": "{\"n\":1}", "owner": null, "visibility": null, "shared_roles": null })).unwrap();
         let undo = row.undo("exec-1", &writer);
         assert!(undo[0].sql.starts_with("DELETE FROM record_changes"));
         assert_eq!(
-            undo[0].params,
-            vec![
-                json!("exec-1"),
-                json!(7),
-                json!("leads"),
-                json!("a"),
-                json!("{\"n\":1}")
-            ]
+            json!(undo[0].params),
+            json!(["exec-1", 7, "leads", "a", "{\"n\":1}"])
         );
         assert!(undo[1].sql.starts_with("DELETE FROM collection_records"));
         assert!(undo[1]
             .sql
             .contains("AND ((owner IS ?4 AND ?4 IS NOT NULL) OR (owner IS NULL AND ?5 = 1))"));
         assert_eq!(
-            undo[1].params,
-            vec![
-                json!("leads"),
-                json!("a"),
-                json!("{\"n\":1}"),
-                json!("user:u-1"),
-                json!(0)
-            ]
+            json!(undo[1].params),
+            json!(["leads", "a", "{\"n\":1}", "user:u-1", 0])
         );
         // Undoing a delete gives the record back its own owner and sharing.
         let row = JournalRow::from_row(&json!({ "seq": 8, "collection": "leads", "record_id": "a", "before": "{}", "after": null, "owner": null, "visibility": "public", "shared_roles": "[]" })).unwrap();

@@ -240,12 +240,9 @@ pub async fn state(ctx: &dyn ToolContext, id: &str) -> Reply {
             "Use the confirmationId of a pending_confirmation answer you received.",
         )
     };
-    let Some(user) = ctx.caller().user else {
+    let Some(user) = ctx.caller().user.filter(|_| is_confirmation_id(id)) else {
         return absent();
     };
-    if !is_confirmation_id(id) {
-        return absent();
-    }
     let rows = match ctx
         .query(
             "SELECT user_id, tool, event, outcome, at FROM audit_log WHERE confirmation_id = ?1 ORDER BY id",
@@ -273,14 +270,14 @@ pub async fn state(ctx: &dyn ToolContext, id: &str) -> Reply {
         .rev()
         .find(|r| r["event"] != "refused")
         .unwrap_or(asked);
-    let event = last["event"].as_str().unwrap_or("requested");
     let outcome = last["outcome"].as_str().filter(|o| !o.is_empty());
     let now = clock::now_ms();
+    // Undecided past its deadline, it has expired, whether or not its expiry is recorded yet.
+    let event = match last["event"].as_str().unwrap_or("requested") {
+        "requested" if now > expires_ms => "expired",
+        event => event,
+    };
     let (state, message) = match event {
-        "requested" if now > expires_ms => (
-            "expired",
-            "It expired before anyone decided; nothing was changed. Ask for the change again if it is still needed.".to_string(),
-        ),
         "requested" => (
             "pending",
             format!(

@@ -204,8 +204,7 @@ fn saved_state(returned: Option<&Value>) -> &'static str {
 /// caller's: another owner's private record shows no more than that its name is taken.
 async fn held(ctx: &dyn ToolContext, me: &Principal, table: &str, name: &str) -> ToolResult<Value> {
     let mine = me.can_write("", 2);
-    let mut params = vec![json!(name)];
-    params.extend(mine.params);
+    let params = [vec![json!(name)], mine.params].concat();
     let row = ctx
         .query(
             &format!(
@@ -506,9 +505,7 @@ fn start_tide(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, ToolResu
         for _ in 0..START_TRIES {
             let readable = me.can_read("", 2);
             let mine = me.can_write("", 4);
-            let mut params = vec![json!(path_name)];
-            params.extend(readable.params);
-            params.extend(mine.params);
+            let params = [vec![json!(path_name)], readable.params, mine.params].concat();
             let Some(path) = ctx
                 .query(
                     &format!(
@@ -631,9 +628,7 @@ fn start_tide(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, ToolResu
 async fn tide(ctx: &dyn ToolContext, me: &Principal, tide_id: &str) -> ToolResult<Value> {
     let readable = me.can_read("p.", 2);
     let mine = me.can_write("p.", 4);
-    let mut params = vec![json!(tide_id)];
-    params.extend(readable.params);
-    params.extend(mine.params);
+    let params = [vec![json!(tide_id)], readable.params, mine.params].concat();
     ctx.query(
         &format!(
             "SELECT t.*, p.name AS path_name, p.domain, p.tags, p.owner AS path_owner,
@@ -1100,8 +1095,7 @@ fn get_history(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, ToolRes
         let name = args["path_name"].as_str().unwrap_or_default();
         let details = opt_bool(&args, "include_execution_details", false);
         let readable = Principal::of(ctx).can_read("", 2);
-        let mut params = vec![json!(name)];
-        params.extend(readable.params);
+        let params = [vec![json!(name)], readable.params].concat();
         let Some(path) = ctx
             .query(
                 &format!(

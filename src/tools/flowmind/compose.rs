@@ -31,6 +31,7 @@ use super::{codes, performance};
 use crate::clock;
 use crate::engine::chain::{self, ChainDef};
 use crate::registry::{ToolContext, ToolOutput, ToolResult};
+use crate::tools::strings;
 
 /// The most steps a composed workflow may have (a chain's limit).
 pub const MAX_STEPS: usize = 20;
@@ -249,21 +250,13 @@ pub fn context(
     steps: Vec<Value>,
     variables: Option<&Value>,
 ) -> Context {
-    let produced = crate::engine::sort::set(
-        steps
-            .iter()
-            .flat_map(|s| s["outputs"].as_array().cloned().unwrap_or_default())
-            .filter_map(|v| v.as_str().map(str::to_string)),
-    );
-    let strings = |v: Option<&Value>| -> Option<Vec<String>> {
-        v.and_then(Value::as_array).map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect()
-        })
+    let produced = crate::engine::sort::set(steps.iter().flat_map(|s| strings(&s["outputs"])));
+    // The variables `variables` lists under `key`, when it has that list.
+    let listed = |key: &str| {
+        let list = variables.and_then(|v| v.get(key)).filter(|l| l.is_array());
+        list.map(strings)
     };
-    let required = strings(variables.and_then(|v| v.get("required"))).unwrap_or_else(|| {
+    let required = listed("required").unwrap_or_else(|| {
         unique(
             components.iter().flat_map(|c| c.context.required.clone()),
             &produced,
@@ -271,7 +264,7 @@ pub fn context(
     });
     let mut taken = produced.clone();
     taken.extend(required.iter().cloned());
-    let optional = strings(variables.and_then(|v| v.get("optional"))).unwrap_or_else(|| {
+    let optional = listed("optional").unwrap_or_else(|| {
         unique(
             components.iter().flat_map(|c| c.context.optional.clone()),
             &taken,
@@ -401,25 +394,22 @@ pub fn compose_workflow(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_
                 })
             })
             .collect();
-        let composed = compose(&components, flow)
-            .map(|steps| {
-                context(
-                    name,
-                    description,
-                    &components,
-                    flow,
-                    steps,
-                    args.get("variables"),
-                )
-            })
-            .and_then(|c| {
-                let p = plan_problems(&c);
-                if p.is_empty() {
-                    Ok(c)
-                } else {
-                    Err(p)
-                }
-            });
+        let composed = compose(&components, flow).and_then(|steps| {
+            let c = context(
+                name,
+                description,
+                &components,
+                flow,
+                steps,
+                args.get("variables"),
+            );
+            let problems = plan_problems(&c);
+            if problems.is_empty() {
+                Ok(c)
+            } else {
+                Err(problems)
+            }
+        });
         let c = match composed {
             Ok(c) => c,
             Err(problems) => {
@@ -560,16 +550,10 @@ mod tests {
         }
     }
 
-    fn actions(steps: &[Value]) -> Vec<(String, Value)> {
-        steps
-            .iter()
-            .map(|s| {
-                (
-                    s["name"].as_str().unwrap().to_string(),
-                    s["actions"].clone(),
-                )
-            })
-            .collect()
+    /// Each step's name with its `key`.
+    fn each(steps: &[Value], key: &str) -> Vec<(String, Value)> {
+        let name = |s: &Value| s["name"].as_str().unwrap().to_string();
+        steps.iter().map(|s| (name(s), s[key].clone())).collect()
     }
 
     #[test]
@@ -579,7 +563,7 @@ mod tests {
         tool.actions = vec!["external_api_calls".into()];
         let steps = compose(&[comp(&a, "primary"), tool], "sequential").unwrap();
         assert_eq!(
-            actions(&steps),
+            each(&steps, "actions"),
             [
                 ("a-one".to_string(), json!([])),
                 ("a-two".to_string(), json!([])),
@@ -593,7 +577,7 @@ mod tests {
         assert_eq!(steps[0]["context"], "workflow://a");
         let steps = compose(&[comp(&t, "primary"), comp(&a, "synthesis")], "parallel").unwrap();
         assert_eq!(
-            actions(&steps),
+            each(&steps, "actions"),
             [
                 ("book".to_string(), json!([])),
                 ("a-one".to_string(), json!(["context_switches"])),
@@ -645,19 +629,8 @@ mod tests {
         .unwrap();
         let c = context("par", "", &[comp(&a, "primary")], "parallel", steps, None);
         let def = workflow::chain_definition(&c, Mode::Interactive, &[]);
-        let deps: Vec<(String, Value)> = def["steps"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|s| {
-                (
-                    s["name"].as_str().unwrap().to_string(),
-                    s["depends_on"].clone(),
-                )
-            })
-            .collect();
         assert_eq!(
-            deps,
+            each(def["steps"].as_array().unwrap(), "depends_on"),
             [
                 ("a-one".to_string(), json!([])),
                 ("a-two".to_string(), json!([1])),
@@ -674,27 +647,15 @@ mod tests {
         guarded.when = Some("urgency == 'critical'".into());
         let steps = compose(&[comp(&a, "primary"), guarded], "conditional").unwrap();
         assert_eq!(steps[2]["when"], "urgency == 'critical'");
-        let c = context(
-            "cond",
-            "",
-            &[comp(&a, "primary")],
-            "conditional",
-            steps,
-            None,
-        );
-        assert!(plan_problems(&c).is_empty());
+        let problems = |steps: Vec<Value>| {
+            let primary = [comp(&a, "primary")];
+            plan_problems(&context("cond", "", &primary, "conditional", steps, None))
+        };
+        assert!(problems(steps).is_empty());
         let mut bad = comp(&p, "support");
         bad.when = Some("urgency ==".into());
         let steps = compose(&[comp(&a, "primary"), bad], "conditional").unwrap();
-        let c = context(
-            "cond",
-            "",
-            &[comp(&a, "primary")],
-            "conditional",
-            steps,
-            None,
-        );
-        assert!(!plan_problems(&c).is_empty());
+        assert!(!problems(steps).is_empty());
     }
 
     #[test]

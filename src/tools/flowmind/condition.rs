@@ -326,11 +326,8 @@ type Comparison = (&'static [&'static str], fn(f64, f64) -> bool, &'static str);
 fn compare(rest: &str, value: &Value) -> Option<(bool, String)> {
     let r = rest.trim().to_lowercase();
     let r = r.trim_start_matches(|c: char| c == ':' || c.is_whitespace());
-    let present = matches!(value, Value::Null)
-        .then_some(false)
-        .unwrap_or(true)
-        && !matches!(value, Value::String(s) if s.trim().is_empty());
-    for (ops, what) in [
+    let present = !value.is_null() && !matches!(value, Value::String(s) if s.trim().is_empty());
+    for (ops, wanted) in [
         (
             &[
                 "is set",
@@ -340,22 +337,16 @@ fn compare(rest: &str, value: &Value) -> Option<(bool, String)> {
                 "exists",
                 "is given",
             ][..],
-            "present",
+            true,
         ),
         (
             &["is missing", "is empty", "is unknown", "is not set"][..],
-            "absent",
+            false,
         ),
     ] {
         if ops.iter().any(|o| r.starts_with(o)) {
-            let holds = if what == "present" { present } else { !present };
-            return Some((
-                holds,
-                format!(
-                    "the variable is {}",
-                    if present { "set" } else { "not set" }
-                ),
-            ));
+            let state = if present { "set" } else { "not set" };
+            return Some((present == wanted, format!("the variable is {state}")));
         }
     }
     let numeric: [Comparison; 5] = [
@@ -586,33 +577,24 @@ pub fn evaluate(
                 against_hits.join(", ")
             ));
         }
-        if let Some(u) = vars
-            .get("urgency")
-            .and_then(Value::as_str)
-            .filter(|_| kind == "urgency")
-        {
-            let boost = match u {
-                "critical" | "emergency" => 1.0,
-                "high" => 0.5,
-                _ => 0.0,
-            };
-            if boost > 0.0 {
-                reasoning.push(format!("The session's urgency is {u}."));
-            }
-            let (result, confidence) = verdict(if l.name == "urgent" {
-                net + boost
-            } else {
-                (net - boost).max(0.0)
-            });
-            return finish(
-                kind,
-                result,
-                confidence,
-                reasoning,
-                json!({ "cues": hits, "against": against_hits, "score": net }),
-            );
+        // The session's urgency strengthens an urgency reading and weakens a calm one.
+        let urgency = vars.get("urgency").and_then(Value::as_str);
+        let boost = match urgency.filter(|_| kind == "urgency") {
+            Some("critical" | "emergency") => 1.0,
+            Some("high") => 0.5,
+            _ => 0.0,
+        };
+        if boost > 0.0 {
+            reasoning.push(format!(
+                "The session's urgency is {}.",
+                urgency.unwrap_or_default()
+            ));
         }
-        let (result, confidence) = verdict(net);
+        let (result, confidence) = verdict(if l.name == "urgent" {
+            net + boost
+        } else {
+            (net - boost).max(0.0)
+        });
         return finish(
             kind,
             result,
@@ -807,7 +789,9 @@ fn inputs(args: &Value) -> (&str, &str, &str, Map<String, Value>) {
 /// The answer for `args` in the shape its `evaluation_type` asks for, from the rules' evaluation
 /// and the model's assistance.
 pub fn answer(args: &Value, e: &Evaluation, assistance: &Assistance) -> Value {
-    let (result, confidence, model) = match assistance {
+    let holds = |h: bool| if h { "holds" } else { "does not hold" };
+    // The verdict, the model's part of the answer and what `detailed` adds to the reasoning.
+    let (result, confidence, model, said) = match assistance {
         Assistance::Used {
             provider,
             judgement,
@@ -825,12 +809,33 @@ pub fn answer(args: &Value, e: &Evaluation, assistance: &Assistance) -> Value {
                 "reasoning": judgement.reasoning,
                 "agrees_with_rules": agreed,
             });
-            (result, confidence, model)
+            let why = if judgement.reasoning.is_empty() {
+                ".".to_string()
+            } else {
+                format!(": {}", judgement.reasoning)
+            };
+            let said = vec![
+                format!(
+                    "The model says the condition {} (confidence {:.2}){why}",
+                    holds(judgement.result),
+                    judgement.confidence
+                ),
+                if agreed {
+                    format!("The rules and the model agree, so the confidence rises from the rules' {:.2} to {confidence:.2}.", e.confidence)
+                } else {
+                    format!(
+                        "The rules and the model disagree; their evidence combined says the condition {} with confidence {confidence:.2}.",
+                        holds(result)
+                    )
+                },
+            ];
+            (result, confidence, model, said)
         }
         Assistance::NotUsed(why) => (
             e.result,
             e.confidence,
             json!({ "used": false, "reason": why }),
+            vec![format!("No model was consulted: {why}")],
         ),
     };
     match args
@@ -839,48 +844,16 @@ pub fn answer(args: &Value, e: &Evaluation, assistance: &Assistance) -> Value {
         .unwrap_or("confidence")
     {
         "boolean" => json!({ "result": result }),
-        "detailed" => {
-            let mut reasoning = e.reasoning.clone();
-            match assistance {
-                Assistance::Used { judgement, .. } => {
-                    reasoning.push(format!(
-                        "The model says the condition {} (confidence {:.2}){}",
-                        if judgement.result {
-                            "holds"
-                        } else {
-                            "does not hold"
-                        },
-                        judgement.confidence,
-                        if judgement.reasoning.is_empty() {
-                            ".".to_string()
-                        } else {
-                            format!(": {}", judgement.reasoning)
-                        }
-                    ));
-                    reasoning.push(if judgement.result == e.result {
-                        format!("The rules and the model agree, so the confidence rises from the rules' {:.2} to {confidence:.2}.", e.confidence)
-                    } else {
-                        format!(
-                            "The rules and the model disagree; their evidence combined says the condition {} with confidence {confidence:.2}.",
-                            if result { "holds" } else { "does not hold" }
-                        )
-                    });
-                }
-                Assistance::NotUsed(why) => {
-                    reasoning.push(format!("No model was consulted: {why}"));
-                }
-            }
-            json!({
-                "result": result,
-                "confidence": confidence,
-                "condition_kind": e.kind,
-                "reasoning": reasoning,
-                "evidence": e.evidence,
-                "evaluator": if matches!(assistance, Assistance::Used { .. }) { "rules+model" } else { "rules" },
-                "rules": { "result": e.result, "confidence": e.confidence },
-                "model": model,
-            })
-        }
+        "detailed" => json!({
+            "result": result,
+            "confidence": confidence,
+            "condition_kind": e.kind,
+            "reasoning": e.reasoning.iter().chain(&said).collect::<Vec<_>>(),
+            "evidence": e.evidence,
+            "evaluator": if matches!(assistance, Assistance::Used { .. }) { "rules+model" } else { "rules" },
+            "rules": { "result": e.result, "confidence": e.confidence },
+            "model": model,
+        }),
         _ => json!({ "result": result, "confidence": confidence }),
     }
 }
@@ -943,13 +916,6 @@ async fn consult(ctx: &dyn ToolContext, args: &Value) -> Assistance {
     }
 }
 
-fn judge_messages(user: &str) -> Value {
-    json!([
-        { "role": "system", "content": JUDGE_PROMPT },
-        { "role": "user", "content": user },
-    ])
-}
-
 async fn ask_http(
     platform: &dyn Platform,
     url: String,
@@ -975,7 +941,11 @@ async fn ask_workers_ai(
     let model = platform
         .setting("MODEL_PROVIDER_MODEL")
         .unwrap_or_else(|| WORKERS_AI_MODEL.into());
-    let input = json!({ "messages": judge_messages(&user), "max_tokens": 200 });
+    let messages = json!([
+        { "role": "system", "content": JUDGE_PROMPT },
+        { "role": "user", "content": user },
+    ]);
+    let input = json!({ "messages": messages, "max_tokens": 200 });
     match platform.ai_run(&model, &input).await {
         Ok(Some(out)) => out
             .get("response")

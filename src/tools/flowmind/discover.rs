@@ -596,10 +596,11 @@ pub fn help(
                     "how_to_run": c.next_action(&serde_json::Map::new(), None),
                 });
             }
+            let concept = |(name, _, text): &(&str, &[&str], &str)| json!({ "concept": name, "explanation": text });
             let hits: Vec<Value> = CONCEPTS
                 .iter()
                 .filter(|(_, keys, _)| keys.iter().any(|k| q.contains(k)))
-                .map(|(name, _, text)| json!({ "concept": name, "explanation": text }))
+                .map(concept)
                 .collect();
             let related: Vec<Value> = if q.split_whitespace().count() >= 2 {
                 let a = Args::read(&json!({ "query": question, "confidence_level": 0.0 }));
@@ -613,15 +614,13 @@ pub fn help(
             } else {
                 Vec::new()
             };
-            if hits.is_empty() {
-                json!({
-                    "topic": "concept",
-                    "concepts": CONCEPTS.iter().map(|(name, _, text)| json!({ "concept": name, "explanation": text })).collect::<Vec<_>>(),
-                    "related_contexts": related,
-                })
+            // No concept named: all of them.
+            let concepts = if hits.is_empty() {
+                CONCEPTS.iter().map(concept).collect()
             } else {
-                json!({ "topic": "concept", "concepts": hits, "related_contexts": related })
-            }
+                hits
+            };
+            json!({ "topic": "concept", "concepts": concepts, "related_contexts": related })
         }
     }
 }
@@ -686,12 +685,27 @@ mod tests {
     fn catalog() -> Catalog {
         let rows: Vec<Value> =
             serde_json::from_str(include_str!("../../../data/flowmind/contexts.json")).unwrap();
-        let registry = Registry::new(tools::catalog(tools::Catalog::Production)).unwrap();
-        catalog::build(0, &rows, &registry)
+        catalog::build(0, &rows, &registry())
     }
 
     fn registry() -> Registry {
         Registry::new(tools::catalog(tools::Catalog::Production)).unwrap()
+    }
+
+    /// `list` over the whole catalog, as a caller who may see everything.
+    fn list_all(c: &Catalog, args: Value) -> Value {
+        list(c, &args, &|_: &Context| true, NOW)
+    }
+
+    /// `help` as a caller who may see everything.
+    fn help_all(c: &Catalog, r: &Registry, args: Value) -> Value {
+        help(c, r, &args, &|_: &Context| true)
+    }
+
+    /// The `key` of every context a listing returned, as `read` reads it.
+    fn each<'a, T>(listing: &'a Value, key: &str, read: fn(&'a Value) -> Option<T>) -> Vec<T> {
+        let contexts = listing["contexts"].as_array().unwrap();
+        contexts.iter().map(|x| read(&x[key]).unwrap()).collect()
     }
 
     const NOW: f64 = 1_795_651_200_000.0; // 2026-11-24
@@ -711,12 +725,9 @@ mod tests {
     #[test]
     fn filters_sort_and_pages_with_totals() {
         let c = catalog();
-        let all = |_: &Context| true;
-        let r = list(
+        let r = list_all(
             &c,
-            &json!({ "filter": { "domain": ["regulatory"], "type": ["workflow"] }, "pagination": { "limit": 5 } }),
-            &all,
-            NOW,
+            json!({ "filter": { "domain": ["regulatory"], "type": ["workflow"] }, "pagination": { "limit": 5 } }),
         );
         let total = r["total"].as_u64().unwrap() as usize;
         assert_eq!(
@@ -729,63 +740,40 @@ mod tests {
         assert_eq!(r["returned"], 5);
         assert_eq!(r["has_more"], true);
         assert_eq!(r["next_offset"], 5);
-        let rest = list(
+        let rest = list_all(
             &c,
-            &json!({ "filter": { "domain": ["regulatory"], "type": ["workflow"] }, "pagination": { "offset": 5, "limit": 50 } }),
-            &all,
-            NOW,
+            json!({ "filter": { "domain": ["regulatory"], "type": ["workflow"] }, "pagination": { "offset": 5, "limit": 50 } }),
         );
         assert_eq!(rest["returned"].as_u64().unwrap() as usize, total - 5);
         assert_eq!(rest["has_more"], false);
         assert!(rest["next_offset"].is_null());
 
-        let by_name = list(
+        let by_name = list_all(
             &c,
-            &json!({ "sort": { "by": "name" }, "pagination": { "limit": 50 } }),
-            &all,
-            NOW,
+            json!({ "sort": { "by": "name" }, "pagination": { "limit": 50 } }),
         );
-        let names: Vec<&str> = by_name["contexts"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|x| x["name"].as_str().unwrap())
-            .collect();
+        let names: Vec<&str> = each(&by_name, "name", Value::as_str);
         let mut sorted = names.clone();
         sorted.sort();
         assert_eq!(names, sorted, "name sorts A to Z by default");
 
-        let pop = list(
+        let pop = list_all(
             &c,
-            &json!({ "sort": { "by": "popularity", "order": "asc" }, "filter": { "type": ["workflow"] } }),
-            &all,
-            NOW,
+            json!({ "sort": { "by": "popularity", "order": "asc" }, "filter": { "type": ["workflow"] } }),
         );
-        let p: Vec<i64> = pop["contexts"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|x| x["popularity"].as_i64().unwrap())
-            .collect();
+        let p: Vec<i64> = each(&pop, "popularity", Value::as_i64);
         assert!(p.windows(2).all(|w| w[0] <= w[1]), "{p:?}");
 
-        let tagged = list(
+        let tagged = list_all(
             &c,
-            &json!({ "filter": { "tags": ["GDPR"], "complexity": "complex" } }),
-            &all,
-            NOW,
+            json!({ "filter": { "tags": ["GDPR"], "complexity": "complex" } }),
         );
         for x in tagged["contexts"].as_array().unwrap() {
             assert!(x["tags"].as_array().unwrap().iter().any(|t| t == "gdpr"));
             assert_eq!(x["complexity"], "complex");
         }
-        let rel = list(&c, &json!({}), &all, NOW);
-        let scores: Vec<f64> = rel["contexts"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|x| x["relevance"].as_f64().unwrap())
-            .collect();
+        let rel = list_all(&c, json!({}));
+        let scores: Vec<f64> = each(&rel, "relevance", Value::as_f64);
         assert!(scores.windows(2).all(|w| w[0] >= w[1]), "{scores:?}");
         assert_eq!(rel["sort"], json!({ "by": "relevance", "order": "desc" }));
     }
@@ -807,20 +795,17 @@ mod tests {
     fn help_explains_errors_by_code_or_text() {
         let c = catalog();
         let r = registry();
-        let all = |_: &Context| true;
-        let h = help(
+        let h = help_all(
             &c,
             &r,
-            &json!({ "help_type": "error", "context": { "error_message": "INVALID_VARIABLES" } }),
-            &all,
+            json!({ "help_type": "error", "context": { "error_message": "INVALID_VARIABLES" } }),
         );
         assert_eq!(h["code"], "INVALID_VARIABLES");
         assert!(h["fix"]["example"]["extracted_variables"]["technology"].is_string());
-        let h = help(
+        let h = help_all(
             &c,
             &r,
-            &json!({ "help_type": "error", "context": { "error_message": "Rate limit reached for tool field_request: 60 calls per 60 s per caller. Try again in 3 s." } }),
-            &all,
+            json!({ "help_type": "error", "context": { "error_message": "Rate limit reached for tool field_request: 60 calls per 60 s per caller. Try again in 3 s." } }),
         );
         assert_eq!(h["code"], "RATE_LIMITED");
         for (message, code) in [
@@ -845,19 +830,13 @@ mod tests {
             ),
             ("cancelled: step 'merge' was rejected", "WORKFLOW_CANCELLED"),
         ] {
-            let h = help(
-                &c,
-                &r,
-                &json!({ "help_type": "error", "context": { "error_message": message } }),
-                &all,
-            );
+            let h = help_all(&c, &r, json!({ "help_type": "error", "context": { "error_message": message } }));
             assert_eq!(h["code"], code, "{message}");
         }
-        let h = help(
+        let h = help_all(
             &c,
             &r,
-            &json!({ "help_type": "error", "context": { "error_message": "the flux capacitor melted" } }),
-            &all,
+            json!({ "help_type": "error", "context": { "error_message": "the flux capacitor melted" } }),
         );
         assert!(h["code"].is_null());
         assert!(h["known_codes"].as_array().unwrap().len() >= 5);
@@ -869,13 +848,11 @@ mod tests {
     fn help_explains_every_code_the_tools_emit() {
         let c = catalog();
         let r = registry();
-        let all = |_: &Context| true;
         for code in codes::ALL {
-            let h = help(
+            let h = help_all(
                 &c,
                 &r,
-                &json!({ "help_type": "error", "context": { "error_message": code } }),
-                &all,
+                json!({ "help_type": "error", "context": { "error_message": code } }),
             );
             assert_eq!(
                 h["code"], code,
@@ -905,39 +882,35 @@ mod tests {
     fn help_on_usage_concepts_and_practices() {
         let c = catalog();
         let r = registry();
-        let all = |_: &Context| true;
-        let h = help(
+        let h = help_all(
             &c,
             &r,
-            &json!({ "help_type": "usage", "specific_question": "how do I call list_available_contexts?" }),
-            &all,
+            json!({ "help_type": "usage", "specific_question": "how do I call list_available_contexts?" }),
         );
         let tools = h["tools"].as_array().unwrap();
         assert_eq!(tools.len(), 1);
         assert_eq!(tools[0]["tool"], "list_available_contexts");
         assert!(tools[0]["input_schema"]["properties"]["filter"].is_object());
         assert!(tools[0]["example"].is_object());
-        let h = help(&c, &r, &json!({ "help_type": "usage" }), &all);
+        let h = help_all(&c, &r, json!({ "help_type": "usage" }));
         assert_eq!(
             h["tools"].as_array().unwrap().len(),
             super::super::TOOLS.len()
         );
-        let h = help(
+        let h = help_all(
             &c,
             &r,
-            &json!({ "help_type": "concept", "specific_question": "what does disambiguation mean?" }),
-            &all,
+            json!({ "help_type": "concept", "specific_question": "what does disambiguation mean?" }),
         );
         assert_eq!(h["concepts"][0]["concept"], "disambiguation");
-        let h = help(
+        let h = help_all(
             &c,
             &r,
-            &json!({ "help_type": "concept", "specific_question": "what is workflow://incident-response?" }),
-            &all,
+            json!({ "help_type": "concept", "specific_question": "what is workflow://incident-response?" }),
         );
         assert_eq!(h["context"]["uri"], "workflow://incident-response");
         assert_eq!(h["how_to_run"]["tool"], "execute_workflow");
-        let h = help(&c, &r, &json!({ "help_type": "best_practices" }), &all);
+        let h = help_all(&c, &r, json!({ "help_type": "best_practices" }));
         assert!(h["practices"].as_array().unwrap().len() >= 5);
         assert_eq!(h["contexts_per_domain"]["emergency"], 12);
     }

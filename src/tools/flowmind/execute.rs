@@ -368,6 +368,12 @@ pub fn execute_workflow(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_
         }
 
         let mut approvals = workflow::approvals_required(&steps, &gated);
+        let also = |a: &mut Option<String>, why: &str| {
+            *a = Some(match a.take() {
+                Some(w) => format!("{w}; {why}"),
+                None => why.to_string(),
+            });
+        };
         // Seed 001: max_steps is the most steps a run takes "before requiring confirmation", so
         // a longer workflow runs with each step past it confirmed, rather than being refused.
         for (i, a) in approvals.iter_mut().enumerate().skip(max_steps as usize) {
@@ -376,10 +382,7 @@ pub fn execute_workflow(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_
                 i + 1,
                 steps.len()
             );
-            *a = Some(match a.take() {
-                Some(w) => format!("{w}; {why}"),
-                None => why,
-            });
+            also(a, &why);
         }
         if let Some(k) = confidence.as_ref().filter(|k| k.yours < k.confirm_below) {
             let why = format!(
@@ -395,31 +398,27 @@ pub fn execute_workflow(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_
                 }
             );
             for a in approvals.iter_mut() {
-                *a = Some(match a.take() {
-                    Some(w) => format!("{w}; {why}"),
-                    None => why.clone(),
-                });
+                also(a, &why);
             }
         }
 
         let owner = limiter::owner(&ctx.caller(), &ctx.session_id());
         let id = chains::new_execution_id()?;
         let lease = match acquire(ctx, &owner, &id, false).await {
-            Ok(None) => Some(chains::Lease {
-                owner: owner.clone(),
-                kind: LEASE_KIND.into(),
-            }),
-            Ok(Some(holders)) => {
-                let open = open_holders(ctx, &owner, &holders).await?;
-                let retried = if open.len() < holders.len() {
-                    acquire(ctx, &owner, &id, false).await?
-                } else {
-                    Some(holders)
-                };
-                if retried.is_some() {
-                    let reach = reachable(ctx, &open).await?;
-                    let signed_in = ctx.caller().user.is_some();
-                    return Ok(too_many(started, &uri, &open, &reach, signed_in));
+            Ok(held) => {
+                if let Some(holders) = held {
+                    // Full: holders whose runs ended free their slots, and the next try may fit.
+                    let open = open_holders(ctx, &owner, &holders).await?;
+                    let retried = if open.len() < holders.len() {
+                        acquire(ctx, &owner, &id, false).await?
+                    } else {
+                        Some(holders)
+                    };
+                    if retried.is_some() {
+                        let reach = reachable(ctx, &open).await?;
+                        let signed_in = ctx.caller().user.is_some();
+                        return Ok(too_many(started, &uri, &open, &reach, signed_in));
+                    }
                 }
                 Some(chains::Lease {
                     owner: owner.clone(),

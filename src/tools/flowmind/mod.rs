@@ -280,16 +280,12 @@ fn field_request(ctx: &dyn ToolContext, args: Value) -> LocalBoxFuture<'_, ToolR
             })),
         });
         body["_performance"] = performance(started, search_ms);
+        let n = body["matches"].as_array().map_or(0, Vec::len);
         let summary = match body["matches"].get(0) {
             Some(m) => format!(
-                "{}: {} match{}, best {} ({})",
+                "{}: {n} match{}, best {} ({})",
                 outcome.status,
-                body["matches"].as_array().map_or(0, Vec::len),
-                if body["matches"].as_array().map_or(0, Vec::len) == 1 {
-                    ""
-                } else {
-                    "es"
-                },
+                if n == 1 { "" } else { "es" },
                 m["uri"].as_str().unwrap_or_default(),
                 m["confidence"]
             ),

@@ -39,14 +39,7 @@ impl Args {
                 .unwrap_or_default(),
             confidence: args["confidence_level"].as_f64().unwrap_or(0.0),
             types: prefs
-                .and_then(|p| p.get("type_filter"))
-                .and_then(Value::as_array)
-                .map(|a| {
-                    a.iter()
-                        .filter_map(Value::as_str)
-                        .map(str::to_string)
-                        .collect()
-                })
+                .map(|p| crate::tools::strings(&p["type_filter"]))
                 .unwrap_or_default(),
             max_results: prefs
                 .and_then(|p| p.get("max_results"))

@@ -105,17 +105,6 @@ fn example_call() -> Value {
     })
 }
 
-struct Found {
-    code: &'static str,
-    message: String,
-    instruction: String,
-    example: Value,
-    why: String,
-    guidance: Value,
-    blocked_by: &'static str,
-    problem: Problem,
-}
-
 fn problem(field: &str, issue: impl Into<String>, suggestion: impl Into<String>) -> Problem {
     Problem {
         field: field.into(),
@@ -144,9 +133,9 @@ fn other_schema_problems(schema_problems: &[String]) -> Vec<String> {
 /// Checks `field_request` arguments; `schema_problems` are the input schema's complaints about
 /// them. `None` when the call may go ahead.
 pub fn check(args: &Value, schema_problems: &[String]) -> Option<Refusal> {
-    let mut found: Vec<Found> = Vec::new();
+    let mut found: Vec<Refusal> = Vec::new();
     let Some(obj) = args.as_object() else {
-        return into_refusal(vec![Found {
+        return into_refusal(vec![Refusal {
             code: codes::INVALID_INPUT,
             message: "The arguments must be a JSON object.".into(),
             instruction: "Send an object with at least query and confidence_level.".into(),
@@ -154,12 +143,12 @@ pub fn check(args: &Value, schema_problems: &[String]) -> Option<Refusal> {
             why: "field_request matches a described need; it needs the description and your confidence in it.".into(),
             guidance: json!({ "help": "get_help with help_type usage shows every argument." }),
             blocked_by: "invalid_arguments",
-            problem: problem("", "not an object", "send an object"),
+            problems: vec![problem("", "not an object", "send an object")],
         }]);
     };
 
     match obj.get("query") {
-        None => found.push(Found {
+        None => found.push(Refusal {
             code: codes::MISSING_QUERY,
             message: "query is required: say in one or two sentences what the user needs.".into(),
             instruction: "Add query: a concise summary of the user's need, with its domain and intent.".into(),
@@ -167,13 +156,13 @@ pub fn check(args: &Value, schema_problems: &[String]) -> Option<Refusal> {
             why: "Matching compares the query with every context's name, tags, description and example requests.".into(),
             guidance: json!({ "good_queries": ["Draft a GDPR data processing impact assessment for a new analytics tool", "Plan a 3-day family trip to Lisbon on a tight budget"] }),
             blocked_by: "missing_query",
-            problem: problem("query", "missing", "summarise the user's need in 1-2 sentences"),
+            problems: vec![problem("query", "missing", "summarise the user's need in 1-2 sentences")],
         }),
         Some(Value::String(q)) => {
             let words = q.split_whitespace().count();
             let chars = q.chars().count();
             if chars < 10 || words < 3 {
-                found.push(Found {
+                found.push(Refusal {
                     code: codes::QUERY_TOO_BRIEF,
                     message: format!("query {q:?} is too brief ({words} words, {chars} characters): at least 3 words and 10 characters are needed to match reliably."),
                     instruction: "Add more context to query: what the user wants, why, or how.".into(),
@@ -181,10 +170,10 @@ pub fn check(args: &Value, schema_problems: &[String]) -> Option<Refusal> {
                     why: "Short queries share too few words with any context, so every match is a guess.".into(),
                     guidance: json!({ "checklist": ["what: the task or problem", "why: the goal or impact", "how: technology, place, audience or deadline"] }),
                     blocked_by: "query_too_brief",
-                    problem: problem("query", "Too brief", "Add more context: what, why, or how"),
+                    problems: vec![problem("query", "Too brief", "Add more context: what, why, or how")],
                 });
             } else if chars > 500 {
-                found.push(Found {
+                found.push(Refusal {
                     code: codes::QUERY_TOO_LONG,
                     message: format!("query has {chars} characters; at most 500 are matched."),
                     instruction: "Summarise the need in query, and describe large content in content_reference instead of pasting it.".into(),
@@ -192,11 +181,11 @@ pub fn check(args: &Value, schema_problems: &[String]) -> Option<Refusal> {
                     why: "Long inputs drown the intent: the matcher weighs every word, so the request gets vaguer, not clearer.".into(),
                     guidance: json!({ "limit": 500 }),
                     blocked_by: "query_too_long",
-                    problem: problem("query", "Too long", "Summarise; use content_reference for the content itself"),
+                    problems: vec![problem("query", "Too long", "Summarise; use content_reference for the content itself")],
                 });
             }
         }
-        Some(other) => found.push(Found {
+        Some(other) => found.push(Refusal {
             code: codes::INVALID_INPUT,
             message: format!("query must be a string, not {}.", kind_of(other)),
             instruction: "Send query as a string of 1-2 sentences.".into(),
@@ -204,12 +193,12 @@ pub fn check(args: &Value, schema_problems: &[String]) -> Option<Refusal> {
             why: "The query is matched as text.".into(),
             guidance: json!({}),
             blocked_by: "invalid_arguments",
-            problem: problem("query", "not a string", "send a string"),
+            problems: vec![problem("query", "not a string", "send a string")],
         }),
     }
 
     let confidence_fix = |message: String, issue: &str| {
-        Found {
+        Refusal {
         code: codes::INVALID_CONFIDENCE,
         message,
         instruction: "Set confidence_level to your honest confidence in the extracted variables, between 0 and 1.".into(),
@@ -217,39 +206,32 @@ pub fn check(args: &Value, schema_problems: &[String]) -> Option<Refusal> {
         why: "It decides whether a match may run without asking (each context has a confidence_required) and how much guidance you get.".into(),
         guidance: json!({ "scale": { "0.9+": "every key variable stated by the user", "0.6-0.8": "most variables inferred with good evidence", "below 0.5": "guessing; expect questions back" } }),
         blocked_by: "invalid_confidence",
-        problem: problem("confidence_level", issue, "a number from 0 to 1"),
+        problems: vec![problem("confidence_level", issue, "a number from 0 to 1")],
     }
     };
     let confidence = match obj.get("confidence_level") {
-        None => {
-            found.push(confidence_fix(
-                "confidence_level is required.".into(),
-                "missing",
-            ));
-            None
-        }
-        Some(Value::Number(n)) => match n.as_f64() {
-            Some(c) if (0.0..=1.0).contains(&c) => Some(c),
-            _ => {
-                found.push(confidence_fix(
+        None => Err(("confidence_level is required.".to_string(), "missing")),
+        Some(Value::Number(n)) => n
+            .as_f64()
+            .filter(|c| (0.0..=1.0).contains(c))
+            .ok_or_else(|| {
+                (
                     format!("confidence_level {n} is outside 0..1."),
                     "out of range",
-                ));
-                None
-            }
-        },
-        Some(other) => {
-            found.push(confidence_fix(
-                format!("confidence_level must be a number, not {}.", kind_of(other)),
-                "not a number",
-            ));
-            None
-        }
+                )
+            }),
+        Some(other) => Err((
+            format!("confidence_level must be a number, not {}.", kind_of(other)),
+            "not a number",
+        )),
     };
+    let confidence = confidence
+        .map_err(|(message, issue)| found.push(confidence_fix(message, issue)))
+        .ok();
 
     let others = other_schema_problems(schema_problems);
     if !others.is_empty() {
-        found.push(Found {
+        found.push(Refusal {
             code: codes::INVALID_INPUT,
             message: format!("Some arguments do not match field_request's schema: {}.", others.join("; ")),
             instruction: "Correct the arguments named above (enums list their allowed values in tools/list).".into(),
@@ -257,14 +239,14 @@ pub fn check(args: &Value, schema_problems: &[String]) -> Option<Refusal> {
             why: "Variables with known values (domain, urgency, error_type, …) are compared exactly; an unknown value cannot match anything.".into(),
             guidance: json!({ "schema_problems": others, "help": "get_help with help_type usage lists every argument and its values." }),
             blocked_by: "invalid_arguments",
-            problem: problem(&field_of(&others[0]), others.join("; "), "use a value the schema allows"),
+            problems: vec![problem(&field_of(&others[0]), others.join("; "), "use a value the schema allows")],
         });
     }
 
     let vars = obj.get("extracted_variables").and_then(Value::as_object);
     let var = |name: &str| vars.and_then(|v| v.get(name));
     if var("domain").and_then(Value::as_str) == Some("technical") && var("technology").is_none() {
-        found.push(Found {
+        found.push(Refusal {
             code: codes::INVALID_VARIABLES,
             message: "Domain \"technical\" requires technology to be specified".into(),
             instruction: "Add technology to extracted_variables".into(),
@@ -275,12 +257,12 @@ pub fn check(args: &Value, schema_problems: &[String]) -> Option<Refusal> {
                 "detection_hint": "Look for language names, frameworks, or platforms in user message",
             }),
             blocked_by: "missing_technology_variable",
-            problem: problem("extracted_variables.technology", "Technical domain requires technology", "Specify the primary technology involved"),
+            problems: vec![problem("extracted_variables.technology", "Technical domain requires technology", "Specify the primary technology involved")],
         });
     }
     if let Some(urgency @ ("critical" | "emergency")) = var("urgency").and_then(Value::as_str) {
         if var("domain").is_none() {
-            found.push(Found {
+            found.push(Refusal {
                 code: codes::INVALID_VARIABLES,
                 message: format!("Urgency \"{urgency}\" requires domain to be specified"),
                 instruction: "Add domain to extracted_variables".into(),
@@ -291,14 +273,14 @@ pub fn check(args: &Value, schema_problems: &[String]) -> Option<Refusal> {
                     "detection_hint": "Is a person in danger (emergency), a production system down (technical), or a business or legal deadline at stake (business, regulatory)?",
                 }),
                 blocked_by: "missing_domain_variable",
-                problem: problem("extracted_variables.domain", "Critical urgency requires domain", "Specify the domain the emergency belongs to"),
+                problems: vec![problem("extracted_variables.domain", "Critical urgency requires domain", "Specify the domain the emergency belongs to")],
             });
         }
     }
     let count = vars.map_or(0, |v| v.len());
     if let Some(c) = confidence {
         if c > 0.9 && count < 3 {
-            found.push(Found {
+            found.push(Refusal {
                 code: codes::CONFIDENCE_INCONSISTENT,
                 message: format!("confidence_level {c} is high for {count} extracted variable{}.", if count == 1 { "" } else { "s" }),
                 instruction: "Lower confidence_level, or extract more variables from the user's message".into(),
@@ -306,7 +288,7 @@ pub fn check(args: &Value, schema_problems: &[String]) -> Option<Refusal> {
                 why: "A confidence above 0.9 lets matches run without confirmation; it should rest on at least 3 variables the user actually stated".into(),
                 guidance: json!({ "honest_range": "0.6-0.8 with 1-2 variables", "variables_to_look_for": ["domain", "urgency", "complexity", "technology", "business_area", "jurisdiction"] }),
                 blocked_by: "inconsistent_confidence",
-                problem: problem("confidence_level", "High confidence with few variables", "Lower confidence or extract more variables"),
+                problems: vec![problem("confidence_level", "High confidence with few variables", "Lower confidence or extract more variables")],
             });
         }
     }
@@ -314,19 +296,11 @@ pub fn check(args: &Value, schema_problems: &[String]) -> Option<Refusal> {
     into_refusal(found)
 }
 
-fn into_refusal(found: Vec<Found>) -> Option<Refusal> {
-    let problems = found.iter().map(|f| f.problem.clone()).collect();
-    let f = found.into_iter().next()?;
-    Some(Refusal {
-        code: f.code,
-        message: f.message,
-        instruction: f.instruction,
-        example: f.example,
-        why: f.why,
-        guidance: f.guidance,
-        blocked_by: f.blocked_by,
-        problems,
-    })
+/// The first refusal found, with every problem found.
+fn into_refusal(found: Vec<Refusal>) -> Option<Refusal> {
+    let problems = found.iter().flat_map(|f| f.problems.clone()).collect();
+    let first = found.into_iter().next()?;
+    Some(Refusal { problems, ..first })
 }
 
 fn kind_of(v: &Value) -> &'static str {

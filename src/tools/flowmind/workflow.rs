@@ -33,6 +33,7 @@
 use serde_json::{json, Map, Value};
 
 use super::catalog::Context;
+use crate::tools::strings;
 
 /// The instruction set every workflow step runs with (migration 0020).
 pub const STEP_SET: &str = "flowmind-workflow-step";
@@ -134,23 +135,10 @@ pub fn steps(c: &Context) -> Vec<Step> {
                 .map(|s| Step {
                     name: s["name"].as_str().unwrap_or_default().to_string(),
                     instruction: s["instruction"].as_str().unwrap_or_default().to_string(),
-                    outputs: s["outputs"]
-                        .as_array()
-                        .map(|o| {
-                            o.iter()
-                                .filter_map(Value::as_str)
-                                .map(str::to_string)
-                                .collect()
-                        })
-                        .unwrap_or_default(),
-                    after: s["after"].as_array().map(|a| {
-                        a.iter()
-                            .filter_map(Value::as_str)
-                            .map(str::to_string)
-                            .collect()
-                    }),
+                    outputs: strings(&s["outputs"]),
+                    after: s["after"].is_array().then(|| strings(&s["after"])),
                     when: s["when"].as_str().map(str::to_string),
-                    actions: crate::tools::strings(&s["actions"]),
+                    actions: strings(&s["actions"]),
                     context: s["context"].as_str().map(str::to_string),
                 })
                 .collect()

@@ -390,8 +390,7 @@ impl Stored {
     /// templates they may use.
     pub async fn load(ctx: &dyn ToolContext, name: &str) -> Result<Stored> {
         let readable = Principal::of(ctx).can_read("", 2);
-        let mut params = vec![json!(name)];
-        params.extend(readable.params);
+        let params = [vec![json!(name)], readable.params].concat();
         let rows = ctx
             .query(
                 &format!(
