@@ -4,8 +4,9 @@
 //! contexts, tools, out-of-scope requests) as issue 23 asks.
 //!
 //! The model and thresholds are fitted on the training split only (`tests/data/flowmind_requests.json`
-//! and `tests/data/flowmind_train_tools.json`); the held-out split is only ever measured
-//! (`cargo run --release --example flowmind_splits`, `npm run bench`). Used by tests and examples,
+//! and `tests/data/flowmind_train_tools.json`); the held-out splits (v2,
+//! `tests/data/flowmind_heldout_v2.json`, and the worn v1, `tests/data/flowmind_heldout.json`) are
+//! only ever measured (`cargo run --release --example flowmind_splits`, `npm run bench`). Used by tests and examples,
 //! never by a request: nothing here runs in the Worker.
 
 use std::collections::HashMap;
@@ -588,8 +589,12 @@ mod tests {
         // A changed context text, tool context or split request has no stored vector: re-run
         // `python3 scripts/flowmind-embed.py` (docs/flowmind.md) and re-fit the blend.
         let (catalog, set) = training();
-        let held = requests(include_str!("../../../tests/data/flowmind_heldout.json"))
-            .expect("held-out split");
+        let mut held = requests(include_str!("../../../tests/data/flowmind_heldout.json"))
+            .expect("held-out split v1");
+        held.extend(
+            requests(include_str!("../../../tests/data/flowmind_heldout_v2.json"))
+                .expect("held-out split v2"),
+        );
         let vectors = Vectors::read(
             include_str!("../../../data/flowmind/embeddings/minilm.json"),
             include_bytes!("../../../data/flowmind/embeddings/minilm.i8"),
