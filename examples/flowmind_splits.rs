@@ -2,7 +2,9 @@
 //! `tool://` context per production tool), through `field_request`'s own search
 //! (`mcp_edge::tools::flowmind::measure`): `cargo run --release --example flowmind_splits`.
 //! Training split: `tests/data/flowmind_requests.json` and `tests/data/flowmind_train_tools.json`;
-//! held-out: `tests/data/flowmind_heldout.json`. Prints figures; asserts nothing.
+//! held-out: `tests/data/flowmind_heldout_v2.json` (v2, the one issue 23's goals are judged on
+//! since 2026-11-29) and `tests/data/flowmind_heldout.json` (v1, worn: read seven times before
+//! v2 existed), each measured and printed apart. Prints figures; asserts nothing.
 //!
 //! - `--fit`: the model and thresholds fitted on the training split (what `Model::default()` and
 //!   `Thresholds::default()` must be; a unit test checks);
@@ -10,10 +12,10 @@
 //!   got an answer (never the held-out ones: looking at those would fit on them);
 //! - `--all`: every training request with its status and first matches;
 //! - `--train-only`: leave the held-out split out (for development);
-//! - `--svg <file>`: write the reliability diagram of both splits' first matches;
+//! - `--svg <file>`: write the reliability diagram of the splits' first matches;
 //! - `--embedding-texts <file>`: write, as a JSON array, every text production would send to the
-//!   embedding model for the catalog and both splits (`scripts/flowmind-embed.py` embeds them);
-//! - `--embeddings`: also measure both splits through the embedding-blended search with the
+//!   embedding model for the catalog and every split (`scripts/flowmind-embed.py` embeds them);
+//! - `--embeddings`: also measure every split through the embedding-blended search with the
 //!   real-model vectors stored in `data/flowmind/embeddings/` (production's blend, and the blend
 //!   fitted on the training split by grid search), beside the text matcher's figures.
 use std::{env, fs, process::ExitCode};
@@ -25,7 +27,17 @@ use mcp_edge::registry::Registry;
 use mcp_edge::tools::flowmind::catalog::Catalog;
 use mcp_edge::tools::flowmind::measure::{self, Figures};
 
-fn svg(train: &Figures, held: &Figures) -> String {
+/// The held-out splits, as (label, file): v2 first, the split issue 23's goals are judged on.
+const HELD_OUT: [(&str, &str); 2] = [
+    ("held-out v2", "tests/data/flowmind_heldout_v2.json"),
+    (
+        "held-out v1 (worn: read 7 times before)",
+        "tests/data/flowmind_heldout.json",
+    ),
+];
+
+/// The reliability diagram of `splits`' first matches, each as (figures, label).
+fn svg(splits: &[(&Figures, &str)]) -> String {
     let (w, h, m) = (360.0, 360.0, 48.0);
     let x = |p: f64| m + p * (w - 1.5 * m);
     let y = |p: f64| h - m - p * (h - 1.5 * m);
@@ -70,10 +82,14 @@ fn svg(train: &Figures, held: &Figures) -> String {
         y(0.5),
         y(0.5)
     );
-    for (f, colour, dx, label, ly) in [
-        (train, "#1f77b4", -0.012, "training", 0.95),
-        (held, "#d62728", 0.012, "held-out", 0.88),
-    ] {
+    let colours = ["#1f77b4", "#d62728", "#ff7f0e"];
+    for (i, &(f, label)) in splits.iter().enumerate() {
+        let (colour, dx, ly) = (
+            colours[i % colours.len()],
+            (i as f64 - 1.0) * 0.012,
+            0.95 - 0.07 * i as f64,
+        );
+        let label = label.split(" (").next().unwrap_or(label);
         let mut points = Vec::new();
         for (i, &(n, right)) in f.reliability.iter().enumerate() {
             if n == 0 {
@@ -96,13 +112,13 @@ fn svg(train: &Figures, held: &Figures) -> String {
     s + "</svg>\n"
 }
 
-/// Both splits through the embedding-blended search with the stored real-model vectors: under
-/// production's blend, and under the blend fitted on the training split alone (`held` is `None`
-/// with `--train-only`).
+/// Every split through the embedding-blended search with the stored real-model vectors: under
+/// production's blend, and under the blend fitted on the training split alone (`held`, the
+/// held-out splits with their labels, is empty with `--train-only`).
 fn blended(
     catalog: &Catalog,
     train: &[serde_json::Value],
-    held: Option<&[serde_json::Value]>,
+    held: &[(&str, Vec<serde_json::Value>)],
     model: &Model,
     t: &Thresholds,
 ) -> Result<(), String> {
@@ -113,10 +129,10 @@ fn blended(
         .map_err(|e| format!("data/flowmind/embeddings/minilm.i8: {e}"))?;
     let vectors = measure::Vectors::read(&index, &rows)?;
     let pooled_train = measure::pooled(catalog, train, &vectors)?;
-    let pooled_held = match held {
-        Some(h) => Some((h, measure::pooled(catalog, h, &vectors)?)),
-        None => None,
-    };
+    let pooled_held = held
+        .iter()
+        .map(|(name, h)| Ok((*name, h, measure::pooled(catalog, h, &vectors)?)))
+        .collect::<Result<Vec<_>, String>>()?;
     let shipped = Blend::default();
     println!(
         "\nwith {} embeddings (stored vectors; production's model is bge-small-en-v1.5)",
@@ -136,9 +152,9 @@ fn blended(
             train.len(),
             measure::measure_blended(catalog, train, &pooled_train, model, &blend, t)
         );
-        if let Some((h, pooled)) = &pooled_held {
+        for (name, h, pooled) in &pooled_held {
             println!(
-                "held-out split ({} requests)\n{}",
+                "{name} split ({} requests)\n{}",
                 h.len(),
                 measure::measure_blended(catalog, h, pooled, model, &blend, t)
             );
@@ -150,11 +166,12 @@ fn blended(
 fn main() -> ExitCode {
     let root = env!("CARGO_MANIFEST_DIR");
     let read = |path: &str| fs::read_to_string(format!("{root}/{path}")).ok();
-    let (Some(contexts), Some(train), Some(tools), Some(held)) = (
+    let (Some(contexts), Some(train), Some(tools), Some(held_v2), Some(held_v1)) = (
         read("data/flowmind/contexts.json"),
         read("tests/data/flowmind_requests.json"),
         read("tests/data/flowmind_train_tools.json"),
-        read("tests/data/flowmind_heldout.json"),
+        read(HELD_OUT[0].1),
+        read(HELD_OUT[1].1),
     ) else {
         eprintln!("cannot read the catalog or a split");
         return ExitCode::FAILURE;
@@ -168,19 +185,21 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let (catalog, mut train, tools, held) = match (
+    let (catalog, mut train, tools, held_v2, held_v1) = match (
         measure::catalog(&contexts, &registry),
         measure::requests(&train),
         measure::requests(&tools),
-        measure::requests(&held),
+        measure::requests(&held_v2),
+        measure::requests(&held_v1),
     ) {
-        (Ok(c), Ok(a), Ok(b), Ok(h)) => (c, a, b, h),
+        (Ok(c), Ok(a), Ok(b), Ok(h2), Ok(h1)) => (c, a, b, h2, h1),
         _ => {
             eprintln!("a file does not parse");
             return ExitCode::FAILURE;
         }
     };
     train.extend(tools);
+    let held = [(HELD_OUT[0].0, held_v2), (HELD_OUT[1].0, held_v1)];
     let args: Vec<String> = env::args().collect();
     let has = |flag: &str| args.iter().any(|a| a == flag);
     let value = |flag: &str| {
@@ -189,7 +208,7 @@ fn main() -> ExitCode {
             .and_then(|i| args.get(i + 1))
     };
     if let Some(path) = value("--embedding-texts") {
-        let texts = measure::embedding_texts(&catalog, &[&train, &held]);
+        let texts = measure::embedding_texts(&catalog, &[&train, &held[0].1, &held[1].1]);
         let json = serde_json::to_string(&texts).unwrap_or_default();
         if let Err(e) = fs::write(path, json) {
             eprintln!("{path}: {e}");
@@ -274,48 +293,48 @@ fn main() -> ExitCode {
     });
     println!("{train_figures}");
     let train_only = has("--train-only");
-    let held_figures = (!train_only).then(|| {
-        println!("held-out split ({} requests)", held.len());
-        let f = measure::measure(&catalog, &held, &model, &t, |_, _| {});
-        println!("{f}");
-        f
-    });
+    let held: &[(&str, Vec<serde_json::Value>)] = if train_only { &[] } else { &held };
+    let held_figures: Vec<Figures> = held
+        .iter()
+        .map(|(name, h)| {
+            println!("{name} split ({} requests)", h.len());
+            let f = measure::measure(&catalog, h, &model, &t, |_, _| {});
+            println!("{f}");
+            f
+        })
+        .collect();
     if has("--embeddings") {
-        if let Err(e) = blended(
-            &catalog,
-            &train,
-            (!train_only).then_some(&held[..]),
-            &model,
-            &t,
-        ) {
+        if let Err(e) = blended(&catalog, &train, held, &model, &t) {
             eprintln!("{e}");
             return ExitCode::FAILURE;
         }
     }
-    let Some(held_figures) = held_figures else {
+    if train_only {
         return ExitCode::SUCCESS;
-    };
+    }
+    let mut splits = vec![(&train_figures, "training")];
+    splits.extend(held_figures.iter().zip(held.iter().map(|(name, _)| *name)));
     if has("--bins") {
-        println!("reliability of first matches: confidence, training shown (right), held-out shown (right)");
-        for (i, (a, b)) in train_figures
-            .reliability
-            .iter()
-            .zip(held_figures.reliability.iter())
-            .enumerate()
-        {
+        let names: Vec<&str> = splits.iter().map(|(_, name)| *name).collect();
+        println!(
+            "reliability of first matches: confidence, then shown (right) for {}",
+            names.join(", ")
+        );
+        for i in 0..10 {
+            let cells: Vec<String> = splits
+                .iter()
+                .map(|(f, _)| format!("{:3} ({:3})", f.reliability[i].0, f.reliability[i].1))
+                .collect();
             println!(
-                "  {:.1}-{:.1}  {:3} ({:3})  {:3} ({:3})",
+                "  {:.1}-{:.1}  {}",
                 i as f64 / 10.0,
                 (i + 1) as f64 / 10.0,
-                a.0,
-                a.1,
-                b.0,
-                b.1
+                cells.join("  ")
             );
         }
     }
     if let Some(path) = value("--svg") {
-        if let Err(e) = fs::write(path, svg(&train_figures, &held_figures)) {
+        if let Err(e) = fs::write(path, svg(&splits)) {
             eprintln!("{path}: {e}");
             return ExitCode::FAILURE;
         }

@@ -589,17 +589,20 @@ mod tests {
     }
 
     #[test]
-    fn an_out_of_domain_request_finds_nothing() {
+    fn an_out_of_domain_request_runs_nothing() {
+        // Issue 23 asks out-of-scope requests to get `no_matches` or `refinement_suggested`: a
+        // request sharing one word with a context ("poem") may be offered it as a refinement,
+        // never acted on nor asked to choose.
         for query in [
             "bake sourdough bread with a crispy crust",
             "translate this poem to Klingon",
             "what's the weather in Paris tomorrow",
         ] {
             let (o, uris) = outcome(query);
-            assert_eq!(
+            assert!(
+                matches!(o.verdict, Verdict::NoMatch | Verdict::Refine),
+                "{query}: {:?} {uris:?} {:?}",
                 o.verdict,
-                Verdict::NoMatch,
-                "{query}: {uris:?} {:?}",
                 o.candidates
             );
         }

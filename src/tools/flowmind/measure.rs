@@ -4,8 +4,9 @@
 //! contexts, tools, out-of-scope requests) as issue 23 asks.
 //!
 //! The model and thresholds are fitted on the training split only (`tests/data/flowmind_requests.json`
-//! and `tests/data/flowmind_train_tools.json`); the held-out split is only ever measured
-//! (`cargo run --release --example flowmind_splits`, `npm run bench`). Used by tests and examples,
+//! and `tests/data/flowmind_train_tools.json`); the held-out splits (v2,
+//! `tests/data/flowmind_heldout_v2.json`, and the worn v1, `tests/data/flowmind_heldout.json`) are
+//! only ever measured (`cargo run --release --example flowmind_splits`, `npm run bench`). Used by tests and examples,
 //! never by a request: nothing here runs in the Worker.
 
 use std::collections::HashMap;
@@ -97,9 +98,10 @@ pub fn fit(catalog: &Catalog, set: &[Value]) -> Model {
 /// What a response status is worth for labelled request `r`: the status it deserves 1 (`success`
 /// with a right first match for a clear request, `disambiguation_needed` with a right match in the
 /// first two for a request with two right answers, `no_matches` for an out-of-scope one); a hedge
-/// that still shows a right match in the first two ½, and so is `refinement_suggested` for an
-/// out-of-scope request (it runs nothing, which is what issue 23 asks of such requests); acting on
-/// a wrong match
+/// that still shows a right match in the first two ½; `refinement_suggested` for an out-of-scope
+/// request ¾ (it runs nothing, and issue 23 counts it as handled like `no_matches`; at ½ the
+/// grid raised the no-match threshold until 9% of the training catalog requests got `no_matches`,
+/// at 1 it all but stopped saying `no_matches`); acting on a wrong match
 /// −[`eval::WRONG_RUN_COST`]; asking to choose between contexts for an out-of-scope request −½.
 fn utility(want: &[&str], uris: &[&str], verdict: Verdict) -> f64 {
     let right_in = |n: usize| uris.iter().take(n).any(|u| want.contains(u));
@@ -107,7 +109,7 @@ fn utility(want: &[&str], uris: &[&str], verdict: Verdict) -> f64 {
         (0, Verdict::NoMatch) => 1.0,
         (0, Verdict::Success) => -eval::WRONG_RUN_COST,
         (0, Verdict::Ambiguous) => -0.5,
-        (0, Verdict::Refine) => 0.5,
+        (0, Verdict::Refine) => 0.75,
         (_, Verdict::Success) if !right_in(1) => -eval::WRONG_RUN_COST,
         (1, Verdict::Success) | (2.., Verdict::Ambiguous) if right_in(2) => 1.0,
         (_, Verdict::Success | Verdict::Ambiguous | Verdict::Refine) if right_in(2) => 0.5,
@@ -587,8 +589,12 @@ mod tests {
         // A changed context text, tool context or split request has no stored vector: re-run
         // `python3 scripts/flowmind-embed.py` (docs/flowmind.md) and re-fit the blend.
         let (catalog, set) = training();
-        let held = requests(include_str!("../../../tests/data/flowmind_heldout.json"))
-            .expect("held-out split");
+        let mut held = requests(include_str!("../../../tests/data/flowmind_heldout.json"))
+            .expect("held-out split v1");
+        held.extend(
+            requests(include_str!("../../../tests/data/flowmind_heldout_v2.json"))
+                .expect("held-out split v2"),
+        );
         let vectors = Vectors::read(
             include_str!("../../../data/flowmind/embeddings/minilm.json"),
             include_bytes!("../../../data/flowmind/embeddings/minilm.i8"),
@@ -678,8 +684,8 @@ mod tests {
                 "workflow://root-cause-analysis",
             ),
             (
-                "how to add a non-null column to a 500GB table in prod without locking it",
-                "workflow://database-migration",
+                "do we need a BAA with Twilio for appointment reminders",
+                "workflow://hipaa-assessment",
             ),
         ] {
             let (o, uris) = first(query, None);
@@ -725,6 +731,7 @@ mod tests {
         assert_eq!(utility(&[a, b], &[b, a], Verdict::Ambiguous), 1.0);
         assert_eq!(utility(&[a, b], &[b, a], Verdict::Success), 0.5);
         assert_eq!(utility(&[], &[a], Verdict::NoMatch), 1.0);
+        assert_eq!(utility(&[], &[a], Verdict::Refine), 0.75);
         assert_eq!(utility(&[], &[a], Verdict::Ambiguous), -0.5);
         assert_eq!(utility(&[], &[a], Verdict::Success), -1.5);
         assert_eq!(utility(&[a], &[], Verdict::NoMatch), 0.0);
