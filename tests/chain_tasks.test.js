@@ -17,6 +17,7 @@ const EXTENSION = "io.modelcontextprotocol/tasks";
 const SECRET = "chain-tasks-secret";
 const UNKNOWN = "exec-00000000000000000000000000000000";
 const textOf = (r) => r.content.map((c) => c.text).join("\n");
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const step = (id, name, extra = {}) => ({ id, name, type: "data_transformation", input_variables: [], output_variables: [], ...extra });
 let w;
 
@@ -287,6 +288,57 @@ describe("2025-11-25: tasks/result asks a paused task's question on its stream (
     } finally {
       await owner.client.close();
       await stranger.client.close();
+    }
+  });
+
+  // Two tasks/result calls on one paused task at once (two requests of the session, or a retry
+  // while the first still waits): the question goes to the client once, the other call waits for
+  // the same outcome, and the run resumes once.
+  /** A paused task-approval run of a client that elicits, each question answered with `reply()` once both calls are at the server. */
+  async function racing(sub, reply) {
+    const { client, start, paused } = await asked(sub, { elicitation: {} });
+    const seen = [];
+    client.setRequestHandler(ElicitRequestSchema, async (req) => (seen.push(req.params), await sleep(1500), reply()));
+    const id = await start("task-approval", { name: sub });
+    await paused(id);
+    const both = () => Promise.allSettled([
+      client.experimental.tasks.getTaskResult(id, CallToolResultSchema),
+      sleep(200).then(() => client.experimental.tasks.getTaskResult(id, CallToolResultSchema)),
+    ]);
+    return { client, id, seen, both };
+  }
+
+  test("two tasks/result calls at once: the question is asked once, both get the one result, and the run resumed once", async () => {
+    const { client, id, seen, both } = await racing("ann", () => ({ action: "accept", content: { status: "signed" } }));
+    try {
+      const [first, second] = await both();
+      assert.equal(seen.length, 1, `asked ${seen.length} times`);
+      assert.equal(first.status, "fulfilled", String(first.reason));
+      assert.equal(second.status, "fulfilled", String(second.reason));
+      assert.match(textOf(first.value), /completed successfully[\s\S]*ANN:signed/);
+      assert.equal(textOf(second.value), textOf(first.value), "the waiting call gets the same outcome");
+      const status = await client.callTool({ name: "get_chain_status", arguments: { execution_id: id } });
+      assert.equal(status.structuredContent.status, "completed");
+    } finally {
+      await client.close();
+    }
+  });
+
+  test("two tasks/result calls at once on a declined question: asked once, both say it still waits, and a later tasks/result asks again", async () => {
+    let answer = { action: "decline" };
+    const { client, id, seen, both } = await racing("bob", () => answer);
+    try {
+      for (const r of await both()) {
+        assert.equal(r.status, "rejected");
+        assert.match(r.reason.message, /still waits[\s\S]*call tasks\/result again/);
+      }
+      assert.equal(seen.length, 1, `asked ${seen.length} times`);
+      assert.equal((await client.experimental.tasks.getTask(id)).status, "input_required", "declining is not cancelling");
+      answer = { action: "accept", content: { status: "later" } };
+      assert.match(textOf(await client.experimental.tasks.getTaskResult(id, CallToolResultSchema)), /BOB:later/);
+      assert.equal(seen.length, 2, "the later call asked again");
+    } finally {
+      await client.close();
     }
   });
 });

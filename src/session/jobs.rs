@@ -357,7 +357,7 @@ pub async fn chain_task_request(
             })
             .await
         }
-        _ => chain_task_result(&chain, asker).await,
+        _ => chain_task_result(core, &chain, asker).await,
     })
 }
 
@@ -406,8 +406,11 @@ impl ChainTask<'_> {
 /// the same bound as a scripted task's). A paused execution's question goes to the client of
 /// `asker` on this request's stream (`server::tasks::legacy_question`), and its answer resumes the
 /// run as `resume_chain` would; the wait then goes on, to the result or the next question. A
-/// client that can answer neither way is told how to continue it.
+/// client that can answer neither way is told how to continue it. While another `tasks/result`
+/// of the session has the question with the client ([`QuestionClaim`]), this one waits for that
+/// outcome instead of asking too, so the user is asked once and the run resumes once.
 async fn chain_task_result(
+    core: &Core,
     chain: &ChainTask<'_>,
     asker: Option<&CallContext<'_>>,
 ) -> Result<serde_json::Value> {
@@ -415,6 +418,8 @@ async fn chain_task_result(
     use crate::server::tasks::{self, Status};
     let id = chain.id;
     let mut began = clock::now_ms();
+    // The question keys another call had with the client while this one waited.
+    let mut waited_on: Option<Vec<String>> = None;
     loop {
         let (view, result) = chain.read().await?;
         let task = tasks::chain_task(chain.owner, &view, result, clock::now_ms());
@@ -442,12 +447,33 @@ async fn chain_task_result(
                         "Invalid Request: task {id:?} (chain execution {id}) waits for input: declare the client capability sampling or elicitation in initialize and call tasks/result again to be asked for it, or supply the outputs its paused step waits for with resume_chain {{\"execution_id\": \"{id}\", \"outputs\": {{…}}}} (a FlowMind workflow's run: execute_workflow {{\"workflow_uri\": …, \"session_id\": \"{id}\", \"step_outputs\": {{…}}}}; get_chain_status shows what it waits for), then call tasks/result again; or cancel it"
                     )));
                 };
+                let keys: Vec<String> = questions.iter().map(|q| q.key.clone()).collect();
+                let Some(claim) = QuestionClaim::take(core, id) else {
+                    // Another tasks/result has it with the client: its answer resumes the run.
+                    waited_on = Some(keys);
+                    if clock::now_ms() - began > tasks::RESULT_WAIT_MS {
+                        return Err(Error::Unavailable(format!(
+                            "Task {id:?} waits for the answer to its question, which another tasks/result call has with the client; call tasks/result again"
+                        )));
+                    }
+                    worker::Delay::from(std::time::Duration::from_millis(tasks::POLL_MS)).await;
+                    continue;
+                };
+                if waited_on.as_ref() == Some(&keys) {
+                    // That call ended and the same steps still wait: it got no usable answer.
+                    drop(claim);
+                    return Err(Error::InvalidRequest(format!(
+                        "Invalid Request: the question of task {id:?}, which another tasks/result call put to the client, was not answered; the task still waits for input: call tasks/result again to be asked again, supply its outputs with resume_chain {{\"execution_id\": \"{id}\", \"outputs\": {{…}}}}, or cancel the task"
+                    )));
+                }
                 let mut outputs = serde_json::Map::new();
                 for (q, (method, params)) in asked {
                     let answer = asker.ask_client(method, params).await?;
                     outputs.extend(tasks::answered_outputs(q, method, &answer)?);
                 }
                 crate::tools::chains::resume(chain.ctx, id, &outputs, true).await?;
+                drop(claim);
+                waited_on = None;
                 began = clock::now_ms();
             }
             None if clock::now_ms() - began > tasks::RESULT_WAIT_MS => {
@@ -459,6 +485,34 @@ async fn chain_task_result(
                 worker::Delay::from(std::time::Duration::from_millis(tasks::POLL_MS)).await;
             }
         }
+    }
+}
+
+/// A 2025-11-25 `tasks/result`'s hold on a chain task's question while it is with the client
+/// (`Core::asking`): taken only when no other call holds it (the check and the insert run with no
+/// await between, so two requests of the object cannot both take it), and given back when it is
+/// dropped, however the asking ends (answer, decline, error, timeout, the request going away).
+struct QuestionClaim<'a> {
+    core: &'a Core,
+    id: String,
+}
+
+impl<'a> QuestionClaim<'a> {
+    /// The hold on task `id`'s question; `None` while another call has it.
+    fn take(core: &'a Core, id: &str) -> Option<Self> {
+        core.asking
+            .borrow_mut()
+            .insert(id.to_string())
+            .then(|| Self {
+                core,
+                id: id.to_string(),
+            })
+    }
+}
+
+impl Drop for QuestionClaim<'_> {
+    fn drop(&mut self) {
+        self.core.asking.borrow_mut().remove(&self.id);
     }
 }
 

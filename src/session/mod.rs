@@ -75,6 +75,11 @@ pub struct Core {
     /// When this instance last served the session's client (ms; 0 for none yet): the stored
     /// `last_seen` is written only when it lags by more than [`Core::seen_slack_ms`].
     seen: Cell<i64>,
+    /// Chain tasks whose paused step's question a 2025-11-25 `tasks/result` of this instance has
+    /// with the client now (`jobs::QuestionClaim`): another `tasks/result` waits for its outcome
+    /// instead of asking again. Kept in memory, so it lasts no longer than the asking request
+    /// (which the client's answer, its timeout or the instance's end ends).
+    asking: RefCell<std::collections::HashSet<String>>,
 }
 
 impl Core {
@@ -371,6 +376,7 @@ impl Session {
             env: self.env.clone(),
             relay: Rc::default(),
             seen: Cell::new(0),
+            asking: RefCell::default(),
         });
         *self.core.borrow_mut() = Some(core.clone());
         Ok(core)
