@@ -74,7 +74,8 @@ describe("2025-11-25: execute_workflow as a task, through the official SDK clien
     assert.equal(status.structuredContent.chain, "wf-code-review");
   });
 
-  test("one tasks/result asks each paused step by sampling on its stream, in turn, and answers the workflow's result", async () => {
+  /** A client that samples, answering each step's keys from OUTPUTS, and the questions it was asked. */
+  async function sampling() {
     const sampler = await legacyClient("wf-user-a", { capabilities: { sampling: {} } });
     const all = Object.assign({}, ...OUTPUTS);
     const asked = [];
@@ -83,6 +84,11 @@ describe("2025-11-25: execute_workflow as a task, through the official SDK clien
       asked.push({ keys, task: req.params._meta?.["io.modelcontextprotocol/related-task"]?.taskId });
       return { role: "assistant", content: { type: "text", text: JSON.stringify(Object.fromEntries(keys.map((k) => [k, all[k]]))) }, model: "test-model" };
     });
+    return { sampler, all, asked };
+  }
+
+  test("one tasks/result asks each paused step by sampling on its stream, in turn, and answers the workflow's result", async () => {
+    const { sampler, all, asked } = await sampling();
     try {
       const { task } = await sampler.request({ method: "tools/call", params: { name: "execute_workflow", arguments: review, task: { ttl: 60_000 } } }, CreateTaskResultSchema);
       assert.equal((await settle(() => sampler.experimental.tasks.getTask(task.taskId))).status, "input_required");
@@ -92,6 +98,20 @@ describe("2025-11-25: execute_workflow as a task, through the official SDK clien
       assert.equal(result.structuredContent.result.status, "completed", JSON.stringify(result.structuredContent));
       assert.deepEqual(result.structuredContent.result.outputs, all);
       assert.equal(result.content[0].text, "workflow://code-review: completed (3 steps)");
+    } finally {
+      await sampler.close();
+    }
+  });
+
+  test("a task keeps the capabilities its session declared: an autonomous run of a sampling client starts, and tasks/result samples it to its result", async () => {
+    const { sampler, all, asked } = await sampling();
+    try {
+      const started = await sampler.request({ method: "tools/call", params: { name: "execute_workflow", arguments: { ...review, execution_mode: "autonomous" }, task: { ttl: 60_000 } } }, CreateTaskResultSchema).catch((e) => e);
+      assert.ok(started.task, `not started as a task: ${started.message}`);
+      const result = await sampler.experimental.tasks.getTaskResult(started.task.taskId, CallToolResultSchema);
+      assert.deepEqual(asked.map((a) => a.keys), OUTPUTS.map(Object.keys), "each step sampled once, in order");
+      assert.equal(result.structuredContent.result.status, "completed", JSON.stringify(result.structuredContent));
+      assert.deepEqual(result.structuredContent.result.outputs, all);
     } finally {
       await sampler.close();
     }

@@ -194,6 +194,13 @@ impl<'a> CallContext<'a> {
         }
     }
 
+    /// This context with the client capabilities `capabilities` (a session's declared ones), for
+    /// a call that decides by them but asks the client nothing itself.
+    pub fn with_capabilities(mut self, capabilities: Value) -> Self {
+        self.capabilities = capabilities;
+        self
+    }
+
     /// The context of a tool a chain step calls within the call `enclosing` (see [`Enclosing`]),
     /// acting for `caller`: the rights both the chain's author and its runner hold.
     pub fn within(enclosing: &'a dyn ToolContext, caller: Caller) -> Self {

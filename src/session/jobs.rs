@@ -491,7 +491,7 @@ async fn chain_task_result(
 /// A 2025-11-25 `tasks/result`'s hold on a chain task's question while it is with the client
 /// (`Core::asking`): taken only when no other call holds it (the check and the insert run with no
 /// await between, so two requests of the object cannot both take it), and given back when it is
-/// dropped, however the asking ends (answer, decline, error, timeout, the request going away).
+/// dropped, however the asking ends (answer, decline, error, the ask's timeout).
 struct QuestionClaim<'a> {
     core: &'a Core,
     id: String,
@@ -557,8 +557,11 @@ pub async fn task_call(
         }
         Some(TaskRun::Chain(background) | TaskRun::Linked(background, _)) => {
             // The execution starts in the background as execute_chain's async_execution would,
-            // under the session's job lease; its id is the task's.
-            let ctx = unattended_for(core, caller);
+            // under the session's job lease; its id is the task's. The start decides by what the
+            // session's client declared (an autonomous workflow needs a model: its sampling), as
+            // the synchronous call would; the run itself asks no client, its paused steps are
+            // asked through tasks/result.
+            let ctx = unattended_for(core, caller).with_capabilities(core.client_capabilities());
             let done = crate::registry::execute(tool, &ctx, background(args.clone())).await;
             let Some(id) = crate::tools::chains::started_execution(&done.result) else {
                 return Ok(Some(done.result));
