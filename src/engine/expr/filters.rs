@@ -145,14 +145,8 @@ impl<'a> Ctx<'a, '_> {
                         .filter(|n| *n >= 0.0)
                         .ok_or_else(|| err("truncate needs a length of 0 or more".into()))?
                         as usize;
-                    self.text_map(&v, pos, &|s| {
-                        if s.chars().count() > n {
-                            s.chars().take(n).collect::<String>() + "…"
-                        } else {
-                            s.to_string()
-                        }
-                    })
-                    .map(Val::Own)
+                    self.text_map(&v, pos, &|s| crate::engine::clip(s, n))
+                        .map(Val::Own)
                 }
                 "number" => {
                     if v.is_null() {
