@@ -361,9 +361,8 @@ impl Default for Thresholds {
     /// 1, a hedge that still shows a right match ½, refinement for an out-of-scope request ¾
     /// (nothing is run, and issue 23 counts it as handled; at ½ the grid bought out-of-scope
     /// `no_matches` with in-scope requests answered `no_matches`), acting on a wrong match −1.5.
-    /// Since the catalog's wording says
-    /// what each context is for in users' words (migration 0028), the best match usually leads its
-    /// neighbours clearly; with the training split's second batch of tool requests (issue 23,
+    /// Since the catalog's wording says what each context is for in users' words (migrations 0028
+    /// and 0029), the best match usually leads its neighbours clearly; with the training split's second batch of tool requests (issue 23,
     /// sixth round) and its catalog requests (seventh round) the grid asks the caller to choose
     /// when two matches lie within 0.14 of each other. Figures in `docs/flowmind.md`.
     fn default() -> Self {

@@ -6,8 +6,8 @@
 //! The model and thresholds are fitted on the training split only (`tests/data/flowmind_requests.json`
 //! and `tests/data/flowmind_train_tools.json`); the held-out splits (v2,
 //! `tests/data/flowmind_heldout_v2.json`, and the worn v1, `tests/data/flowmind_heldout.json`) are
-//! only ever measured (`cargo run --release --example flowmind_splits`, `npm run bench`). Used by tests and examples,
-//! never by a request: nothing here runs in the Worker.
+//! only ever measured (`cargo run --release --example flowmind_splits`, `npm run bench`). Used by
+//! tests and examples, never by a request: nothing here runs in the Worker.
 
 use std::collections::HashMap;
 use std::fmt;
